@@ -1,0 +1,104 @@
+"""The exceptions tablestore raises.
+
+One root, :class:`TableStoreError`, with a subclass per thing a caller may want to catch.
+Every message says what was wrong and what to do about it.
+"""
+
+from __future__ import annotations
+
+
+class TableStoreError(Exception):
+    """Root of every error tablestore raises on purpose."""
+
+
+class TableStoreWarning(UserWarning):
+    """Root of the warnings tablestore emits."""
+
+
+class ValidationError(TableStoreError, ValueError):
+    """The input is not acceptable: a bad name, value, option or argument."""
+
+
+class InvalidNameError(ValidationError):
+    """A namespace, table or column name that is empty, has control characters, '/' or '..'."""
+
+
+class SchemaError(ValidationError):
+    """A schema is malformed, or data does not match the table's schema."""
+
+
+class SchemaEvolutionError(SchemaError):
+    """A schema change that the evolution rules do not allow."""
+
+
+class FilterError(ValidationError):
+    """A filter that cannot be parsed or bound to the table's schema."""
+
+
+class NotFoundError(TableStoreError, LookupError):
+    """Something named does not exist."""
+
+
+class NoSuchNamespaceError(NotFoundError):
+    pass
+
+
+class NoSuchTableError(NotFoundError):
+    pass
+
+
+class NoSuchViewError(NotFoundError):
+    pass
+
+
+class NoSuchFunctionError(NotFoundError):
+    pass
+
+
+class NoSuchSnapshotError(NotFoundError):
+    pass
+
+
+class NoSuchCatalogError(NotFoundError):
+    pass
+
+
+class AlreadyExistsError(TableStoreError):
+    """Something with that name exists already."""
+
+
+class NamespaceAlreadyExistsError(AlreadyExistsError):
+    pass
+
+
+class TableAlreadyExistsError(AlreadyExistsError):
+    pass
+
+
+class NamespaceNotEmptyError(TableStoreError):
+    """A namespace still holds tables or views; drop them first or use CASCADE."""
+
+
+class CommitFailedError(TableStoreError):
+    """A commit could not be applied; nothing was committed."""
+
+
+class CommitConflictError(CommitFailedError):
+    """The table changed under the commit in a way that conflicts with it.
+
+    Raised when a commit's requirements no longer hold (another writer won the race and a retry
+    is unsafe or exhausted), or when validation against the scan's snapshot finds a conflicting
+    concurrent change.
+    """
+
+
+class CommitStateUnknownError(CommitFailedError):
+    """The commit may or may not have been applied (for example the catalog did not answer)."""
+
+
+class CorruptMetadataError(TableStoreError):
+    """A metadata, manifest or manifest-list file cannot be read as Iceberg metadata."""
+
+
+class UnsupportedError(TableStoreError, NotImplementedError):
+    """A feature of the format or of a statement that tablestore does not support."""

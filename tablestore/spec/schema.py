@@ -1,0 +1,373 @@
+"""Schemas: a struct of fields with ids, and their conversion to and from Arrow.
+
+Every column, nested or not, is identified by its field id; names are only labels. Data files
+carry the ids (Parquet ``field_id``), so reads project by id and survive renames.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from tablestore.errors import SchemaError
+from tablestore.spec.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FixedType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    ListType,
+    LongType,
+    MapType,
+    NestedField,
+    StringType,
+    StructType,
+    TimestampNanoType,
+    TimestamptzNanoType,
+    TimestamptzType,
+    TimestampType,
+    TimeType,
+    UnknownType,
+    UUIDType,
+)
+
+PARQUET_FIELD_ID = b"PARQUET:field_id"
+
+
+@dataclass(frozen=True)
+class Schema:
+    """A table schema: top-level fields, a schema id and the identifier (primary key) fields."""
+
+    fields: tuple[NestedField, ...]
+    schema_id: int = 0
+    identifier_field_ids: tuple[int, ...] = ()
+    _by_id: dict[int, NestedField] = field(default_factory=dict, compare=False, repr=False)
+    _by_name: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    _parents: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fields", tuple(self.fields))
+        object.__setattr__(self, "identifier_field_ids", tuple(self.identifier_field_ids))
+        for f, path, parent in _walk(self.fields, (), None):
+            if f.field_id in self._by_id:
+                raise SchemaError(f"field id {f.field_id} is used twice (by {path[-1]!r})")
+            self._by_id[f.field_id] = f
+            self._by_name[".".join(path)] = f.field_id
+            if parent is not None:
+                self._parents[f.field_id] = parent
+
+    # -- lookups ---------------------------------------------------------------------------
+    @property
+    def struct(self) -> StructType:
+        return StructType(*self.fields)
+
+    def find_field(self, name_or_id: str | int, case_sensitive: bool = True) -> NestedField:
+        """The field with that id or dotted name; raises SchemaError naming the columns."""
+        if isinstance(name_or_id, int):
+            found = self._by_id.get(name_or_id)
+            if found is None:
+                raise SchemaError(f"no field with id {name_or_id} in the schema")
+            return found
+        field_id = self.find_field_id(name_or_id, case_sensitive)
+        if field_id is None:
+            raise SchemaError(
+                f"unknown column {name_or_id!r}; the columns are: {', '.join(self.column_names)}"
+            )
+        return self._by_id[field_id]
+
+    def find_field_id(self, name: str, case_sensitive: bool = True) -> int | None:
+        found = self._by_name.get(name)
+        if found is None and not case_sensitive:
+            lowered = name.lower()
+            for key, value in self._by_name.items():
+                if key.lower() == lowered:
+                    return value
+        return found
+
+    def find_column_name(self, field_id: int) -> str | None:
+        for name, fid in self._by_name.items():
+            if fid == field_id:
+                return name
+        return None
+
+    def find_type(self, name_or_id: str | int) -> IcebergType:
+        return self.find_field(name_or_id).field_type
+
+    def has_field(self, field_id: int) -> bool:
+        return field_id in self._by_id
+
+    def parent_id(self, field_id: int) -> int | None:
+        return self._parents.get(field_id)
+
+    @property
+    def column_names(self) -> list[str]:
+        return [f.name for f in self.fields]
+
+    @property
+    def field_ids(self) -> set[int]:
+        return set(self._by_id)
+
+    def all_fields(self) -> Iterator[tuple[str, NestedField]]:
+        """Every field, nested ones included, with its dotted name, in depth-first order."""
+        for f, path, _ in _walk(self.fields, (), None):
+            yield ".".join(path), f
+
+    def highest_field_id(self) -> int:
+        return max(self._by_id, default=0)
+
+    def select(self, names: list[str], case_sensitive: bool = True) -> Schema:
+        """A schema of the named top-level or nested columns, in the table's field order."""
+        wanted = {self.find_field(n, case_sensitive).field_id for n in names}
+        return Schema(_prune(self.fields, wanted, self), self.schema_id)
+
+    def with_id(self, schema_id: int) -> Schema:
+        return Schema(self.fields, schema_id, self.identifier_field_ids)
+
+    # -- JSON --------------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": "struct",
+            "schema-id": self.schema_id,
+            "fields": [f.to_json() for f in self.fields],
+        }
+        if self.identifier_field_ids:
+            out["identifier-field-ids"] = list(self.identifier_field_ids)
+        return out
+
+    @staticmethod
+    def from_json(obj: dict[str, Any]) -> Schema:
+        return Schema(
+            tuple(NestedField.from_json(f) for f in obj["fields"]),
+            int(obj.get("schema-id", 0)),
+            tuple(obj.get("identifier-field-ids") or ()),
+        )
+
+    def __str__(self) -> str:
+        lines = ["table {"]
+        for name, f in self.all_fields():
+            opt = "required" if f.required else "optional"
+            lines.append(f"  {f.field_id}: {name}: {opt} {f.field_type}")
+        lines.append("}")
+        return "\n".join(lines)
+
+    def as_arrow(self) -> pa.Schema:
+        return schema_to_arrow(self)
+
+
+def _walk(
+    fields: tuple[NestedField, ...], prefix: tuple[str, ...], parent: int | None
+) -> Iterator[tuple[NestedField, tuple[str, ...], int | None]]:
+    for f in fields:
+        path = (*prefix, f.name)
+        yield f, path, parent
+        yield from _walk_type(f.field_type, path, f.field_id)
+
+
+def _walk_type(
+    t: IcebergType, path: tuple[str, ...], parent: int
+) -> Iterator[tuple[NestedField, tuple[str, ...], int | None]]:
+    if isinstance(t, StructType):
+        yield from _walk(t.fields, path, parent)
+    elif isinstance(t, ListType):
+        yield from _walk((t.element_field,), path, parent)
+    elif isinstance(t, MapType):
+        yield from _walk((t.key_field, t.value_field), path, parent)
+
+
+def _prune(fields: tuple[NestedField, ...], wanted: set[int], schema: Schema) -> tuple[NestedField, ...]:
+    out = []
+    for f in fields:
+        if f.field_id in wanted:
+            out.append(f)
+        elif isinstance(f.field_type, StructType):
+            inner = _prune(f.field_type.fields, wanted, schema)
+            if inner:
+                out.append(NestedField(f.field_id, f.name, StructType(*inner), f.required, f.doc))
+    return tuple(out)
+
+
+# -- assigning ids ---------------------------------------------------------------------------
+
+
+def assign_fresh_ids(schema_or_type: StructType | Schema, next_id: Callable[[], int]) -> StructType:
+    """A copy of the type whose fields get ids from ``next_id``, in breadth-first order."""
+    struct = schema_or_type.struct if isinstance(schema_or_type, Schema) else schema_or_type
+    return _reassign_struct(struct, next_id)
+
+
+def _reassign_struct(struct: StructType, next_id: Callable[[], int]) -> StructType:
+    ids = [next_id() for _ in struct.fields]
+    return StructType(
+        *(
+            NestedField(i, f.name, _reassign(f.field_type, next_id), f.required, f.doc,
+                        f.initial_default, f.write_default)
+            for i, f in zip(ids, struct.fields, strict=True)
+        )
+    )
+
+
+def _reassign(t: IcebergType, next_id: Callable[[], int]) -> IcebergType:
+    if isinstance(t, StructType):
+        return _reassign_struct(t, next_id)
+    if isinstance(t, ListType):
+        element_id = next_id()
+        return ListType(element_id, _reassign(t.element_type, next_id), t.element_required)
+    if isinstance(t, MapType):
+        key_id = next_id()
+        value_id = next_id()
+        return MapType(
+            key_id, _reassign(t.key_type, next_id), value_id, _reassign(t.value_type, next_id),
+            t.value_required,
+        )
+    return t
+
+
+class IdCounter:
+    def __init__(self, last: int = 0) -> None:
+        self.last = last
+
+    def __call__(self) -> int:
+        self.last += 1
+        return self.last
+
+
+# -- Arrow -----------------------------------------------------------------------------------
+
+
+def primitive_to_arrow(t: IcebergType) -> pa.DataType:
+    if isinstance(t, BooleanType):
+        return pa.bool_()
+    if isinstance(t, IntegerType):
+        return pa.int32()
+    if isinstance(t, LongType):
+        return pa.int64()
+    if isinstance(t, FloatType):
+        return pa.float32()
+    if isinstance(t, DoubleType):
+        return pa.float64()
+    if isinstance(t, DecimalType):
+        return pa.decimal128(t.precision, t.scale)
+    if isinstance(t, DateType):
+        return pa.date32()
+    if isinstance(t, TimeType):
+        return pa.time64("us")
+    if isinstance(t, TimestampType):
+        return pa.timestamp("us")
+    if isinstance(t, TimestamptzType):
+        return pa.timestamp("us", tz="UTC")
+    if isinstance(t, TimestampNanoType):
+        return pa.timestamp("ns")
+    if isinstance(t, TimestamptzNanoType):
+        return pa.timestamp("ns", tz="UTC")
+    if isinstance(t, StringType):
+        return pa.string()
+    if isinstance(t, UUIDType):
+        return pa.binary(16)
+    if isinstance(t, FixedType):
+        return pa.binary(t.length)
+    if isinstance(t, BinaryType):
+        return pa.binary()
+    if isinstance(t, UnknownType):
+        return pa.null()
+    raise SchemaError(f"no Arrow type for {t}")
+
+
+def type_to_arrow(t: IcebergType) -> pa.DataType:
+    if isinstance(t, StructType):
+        return pa.struct([field_to_arrow(f) for f in t.fields])
+    if isinstance(t, ListType):
+        return pa.list_(field_to_arrow(t.element_field))
+    if isinstance(t, MapType):
+        return pa.map_(field_to_arrow(t.key_field), field_to_arrow(t.value_field))
+    return primitive_to_arrow(t)
+
+
+def field_to_arrow(f: NestedField) -> pa.Field:
+    metadata = {PARQUET_FIELD_ID: str(f.field_id).encode()}
+    if f.doc:
+        metadata[b"doc"] = f.doc.encode()
+    return pa.field(f.name, type_to_arrow(f.field_type), nullable=not f.required, metadata=metadata)
+
+
+def schema_to_arrow(schema: Schema | StructType) -> pa.Schema:
+    fields = schema.fields
+    return pa.schema([field_to_arrow(f) for f in fields])
+
+
+def arrow_type_to_iceberg(t: pa.DataType, next_id: Callable[[], int]) -> IcebergType:
+    """The Iceberg type for an Arrow type; nested fields get ids from ``next_id``."""
+    if pa.types.is_boolean(t):
+        return BooleanType()
+    if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t) or pa.types.is_uint8(t) \
+            or pa.types.is_uint16(t):
+        return IntegerType()
+    if pa.types.is_int64(t) or pa.types.is_uint32(t):
+        return LongType()
+    if pa.types.is_float16(t) or pa.types.is_float32(t):
+        return FloatType()
+    if pa.types.is_float64(t):
+        return DoubleType()
+    if pa.types.is_decimal(t):
+        return DecimalType(t.precision, t.scale)
+    if pa.types.is_date(t):
+        return DateType()
+    if pa.types.is_time(t):
+        return TimeType()
+    if pa.types.is_timestamp(t):
+        if t.unit == "ns":
+            return TimestamptzNanoType() if t.tz else TimestampNanoType()
+        return TimestamptzType() if t.tz else TimestampType()
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return StringType()
+    if pa.types.is_fixed_size_binary(t):
+        return FixedType(t.byte_width)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return BinaryType()
+    if pa.types.is_dictionary(t):
+        return arrow_type_to_iceberg(t.value_type, next_id)
+    if pa.types.is_struct(t):
+        ids = [next_id() for _ in range(t.num_fields)]
+        return StructType(
+            *(
+                NestedField(fid, t.field(i).name, arrow_type_to_iceberg(t.field(i).type, next_id),
+                            not t.field(i).nullable)
+                for i, fid in enumerate(ids)
+            )
+        )
+    if pa.types.is_map(t):
+        key_id, value_id = next_id(), next_id()
+        return MapType(
+            key_id, arrow_type_to_iceberg(t.key_type, next_id), value_id,
+            arrow_type_to_iceberg(t.item_type, next_id), not t.item_field.nullable,
+        )
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) \
+            or pa.types.is_list_view(t):
+        element_id = next_id()
+        return ListType(element_id, arrow_type_to_iceberg(t.value_type, next_id),
+                        not t.value_field.nullable)
+    if pa.types.is_null(t):
+        raise SchemaError("a column of Arrow type null has no Iceberg type; cast it to a concrete type")
+    raise SchemaError(f"Arrow type {t} has no Iceberg equivalent")
+
+
+def arrow_to_schema(arrow_schema: pa.Schema, schema_id: int = 0) -> Schema:
+    """A new schema for an Arrow schema: fresh ids, top-level fields first (as Iceberg assigns)."""
+    counter = IdCounter()
+    top_ids = [counter() for _ in arrow_schema]
+    fields = tuple(
+        NestedField(fid, f.name, arrow_type_to_iceberg(f.type, counter), not f.nullable)
+        for fid, f in zip(top_ids, arrow_schema, strict=True)
+    )
+    return Schema(fields, schema_id)
+
+
+def field_ids_from_arrow(arrow_schema: pa.Schema) -> bool:
+    """Whether every top-level field of an Arrow schema carries a Parquet field id."""
+    return all(f.metadata and PARQUET_FIELD_ID in f.metadata for f in arrow_schema)
