@@ -1,0 +1,496 @@
+"""Catalogs: where tables are found by name, and where commits are made atomic.
+
+A catalog maps ``namespace.table`` to the location of the table's current metadata file and
+swaps that pointer atomically on commit. Everything else about a table lives in its files.
+
+``Catalog`` holds what every implementation shares: identifier parsing and validation, table
+creation (first metadata file, default location), registration, purge on drop, and the
+metadata-file side of a commit. Implementations (``SqlCatalog``; a REST one later) supply the
+storage of the pointers and of namespaces.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from tablestore.errors import (
+    CommitConflictError,
+    CommitFailedError,
+    CorruptMetadataError,
+    InvalidNameError,
+    NoSuchNamespaceError,
+    TableAlreadyExistsError,
+    UnsupportedError,
+    ValidationError,
+)
+from tablestore.io import FileIO, load_file_io
+from tablestore.spec.schema import Schema, arrow_to_schema
+
+if TYPE_CHECKING:
+    from tablestore.spec.metadata import TableMetadata
+    from tablestore.spec.partitioning import PartitionSpec
+    from tablestore.spec.sorting import SortOrder
+    from tablestore.spec.updates import TableRequirement, TableUpdate
+    from tablestore.table import Table
+
+Identifier = tuple[str, ...]
+IdentifierLike = str | Sequence[str]
+
+WAREHOUSE = "warehouse"
+LOCATION = "location"
+WRITE_METADATA_PATH = "write.metadata.path"
+FORMAT_VERSION = "format-version"
+
+# <version>-<uuid>[.<codec>].metadata.json, as Java and pyiceberg name metadata files.
+_METADATA_FILE_RE = re.compile(r"(\d+)-([\w-]{36})(?:\.\w+)?\.metadata\.json")
+
+
+@dataclass(frozen=True)
+class PropertiesUpdateSummary:
+    """What ``update_namespace_properties`` did: keys removed, keys set, removals not present."""
+
+    removed: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+
+# -- names -----------------------------------------------------------------------------------
+
+
+def validate_name(name: object, what: str = "name") -> str:
+    """``name`` if it is usable as a namespace or table name, else InvalidNameError naming it.
+
+    Names become path segments of table locations, so separators and ``..`` are refused, as are
+    control characters (they corrupt logs and terminals).
+    """
+    if not isinstance(name, str):
+        raise InvalidNameError(f"{what} must be a string, got {type(name).__name__} {name!r}")
+    if not name.strip():
+        raise InvalidNameError(f"{what} {name!r} is empty")
+    if "/" in name or "\\" in name:
+        raise InvalidNameError(f"{what} {name!r} contains '/' or '\\', which are not allowed in names")
+    if ".." in name or name == ".":
+        raise InvalidNameError(f"{what} {name!r} contains '..', which is not allowed in names")
+    bad = next((c for c in name if ord(c) < 32 or 127 <= ord(c) < 160), None)
+    if bad is not None:
+        raise InvalidNameError(
+            f"{what} {name!r} contains the control character {bad!r}, which is not allowed in names"
+        )
+    return name
+
+
+def _split(identifier: IdentifierLike, what: str) -> Identifier:
+    if isinstance(identifier, str):
+        # "db.t" → ("db", "t"); an empty string is the empty (root) identifier.
+        parts: tuple[Any, ...] = tuple(identifier.split(".")) if identifier else ()
+    else:
+        try:
+            parts = tuple(identifier)
+        except TypeError:
+            raise InvalidNameError(
+                f"{what} must be a string like 'db.t' or a tuple of names, got {identifier!r}"
+            ) from None
+    for part in parts:
+        try:
+            validate_name(part, what)
+        except InvalidNameError as e:
+            if isinstance(identifier, str) and part != identifier:
+                raise InvalidNameError(f"{what} {identifier!r} is not valid: {e}") from None
+            raise
+    return parts
+
+
+def to_namespace(namespace: IdentifierLike, allow_root: bool = False) -> Identifier:
+    """A namespace as a tuple of validated levels (``"a.b"`` → ``("a", "b")``)."""
+    ns = _split(namespace, "namespace")
+    if not ns and not allow_root:
+        raise InvalidNameError("namespace is empty; give at least one level, like 'db'")
+    return ns
+
+
+def to_table_identifier(identifier: IdentifierLike) -> Identifier:
+    """A table identifier as a tuple: namespace levels then the table name, validated."""
+    ident = _split(identifier, "table identifier")
+    if len(ident) < 2:
+        raise InvalidNameError(
+            f"table identifier {identifier!r} has no namespace; write it as 'namespace.table'"
+        )
+    return ident
+
+
+def identifier_str(identifier: Identifier) -> str:
+    return ".".join(identifier)
+
+
+# -- metadata files ----------------------------------------------------------------------------
+
+
+def parse_metadata_version(metadata_location: str | None) -> int:
+    """The version in a metadata file name (``00003-<uuid>.metadata.json`` → 3); -1 if none."""
+    if not metadata_location:
+        return -1
+    match = _METADATA_FILE_RE.fullmatch(metadata_location.rsplit("/", 1)[-1])
+    return int(match.group(1)) if match else -1
+
+
+def new_metadata_location(metadata: TableMetadata, previous_location: str | None) -> str:
+    """Where the next metadata file goes: ``<location>/metadata/<version:05d>-<uuid>.metadata.json``."""
+    directory = metadata.properties.get(WRITE_METADATA_PATH) or f"{metadata.location.rstrip('/')}/metadata"
+    version = parse_metadata_version(previous_location) + 1
+    return f"{directory.rstrip('/')}/{version:05d}-{uuid.uuid4()}.metadata.json"
+
+
+def write_metadata_file(io: FileIO, location: str, metadata: TableMetadata) -> None:
+    """Write a metadata file; never overwrites (FileExistsError), as commits rely on it."""
+    from tablestore.spec.metadata import serialize_metadata
+
+    io.new_output(location).write(serialize_metadata(metadata), overwrite=False)
+
+
+def read_metadata_file(io: FileIO, location: str) -> TableMetadata:
+    from tablestore.spec.metadata import parse_metadata
+
+    try:
+        data = io.new_input(location).read()
+    except FileNotFoundError:
+        raise CorruptMetadataError(f"metadata file {location} does not exist") from None
+    return parse_metadata(data)
+
+
+def _normalize_location(location: str) -> str:
+    location = location.rstrip("/") or "/"
+    if "://" not in location and not location.startswith("file:"):
+        # Table locations are recorded in metadata and read by other engines, so a relative
+        # path (meaningful only in this process's working directory) is made absolute.
+        location = os.path.abspath(location)
+    return location
+
+
+# -- the catalog -------------------------------------------------------------------------------
+
+
+class Catalog(ABC):
+    """A named catalog of namespaces and tables.
+
+    ``properties`` configure it (``warehouse``, ``uri``, the ``s3.*`` file-IO settings); they may
+    hold credentials, so they are never shown in reprs or messages.
+    """
+
+    def __init__(self, name: str, **properties: str) -> None:
+        validate_name(name, "catalog name")
+        self.name = name
+        self.properties: dict[str, str] = {k: str(v) for k, v in properties.items() if v is not None}
+        warehouse = self.properties.get(WAREHOUSE)
+        self.warehouse: str | None = _normalize_location(warehouse) if warehouse else None
+        self.io: FileIO = load_file_io(self.properties, self.warehouse)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, warehouse={self.warehouse!r})"
+
+    def close(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
+        """Release connections; the catalog is unusable afterwards."""
+
+    def __enter__(self) -> Catalog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- namespaces (per implementation) ---------------------------------------------------------
+    @abstractmethod
+    def create_namespace(
+        self, namespace: IdentifierLike, properties: Mapping[str, str] | None = None
+    ) -> None:
+        """Create a namespace; NamespaceAlreadyExistsError if it exists."""
+
+    @abstractmethod
+    def drop_namespace(self, namespace: IdentifierLike) -> None:
+        """Drop an empty namespace; NamespaceNotEmptyError if it has tables or child namespaces."""
+
+    @abstractmethod
+    def list_namespaces(self, parent: IdentifierLike = ()) -> list[Identifier]:
+        """The namespaces one level below ``parent`` (top-level ones by default), sorted."""
+
+    @abstractmethod
+    def load_namespace_properties(self, namespace: IdentifierLike) -> dict[str, str]: ...
+
+    @abstractmethod
+    def update_namespace_properties(
+        self,
+        namespace: IdentifierLike,
+        removals: set[str] | None = None,
+        updates: Mapping[str, str] | None = None,
+    ) -> PropertiesUpdateSummary: ...
+
+    @abstractmethod
+    def namespace_exists(self, namespace: IdentifierLike) -> bool: ...
+
+    # -- tables (per implementation) -----------------------------------------------------------
+    @abstractmethod
+    def list_tables(self, namespace: IdentifierLike) -> list[Identifier]:
+        """The tables of one namespace (not of its children), sorted."""
+
+    @abstractmethod
+    def table_exists(self, identifier: IdentifierLike) -> bool: ...
+
+    @abstractmethod
+    def rename_table(self, from_identifier: IdentifierLike, to_identifier: IdentifierLike) -> Table:
+        """Rename a table (its files stay where they are)."""
+
+    @abstractmethod
+    def load_table_metadata(self, identifier: IdentifierLike) -> tuple[str, TableMetadata]:
+        """The current metadata location and metadata; NoSuchTableError if there is no table."""
+
+    @abstractmethod
+    def commit_table(
+        self,
+        identifier: IdentifierLike,
+        requirements: Sequence[TableRequirement],
+        updates: Sequence[TableUpdate],
+    ) -> tuple[str, TableMetadata]:
+        """Validate, apply, write the next metadata file, swap the pointer; see SqlCatalog."""
+
+    @abstractmethod
+    def _create_table_entry(self, identifier: Identifier, metadata_location: str) -> None:
+        """Record a new table; TableAlreadyExistsError if the name is taken."""
+
+    @abstractmethod
+    def _drop_table_entry(self, identifier: Identifier) -> None:
+        """Remove a table's record; NoSuchTableError if there is none."""
+
+    # -- shared table logic --------------------------------------------------------------------
+    def create_table(
+        self,
+        identifier: IdentifierLike,
+        schema: Schema | pa.Schema,
+        partition_by: Sequence[str] | str | PartitionSpec | None = None,
+        sort_order: SortOrder | None = None,
+        properties: Mapping[str, str] | None = None,
+        location: str | None = None,
+    ) -> Table:
+        """Create a table and write its first metadata file (``00000-<uuid>.metadata.json``).
+
+        ``schema`` is an Arrow schema or a tablestore Schema (field ids are assigned afresh).
+        ``partition_by`` lists partition expressions: ``"day(ts)"``, ``"bucket(16, id)"``,
+        ``"country"``. The location defaults to ``<warehouse>/<namespace levels>/<table>``
+        (or ``<namespace location>/<table>`` if the namespace has a ``location`` property).
+        """
+        from tablestore.spec.metadata import new_table_metadata
+        from tablestore.spec.partitioning import UNPARTITIONED_SPEC, PartitionSpec, build_partition_spec
+        from tablestore.spec.sorting import UNSORTED_ORDER
+
+        ident = to_table_identifier(identifier)
+        namespace = ident[:-1]
+        if not self.namespace_exists(namespace):
+            raise NoSuchNamespaceError(
+                f"cannot create table {identifier_str(ident)}: namespace {identifier_str(namespace)!r} "
+                "does not exist; create it first"
+            )
+        # Checked early only to avoid writing a metadata file for nothing; the catalog's unique
+        # key is what decides a race.
+        if self.table_exists(ident):
+            raise TableAlreadyExistsError(f"table {identifier_str(ident)} already exists")
+
+        table_schema = _to_schema(schema)
+        if partition_by is None:
+            spec = UNPARTITIONED_SPEC
+        elif isinstance(partition_by, PartitionSpec):
+            spec = partition_by
+        else:
+            exprs = [partition_by] if isinstance(partition_by, str) else list(partition_by)
+            spec = build_partition_spec(table_schema, exprs) if exprs else UNPARTITIONED_SPEC
+
+        # A format-version property chooses the format version (new_table_metadata takes it out).
+        table_properties = {str(k): str(v) for k, v in (properties or {}).items()}
+        table_location = _normalize_location(location) if location else self.default_table_location(ident)
+        metadata = new_table_metadata(
+            table_schema, spec, sort_order or UNSORTED_ORDER, table_location, table_properties
+        )
+        metadata_location = new_metadata_location(metadata, None)
+        io = self.table_io(metadata)
+        write_metadata_file(io, metadata_location, metadata)
+        try:
+            self._create_table_entry(ident, metadata_location)
+        except BaseException:
+            io.delete(metadata_location)
+            raise
+        return self._make_table(ident, metadata_location, metadata)
+
+    def register_table(self, identifier: IdentifierLike, metadata_location: str) -> Table:
+        """Add an existing table to the catalog by its metadata file (written by any engine)."""
+        ident = to_table_identifier(identifier)
+        namespace = ident[:-1]
+        if not self.namespace_exists(namespace):
+            raise NoSuchNamespaceError(
+                f"cannot register table {identifier_str(ident)}: namespace "
+                f"{identifier_str(namespace)!r} does not exist; create it first"
+            )
+        metadata = read_metadata_file(self.io, metadata_location)
+        self._create_table_entry(ident, metadata_location)
+        return self._make_table(ident, metadata_location, metadata)
+
+    def load_table(self, identifier: IdentifierLike) -> Table:
+        ident = to_table_identifier(identifier)
+        metadata_location, metadata = self.load_table_metadata(ident)
+        return self._make_table(ident, metadata_location, metadata)
+
+    def drop_table(self, identifier: IdentifierLike, purge: bool = False) -> None:
+        """Remove a table from the catalog; with ``purge``, also delete every file under its location.
+
+        Files are deleted after the table is gone from the catalog, so no reader can load a
+        table whose files are half deleted.
+        """
+        ident = to_table_identifier(identifier)
+        metadata: TableMetadata | None = None
+        if purge:
+            metadata = self.load_table_metadata(ident)[1]
+            self._check_purgeable(ident, metadata.location)
+        self._drop_table_entry(ident)
+        if metadata is not None:
+            self._purge_location(self.table_io(metadata), metadata.location)
+
+    def default_table_location(self, identifier: Identifier) -> str:
+        namespace, table_name = identifier[:-1], identifier[-1]
+        namespace_location = self.load_namespace_properties(namespace).get(LOCATION)
+        if namespace_location:
+            return f"{namespace_location.rstrip('/')}/{table_name}"
+        if not self.warehouse:
+            raise ValidationError(
+                f"cannot choose a location for table {identifier_str(identifier)}: the catalog has no "
+                "'warehouse' property; set one or pass location="
+            )
+        return "/".join((self.warehouse.rstrip("/"), *namespace, table_name))
+
+    def table_io(self, metadata: TableMetadata) -> FileIO:
+        """The FileIO for a table: the catalog's, unless table properties override S3 settings."""
+        overrides = {k: v for k, v in metadata.properties.items() if k.startswith("s3.")}
+        if not overrides:
+            return self.io
+        return load_file_io({**self.properties, **overrides}, metadata.location)
+
+    # -- helpers for implementations -----------------------------------------------------------
+    def _make_table(self, identifier: Identifier, metadata_location: str, metadata: TableMetadata) -> Table:
+        # Imported here: the table layer sits above the catalog layer and imports it.
+        from tablestore.table import Table
+
+        return Table(self, identifier, metadata_location, metadata, self.table_io(metadata))
+
+    def _new_metadata(
+        self,
+        identifier: Identifier,
+        current: tuple[str, TableMetadata] | None,
+        requirements: Sequence[TableRequirement],
+        updates: Sequence[TableUpdate],
+    ) -> tuple[str, TableMetadata] | None:
+        """Validate the requirements, apply the updates and write the next metadata file.
+
+        Returns the new (location, metadata), or None when the updates change nothing.
+        """
+        from tablestore.spec.updates import apply_updates
+
+        current_location, current_metadata = current if current is not None else (None, None)
+        for requirement in requirements:
+            requirement.validate(current_metadata)
+        new_metadata = apply_updates(current_metadata, list(updates), metadata_location=current_location)
+        if current_metadata is not None and new_metadata == current_metadata:
+            return None
+        location = new_metadata_location(new_metadata, current_location)
+        try:
+            write_metadata_file(self.table_io(new_metadata), location, new_metadata)
+        except FileExistsError as e:
+            raise CommitConflictError(
+                f"cannot commit to table {identifier_str(identifier)}: its next metadata file "
+                f"{location} exists already"
+            ) from e
+        except OSError as e:
+            raise CommitFailedError(
+                f"cannot commit to table {identifier_str(identifier)}: writing {location} failed: {e}"
+            ) from e
+        return location, new_metadata
+
+    def _check_purgeable(self, identifier: Identifier, location: str) -> None:
+        # A table location at or above the warehouse (possible with register_table or an
+        # explicit location) would make purge delete other tables' files.
+        table_location = location.rstrip("/")
+        if self.warehouse and (self.warehouse.rstrip("/") + "/").startswith(table_location + "/"):
+            raise ValidationError(
+                f"refusing to purge table {identifier_str(identifier)}: its location {location} "
+                f"contains the whole warehouse {self.warehouse}; drop it without purge"
+            )
+        is_uri = "://" in table_location
+        path = table_location.split("://", 1)[1] if is_uri else table_location.removeprefix("file:")
+        # s3://bucket/x needs the bucket plus one level; a local path one level below "/".
+        min_depth = 2 if is_uri and not table_location.startswith("file:") else 1
+        if len([s for s in path.split("/") if s]) < min_depth:
+            raise ValidationError(
+                f"refusing to purge table {identifier_str(identifier)}: its location {location} "
+                "is a root or bucket; drop it without purge"
+            )
+
+    @staticmethod
+    def _purge_location(io: FileIO, location: str) -> None:
+        for info in io.list_prefix(location):
+            io.delete(info.path)
+        # Empty directories (and S3 directory markers) are left by file deletes.
+        fs, path = io.filesystem_for(location)
+        with contextlib.suppress(OSError):
+            fs.delete_dir(path)
+
+
+def _to_schema(schema: Schema | pa.Schema) -> Schema:
+    if isinstance(schema, Schema):
+        return schema
+    if isinstance(schema, pa.Schema):
+        return arrow_to_schema(schema)
+    raise ValidationError(
+        f"schema must be a pyarrow.Schema or a tablestore Schema, got {type(schema).__name__}"
+    )
+
+
+def load_catalog(name: str, **properties: str) -> Catalog:
+    """The catalog described by ``properties``; ``type`` chooses the implementation.
+
+    ``type="sql"`` (the default) is the Iceberg JDBC-compatible catalog in SQLite or PostgreSQL
+    (``uri=``, ``warehouse=``); ``type="rest"`` the Iceberg REST catalog.
+    """
+    catalog_type = str(properties.get("type") or "sql").strip().lower()
+    if catalog_type == "sql":
+        from tablestore.catalog.sql import SqlCatalog
+
+        return SqlCatalog(name, **properties)
+    if catalog_type == "rest":
+        try:
+            from tablestore.catalog.rest import RestCatalog  # type: ignore[import-not-found,unused-ignore]
+        except ImportError:
+            raise UnsupportedError(
+                "the REST catalog is not available in this version of tablestore"
+            ) from None
+        catalog: Catalog = RestCatalog(name, **properties)
+        return catalog
+    raise ValidationError(f"unknown catalog type {catalog_type!r}; use 'sql' or 'rest'")
+
+
+__all__ = [
+    "Catalog",
+    "Identifier",
+    "IdentifierLike",
+    "PropertiesUpdateSummary",
+    "identifier_str",
+    "load_catalog",
+    "new_metadata_location",
+    "parse_metadata_version",
+    "read_metadata_file",
+    "to_namespace",
+    "to_table_identifier",
+    "validate_name",
+    "write_metadata_file",
+]

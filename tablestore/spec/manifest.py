@@ -1,0 +1,618 @@
+"""Manifests and manifest lists (format/spec.md, "Manifests" and "Manifest Lists").
+
+A manifest is an Avro file of ``manifest_entry`` records, each tracking one data or delete file
+with its partition tuple and column metrics; a manifest list is an Avro file of ``manifest_file``
+records, one per manifest of a snapshot, with counts and partition summaries for pruning.
+
+Reading is on the scan-planning hot path, so entries are built straight from fastavro's dicts
+with as little per-entry work as possible, and entries whose partition a caller's filter rejects
+are dropped before their metrics are converted.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from enum import Enum, IntEnum
+from typing import Any, Protocol
+
+import fastavro
+
+from tablestore.errors import CorruptMetadataError, ValidationError
+from tablestore.spec.conversions import to_bytes
+from tablestore.spec.manifest_avro import (
+    V1_BLOCK_SIZE,
+    manifest_entry_schema,
+    manifest_file_schema,
+    normalize_entry_schema,
+    normalize_manifest_file_schema,
+    partition_converters,
+    partition_record,
+    partition_value_writers,
+    read_header,
+    strip_logical_types,
+    with_schema,
+)
+
+# A ManifestFile written by ``write_manifest`` has no sequence number until the manifest list
+# that adds it is written; Java uses the same marker.
+UNASSIGNED_SEQUENCE_NUMBER = -1
+
+
+class DataFileContent(IntEnum):
+    DATA = 0
+    POSITION_DELETES = 1
+    EQUALITY_DELETES = 2
+
+
+class ManifestContent(IntEnum):
+    DATA = 0
+    DELETES = 1
+
+
+class ManifestEntryStatus(IntEnum):
+    EXISTING = 0
+    ADDED = 1
+    DELETED = 2
+
+
+class FileFormat(str, Enum):
+    PARQUET = "PARQUET"
+    AVRO = "AVRO"
+    ORC = "ORC"
+    PUFFIN = "PUFFIN"
+
+    @classmethod
+    def _missing_(cls, value: object) -> FileFormat | None:
+        # Some writers store the format name in lower case.
+        if isinstance(value, str):
+            upper = value.upper()
+            for member in cls:
+                if member.value == upper:
+                    return member
+        return None
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(slots=True)
+class DataFile:
+    """A data or delete file as tracked by a manifest entry (the ``data_file`` struct)."""
+
+    content: DataFileContent
+    file_path: str
+    file_format: FileFormat
+    partition: tuple[Any, ...]
+    record_count: int
+    file_size_in_bytes: int
+    column_sizes: dict[int, int] | None = None
+    value_counts: dict[int, int] | None = None
+    null_value_counts: dict[int, int] | None = None
+    nan_value_counts: dict[int, int] | None = None
+    lower_bounds: dict[int, bytes] | None = None
+    upper_bounds: dict[int, bytes] | None = None
+    key_metadata: bytes | None = None
+    split_offsets: list[int] | None = None
+    equality_ids: list[int] | None = None
+    sort_order_id: int | None = None
+    spec_id: int = 0
+    referenced_data_file: str | None = None
+    content_offset: int | None = None
+    content_size_in_bytes: int | None = None
+    first_row_id: int | None = None
+
+    def __hash__(self) -> int:
+        # A file path appears at most once among a snapshot's live files.
+        return hash(self.file_path)
+
+
+@dataclass(slots=True)
+class ManifestEntry:
+    status: ManifestEntryStatus
+    snapshot_id: int | None
+    sequence_number: int | None
+    file_sequence_number: int | None
+    data_file: DataFile
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSummary:
+    """Partition-field summary of a manifest; bounds use the single-value binary encoding."""
+
+    contains_null: bool
+    contains_nan: bool | None = None
+    lower_bound: bytes | None = None
+    upper_bound: bytes | None = None
+
+
+@dataclass(slots=True)
+class ManifestFile:
+    manifest_path: str
+    manifest_length: int
+    partition_spec_id: int
+    content: ManifestContent
+    sequence_number: int
+    min_sequence_number: int
+    added_snapshot_id: int
+    added_files_count: int | None
+    existing_files_count: int | None
+    deleted_files_count: int | None
+    added_rows_count: int | None
+    existing_rows_count: int | None
+    deleted_rows_count: int | None
+    partitions: list[FieldSummary] | None = None
+    key_metadata: bytes | None = None
+    first_row_id: int | None = None
+
+    def has_added_files(self) -> bool:
+        # Counts are optional in v1 manifest lists; null means "possibly some".
+        return self.added_files_count is None or self.added_files_count > 0
+
+    def has_existing_files(self) -> bool:
+        return self.existing_files_count is None or self.existing_files_count > 0
+
+    def has_deleted_files(self) -> bool:
+        return self.deleted_files_count is None or self.deleted_files_count > 0
+
+
+class FileIOLike(Protocol):
+    """The part of ``tablestore.io.FileIO`` this module uses."""
+
+    def new_input(self, path: str) -> Any: ...
+
+    def new_output(self, path: str) -> Any: ...
+
+
+_CONTENT = {c.value: c for c in DataFileContent}
+_STATUS = {s.value: s for s in ManifestEntryStatus}
+_MANIFEST_CONTENT = {c.value: c for c in ManifestContent}
+_FORMATS = {f.value: f for f in FileFormat}
+
+
+def _file_format(value: str) -> FileFormat:
+    found = _FORMATS.get(value)
+    if found is None:
+        try:
+            found = FileFormat(value)
+        except ValueError:
+            raise CorruptMetadataError(f"unknown data file format {value!r} in a manifest") from None
+    return found
+
+
+# -- partition summaries -----------------------------------------------------------------------
+
+
+class _FieldStats:
+    __slots__ = ("contains_nan", "contains_null", "field_type", "lower", "upper")
+
+    def __init__(self, field_type: Any) -> None:
+        self.field_type = field_type
+        self.contains_null = False
+        self.contains_nan = False
+        self.lower: Any = None
+        self.upper: Any = None
+
+    def update(self, value: Any) -> None:
+        if value is None:
+            self.contains_null = True
+        elif isinstance(value, float) and math.isnan(value):
+            self.contains_nan = True
+        elif self.lower is None:
+            self.lower = self.upper = value
+        elif value < self.lower:
+            self.lower = value
+        elif value > self.upper:
+            self.upper = value
+
+    def summary(self) -> FieldSummary:
+        return FieldSummary(
+            self.contains_null,
+            self.contains_nan,
+            None if self.lower is None else to_bytes(self.field_type, self.lower),
+            None if self.upper is None else to_bytes(self.field_type, self.upper),
+        )
+
+
+def partition_summaries(partition_type: Any, partitions: Iterable[tuple[Any, ...]]) -> list[FieldSummary]:
+    """Field summaries (null/NaN flags and bounds) over the partition tuples of a manifest."""
+    stats = [_FieldStats(f.field_type) for f in partition_type.fields]
+    for values in partitions:
+        for s, v in zip(stats, values, strict=False):
+            s.update(v)
+    return [s.summary() for s in stats]
+
+
+# -- writing manifests -------------------------------------------------------------------------
+
+
+def _map_out(values: dict[int, Any] | None) -> list[dict[str, Any]] | None:
+    if values is None:
+        return None
+    return [{"key": k, "value": v} for k, v in values.items()]
+
+
+def write_manifest(
+    io_: FileIOLike,
+    path: str,
+    spec: Any,
+    schema: Any,
+    snapshot_id: int,
+    entries: Iterable[ManifestEntry],
+    content: ManifestContent = ManifestContent.DATA,
+    format_version: int = 2,
+) -> ManifestFile:
+    """Write a manifest of ``entries`` for files of ``spec`` and return its manifest-list record.
+
+    ADDED entries get ``snapshot_id`` and a null file sequence number (inherited from the manifest
+    list); their data sequence number is written only if the entry carries one (a rewrite keeping
+    the original data sequence number), else it is null too. DELETED entries record
+    ``snapshot_id`` as the deleting snapshot. EXISTING and DELETED entries keep their sequence
+    numbers, which must be known in v2.
+    """
+    if format_version not in (1, 2):
+        raise ValidationError(f"cannot write manifests of format version {format_version}; use 1 or 2")
+    if format_version == 1 and content != ManifestContent.DATA:
+        raise ValidationError("format version 1 tables cannot store delete files")
+    partition_type = spec.partition_type(schema)
+    writers = partition_value_writers(partition_type)
+    names = [f["name"] for f in _partition_fields(partition_type)]
+    avro_schema = manifest_entry_schema(partition_type, format_version)
+
+    counts = {s: [0, 0] for s in ManifestEntryStatus}  # files, rows
+    min_sequence_number: int | None = None
+    partitions: list[tuple[Any, ...]] = []
+    records: list[dict[str, Any]] = []
+    for entry in entries:
+        status = ManifestEntryStatus(entry.status)
+        df = entry.data_file
+        if status == ManifestEntryStatus.ADDED:
+            entry_snapshot, seq, file_seq = snapshot_id, entry.sequence_number, None
+        else:
+            entry_snapshot = snapshot_id if status == ManifestEntryStatus.DELETED else entry.snapshot_id
+            seq, file_seq = entry.sequence_number, entry.file_sequence_number
+            if format_version >= 2 and (seq is None or file_seq is None):
+                raise ValidationError(
+                    f"{status.name} manifest entry for {df.file_path} has no sequence numbers; "
+                    "only ADDED entries may inherit them"
+                )
+        if entry_snapshot is None:
+            raise ValidationError(f"manifest entry for {df.file_path} has no snapshot id")
+        counts[status][0] += 1
+        counts[status][1] += df.record_count
+        if status != ManifestEntryStatus.DELETED and seq is not None and (
+            min_sequence_number is None or seq < min_sequence_number
+        ):
+            min_sequence_number = seq
+        if len(df.partition) != len(names):
+            raise ValidationError(
+                f"partition {df.partition!r} of {df.file_path} does not match spec {spec.spec_id} "
+                f"with {len(names)} field(s)"
+            )
+        partitions.append(df.partition)
+        records.append(_entry_record(status, entry_snapshot, seq, file_seq, df, names, writers, format_version))
+
+    meta = {
+        "schema": json.dumps(schema.to_json()),
+        "schema-id": str(schema.schema_id),
+        "partition-spec": json.dumps(spec.to_json()["fields"]),
+        "partition-spec-id": str(spec.spec_id),
+        "format-version": str(format_version),
+    }
+    if format_version >= 2:
+        meta["content"] = "deletes" if content == ManifestContent.DELETES else "data"
+    data = _write_avro(avro_schema, records, meta)
+    io_.new_output(path).write(data)
+    return ManifestFile(
+        manifest_path=path,
+        manifest_length=len(data),
+        partition_spec_id=spec.spec_id,
+        content=ManifestContent(content),
+        sequence_number=UNASSIGNED_SEQUENCE_NUMBER,
+        min_sequence_number=min_sequence_number if min_sequence_number is not None else UNASSIGNED_SEQUENCE_NUMBER,
+        added_snapshot_id=snapshot_id,
+        added_files_count=counts[ManifestEntryStatus.ADDED][0],
+        existing_files_count=counts[ManifestEntryStatus.EXISTING][0],
+        deleted_files_count=counts[ManifestEntryStatus.DELETED][0],
+        added_rows_count=counts[ManifestEntryStatus.ADDED][1],
+        existing_rows_count=counts[ManifestEntryStatus.EXISTING][1],
+        deleted_rows_count=counts[ManifestEntryStatus.DELETED][1],
+        partitions=partition_summaries(partition_type, partitions),
+        key_metadata=None,
+    )
+
+
+def _partition_fields(partition_type: Any) -> list[dict[str, Any]]:
+    fields: list[dict[str, Any]] = partition_record(partition_type)["fields"]
+    return fields
+
+
+def _entry_record(
+    status: ManifestEntryStatus,
+    snapshot_id: int,
+    seq: int | None,
+    file_seq: int | None,
+    df: DataFile,
+    names: list[str],
+    writers: list[Callable[[Any], Any] | None],
+    format_version: int,
+) -> dict[str, Any]:
+    partition = {
+        name: (w(v) if w is not None and v is not None else v)
+        for name, w, v in zip(names, writers, df.partition, strict=True)
+    }
+    data_file: dict[str, Any] = {
+        "content": int(df.content),
+        "file_path": df.file_path,
+        "file_format": FileFormat(df.file_format).value,
+        "partition": partition,
+        "record_count": df.record_count,
+        "file_size_in_bytes": df.file_size_in_bytes,
+        "block_size_in_bytes": V1_BLOCK_SIZE,
+        "column_sizes": _map_out(df.column_sizes),
+        "value_counts": _map_out(df.value_counts),
+        "null_value_counts": _map_out(df.null_value_counts),
+        "nan_value_counts": _map_out(df.nan_value_counts),
+        "lower_bounds": _map_out(df.lower_bounds),
+        "upper_bounds": _map_out(df.upper_bounds),
+        "key_metadata": df.key_metadata,
+        "split_offsets": df.split_offsets,
+        "equality_ids": df.equality_ids,
+        "sort_order_id": df.sort_order_id,
+        "referenced_data_file": df.referenced_data_file,
+    }
+    record: dict[str, Any] = {"status": int(status), "snapshot_id": snapshot_id, "data_file": data_file}
+    if format_version >= 2:
+        record["sequence_number"] = seq
+        record["file_sequence_number"] = file_seq
+    return record
+
+
+def _write_avro(schema: dict[str, Any], records: list[dict[str, Any]], meta: dict[str, str]) -> bytes:
+    buf = io.BytesIO()
+    parsed = fastavro.parse_schema(schema)
+    fastavro.writer(buf, parsed, records, codec="deflate", metadata=meta)
+    return buf.getvalue()
+
+
+# -- reading manifests -------------------------------------------------------------------------
+
+
+def _map_in(pairs: list[dict[str, Any]] | None) -> dict[int, Any] | None:
+    if pairs is None:
+        return None
+    return {p["key"]: p["value"] for p in pairs}
+
+
+def _open_avro(data: bytes, what: str, normalize: Callable[[dict[str, Any]], Any]) -> tuple[Any, Any, dict[str, bytes]]:
+    """A fastavro reader over ``data`` with logical types stripped and canonical field names."""
+    meta, sync_offset = read_header(data, what)
+    try:
+        schema = json.loads(meta["avro.schema"])
+    except (KeyError, ValueError) as e:
+        raise CorruptMetadataError(f"{what} has no valid Avro schema in its header") from e
+    extra = normalize(schema)  # before stripping: converters look at the logical types
+    converters = partition_converters(extra) if isinstance(extra, dict) else None
+    stream = with_schema(data, meta, sync_offset, strip_logical_types(schema))
+    try:
+        reader = fastavro.reader(stream)
+    except Exception as e:  # fastavro raises a variety of errors on malformed input
+        raise CorruptMetadataError(f"cannot read {what}: {e}") from e
+    return reader, converters, meta
+
+
+def read_manifest(
+    io_: FileIOLike,
+    manifest_file: ManifestFile,
+    partition_filter: Callable[[tuple[Any, ...]], bool] | None = None,
+    discard_deleted: bool = False,
+) -> list[ManifestEntry]:
+    """The entries of a manifest, with snapshot ids and sequence numbers inherited per the spec.
+
+    ``partition_filter`` drops entries whose partition tuple it rejects before anything else is
+    converted; ``discard_deleted`` drops DELETED entries (scans never use them).
+    """
+    path = manifest_file.manifest_path
+    data = io_.new_input(path).read()
+    what = f"manifest {path}"
+    reader, converters, _ = _open_avro(data, what, normalize_entry_schema)
+    needs_conversion = any(c is not None for c in converters)
+    manifest_seq = manifest_file.sequence_number
+    manifest_snapshot = manifest_file.added_snapshot_id
+    spec_id = manifest_file.partition_spec_id
+    added = ManifestEntryStatus.ADDED
+    out: list[ManifestEntry] = []
+    append = out.append
+    try:
+        for rec in reader:
+            status = _STATUS[rec["status"]]
+            if discard_deleted and status is ManifestEntryStatus.DELETED:
+                continue
+            df = rec["data_file"]
+            raw = df["partition"]
+            if needs_conversion:
+                partition = tuple(
+                    v if c is None or v is None else c(v) for c, v in zip(converters, raw.values(), strict=True)
+                )
+            else:
+                partition = tuple(raw.values())
+            if partition_filter is not None and not partition_filter(partition):
+                continue
+            snapshot_id = rec["snapshot_id"]
+            if snapshot_id is None:
+                snapshot_id = manifest_snapshot
+            # v1 manifests have no sequence numbers (read as 0); in v2 only ADDED entries inherit.
+            seq = rec.get("sequence_number")
+            file_seq = rec.get("file_sequence_number")
+            if seq is None and (manifest_seq == 0 or status is added):
+                seq = manifest_seq
+            if file_seq is None and (manifest_seq == 0 or status is added):
+                file_seq = manifest_seq
+            data_file = DataFile(
+                _CONTENT[df.get("content", 0)],
+                df["file_path"],
+                _file_format(df["file_format"]),
+                partition,
+                df["record_count"],
+                df["file_size_in_bytes"],
+                _map_in(df.get("column_sizes")),
+                _map_in(df.get("value_counts")),
+                _map_in(df.get("null_value_counts")),
+                _map_in(df.get("nan_value_counts")),
+                _map_in(df.get("lower_bounds")),
+                _map_in(df.get("upper_bounds")),
+                df.get("key_metadata"),
+                df.get("split_offsets"),
+                df.get("equality_ids"),
+                df.get("sort_order_id"),
+                spec_id,
+                df.get("referenced_data_file"),
+                df.get("content_offset"),
+                df.get("content_size_in_bytes"),
+                df.get("first_row_id"),
+            )
+            append(ManifestEntry(status, snapshot_id, seq, file_seq, data_file))
+    except (KeyError, ValueError, TypeError, EOFError) as e:
+        raise CorruptMetadataError(f"cannot read {what}: {type(e).__name__}: {e}") from e
+    return out
+
+
+def read_manifest_metadata(io_: FileIOLike, path: str) -> dict[str, str]:
+    """The key-value metadata of a manifest (``schema``, ``partition-spec``, ``content``, ...)."""
+    meta, _ = read_header(io_.new_input(path).read(), f"manifest {path}")
+    return {k: v.decode("utf-8") for k, v in meta.items() if not k.startswith("avro.")}
+
+
+# -- manifest lists ----------------------------------------------------------------------------
+
+
+def write_manifest_list(
+    io_: FileIOLike,
+    path: str,
+    snapshot_id: int,
+    parent_snapshot_id: int | None,
+    sequence_number: int,
+    manifests: Sequence[ManifestFile],
+    format_version: int = 2,
+) -> list[ManifestFile]:
+    """Write the manifest list of a snapshot; returns the manifests as written.
+
+    Manifests added by this snapshot (sequence number still unassigned) get ``sequence_number``,
+    and so does their ``min_sequence_number`` if none of their entries carried one.
+    """
+    if format_version not in (1, 2):
+        raise ValidationError(f"cannot write manifest lists of format version {format_version}; use 1 or 2")
+    written: list[ManifestFile] = []
+    records = []
+    for m in manifests:
+        seq, min_seq = m.sequence_number, m.min_sequence_number
+        if seq == UNASSIGNED_SEQUENCE_NUMBER or min_seq == UNASSIGNED_SEQUENCE_NUMBER:
+            if m.added_snapshot_id != snapshot_id:
+                raise ValidationError(
+                    f"manifest {m.manifest_path} from snapshot {m.added_snapshot_id} has no sequence number; "
+                    f"only manifests added by snapshot {snapshot_id} may be assigned one"
+                )
+            if seq == UNASSIGNED_SEQUENCE_NUMBER:
+                seq = sequence_number
+            if min_seq == UNASSIGNED_SEQUENCE_NUMBER:
+                min_seq = sequence_number
+        if format_version == 1 and m.content != ManifestContent.DATA:
+            raise ValidationError("format version 1 tables cannot store delete manifests")
+        final = ManifestFile(
+            m.manifest_path, m.manifest_length, m.partition_spec_id, m.content, seq, min_seq,
+            m.added_snapshot_id, m.added_files_count, m.existing_files_count, m.deleted_files_count,
+            m.added_rows_count, m.existing_rows_count, m.deleted_rows_count, m.partitions, m.key_metadata,
+            m.first_row_id,
+        )
+        written.append(final)
+        records.append(_manifest_record(final))
+    meta = {
+        "snapshot-id": str(snapshot_id),
+        "parent-snapshot-id": "null" if parent_snapshot_id is None else str(parent_snapshot_id),
+        "format-version": str(format_version),
+    }
+    if format_version >= 2:
+        meta["sequence-number"] = str(sequence_number)
+    io_.new_output(path).write(_write_avro(manifest_file_schema(format_version), records, meta))
+    return written
+
+
+def _manifest_record(m: ManifestFile) -> dict[str, Any]:
+    return {
+        "manifest_path": m.manifest_path,
+        "manifest_length": m.manifest_length,
+        "partition_spec_id": m.partition_spec_id,
+        "content": int(m.content),
+        "sequence_number": m.sequence_number,
+        "min_sequence_number": m.min_sequence_number,
+        "added_snapshot_id": m.added_snapshot_id,
+        "added_files_count": m.added_files_count,
+        "existing_files_count": m.existing_files_count,
+        "deleted_files_count": m.deleted_files_count,
+        "added_rows_count": m.added_rows_count,
+        "existing_rows_count": m.existing_rows_count,
+        "deleted_rows_count": m.deleted_rows_count,
+        "partitions": None if m.partitions is None else [
+            {"contains_null": s.contains_null, "contains_nan": s.contains_nan,
+             "lower_bound": s.lower_bound, "upper_bound": s.upper_bound}
+            for s in m.partitions
+        ],
+        "key_metadata": m.key_metadata,
+    }
+
+
+def read_manifest_list(io_: FileIOLike, path: str) -> list[ManifestFile]:
+    """The manifests of a manifest list; v1 lists read with content DATA and sequence numbers 0."""
+    data = io_.new_input(path).read()
+    what = f"manifest list {path}"
+    reader, _, _ = _open_avro(data, what, normalize_manifest_file_schema)
+    out = []
+    try:
+        for r in reader:
+            parts = r.get("partitions")
+            out.append(ManifestFile(
+                manifest_path=r["manifest_path"],
+                manifest_length=r["manifest_length"],
+                partition_spec_id=r["partition_spec_id"],
+                content=_MANIFEST_CONTENT[r.get("content") or 0],
+                sequence_number=r.get("sequence_number") or 0,
+                min_sequence_number=r.get("min_sequence_number") or 0,
+                added_snapshot_id=r["added_snapshot_id"],
+                added_files_count=r.get("added_files_count"),
+                existing_files_count=r.get("existing_files_count"),
+                deleted_files_count=r.get("deleted_files_count"),
+                added_rows_count=r.get("added_rows_count"),
+                existing_rows_count=r.get("existing_rows_count"),
+                deleted_rows_count=r.get("deleted_rows_count"),
+                partitions=None if parts is None else [
+                    FieldSummary(p["contains_null"], p.get("contains_nan"), p.get("lower_bound"), p.get("upper_bound"))
+                    for p in parts
+                ],
+                key_metadata=r.get("key_metadata"),
+                first_row_id=r.get("first_row_id"),
+            ))
+    except (KeyError, ValueError, TypeError, EOFError) as e:
+        raise CorruptMetadataError(f"cannot read {what}: {type(e).__name__}: {e}") from e
+    return out
+
+
+__all__ = [
+    "UNASSIGNED_SEQUENCE_NUMBER",
+    "DataFile",
+    "DataFileContent",
+    "FieldSummary",
+    "FileFormat",
+    "ManifestContent",
+    "ManifestEntry",
+    "ManifestEntryStatus",
+    "ManifestFile",
+    "partition_summaries",
+    "read_manifest",
+    "read_manifest_list",
+    "read_manifest_metadata",
+    "write_manifest",
+    "write_manifest_list",
+]

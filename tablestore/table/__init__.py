@@ -1,0 +1,274 @@
+"""The Table: what a user holds to read, write and evolve one table.
+
+    >>> import pyarrow as pa, tablestore, tempfile
+    >>> wh = tempfile.mkdtemp()
+    >>> catalog = tablestore.load_catalog("local", type="sql", uri=f"sqlite:///{wh}/catalog.db", warehouse=wh)
+    >>> catalog.create_namespace("db")
+    >>> table = catalog.create_table("db.t", schema=pa.schema([("id", pa.int64()), ("country", pa.string())]),
+    ...                              partition_by=["country"])
+    >>> snapshot = table.append(pa.table({"id": [1, 2, 3], "country": ["de", "fr", "de"]}))
+    >>> table.scan(filter="country = 'de'", columns=["id"]).to_arrow().column("id").to_pylist()
+    [1, 3]
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from tablestore.errors import CommitConflictError, ValidationError
+from tablestore.io import FileIO
+from tablestore.spec.evaluators import InclusiveMetricsEvaluator, PartitionEvaluator
+from tablestore.spec.expressions import AlwaysFalse, AlwaysTrue, BoundExpression, Expression, bind, to_expression
+from tablestore.spec.manifest import DataFile
+from tablestore.spec.metadata import Snapshot, TableMetadata
+from tablestore.spec.partitioning import PartitionSpec
+from tablestore.spec.schema import Schema
+from tablestore.spec.updates import TableRequirement, TableUpdate
+from tablestore.table.conform import conform_to_schema, to_arrow_table
+from tablestore.table.scan import FileTask, TableScan, plan_files
+from tablestore.table.snapshot import FastAppend, OverwriteFiles, added_data_files
+from tablestore.table.write import WriteContext, write_data_files
+
+if TYPE_CHECKING:
+    from tablestore.catalog import Catalog
+    from tablestore.engine import Engine
+
+__all__ = ["FileTask", "Table", "TableScan"]
+
+
+def _timestamp_ms(value: int | float | str | datetime.datetime | datetime.date) -> int:
+    if isinstance(value, bool):
+        raise ValidationError("as_of_timestamp must be a datetime, an ISO string or epoch milliseconds")
+    if isinstance(value, int | float):
+        return int(value)
+    if isinstance(value, str):
+        try:
+            value = datetime.datetime.fromisoformat(value)
+        except ValueError:
+            raise ValidationError(f"as_of_timestamp {value!r} is not an ISO-8601 timestamp") from None
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=datetime.UTC)
+        return int(value.timestamp() * 1000)
+    return int(datetime.datetime(value.year, value.month, value.day, tzinfo=datetime.UTC).timestamp() * 1000)
+
+
+class Table:
+    def __init__(
+        self,
+        catalog: Catalog,
+        identifier: tuple[str, ...],
+        metadata_location: str,
+        metadata: TableMetadata,
+        io: FileIO,
+        engine: Engine | None = None,
+    ) -> None:
+        self.catalog = catalog
+        self.identifier = tuple(identifier)
+        self.metadata_location = metadata_location
+        self.metadata = metadata
+        self.io = io
+        self._engine = engine
+
+    # -- what the table is -----------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return ".".join(self.identifier)
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            from tablestore.engine import default_engine
+
+            self._engine = default_engine()
+        return self._engine
+
+    def with_engine(self, engine: Engine) -> Table:
+        return Table(self.catalog, self.identifier, self.metadata_location, self.metadata, self.io, engine)
+
+    @property
+    def location(self) -> str:
+        return self.metadata.location.rstrip("/")
+
+    @property
+    def metadata_dir(self) -> str:
+        custom = self.metadata.properties.get("write.metadata.path")
+        return (custom or f"{self.location}/metadata").rstrip("/")
+
+    @property
+    def properties(self) -> dict[str, str]:
+        return dict(self.metadata.properties)
+
+    def schema(self) -> Schema:
+        return self.metadata.schema()
+
+    def spec(self) -> PartitionSpec:
+        return self.metadata.spec()
+
+    def specs(self) -> dict[int, PartitionSpec]:
+        return {s.spec_id: s for s in self.metadata.partition_specs}
+
+    def current_snapshot(self) -> Snapshot | None:
+        return self.metadata.current_snapshot()
+
+    def snapshots(self) -> list[Snapshot]:
+        return list(self.metadata.snapshots)
+
+    def snapshot_by_id(self, snapshot_id: int) -> Snapshot | None:
+        return self.metadata.snapshot_by_id(snapshot_id)
+
+    def refresh(self) -> Table:
+        self.metadata_location, self.metadata = self.catalog.load_table_metadata(self.identifier)
+        return self
+
+    def __repr__(self) -> str:
+        return f"Table({self.name!r}, {self.metadata_location!r})"
+
+    def _commit(self, requirements: list[TableRequirement], updates: list[TableUpdate]) -> None:
+        self.metadata_location, self.metadata = self.catalog.commit_table(self.identifier, requirements, updates)
+
+    # -- reads -----------------------------------------------------------------------------
+    def scan(
+        self,
+        filter: str | Expression | None = None,
+        columns: list[str] | None = None,
+        snapshot_id: int | None = None,
+        as_of_timestamp: int | str | datetime.datetime | None = None,
+        ref: str | None = None,
+        case_sensitive: bool = True,
+        limit: int | None = None,
+    ) -> TableScan:
+        """A scan of the table, optionally filtered, projected and at an older snapshot.
+
+        ``as_of_timestamp`` takes epoch milliseconds, a datetime (naive means UTC) or an ISO string.
+        """
+        return TableScan(
+            self.io, self.metadata, self.engine, filter=filter, columns=columns, snapshot_id=snapshot_id,
+            as_of_timestamp_ms=_timestamp_ms(as_of_timestamp) if as_of_timestamp is not None else None,
+            ref=ref, case_sensitive=case_sensitive, limit=limit,
+        )
+
+    # -- writes ----------------------------------------------------------------------------
+    def _write_context(self) -> WriteContext:
+        return WriteContext(self.io, self.location, self.schema(), self.spec(), self.properties)
+
+    def write_files(self, data: Any) -> list[DataFile]:
+        """Write data files for ``data`` without committing them (a task's half of a write)."""
+        rows = conform_to_schema(to_arrow_table(data), self.schema())
+        return write_data_files(self._write_context(), rows, self.engine.map)
+
+    def append(self, data: Any, snapshot_properties: dict[str, str] | None = None) -> Snapshot:
+        """Append rows (pyarrow Table/RecordBatch/RecordBatchReader or pandas); returns the new snapshot."""
+        files = self.write_files(data)
+        return FastAppend(self, files, snapshot_properties).commit()
+
+    def append_files(self, files: list[DataFile], snapshot_properties: dict[str, str] | None = None) -> Snapshot:
+        """Commit data files written elsewhere (by :meth:`write_files` on other workers)."""
+        return FastAppend(self, files, snapshot_properties).commit()
+
+    def overwrite(
+        self,
+        data: Any,
+        filter: str | Expression | None = None,
+        snapshot_properties: dict[str, str] | None = None,
+    ) -> Snapshot:
+        """Replace the rows matching ``filter`` (every row when None) with ``data``, in one snapshot.
+
+        Files whose rows all match are dropped; files where only some rows match are rewritten
+        without them. The commit fails with CommitConflictError if a concurrent commit added
+        rows that match the filter after this overwrite read the table.
+        """
+        expr = to_expression(filter)
+        bound = bind(self.schema(), expr)
+        rows = conform_to_schema(to_arrow_table(data), self.schema())
+        deleted, rewritten, scan_snapshot = self._plan_delete(bound)
+        added = write_data_files(self._write_context(), rows, self.engine.map) if rows.num_rows else []
+        producer = OverwriteFiles(
+            self, deleted, [*rewritten, *added], "overwrite",
+            scan_snapshot.snapshot_id if scan_snapshot else None,
+            conflict_check=self._conflicting_appends(bound),
+            snapshot_properties=snapshot_properties,
+        )
+        return producer.commit()
+
+    def delete(self, filter: str | Expression, snapshot_properties: dict[str, str] | None = None) -> int:
+        """Delete the rows matching ``filter``; returns how many rows were deleted."""
+        bound = bind(self.schema(), to_expression(filter))
+        if isinstance(bound, AlwaysFalse):
+            return 0
+        deleted, rewritten, scan_snapshot = self._plan_delete(bound)
+        removed = sum(f.record_count for f in deleted) - sum(f.record_count for f in rewritten)
+        if not deleted:
+            return 0
+        OverwriteFiles(
+            self, deleted, rewritten, "delete" if not rewritten else "overwrite",
+            scan_snapshot.snapshot_id if scan_snapshot else None,
+            conflict_check=self._conflicting_appends(bound),
+            snapshot_properties=snapshot_properties,
+        ).commit()
+        return removed
+
+    def _plan_delete(self, bound: BoundExpression) -> tuple[list[DataFile], list[DataFile], Snapshot | None]:
+        """Files to drop and the rewritten remainders of partially matching files."""
+        snapshot = self.current_snapshot()
+        if snapshot is None or isinstance(bound, AlwaysFalse):
+            return [], [], snapshot
+        schema = self.schema()
+        tasks = plan_files(self.io, self.metadata, snapshot, schema, bound, self.engine)
+        if isinstance(bound, AlwaysTrue):
+            return [t.file for t in tasks], [], snapshot
+        ctx = self._write_context()
+
+        def rewrite(task: FileTask) -> tuple[DataFile, list[DataFile]] | None:
+            from tablestore.table.read import read_task_table
+
+            spec = self.metadata.spec_by_id(task.spec_id)
+            everything = read_task_table(self.io, task.file, task.delete_files, spec, schema, schema, AlwaysTrue())
+            kept = _rows_not_matching(everything, bound, schema)
+            if kept.num_rows == everything.num_rows and not task.delete_files:
+                return None
+            if kept.num_rows == 0:
+                return task.file, []
+            return task.file, write_data_files(ctx, conform_to_schema(kept, schema), lambda fn, items: [fn(i) for i in items])
+
+        deleted: list[DataFile] = []
+        rewritten: list[DataFile] = []
+        for outcome in self.engine.map(rewrite, tasks):
+            if outcome is not None:
+                deleted.append(outcome[0])
+                rewritten.extend(outcome[1])
+        return deleted, rewritten, snapshot
+
+    def _conflicting_appends(self, bound: BoundExpression) -> Callable[[list[Snapshot]], None]:
+        """Fail a filter-based overwrite when a concurrent commit added rows it would match."""
+        schema = self.schema()
+
+        def check(newer: list[Snapshot]) -> None:
+            metrics = InclusiveMetricsEvaluator(schema, bound)
+            evaluators: dict[int, PartitionEvaluator] = {}
+            for f in added_data_files(self, newer):
+                spec = self.metadata.spec_by_id(f.spec_id)
+                evaluator = evaluators.setdefault(f.spec_id, PartitionEvaluator(spec, schema, bound))
+                if evaluator.eval(tuple(f.partition)) and metrics.eval(f):
+                    raise CommitConflictError(
+                        f"a concurrent commit added {f.file_path}, which may hold rows matching the "
+                        "filter of this operation; re-run it on the new table state"
+                    )
+
+        return check
+
+
+def _rows_not_matching(table: pa.Table, bound: BoundExpression, schema: Schema) -> pa.Table:
+    """Rows for which the filter is not true (false or unknown), so NULL comparisons keep rows."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    from tablestore.spec.evaluators import to_arrow_expression
+
+    expr = to_arrow_expression(bound, schema)
+    matches = ds.dataset(table).to_table(columns={"__m": expr}).column("__m")
+    return table.filter(pc.invert(pc.fill_null(matches, False)))

@@ -1,0 +1,199 @@
+"""Make incoming Arrow data fit a table's schema before it is written.
+
+Columns are matched by name (exactly, then ignoring case), reordered to the table's order,
+missing optional columns become nulls, and types are converted only where no value can change
+(widening integers, float to double, decimal precision, timestamp units). Anything else is a
+SchemaError that names the column and says what to do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tablestore.errors import SchemaError
+from tablestore.spec.schema import Schema, field_to_arrow, schema_to_arrow, type_to_arrow
+from tablestore.spec.types import (
+    DecimalType,
+    DoubleType,
+    IcebergType,
+    IntegerType,
+    ListType,
+    LongType,
+    MapType,
+    NestedField,
+    StructType,
+    TimestampNanoType,
+    TimestamptzNanoType,
+    TimestamptzType,
+    TimestampType,
+)
+
+
+def to_arrow_table(data: Any) -> pa.Table:
+    """Accept a pyarrow Table, RecordBatch, RecordBatchReader or a pandas DataFrame."""
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.read_all()
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas is a dependency
+        pd = None
+    if pd is not None and isinstance(data, pd.DataFrame):
+        return pa.Table.from_pandas(data, preserve_index=False)
+    raise SchemaError(
+        f"cannot write a {type(data).__name__}; pass a pyarrow Table, RecordBatch, "
+        "RecordBatchReader or a pandas DataFrame"
+    )
+
+
+def conform_to_schema(data: pa.Table, schema: Schema) -> pa.Table:
+    """The data as an Arrow table with exactly the schema's columns, types and field ids."""
+    by_name: dict[str, int] = {}
+    lowered: dict[str, list[int]] = {}
+    for i, name in enumerate(data.column_names):
+        if name in by_name:
+            raise SchemaError(f"the data has the column {name!r} twice")
+        by_name[name] = i
+        lowered.setdefault(name.lower(), []).append(i)
+    used: set[int] = set()
+    arrays: list[pa.ChunkedArray] = []
+    for f in schema.fields:
+        index = by_name.get(f.name)
+        if index is None:
+            candidates = lowered.get(f.name.lower(), [])
+            index = candidates[0] if len(candidates) == 1 else None
+        if index is None:
+            if f.required:
+                raise SchemaError(
+                    f"the data has no column {f.name!r}, which the table requires; add it"
+                )
+            arrays.append(pa.chunked_array([pa.nulls(data.num_rows, type_to_arrow(f.field_type))]))
+            continue
+        used.add(index)
+        arrays.append(_conform_column(data.column(index), f, f.name))
+    extra = [name for i, name in enumerate(data.column_names) if i not in used]
+    if extra:
+        raise SchemaError(
+            f"the data has columns the table does not: {', '.join(map(repr, extra))}; "
+            f"the table's columns are {', '.join(schema.column_names)}. Drop them, or add them to "
+            "the table first (ALTER TABLE ... ADD COLUMN)"
+        )
+    return pa.Table.from_arrays(arrays, schema=schema_to_arrow(schema))
+
+
+def _conform_column(column: pa.ChunkedArray, f: NestedField, path: str) -> pa.ChunkedArray:
+    target = type_to_arrow(f.field_type)
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)
+    if not _same_type(column.type, target):
+        column = pa.chunked_array(
+            [_conform_array(chunk, f.field_type, target, path) for chunk in column.chunks], type=target
+        )
+    if f.required and column.null_count:
+        raise SchemaError(
+            f"column {path!r} is required but the data has {column.null_count} null value(s)"
+        )
+    return column
+
+
+def _same_type(a: pa.DataType, b: pa.DataType) -> bool:
+    return a.equals(b, check_metadata=False) and _names_match(a, b)
+
+
+def _names_match(a: pa.DataType, b: pa.DataType) -> bool:
+    if pa.types.is_struct(a):
+        return [a.field(i).name for i in range(a.num_fields)] == [b.field(i).name for i in range(b.num_fields)]
+    return True
+
+
+def _conform_array(array: pa.Array, t: IcebergType, target: pa.DataType, path: str) -> pa.Array:
+    source = array.type
+    if pa.types.is_dictionary(source):
+        array = array.cast(source.value_type)
+        source = array.type
+    if isinstance(t, StructType):
+        if not pa.types.is_struct(source):
+            raise _mismatch(path, source, t)
+        children = []
+        names = {source.field(i).name: i for i in range(source.num_fields)}
+        for child in t.fields:
+            idx = names.get(child.name)
+            if idx is None:
+                if child.required:
+                    raise SchemaError(f"the data has no field {path}.{child.name}, which the table requires")
+                children.append(pa.nulls(len(array), type_to_arrow(child.field_type)))
+                continue
+            inner = array.field(idx)
+            children.append(
+                _conform_array(inner, child.field_type, type_to_arrow(child.field_type), f"{path}.{child.name}")
+            )
+        extra = set(names) - {c.name for c in t.fields}
+        if extra:
+            raise SchemaError(f"the data has fields the table does not: {', '.join(f'{path}.{n}' for n in sorted(extra))}")
+        mask = array.is_null() if array.null_count else None
+        return pa.StructArray.from_arrays(
+            children, fields=[field_to_arrow(c) for c in t.fields], mask=mask
+        )
+    if isinstance(t, ListType):
+        if not (pa.types.is_list(source) or pa.types.is_large_list(source) or pa.types.is_fixed_size_list(source)):
+            raise _mismatch(path, source, t)
+        try:
+            return array.cast(target)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise _mismatch(path, source, t, str(e)) from None
+    if isinstance(t, MapType):
+        if not pa.types.is_map(source):
+            raise _mismatch(path, source, t)
+        try:
+            return array.cast(target)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise _mismatch(path, source, t, str(e)) from None
+    if not _castable(source, target, t):
+        raise _mismatch(path, source, t)
+    try:
+        return pc.cast(array, target, safe=True)
+    except pa.ArrowInvalid as e:
+        raise _mismatch(path, source, t, str(e)) from None
+
+
+def _castable(source: pa.DataType, target: pa.DataType, t: IcebergType) -> bool:
+    """Conversions that cannot change a value (checked again by a safe cast)."""
+    if source.equals(target):
+        return True
+    if pa.types.is_null(source):
+        return True
+    if isinstance(t, IntegerType | LongType):
+        return pa.types.is_integer(source)
+    if isinstance(t, DoubleType):
+        return pa.types.is_floating(source)
+    if isinstance(t, DecimalType):
+        return pa.types.is_decimal(source) and source.scale == t.scale and source.precision <= t.precision
+    if isinstance(t, TimestampType | TimestampNanoType):
+        return pa.types.is_timestamp(source) and source.tz is None
+    if isinstance(t, TimestamptzType | TimestamptzNanoType):
+        return pa.types.is_timestamp(source) and source.tz is not None
+    if pa.types.is_string(target):
+        return pa.types.is_large_string(source) or pa.types.is_string_view(source)
+    if pa.types.is_binary(target):
+        return pa.types.is_large_binary(source) or pa.types.is_binary_view(source)
+    if pa.types.is_date32(target):
+        return pa.types.is_date64(source)
+    if pa.types.is_float32(target):
+        return pa.types.is_float16(source)
+    if pa.types.is_time64(target):
+        return pa.types.is_time(source)
+    return False
+
+
+def _mismatch(path: str, source: pa.DataType, t: IcebergType, detail: str = "") -> SchemaError:
+    extra = f" ({detail})" if detail else ""
+    return SchemaError(
+        f"column {path!r} has type {source} in the data but {t} in the table{extra}; "
+        "cast the data to the table's type first"
+    )

@@ -1,0 +1,327 @@
+"""Reading one file task: Parquet through pyarrow, projected by field id, evolved to the read
+schema, identity-partition constants filled in, deletes applied and the residual filter applied.
+
+Columns are found by the field ids the file carries, never by name, so renamed columns read
+their old data and a dropped-then-re-added name reads NULL for old rows.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from tablestore.errors import CorruptMetadataError, UnsupportedError
+from tablestore.io import FileIO
+from tablestore.spec.evaluators import referenced_field_ids, to_arrow_expression
+from tablestore.spec.expressions import AlwaysTrue, BoundExpression
+from tablestore.spec.manifest import DataFile, DataFileContent
+from tablestore.spec.partitioning import PartitionSpec
+from tablestore.spec.schema import PARQUET_FIELD_ID, Schema, type_to_arrow
+from tablestore.spec.transforms import IdentityTransform
+from tablestore.spec.types import IcebergType, ListType, MapType, NestedField, StructType
+
+# Reserved field ids of position delete files (spec: "Position Delete Files").
+DELETE_FILE_PATH_ID = 2147483546
+DELETE_POS_ID = 2147483545
+_PARQUET_FORMAT = ds.ParquetFileFormat()
+
+
+def _field_id(f: pa.Field) -> int | None:
+    if f.metadata and PARQUET_FIELD_ID in f.metadata:
+        return int(f.metadata[PARQUET_FIELD_ID])
+    return None
+
+
+def _ids_of(struct_fields: Iterable[pa.Field]) -> dict[int, pa.Field]:
+    out = {}
+    for f in struct_fields:
+        fid = _field_id(f)
+        if fid is not None:
+            out[fid] = f
+    return out
+
+
+def _by_name_mapping(physical: pa.Schema, table_schema: Schema) -> dict[int, pa.Field]:
+    """Files written without field ids (imported Hive files) are matched by name."""
+    out = {}
+    for f in physical:
+        fid = table_schema.find_field_id(f.name, case_sensitive=False)
+        if fid is not None:
+            out[fid] = f
+    return out
+
+
+def read_task_table(
+    io: FileIO,
+    data_file: DataFile,
+    delete_files: tuple[DataFile, ...],
+    spec: PartitionSpec,
+    table_schema: Schema,
+    projected: Schema,
+    row_filter: BoundExpression,
+) -> pa.Table:
+    """Rows of one data file, in the projected schema, after deletes and the filter."""
+    fs, path = io.filesystem_for(data_file.file_path)
+    try:
+        fragment = _PARQUET_FORMAT.make_fragment(path, filesystem=fs)
+        physical = fragment.physical_schema
+    except (pa.ArrowInvalid, OSError) as e:
+        raise CorruptMetadataError(f"cannot read data file {data_file.file_path}: {e}") from None
+    file_fields = _ids_of(physical)
+    if not file_fields:
+        file_fields = _by_name_mapping(physical, table_schema)
+
+    filter_ids = _top_level_ids(table_schema, referenced_field_ids(row_filter)) if not isinstance(
+        row_filter, AlwaysTrue) else set()
+    needed = [f for f in table_schema.fields if f.field_id in filter_ids or projected.has_field(f.field_id)]
+    read_names = [file_fields[f.field_id].name for f in needed if f.field_id in file_fields]
+
+    pushed = False
+    has_deletes = bool(delete_files)
+    if has_deletes:
+        raw = pq.ParquetFile(fs.open_input_file(path)).read(columns=read_names, use_threads=False)
+    else:
+        arrow_filter = None
+        if filter_ids and filter_ids <= set(file_fields):
+            arrow_filter = _file_filter(row_filter, physical)
+        try:
+            raw = fragment.to_table(columns=read_names, filter=arrow_filter, use_threads=True)
+            pushed = arrow_filter is not None
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            raw = fragment.to_table(columns=read_names, use_threads=True)
+
+    if has_deletes:
+        raw = _apply_deletes(io, raw, data_file, delete_files, file_fields, table_schema)
+
+    constants = _identity_constants(spec, data_file.partition)
+    columns = []
+    fields = []
+    for f in needed:
+        if f.field_id in file_fields:
+            column = raw.column(file_fields[f.field_id].name)
+            column = _project_column(column, f)
+        elif f.field_id in constants:
+            column = pa.chunked_array(
+                [pa.array([constants[f.field_id]] * raw.num_rows, type_to_arrow(f.field_type))]
+            )
+        else:
+            column = pa.chunked_array([pa.nulls(raw.num_rows, type_to_arrow(f.field_type))])
+        columns.append(column)
+        fields.append(pa.field(f.name, column.type, nullable=not f.required))
+    if fields:
+        table = pa.Table.from_arrays(columns, schema=pa.schema(fields))
+    else:
+        table = _empty_rows(raw.num_rows)
+    if filter_ids and not pushed:
+        table = table.filter(to_arrow_expression(row_filter, table_schema))
+    elif not filter_ids and not isinstance(row_filter, AlwaysTrue):
+        # A filter that references no column (AlwaysFalse after binding) keeps nothing.
+        table = table.filter(to_arrow_expression(row_filter, table_schema))
+    return _select(table, projected)
+
+
+def _empty_rows(n: int) -> pa.Table:
+    return pa.table({"__rows": pa.nulls(n)}).drop_columns(["__rows"])
+
+
+def _top_level_ids(schema: Schema, ids: set[int]) -> set[int]:
+    out = set()
+    for fid in ids:
+        current = fid
+        parent = schema.parent_id(current)
+        while parent is not None:
+            current = parent
+            parent = schema.parent_id(current)
+        out.add(current)
+    return out
+
+
+def _file_filter(row_filter: BoundExpression, physical: pa.Schema) -> pc.Expression | None:
+    """The filter on the file's own column names, for row-group pruning inside pyarrow."""
+    file_schema = schema_from_file(physical)
+    if file_schema is None:
+        return None
+    return to_arrow_expression(row_filter, file_schema)
+
+
+def schema_from_file(physical: pa.Schema) -> Schema | None:
+    """Our Schema for a Parquet file's Arrow schema, keeping the file's names and ids."""
+    from tablestore.spec.schema import arrow_type_to_iceberg
+
+    fields = []
+    for f in physical:
+        fid = _field_id(f)
+        if fid is None:
+            return None
+        try:
+            fields.append(NestedField(fid, f.name, _iceberg_type_with_ids(f.type, arrow_type_to_iceberg), not f.nullable))
+        except Exception:
+            return None
+    try:
+        return Schema(tuple(fields))
+    except Exception:
+        return None
+
+
+def _iceberg_type_with_ids(t: pa.DataType, convert: Any) -> IcebergType:
+    if pa.types.is_struct(t):
+        children = []
+        for i in range(t.num_fields):
+            child = t.field(i)
+            cid = _field_id(child)
+            if cid is None:
+                raise ValueError("nested field without id")
+            children.append(NestedField(cid, child.name, _iceberg_type_with_ids(child.type, convert), not child.nullable))
+        return StructType(*children)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        eid = _field_id(t.value_field)
+        if eid is None:
+            raise ValueError("list element without id")
+        return ListType(eid, _iceberg_type_with_ids(t.value_type, convert), not t.value_field.nullable)
+    if pa.types.is_map(t):
+        kid, vid = _field_id(t.key_field), _field_id(t.item_field)
+        if kid is None or vid is None:
+            raise ValueError("map without ids")
+        return MapType(kid, _iceberg_type_with_ids(t.key_type, convert), vid,
+                       _iceberg_type_with_ids(t.item_type, convert), not t.item_field.nullable)
+    counter = iter(range(10**9, 2 * 10**9))
+    return convert(t, lambda: next(counter))  # type: ignore[no-any-return]
+
+
+def _identity_constants(spec: PartitionSpec, partition: tuple[Any, ...]) -> dict[int, Any]:
+    """Source values of identity partition fields, for files that do not store the column."""
+    out: dict[int, Any] = {}
+    for pf, value in zip(spec.fields, partition, strict=False):
+        if isinstance(pf.transform, IdentityTransform):
+            out[pf.source_id] = value.bytes if isinstance(value, uuid.UUID) else value
+    return out
+
+
+def _project_column(column: pa.ChunkedArray, read_field: NestedField) -> pa.ChunkedArray:
+    target = type_to_arrow(read_field.field_type)
+    if column.type.equals(target, check_metadata=False) and _same_nested_ids(column.type, read_field.field_type):
+        return column
+    return pa.chunked_array(
+        [_project_array(chunk, read_field.field_type) for chunk in column.chunks], type=target
+    )
+
+
+def _same_nested_ids(t: pa.DataType, ice: IcebergType) -> bool:
+    if isinstance(ice, StructType):
+        if not pa.types.is_struct(t) or t.num_fields != len(ice.fields):
+            return False
+        return all(
+            _field_id(t.field(i)) == f.field_id and t.field(i).name == f.name
+            and _same_nested_ids(t.field(i).type, f.field_type)
+            for i, f in enumerate(ice.fields)
+        )
+    if isinstance(ice, ListType):
+        return (pa.types.is_list(t) or pa.types.is_large_list(t)) and _field_id(t.value_field) == ice.element_id \
+            and _same_nested_ids(t.value_type, ice.element_type)
+    if isinstance(ice, MapType):
+        return pa.types.is_map(t) and _field_id(t.key_field) == ice.key_id and _field_id(t.item_field) == ice.value_id \
+            and _same_nested_ids(t.key_type, ice.key_type) and _same_nested_ids(t.item_type, ice.value_type)
+    return True
+
+
+def _project_array(array: pa.Array, t: IcebergType) -> pa.Array:
+    """Evolve one file array to the read type: by field id for structs, promoted for primitives."""
+    target = type_to_arrow(t)
+    if isinstance(t, StructType):
+        by_id = _ids_of(array.type) if pa.types.is_struct(array.type) else {}
+        index = {array.type.field(i).name: i for i in range(array.type.num_fields)}
+        children = []
+        for child in t.fields:
+            source = by_id.get(child.field_id)
+            if source is None:
+                children.append(pa.nulls(len(array), type_to_arrow(child.field_type)))
+            else:
+                children.append(_project_array(array.field(index[source.name]), child.field_type))
+        mask = array.is_null() if array.null_count else None
+        return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
+    if isinstance(t, ListType):
+        values = _project_array(array.values, t.element_type)
+        mask = array.is_null() if array.null_count else None
+        return pa.ListArray.from_arrays(array.offsets, values, type=target, mask=mask)
+    if isinstance(t, MapType):
+        keys = _project_array(array.keys, t.key_type)
+        items = _project_array(array.items, t.value_type)
+        mask = array.is_null() if array.null_count else None
+        return pa.MapArray.from_arrays(array.offsets, keys, items, type=target, mask=mask)
+    if array.type.equals(target):
+        return array
+    return pc.cast(array, target)
+
+
+def _select(table: pa.Table, projected: Schema) -> pa.Table:
+    names = [f.name for f in projected.fields]
+    if table.column_names == names:
+        return table
+    return table.select(names)
+
+
+# -- deletes -----------------------------------------------------------------------------------
+
+
+def read_position_deletes(io: FileIO, delete_file: DataFile, data_path: str) -> np.ndarray:
+    fs, path = io.filesystem_for(delete_file.file_path)
+    fragment = _PARQUET_FORMAT.make_fragment(path, filesystem=fs)
+    by_id = _ids_of(fragment.physical_schema)
+    path_col = by_id.get(DELETE_FILE_PATH_ID)
+    pos_col = by_id.get(DELETE_POS_ID)
+    names = (path_col.name if path_col else "file_path", pos_col.name if pos_col else "pos")
+    table = fragment.to_table(columns=list(names), filter=pc.field(names[0]) == data_path)
+    return table.column(names[1]).to_numpy()
+
+
+def _apply_deletes(
+    io: FileIO,
+    raw: pa.Table,
+    data_file: DataFile,
+    delete_files: tuple[DataFile, ...],
+    file_fields: dict[int, pa.Field],
+    table_schema: Schema,
+) -> pa.Table:
+    keep = np.ones(raw.num_rows, dtype=bool)
+    for delete in delete_files:
+        if delete.content == DataFileContent.POSITION_DELETES:
+            positions = read_position_deletes(io, delete, data_file.file_path)
+            positions = positions[positions < raw.num_rows]
+            keep[positions] = False
+        elif delete.content == DataFileContent.EQUALITY_DELETES:
+            keep &= ~_equality_matches(io, raw, delete, file_fields, table_schema)
+        else:
+            raise UnsupportedError(f"unknown delete file content {delete.content}")
+    if keep.all():
+        return raw
+    return raw.filter(pa.array(keep))
+
+
+def _equality_matches(
+    io: FileIO, raw: pa.Table, delete: DataFile, file_fields: dict[int, pa.Field], table_schema: Schema
+) -> np.ndarray:
+    ids = list(delete.equality_ids or [])
+    if not ids or any(i not in file_fields for i in ids):
+        return np.zeros(raw.num_rows, dtype=bool)
+    fs, path = io.filesystem_for(delete.file_path)
+    fragment = _PARQUET_FORMAT.make_fragment(path, filesystem=fs)
+    delete_by_id = _ids_of(fragment.physical_schema)
+    names = [delete_by_id[i].name for i in ids]
+    deleted = fragment.to_table(columns=names)
+    data_names = [file_fields[i].name for i in ids]
+    keys = pa.table(
+        {f"k{n}": raw.column(name) for n, name in enumerate(data_names)}
+    ).append_column("__row", pa.array(np.arange(raw.num_rows)))
+    deleted = pa.table({f"k{n}": deleted.column(name).cast(keys.column(f"k{n}").type)
+                        for n, name in enumerate(names)})
+    matched = keys.join(deleted, keys=[f"k{n}" for n in range(len(ids))], join_type="left semi")
+    out = np.zeros(raw.num_rows, dtype=bool)
+    out[matched.column("__row").to_numpy()] = True
+    return out

@@ -1,0 +1,285 @@
+"""Scan planning and scan results.
+
+catalog → metadata → snapshot → manifest list → manifests pruned by partition summaries →
+entries pruned by partition values and column bounds → file tasks carrying their delete files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from tablestore.errors import NoSuchSnapshotError, ValidationError
+from tablestore.io import FileIO
+from tablestore.spec import conversions
+from tablestore.spec.evaluators import InclusiveMetricsEvaluator, ManifestEvaluator, PartitionEvaluator
+from tablestore.spec.expressions import AlwaysTrue, BoundExpression, Expression, bind, to_expression
+from tablestore.spec.manifest import (
+    DataFile,
+    DataFileContent,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+    read_manifest,
+    read_manifest_list,
+)
+from tablestore.spec.metadata import Snapshot, TableMetadata
+from tablestore.spec.partitioning import PartitionSpec
+from tablestore.spec.schema import Schema
+from tablestore.spec.types import StringType
+from tablestore.table.read import DELETE_FILE_PATH_ID, read_task_table
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from tablestore.engine import Engine
+
+
+@dataclass(frozen=True)
+class FileTask:
+    """One data file to read, with the delete files that apply to it."""
+
+    file: DataFile
+    data_sequence_number: int
+    delete_files: tuple[DataFile, ...] = ()
+
+    @property
+    def spec_id(self) -> int:
+        return self.file.spec_id
+
+    @property
+    def length(self) -> int:
+        return self.file.file_size_in_bytes
+
+
+@dataclass(frozen=True)
+class _IndexedDelete:
+    sequence_number: int
+    file: DataFile
+
+
+@dataclass
+class DeleteFileIndex:
+    """Delete files by partition, matched to data files by the spec's sequence-number rules.
+
+    A position delete applies to data files with a data sequence number less than or equal to
+    its own; an equality delete only to strictly older ones. Deletes in an unpartitioned spec
+    apply to every partition.
+    """
+
+    by_partition: dict[tuple[int, tuple[Any, ...]], list[_IndexedDelete]] = field(default_factory=dict)
+    global_deletes: list[_IndexedDelete] = field(default_factory=list)
+    specs: dict[int, PartitionSpec] = field(default_factory=dict)
+
+    def add(self, entry: ManifestEntry) -> None:
+        df = entry.data_file
+        item = _IndexedDelete(entry.sequence_number or 0, df)
+        spec = self.specs.get(df.spec_id)
+        if spec is None or spec.is_unpartitioned():
+            self.global_deletes.append(item)
+        else:
+            self.by_partition.setdefault((df.spec_id, tuple(df.partition)), []).append(item)
+
+    def __bool__(self) -> bool:
+        return bool(self.by_partition or self.global_deletes)
+
+    def for_data_file(self, sequence_number: int, data_file: DataFile) -> tuple[DataFile, ...]:
+        candidates = self.by_partition.get((data_file.spec_id, tuple(data_file.partition)), [])
+        out = []
+        for item in (*candidates, *self.global_deletes):
+            df = item.file
+            if df.content == DataFileContent.POSITION_DELETES:
+                if item.sequence_number < sequence_number:
+                    continue
+                if df.referenced_data_file and df.referenced_data_file != data_file.file_path:
+                    continue
+                if not _path_in_bounds(df, data_file.file_path):
+                    continue
+            elif item.sequence_number <= sequence_number:
+                continue
+            out.append(df)
+        return tuple(out)
+
+
+def _path_in_bounds(delete_file: DataFile, path: str) -> bool:
+    lower = (delete_file.lower_bounds or {}).get(DELETE_FILE_PATH_ID)
+    upper = (delete_file.upper_bounds or {}).get(DELETE_FILE_PATH_ID)
+    if lower is not None and conversions.from_bytes(StringType(), lower) > path:
+        return False
+    return not (upper is not None and conversions.from_bytes(StringType(), upper) < path)
+
+
+def select_snapshot(
+    metadata: TableMetadata, snapshot_id: int | None = None, as_of_timestamp_ms: int | None = None,
+    ref: str | None = None,
+) -> Snapshot | None:
+    if sum(x is not None for x in (snapshot_id, as_of_timestamp_ms, ref)) > 1:
+        raise ValidationError("give only one of snapshot_id, as_of_timestamp and ref")
+    if snapshot_id is not None:
+        snapshot = metadata.snapshot_by_id(snapshot_id)
+        if snapshot is None:
+            ids = ", ".join(str(s.snapshot_id) for s in metadata.snapshots[-5:]) or "none"
+            raise NoSuchSnapshotError(
+                f"the table has no snapshot {snapshot_id} (it may have been expired); "
+                f"recent snapshots: {ids}"
+            )
+        return snapshot
+    if as_of_timestamp_ms is not None:
+        return metadata.snapshot_as_of(as_of_timestamp_ms)
+    if ref is not None:
+        snapshot = metadata.snapshot_by_ref(ref)
+        if snapshot is None:
+            raise NoSuchSnapshotError(f"the table has no branch or tag {ref!r}")
+        return snapshot
+    return metadata.current_snapshot()
+
+
+def plan_files(
+    io: FileIO,
+    metadata: TableMetadata,
+    snapshot: Snapshot | None,
+    schema: Schema,
+    row_filter: BoundExpression,
+    engine: Engine,
+) -> list[FileTask]:
+    """The file tasks of a scan, with manifest, partition and column-bound pruning."""
+    if snapshot is None:
+        return []
+    manifests = read_manifest_list(io, snapshot.manifest_list)
+    specs = {spec.spec_id: spec for spec in metadata.partition_specs}
+    filtering = not isinstance(row_filter, AlwaysTrue)
+    manifest_evaluators: dict[int, ManifestEvaluator] = {}
+    partition_evaluators: dict[int, PartitionEvaluator] = {}
+    if filtering:
+        for spec_id, spec in specs.items():
+            manifest_evaluators[spec_id] = ManifestEvaluator(spec, schema, row_filter)
+            partition_evaluators[spec_id] = PartitionEvaluator(spec, schema, row_filter)
+    metrics = InclusiveMetricsEvaluator(schema, row_filter) if filtering else None
+
+    def keep_manifest(m: ManifestFile) -> bool:
+        if not (m.added_files_count or m.existing_files_count or m.added_files_count is None
+                or m.existing_files_count is None):
+            return False
+        evaluator = manifest_evaluators.get(m.partition_spec_id)
+        return evaluator is None or evaluator.eval(m)
+
+    data_manifests = [m for m in manifests if m.content == ManifestContent.DATA and keep_manifest(m)]
+    delete_manifests = [m for m in manifests if m.content == ManifestContent.DELETES and keep_manifest(m)]
+
+    def live_entries(m: ManifestFile) -> list[ManifestEntry]:
+        evaluator = partition_evaluators.get(m.partition_spec_id)
+        entries = read_manifest(io, m, partition_filter=evaluator.eval if evaluator else None)
+        return [e for e in entries if e.status != ManifestEntryStatus.DELETED]
+
+    deletes = DeleteFileIndex(specs=specs)
+    for entries in engine.map(live_entries, delete_manifests):
+        for entry in entries:
+            deletes.add(entry)
+    tasks = []
+    for entries in engine.map(live_entries, data_manifests):
+        for entry in entries:
+            df = entry.data_file
+            if metrics is not None and not metrics.eval(df):
+                continue
+            seq = entry.sequence_number or 0
+            tasks.append(FileTask(df, seq, deletes.for_data_file(seq, df) if deletes else ()))
+    return tasks
+
+
+class TableScan:
+    """A lazy scan: plan with :meth:`plan_files`, read with :meth:`to_arrow` and friends."""
+
+    def __init__(
+        self,
+        io: FileIO,
+        metadata: TableMetadata,
+        engine: Engine,
+        filter: str | Expression | None = None,
+        columns: list[str] | None = None,
+        snapshot_id: int | None = None,
+        as_of_timestamp_ms: int | None = None,
+        ref: str | None = None,
+        case_sensitive: bool = True,
+        limit: int | None = None,
+    ) -> None:
+        self.io = io
+        self.metadata = metadata
+        self.engine = engine
+        self.snapshot = select_snapshot(metadata, snapshot_id, as_of_timestamp_ms, ref)
+        # Time travel reads with the schema the snapshot was written with, as Spark does.
+        explicit = snapshot_id is not None or as_of_timestamp_ms is not None or ref is not None
+        schema = metadata.schema()
+        if explicit and self.snapshot is not None and self.snapshot.schema_id is not None:
+            schema = metadata.schema_by_id(self.snapshot.schema_id) or schema
+        self.table_schema = schema
+        self.row_filter = bind(schema, to_expression(filter), case_sensitive)
+        self.projected = schema.select(columns, case_sensitive) if columns is not None else schema
+        if columns is not None:
+            # Keep the caller's column order.
+            order = [schema.find_field(c, case_sensitive).field_id for c in columns]
+            by_id = {f.field_id: f for f in self.projected.fields}
+            self.projected = Schema(tuple(by_id[i] for i in order if i in by_id), schema.schema_id)
+        self.limit = limit
+        self._tasks: list[FileTask] | None = None
+
+    def plan_files(self) -> list[FileTask]:
+        if self._tasks is None:
+            self._tasks = plan_files(self.io, self.metadata, self.snapshot, self.table_schema,
+                                     self.row_filter, self.engine)
+        return self._tasks
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        return self.projected.as_arrow()
+
+    def _read(self, task: FileTask) -> pa.Table:
+        spec = self.metadata.spec_by_id(task.spec_id)
+        return read_task_table(
+            self.io, task.file, task.delete_files, spec, self.table_schema, self.projected, self.row_filter
+        )
+
+    def to_arrow(self) -> pa.Table:
+        tasks = self.plan_files()
+        schema = self.arrow_schema
+        tables = [t.cast(schema) if not t.schema.equals(schema) else t for t in self.engine.map(self._read, tasks)]
+        if not tables:
+            return schema.empty_table()
+        result = pa.concat_tables(tables)
+        if self.limit is not None:
+            result = result.slice(0, self.limit)
+        return result
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        schema = self.arrow_schema
+        remaining = self.limit
+        imap = getattr(self.engine, "imap", None)
+        tasks = self.plan_files()
+        results = imap(self._read, tasks) if imap else (self._read(t) for t in tasks)
+        for table in results:
+            if not table.schema.equals(schema):
+                table = table.cast(schema)
+            for batch in table.to_batches():
+                if remaining is not None:
+                    if remaining <= 0:
+                        return
+                    batch = batch.slice(0, remaining)
+                    remaining -= batch.num_rows
+                yield batch
+
+    def to_arrow_batch_reader(self) -> pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_batches(self.arrow_schema, self.to_batches())
+
+    def to_pandas(self) -> pd.DataFrame:
+        return self.to_arrow().to_pandas()
+
+    def count(self) -> int:
+        """Rows the scan returns; files without deletes or residual filter count from metadata."""
+        if isinstance(self.row_filter, AlwaysTrue):
+            tasks = self.plan_files()
+            if all(not t.delete_files for t in tasks):
+                return sum(t.file.record_count for t in tasks)
+        return self.to_arrow().num_rows

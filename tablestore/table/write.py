@@ -1,0 +1,256 @@
+"""Writing data files: split rows by partition, write Parquet with field ids, roll at a target
+size, and describe each file as a DataFile with its metrics.
+
+Writers never commit. They return DataFiles; a snapshot producer puts them into manifests.
+"""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from tablestore.errors import ValidationError
+from tablestore.io import FileIO
+from tablestore.spec.manifest import DataFile, DataFileContent, FileFormat
+from tablestore.spec.partitioning import PartitionSpec
+from tablestore.spec.schema import Schema
+from tablestore.spec.types import DateType, IcebergType
+from tablestore.table.metrics import collect_metrics, float_nan_counts, metrics_modes
+
+DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024
+DEFAULT_ROW_GROUP_BYTES = 128 * 1024 * 1024
+DEFAULT_CODEC = "zstd"
+_EPOCH = datetime.date(1970, 1, 1)
+
+
+def int_property(properties: dict[str, str], key: str, default: int) -> int:
+    raw = properties.get(key)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValidationError(f"table property {key}={raw!r} must be an integer") from None
+    if value <= 0:
+        raise ValidationError(f"table property {key}={raw!r} must be positive")
+    return value
+
+
+@dataclass
+class WriteContext:
+    """What every file of one write shares: where, with which schema and spec, named how."""
+
+    io: FileIO
+    location: str
+    schema: Schema
+    spec: PartitionSpec
+    properties: dict[str, str]
+    write_uuid: str = field(default_factory=lambda: str(uuid.uuid4()))
+    _counter: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+
+    @property
+    def data_location(self) -> str:
+        custom = self.properties.get("write.data.path")
+        return (custom or f"{self.location.rstrip('/')}/data").rstrip("/")
+
+    def new_file_path(self, partition_path: str, task_id: int = 0) -> str:
+        n = next(self._counter)
+        name = f"{task_id:05d}-{n}-{self.write_uuid}-{n:05d}.parquet"
+        if partition_path:
+            return f"{self.data_location}/{partition_path}/{name}"
+        return f"{self.data_location}/{name}"
+
+    @property
+    def target_file_size(self) -> int:
+        return int_property(self.properties, "write.target-file-size-bytes", DEFAULT_TARGET_FILE_SIZE)
+
+    @property
+    def row_group_bytes(self) -> int:
+        return int_property(self.properties, "write.parquet.row-group-size-bytes", DEFAULT_ROW_GROUP_BYTES)
+
+    @property
+    def codec(self) -> str:
+        codec = self.properties.get("write.parquet.compression-codec", DEFAULT_CODEC).lower()
+        if codec == "uncompressed":
+            return "none"
+        if codec not in ("zstd", "snappy", "gzip", "lz4", "brotli", "none"):
+            raise ValidationError(
+                f"write.parquet.compression-codec={codec!r} is not supported; use zstd, snappy, gzip, "
+                "lz4, brotli or uncompressed"
+            )
+        return codec
+
+    @property
+    def compression_level(self) -> int | None:
+        raw = self.properties.get("write.parquet.compression-level")
+        return int(raw) if raw else None
+
+
+@dataclass(frozen=True)
+class PartitionSlice:
+    """Rows of one partition, with the partition tuple (internal values)."""
+
+    partition: tuple[Any, ...]
+    rows: pa.Table
+
+
+def partition_keys(spec: PartitionSpec, schema: Schema, data: pa.Table) -> list[pa.Array]:
+    """The partition fields' values of every row, computed by their transforms."""
+    keys = []
+    for pf in spec.fields:
+        source = _column_by_id(data, schema, pf.source_id)
+        keys.append(pf.transform.apply_arrow(source))
+    return keys
+
+
+def _column_by_id(data: pa.Table, schema: Schema, field_id: int) -> pa.ChunkedArray | pa.Array:
+    name = schema.find_column_name(field_id)
+    if name is None:
+        raise ValidationError(f"partition source field {field_id} is not in the table schema")
+    parts = name.split(".")
+    column: Any = data.column(parts[0])
+    for part in parts[1:]:
+        column = pc.struct_field(column, part)
+    return column
+
+
+def split_by_partition(spec: PartitionSpec, schema: Schema, data: pa.Table) -> list[PartitionSlice]:
+    """Group rows by partition. Clustered input (one partition) is passed through without a copy."""
+    if spec.is_unpartitioned() or data.num_rows == 0:
+        return [PartitionSlice((), data)] if data.num_rows else []
+    result_types = [f.field_type for f in spec.partition_type(schema).fields]
+    keys = [_combine(k) for k in partition_keys(spec, schema, data)]
+    if all(_is_constant(k) for k in keys):
+        return [PartitionSlice(_partition_tuple(keys, 0, result_types), data)]
+    names = [f"k{i}" for i in range(len(keys))]
+    key_table = pa.table(dict(zip(names, keys, strict=True)))
+    order = pc.sort_indices(key_table, sort_keys=[(n, "ascending") for n in names], null_placement="at_end")
+    key_table = key_table.take(order)
+    data = data.take(order)
+    change = None
+    for name in names:
+        column = _combine(key_table.column(name))
+        prev, nxt = column.slice(0, len(column) - 1), column.slice(1)
+        differs = pc.fill_null(pc.not_equal(prev, nxt), True)
+        both_null = pc.and_(pc.is_null(prev), pc.is_null(nxt))
+        differs = pc.and_not(differs, both_null)
+        change = differs if change is None else pc.or_(change, differs)
+    assert change is not None
+    boundaries = [0, *(pc.indices_nonzero(change).to_numpy() + 1).tolist(), data.num_rows]
+    sorted_keys = [_combine(key_table.column(n)) for n in names]
+    return [
+        PartitionSlice(_partition_tuple(sorted_keys, start, result_types), data.slice(start, end - start))
+        for start, end in itertools.pairwise(boundaries)
+    ]
+
+
+def _combine(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    if isinstance(array, pa.ChunkedArray):
+        return array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+    return array
+
+
+def _is_constant(array: pa.Array) -> bool:
+    if array.null_count:
+        return array.null_count == len(array)
+    if pa.types.is_boolean(array.type) or pa.types.is_integer(array.type) or pa.types.is_date(array.type) \
+            or pa.types.is_floating(array.type) or pa.types.is_decimal(array.type) or pa.types.is_timestamp(array.type):
+        bounds = pc.min_max(array)
+        return bool(bounds["min"] == bounds["max"])
+    return len(pc.unique(array)) == 1
+
+
+def _partition_tuple(keys: list[pa.Array], row: int, result_types: list[IcebergType]) -> tuple[Any, ...]:
+    return tuple(internal_value(t, k[row].as_py()) for k, t in zip(keys, result_types, strict=True))
+
+
+def internal_value(t: IcebergType, value: Any) -> Any:
+    """A transform result as the spec's internal value (dates are days since the epoch)."""
+    if value is None:
+        return None
+    if isinstance(t, DateType) and isinstance(value, datetime.date):
+        return (value - _EPOCH).days
+    if isinstance(value, datetime.datetime | datetime.date | datetime.time):
+        from tablestore.spec import conversions
+
+        return conversions.from_python(t, value)
+    return value
+
+
+def write_partition(ctx: WriteContext, part: PartitionSlice, task_id: int = 0) -> list[DataFile]:
+    """Write the rows of one partition into as many files as the target size needs."""
+    partition_path = ctx.spec.partition_path(part.partition, ctx.schema) if ctx.spec.fields else ""
+    rows = part.rows
+    if rows.num_rows == 0:
+        return []
+    bytes_per_row = max(1.0, rows.nbytes / rows.num_rows)
+    row_group_rows = max(1, int(ctx.row_group_bytes / bytes_per_row))
+    modes = metrics_modes(ctx.schema, ctx.properties)
+    files: list[DataFile] = []
+    offset = 0
+    while offset < rows.num_rows:
+        path = ctx.new_file_path(partition_path, task_id)
+        stream = ctx.io.new_output(path).create(overwrite=False)
+        written_rows = 0
+        try:
+            writer = pq.ParquetWriter(
+                stream,
+                rows.schema,
+                compression=ctx.codec,
+                compression_level=ctx.compression_level,
+                write_statistics=True,
+                use_compliant_nested_type=True,
+            )
+            while offset < rows.num_rows:
+                chunk = rows.slice(offset, row_group_rows)
+                writer.write_table(chunk, row_group_size=row_group_rows)
+                offset += chunk.num_rows
+                written_rows += chunk.num_rows
+                if stream.tell() >= ctx.target_file_size:
+                    break
+            writer.close()
+            metadata = writer.writer.metadata
+            size = stream.tell()
+        finally:
+            stream.close()
+        written = rows.slice(offset - written_rows, written_rows)
+        metrics = collect_metrics(metadata, ctx.schema, modes, float_nan_counts(written, ctx.schema))
+        files.append(
+            DataFile(
+                content=DataFileContent.DATA,
+                file_path=path,
+                file_format=FileFormat.PARQUET,
+                partition=part.partition,
+                record_count=metrics.record_count,
+                file_size_in_bytes=size,
+                column_sizes=metrics.column_sizes,
+                value_counts=metrics.value_counts,
+                null_value_counts=metrics.null_value_counts,
+                nan_value_counts=metrics.nan_value_counts,
+                lower_bounds=metrics.lower_bounds,
+                upper_bounds=metrics.upper_bounds,
+                split_offsets=metrics.split_offsets,
+                spec_id=ctx.spec.spec_id,
+            )
+        )
+    return files
+
+
+def write_data_files(
+    ctx: WriteContext,
+    data: pa.Table,
+    run: Callable[[Callable[[Any], list[DataFile]], list[Any]], list[list[DataFile]]],
+) -> list[DataFile]:
+    """Split by partition and write each partition as a task of the engine (``run`` maps tasks)."""
+    parts = split_by_partition(ctx.spec, ctx.schema, data)
+    indexed = list(enumerate(parts))
+    results = run(lambda item: write_partition(ctx, item[1], item[0]), indexed)
+    return [f for files in results for f in files]

@@ -1,0 +1,218 @@
+"""Real services for the test suite: an S3-compatible server (moto) and PostgreSQL.
+
+Each starter returns a handle with ``stop()``; the session fixtures in ``conftest.py`` stop them
+at the end of the session, and the child processes are also told to die with the test process
+(Linux ``PR_SET_PDEATHSIG``) so an interrupted run leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import glob
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+VENV_BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    # Runs in the child between fork and exec: SIGTERM it when the test process dies.
+    with contextlib.suppress(Exception):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+def _stop_process(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+# -- S3 (moto) ----------------------------------------------------------------------------------
+
+
+@dataclass
+class S3Server:
+    """A running moto S3 server on loopback."""
+
+    endpoint: str
+    access_key: str = "testing"
+    secret_key: str = field(default="testing", repr=False)
+    region: str = "us-east-1"
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    log_path: Path | None = None
+
+    @property
+    def properties(self) -> dict[str, str]:
+        """The FileIO / catalog properties that reach this server."""
+        return {
+            "s3.endpoint": self.endpoint,
+            "s3.access-key-id": self.access_key,
+            "s3.secret-access-key": self.secret_key,
+            "s3.region": self.region,
+            "s3.path-style-access": "true",
+        }
+
+    def client(self) -> Any:
+        import boto3
+
+        return boto3.client(
+            "s3", endpoint_url=self.endpoint, aws_access_key_id=self.access_key,
+            aws_secret_access_key=self.secret_key, region_name=self.region,
+        )
+
+    def create_bucket(self, name: str | None = None) -> str:
+        """Create a bucket (a fresh unique one by default) and return its name."""
+        name = name or f"test-{uuid.uuid4().hex[:12]}"
+        self.client().create_bucket(Bucket=name)
+        return name
+
+    def stop(self) -> None:
+        if self.process is not None:
+            _stop_process(self.process)
+
+
+def start_s3_server(workdir: Path, timeout_s: float = 60.0) -> S3Server:
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    log_path = workdir / "moto.log"
+    moto = VENV_BIN / "moto_server"
+    log = open(log_path, "wb")  # noqa: SIM115 - handed to the child, closed below
+    try:
+        proc = subprocess.Popen(
+            [str(moto), "-H", "127.0.0.1", "-p", str(port)],
+            stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent, cwd=workdir,
+        )
+    finally:
+        log.close()
+    server = S3Server(endpoint=endpoint, process=proc, log_path=log_path)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"moto_server exited with {proc.returncode}:\n{log_path.read_text()}")
+        try:
+            with urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=2):
+                return server
+        except (urllib.error.URLError, ConnectionError, OSError):
+            pass
+        if time.monotonic() > deadline:
+            server.stop()
+            raise RuntimeError(f"moto_server did not answer on {endpoint}:\n{log_path.read_text()}")
+        time.sleep(0.2)
+
+
+# -- PostgreSQL --------------------------------------------------------------------------------
+
+
+@dataclass
+class PostgresServer:
+    """A running PostgreSQL server; ``uri(db)`` is a SQLAlchemy URI for one database."""
+
+    socket_dir: str
+    port: int | None
+    user: str = "postgres"
+    _stop: Any = field(default=None, repr=False)
+
+    def uri(self, database: str = "postgres") -> str:
+        port = f"&port={self.port}" if self.port else ""
+        return f"postgresql+psycopg2://{self.user}@/{database}?host={self.socket_dir}{port}"
+
+    def create_database(self, name: str | None = None) -> str:
+        """Create a fresh database and return the SQLAlchemy URI for it."""
+        from sqlalchemy import create_engine, text
+
+        name = name or f"test_{uuid.uuid4().hex[:12]}"
+        engine = create_engine(self.uri(), isolation_level="AUTOCOMMIT")
+        try:
+            with engine.connect() as conn:
+                conn.execute(text(f'CREATE DATABASE "{name}"'))
+        finally:
+            engine.dispose()
+        return self.uri(name)
+
+    def stop(self) -> None:
+        if self._stop is not None:
+            self._stop()
+            self._stop = None
+
+
+def start_postgres(workdir: Path) -> PostgresServer:
+    """PostgreSQL via the pgserver package, else Debian's binaries in /usr/lib/postgresql."""
+    try:
+        return _start_pgserver(workdir)
+    except Exception as first:
+        try:
+            return _start_debian_postgres(workdir)
+        except Exception as second:
+            raise RuntimeError(
+                f"cannot start PostgreSQL: pgserver: {first!r}; pg_ctl: {second!r}"
+            ) from second
+
+
+def _start_pgserver(workdir: Path) -> PostgresServer:
+    from urllib.parse import parse_qs, urlsplit
+
+    import pgserver
+
+    server = pgserver.get_server(workdir / "pgdata", cleanup_mode="delete")
+    parts = urlsplit(server.get_uri())
+    query = parse_qs(parts.query)
+    host = query["host"][0]
+    port = int(query["port"][0]) if "port" in query else None
+    return PostgresServer(socket_dir=host, port=port, user=parts.username or "postgres", _stop=server.cleanup)
+
+
+def _start_debian_postgres(workdir: Path) -> PostgresServer:
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
+    if not candidates:
+        raise RuntimeError("no /usr/lib/postgresql/*/bin/pg_ctl")
+    bindir = Path(candidates[-1]).parent
+    data = workdir / "pgdata-debian"
+    sock = workdir / "pgsock"
+    data.mkdir()
+    sock.mkdir()
+    run_as: list[str] = []
+    if os.geteuid() == 0:
+        # PostgreSQL refuses to run as root; Debian's package provides the postgres user.
+        shutil.chown(data, "postgres")
+        shutil.chown(sock, "postgres")
+        os.chmod(workdir, 0o755)
+        run_as = ["runuser", "-u", "postgres", "--"]
+    port = free_port()
+    subprocess.run([*run_as, str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust"],
+                   check=True, capture_output=True)
+    subprocess.run(
+        [*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-w", "-l", str(data / "log"),
+         "-o", f"-h '' -k {sock} -p {port}", "start"],
+        check=True, capture_output=True, timeout=60,
+    )
+
+    def stop() -> None:
+        subprocess.run([*run_as, str(bindir / "pg_ctl"), "-D", str(data), "-w", "-m", "fast", "stop"],
+                       check=False, capture_output=True, timeout=60)
+
+    return PostgresServer(socket_dir=str(sock), port=port, user="postgres", _stop=stop)
