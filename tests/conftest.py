@@ -14,6 +14,8 @@ neither) and stop at the end of the session, also when tests fail.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -47,12 +49,19 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
 
 
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
-    server = start_postgres(tmp_path_factory.mktemp("postgres"))
+def postgres_server() -> Iterator[PostgresServer]:
+    # Not under pytest's basetemp: pytest keeps /tmp/pytest-of-<user> at mode 0700 (and resets
+    # it when any other session starts), but the server runs as a non-root user.
+    workdir = Path(tempfile.mkdtemp(prefix="tablestore-pg-"))
+    workdir.chmod(0o755)
     try:
-        yield server
+        server = start_postgres(workdir)
+        try:
+            yield server
+        finally:
+            server.stop()
     finally:
-        server.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 @pytest.fixture

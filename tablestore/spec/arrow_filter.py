@@ -106,7 +106,7 @@ def _predicate(pred: BoundPredicate, path: tuple[str, ...], file_type: IcebergTy
         if op == "in":
             return matches
         # is_in is false (not null) for nulls; NOT IN must not select them.
-        return ~matches & column.is_valid()
+        return ~matches
     assert isinstance(pred, BoundLiteralPredicate)
     if op == "starts_with":
         return pc.starts_with(column, pattern=pred.literal)

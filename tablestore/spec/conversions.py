@@ -684,9 +684,11 @@ def _to_timestamp(t: IcebergType, value: Any) -> int:
             value = value.astimezone(dt.UTC).replace(tzinfo=None)
         days = days_from_civil(value.year, value.month, value.day)
         seconds = days * 86_400 + value.hour * 3600 + value.minute * 60 + value.second
-        return seconds * per_second + value.microsecond * (per_second // MICROS_PER_SECOND)
+        ticks = seconds * per_second + value.microsecond * (per_second // MICROS_PER_SECOND)
+        return _range_checked(LongType(), ticks)
     if isinstance(value, dt.date):
-        return days_from_civil(value.year, value.month, value.day) * 86_400 * per_second
+        days = days_from_civil(value.year, value.month, value.day)
+        return _range_checked(LongType(), days * 86_400 * per_second)
     if isinstance(value, _NumpyTicks) and not value.duration:
         return _range_checked(LongType(), value.to(per_second))
     if isinstance(value, str):

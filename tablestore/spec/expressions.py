@@ -637,7 +637,11 @@ class BoundSetPredicate(BoundPredicate):
 
     def __str__(self) -> str:
         word = "IN" if self.op == "in" else "NOT IN"
-        shown = sorted(format_literal(_external(self.field.field_type, v)) for v in self.literals)
+        try:
+            ordered = sorted(self.literals)
+        except TypeError:  # NaN-free values of one type always sort; be safe anyway
+            ordered = list(self.literals)
+        shown = [format_literal(_external(self.field.field_type, v)) for v in ordered]
         return f"{self.term} {word} ({', '.join(shown)})"
 
     def __repr__(self) -> str:

@@ -4,22 +4,19 @@ A manifest is an Avro file of ``manifest_entry`` records, each tracking one data
 with its partition tuple and column metrics; a manifest list is an Avro file of ``manifest_file``
 records, one per manifest of a snapshot, with counts and partition summaries for pruning.
 
-Reading is on the scan-planning hot path, so entries are built straight from fastavro's dicts
-with as little per-entry work as possible, and entries whose partition a caller's filter rejects
-are dropped before their metrics are converted.
+Reading is on the scan-planning hot path: the Avro codec (``manifest_codec``) decodes maps
+straight into dicts, entries are built with positional arguments, and entries whose partition a
+caller's filter rejects are dropped before a DataFile is built for them.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from enum import Enum, IntEnum
+from enum import IntEnum, StrEnum
 from typing import Any, Protocol
-
-import fastavro
 
 from tablestore.errors import CorruptMetadataError, ValidationError
 from tablestore.spec.conversions import to_bytes
@@ -32,10 +29,8 @@ from tablestore.spec.manifest_avro import (
     partition_converters,
     partition_record,
     partition_value_writers,
-    read_header,
-    strip_logical_types,
-    with_schema,
 )
+from tablestore.spec.manifest_codec import read_header, read_records, read_schema, write_container
 
 # A ManifestFile written by ``write_manifest`` has no sequence number until the manifest list
 # that adds it is written; Java uses the same marker.
@@ -59,7 +54,7 @@ class ManifestEntryStatus(IntEnum):
     DELETED = 2
 
 
-class FileFormat(str, Enum):
+class FileFormat(StrEnum):
     PARQUET = "PARQUET"
     AVRO = "AVRO"
     ORC = "ORC"
@@ -74,9 +69,6 @@ class FileFormat(str, Enum):
                 if member.value == upper:
                     return member
         return None
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(slots=True)
@@ -229,12 +221,6 @@ def partition_summaries(partition_type: Any, partitions: Iterable[tuple[Any, ...
 # -- writing manifests -------------------------------------------------------------------------
 
 
-def _map_out(values: dict[int, Any] | None) -> list[dict[str, Any]] | None:
-    if values is None:
-        return None
-    return [{"key": k, "value": v} for k, v in values.items()]
-
-
 def write_manifest(
     io_: FileIOLike,
     path: str,
@@ -269,6 +255,7 @@ def write_manifest(
     for entry in entries:
         status = ManifestEntryStatus(entry.status)
         df = entry.data_file
+        entry_snapshot: int | None
         if status == ManifestEntryStatus.ADDED:
             entry_snapshot, seq, file_seq = snapshot_id, entry.sequence_number, None
         else:
@@ -293,7 +280,9 @@ def write_manifest(
                 f"with {len(names)} field(s)"
             )
         partitions.append(df.partition)
-        records.append(_entry_record(status, entry_snapshot, seq, file_seq, df, names, writers, format_version))
+        records.append(
+            _entry_record(status, entry_snapshot, seq, file_seq, df, names, writers, format_version)
+        )
 
     meta = {
         "schema": json.dumps(schema.to_json()),
@@ -312,7 +301,7 @@ def write_manifest(
         partition_spec_id=spec.spec_id,
         content=ManifestContent(content),
         sequence_number=UNASSIGNED_SEQUENCE_NUMBER,
-        min_sequence_number=min_sequence_number if min_sequence_number is not None else UNASSIGNED_SEQUENCE_NUMBER,
+        min_sequence_number=_or_unassigned(min_sequence_number),
         added_snapshot_id=snapshot_id,
         added_files_count=counts[ManifestEntryStatus.ADDED][0],
         existing_files_count=counts[ManifestEntryStatus.EXISTING][0],
@@ -323,6 +312,10 @@ def write_manifest(
         partitions=partition_summaries(partition_type, partitions),
         key_metadata=None,
     )
+
+
+def _or_unassigned(value: int | None) -> int:
+    return UNASSIGNED_SEQUENCE_NUMBER if value is None else value
 
 
 def _partition_fields(partition_type: Any) -> list[dict[str, Any]]:
@@ -352,12 +345,12 @@ def _entry_record(
         "record_count": df.record_count,
         "file_size_in_bytes": df.file_size_in_bytes,
         "block_size_in_bytes": V1_BLOCK_SIZE,
-        "column_sizes": _map_out(df.column_sizes),
-        "value_counts": _map_out(df.value_counts),
-        "null_value_counts": _map_out(df.null_value_counts),
-        "nan_value_counts": _map_out(df.nan_value_counts),
-        "lower_bounds": _map_out(df.lower_bounds),
-        "upper_bounds": _map_out(df.upper_bounds),
+        "column_sizes": df.column_sizes,
+        "value_counts": df.value_counts,
+        "null_value_counts": df.null_value_counts,
+        "nan_value_counts": df.nan_value_counts,
+        "lower_bounds": df.lower_bounds,
+        "upper_bounds": df.upper_bounds,
         "key_metadata": df.key_metadata,
         "split_offsets": df.split_offsets,
         "equality_ids": df.equality_ids,
@@ -372,36 +365,21 @@ def _entry_record(
 
 
 def _write_avro(schema: dict[str, Any], records: list[dict[str, Any]], meta: dict[str, str]) -> bytes:
-    buf = io.BytesIO()
-    parsed = fastavro.parse_schema(schema)
-    fastavro.writer(buf, parsed, records, codec="deflate", metadata=meta)
-    return buf.getvalue()
+    # deflate is what Java writes by default (write.avro.compression-codec=gzip).
+    return write_container(schema, records, meta, codec="deflate")
 
 
 # -- reading manifests -------------------------------------------------------------------------
 
 
-def _map_in(pairs: list[dict[str, Any]] | None) -> dict[int, Any] | None:
-    if pairs is None:
-        return None
-    return {p["key"]: p["value"] for p in pairs}
-
-
-def _open_avro(data: bytes, what: str, normalize: Callable[[dict[str, Any]], Any]) -> tuple[Any, Any, dict[str, bytes]]:
-    """A fastavro reader over ``data`` with logical types stripped and canonical field names."""
-    meta, sync_offset = read_header(data, what)
-    try:
-        schema = json.loads(meta["avro.schema"])
-    except (KeyError, ValueError) as e:
-        raise CorruptMetadataError(f"{what} has no valid Avro schema in its header") from e
-    extra = normalize(schema)  # before stripping: converters look at the logical types
-    converters = partition_converters(extra) if isinstance(extra, dict) else None
-    stream = with_schema(data, meta, sync_offset, strip_logical_types(schema))
-    try:
-        reader = fastavro.reader(stream)
-    except Exception as e:  # fastavro raises a variety of errors on malformed input
-        raise CorruptMetadataError(f"cannot read {what}: {e}") from e
-    return reader, converters, meta
+def _open(data: bytes, what: str, normalize: Callable[[dict[str, Any]], Any]) -> tuple[list[Any], Any]:
+    """The records of an Avro container, decoded with canonical field names, and whatever
+    ``normalize`` returned for the schema (the partition record for manifests)."""
+    _, schema = read_schema(data, what)
+    if not isinstance(schema, dict) or schema.get("type") != "record":
+        raise CorruptMetadataError(f"{what} does not hold Avro records")
+    extra = normalize(schema)
+    return read_records(data, schema, what), extra
 
 
 def read_manifest(
@@ -418,7 +396,8 @@ def read_manifest(
     path = manifest_file.manifest_path
     data = io_.new_input(path).read()
     what = f"manifest {path}"
-    reader, converters, _ = _open_avro(data, what, normalize_entry_schema)
+    records, partition = _open(data, what, normalize_entry_schema)
+    converters = partition_converters(partition)
     needs_conversion = any(c is not None for c in converters)
     manifest_seq = manifest_file.sequence_number
     manifest_snapshot = manifest_file.added_snapshot_id
@@ -427,7 +406,7 @@ def read_manifest(
     out: list[ManifestEntry] = []
     append = out.append
     try:
-        for rec in reader:
+        for rec in records:
             status = _STATUS[rec["status"]]
             if discard_deleted and status is ManifestEntryStatus.DELETED:
                 continue
@@ -435,7 +414,8 @@ def read_manifest(
             raw = df["partition"]
             if needs_conversion:
                 partition = tuple(
-                    v if c is None or v is None else c(v) for c, v in zip(converters, raw.values(), strict=True)
+                    v if c is None or v is None else c(v)
+                    for c, v in zip(converters, raw.values(), strict=True)
                 )
             else:
                 partition = tuple(raw.values())
@@ -458,12 +438,12 @@ def read_manifest(
                 partition,
                 df["record_count"],
                 df["file_size_in_bytes"],
-                _map_in(df.get("column_sizes")),
-                _map_in(df.get("value_counts")),
-                _map_in(df.get("null_value_counts")),
-                _map_in(df.get("nan_value_counts")),
-                _map_in(df.get("lower_bounds")),
-                _map_in(df.get("upper_bounds")),
+                df.get("column_sizes"),
+                df.get("value_counts"),
+                df.get("null_value_counts"),
+                df.get("nan_value_counts"),
+                df.get("lower_bounds"),
+                df.get("upper_bounds"),
                 df.get("key_metadata"),
                 df.get("split_offsets"),
                 df.get("equality_ids"),
@@ -475,7 +455,7 @@ def read_manifest(
                 df.get("first_row_id"),
             )
             append(ManifestEntry(status, snapshot_id, seq, file_seq, data_file))
-    except (KeyError, ValueError, TypeError, EOFError) as e:
+    except (KeyError, ValueError, TypeError) as e:
         raise CorruptMetadataError(f"cannot read {what}: {type(e).__name__}: {e}") from e
     return out
 
@@ -568,10 +548,10 @@ def read_manifest_list(io_: FileIOLike, path: str) -> list[ManifestFile]:
     """The manifests of a manifest list; v1 lists read with content DATA and sequence numbers 0."""
     data = io_.new_input(path).read()
     what = f"manifest list {path}"
-    reader, _, _ = _open_avro(data, what, normalize_manifest_file_schema)
+    records, _ = _open(data, what, normalize_manifest_file_schema)
     out = []
     try:
-        for r in reader:
+        for r in records:
             parts = r.get("partitions")
             out.append(ManifestFile(
                 manifest_path=r["manifest_path"],
@@ -588,13 +568,15 @@ def read_manifest_list(io_: FileIOLike, path: str) -> list[ManifestFile]:
                 existing_rows_count=r.get("existing_rows_count"),
                 deleted_rows_count=r.get("deleted_rows_count"),
                 partitions=None if parts is None else [
-                    FieldSummary(p["contains_null"], p.get("contains_nan"), p.get("lower_bound"), p.get("upper_bound"))
+                    FieldSummary(
+                        p["contains_null"], p.get("contains_nan"), p.get("lower_bound"), p.get("upper_bound")
+                    )
                     for p in parts
                 ],
                 key_metadata=r.get("key_metadata"),
                 first_row_id=r.get("first_row_id"),
             ))
-    except (KeyError, ValueError, TypeError, EOFError) as e:
+    except (KeyError, ValueError, TypeError) as e:
         raise CorruptMetadataError(f"cannot read {what}: {type(e).__name__}: {e}") from e
     return out
 

@@ -5,16 +5,13 @@ reference implementation writes: every field carries its ``field-id``; int-keyed
 arrays of ``k<key id>_v<value id>`` records with ``logicalType: map``; record names are
 ``r<field id>``. Readers elsewhere resolve by field id, so names only need to be valid Avro.
 
-Values are handled as Iceberg *internal* values (int days, int micros, Decimal, UUID, bytes).
-fastavro's logical-type conversions would turn them into ``datetime`` objects (lossy outside
-datetime's range and slow), so the writer is handed raw Avro values and the reader gets a copy of
-the file whose header schema has the logical types removed (``strip_logical_types``).
+The codec (``manifest_codec``) reads and writes raw Avro values; the helpers at the end convert
+partition values between those and Iceberg's internal values (Decimal and UUID; dates,
+times and timestamps are plain ints in both).
 """
 
 from __future__ import annotations
 
-import io
-import json
 import uuid
 from collections.abc import Callable
 from decimal import Decimal
@@ -200,13 +197,13 @@ def data_file_record(partition: dict[str, Any], format_version: int) -> dict[str
         _required("file_size_in_bytes", 104, "long", "Total file size in bytes"),
     ]
     if format_version == 1:
-        fields.append(_required("block_size_in_bytes", 105, "long", "Deprecated. Always write a default in v1."))
+        fields.append(_required("block_size_in_bytes", 105, "long", "Deprecated; always written in v1"))
     fields += [
         _optional("column_sizes", 108, _int_map(117, 118, "long"), "Map of column id to total size on disk"),
         _optional("value_counts", 109, _int_map(119, 120, "long"),
                   "Map of column id to total count, including null and NaN"),
-        _optional("null_value_counts", 110, _int_map(121, 122, "long"), "Map of column id to null value count"),
-        _optional("nan_value_counts", 137, _int_map(138, 139, "long"), "Map of column id to number of NaN values"),
+        _optional("null_value_counts", 110, _int_map(121, 122, "long"), "Map of column id to null count"),
+        _optional("nan_value_counts", 137, _int_map(138, 139, "long"), "Map of column id to NaN count"),
         _optional("lower_bounds", 125, _int_map(126, 127, "bytes"), "Map of column id to lower bound"),
         _optional("upper_bounds", 128, _int_map(129, 130, "bytes"), "Map of column id to upper bound"),
         _optional("key_metadata", 131, "bytes", "Encryption key metadata blob"),
@@ -263,7 +260,8 @@ def manifest_file_schema(format_version: int) -> dict[str, Any]:
         _required("partition_spec_id", 502, "int", "Spec ID used to write"),
     ]
     if format_version == 1:
-        fields = head + [
+        fields = [
+            *head,
             _required("added_snapshot_id", 503, "long", "Snapshot ID that added the manifest"),
             _optional("added_files_count", 504, "int", "Added entry count"),
             _optional("existing_files_count", 505, "int", "Existing entry count"),
@@ -275,7 +273,8 @@ def manifest_file_schema(format_version: int) -> dict[str, Any]:
             _optional("key_metadata", 519, "bytes", "Encryption key metadata blob"),
         ]
     else:
-        fields = head + [
+        fields = [
+            *head,
             _required("content", 517, "int", "Contents of the manifest: 0=data, 1=deletes"),
             _required("sequence_number", 515, "long", "Sequence number when the manifest was added"),
             _required("min_sequence_number", 516, "long", "Lowest sequence number in the manifest"),
@@ -297,7 +296,9 @@ def manifest_file_schema(format_version: int) -> dict[str, Any]:
 # Readers look fields up by these names. Files from other writers may spell some differently
 # (v1 manifest lists by Java call 504 ``added_data_files_count``), so the reader renames every
 # field with a known id to its canonical name before decoding; the binary layout is unaffected.
-_ENTRY_NAMES = {0: "status", 1: "snapshot_id", 3: "sequence_number", 4: "file_sequence_number", 2: "data_file"}
+_ENTRY_NAMES = {
+    0: "status", 1: "snapshot_id", 3: "sequence_number", 4: "file_sequence_number", 2: "data_file",
+}
 _DATA_FILE_NAMES = {
     134: "content", 100: "file_path", 101: "file_format", 102: "partition", 103: "record_count",
     104: "file_size_in_bytes", 105: "block_size_in_bytes", 108: "column_sizes", 109: "value_counts",
@@ -361,16 +362,6 @@ def normalize_manifest_file_schema(schema: dict[str, Any]) -> None:
 # -- logical types -------------------------------------------------------------------------------
 
 
-def strip_logical_types(schema: AvroSchema) -> AvroSchema:
-    """Remove ``logicalType`` everywhere so fastavro returns raw ints, bytes and fixed values."""
-    if isinstance(schema, list):
-        return [strip_logical_types(s) for s in schema]
-    if isinstance(schema, dict):
-        out = {k: strip_logical_types(v) for k, v in schema.items() if k != "logicalType"}
-        return out
-    return schema
-
-
 def partition_converters(record: dict[str, Any] | None) -> list[Callable[[Any], Any] | None]:
     """Per partition field, a function from the raw Avro value to the internal value (or None
     when the raw value already is the internal value)."""
@@ -416,83 +407,22 @@ def decimal_to_unscaled(value: Decimal, scale: int) -> int:
     return -unscaled if sign else unscaled
 
 
+def _decimal_writer(size: int, scale: int) -> Callable[[Any], bytes]:
+    def write(value: Any) -> bytes:
+        return decimal_to_unscaled(Decimal(value), scale).to_bytes(size, "big", signed=True)
+
+    return write
+
+
 def partition_value_writers(partition_type: StructType) -> list[Callable[[Any], Any] | None]:
     """Per partition field, a function from the internal value to the raw Avro value."""
     out: list[Callable[[Any], Any] | None] = []
     for f in partition_type.fields:
         t = f.field_type
         if isinstance(t, DecimalType):
-            size, scale = decimal_required_bytes(t.precision), t.scale
-            out.append(lambda v, size=size, scale=scale: decimal_to_unscaled(Decimal(v), scale).to_bytes(
-                size, "big", signed=True))
+            out.append(_decimal_writer(decimal_required_bytes(t.precision), t.scale))
         elif isinstance(t, UUIDType):
             out.append(lambda v: v.bytes if isinstance(v, uuid.UUID) else uuid.UUID(str(v)).bytes)
         else:
             out.append(None)
     return out
-
-
-# -- the Avro container header -------------------------------------------------------------------
-
-_MAGIC = b"Obj\x01"
-
-
-def _read_long(data: bytes, pos: int) -> tuple[int, int]:
-    shift = 0
-    result = 0
-    while True:
-        if pos >= len(data):
-            raise CorruptMetadataError("truncated Avro header")
-        b = data[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            break
-        shift += 7
-    return (result >> 1) ^ -(result & 1), pos
-
-
-def _write_long(value: int) -> bytes:
-    n = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while n & ~0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def read_header(data: bytes, what: str) -> tuple[dict[str, bytes], int]:
-    """The metadata map of an Avro container file and the offset of its 16-byte sync marker."""
-    if data[:4] != _MAGIC:
-        raise CorruptMetadataError(f"{what} is not an Avro file (bad magic bytes)")
-    meta: dict[str, bytes] = {}
-    pos = 4
-    while True:
-        count, pos = _read_long(data, pos)
-        if count == 0:
-            break
-        if count < 0:
-            count = -count
-            _, pos = _read_long(data, pos)  # block size in bytes, not needed
-        for _ in range(count):
-            klen, pos = _read_long(data, pos)
-            key = data[pos:pos + klen].decode("utf-8")
-            pos += klen
-            vlen, pos = _read_long(data, pos)
-            meta[key] = data[pos:pos + vlen]
-            pos += vlen
-    return meta, pos
-
-
-def with_schema(data: bytes, meta: dict[str, bytes], sync_offset: int, schema: AvroSchema) -> io.BytesIO:
-    """A copy of the container with a different (binary-compatible) writer schema in its header."""
-    meta = dict(meta)
-    meta["avro.schema"] = json.dumps(schema).encode("utf-8")
-    header = bytearray(_MAGIC)
-    header += _write_long(len(meta))
-    for key, value in meta.items():
-        encoded = key.encode("utf-8")
-        header += _write_long(len(encoded)) + encoded + _write_long(len(value)) + value
-    header += _write_long(0)
-    return io.BytesIO(bytes(header) + data[sync_offset:])

@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from tablestore.errors import CorruptMetadataError, NoSuchSnapshotError, SchemaError, ValidationError
@@ -36,15 +36,11 @@ METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT = 100
 RESERVED_PROPERTIES = ("format-version",)
 
 
-class Operation(str, Enum):
+class Operation(StrEnum):
     APPEND = "append"
     REPLACE = "replace"
     OVERWRITE = "overwrite"
     DELETE = "delete"
-
-    def __str__(self) -> str:
-        return self.value
-
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
@@ -178,7 +174,8 @@ class SnapshotRef:
     def __post_init__(self) -> None:
         if self.type not in ("branch", "tag"):
             raise ValidationError(f"a snapshot ref is a 'branch' or a 'tag', not {self.type!r}")
-        if self.type == "tag" and (self.min_snapshots_to_keep is not None or self.max_snapshot_age_ms is not None):
+        branch_only = (self.min_snapshots_to_keep, self.max_snapshot_age_ms)
+        if self.type == "tag" and any(v is not None for v in branch_only):
             raise ValidationError("tags do not support min-snapshots-to-keep or max-snapshot-age-ms")
         for name in ("min_snapshots_to_keep", "max_snapshot_age_ms", "max_ref_age_ms"):
             value = getattr(self, name)
@@ -295,7 +292,9 @@ class TableMetadata:
     def sort_order(self) -> SortOrder:
         found = self.sort_order_by_id(self.default_sort_order_id)
         if found is None:
-            raise CorruptMetadataError(f"table metadata has no default sort order {self.default_sort_order_id}")
+            raise CorruptMetadataError(
+                f"table metadata has no default sort order {self.default_sort_order_id}"
+            )
         return found
 
     def sort_order_by_id(self, order_id: int) -> SortOrder | None:
@@ -327,7 +326,8 @@ class TableMetadata:
         history: list[tuple[int, int]] = [(e.timestamp_ms, e.snapshot_id) for e in self.snapshot_log]
         if not history:
             # Metadata without a log (hand-written, or every entry expired): use the main lineage.
-            history = sorted((s.timestamp_ms, s.snapshot_id) for s in self.ancestors_of(self.current_snapshot_id))
+            lineage = self.ancestors_of(self.current_snapshot_id)
+            history = sorted((s.timestamp_ms, s.snapshot_id) for s in lineage)
         if not history:
             raise NoSuchSnapshotError("the table has no snapshots, so it has no data as of any time")
         found: int | None = None
@@ -429,7 +429,7 @@ def _metadata_from_json(obj: Any) -> TableMetadata:
         default_spec_id = 0
     if not any(s.spec_id == default_spec_id for s in specs):
         raise CorruptMetadataError(f"default-spec-id {default_spec_id} is not among the partition-specs")
-    last_partition_id = _get(obj, "last-partition-id", int, what) if v2 else _opt(obj, "last-partition-id", int, what)
+    last_partition_id = (_get if v2 else _opt)(obj, "last-partition-id", int, what)
     if last_partition_id is None:
         last_partition_id = max(
             (f.field_id for s in specs for f in s.fields), default=PARTITION_FIELD_ID_START - 1)
@@ -441,7 +441,9 @@ def _metadata_from_json(obj: Any) -> TableMetadata:
         sort_orders = (SortOrder.from_json({"order-id": 0, "fields": []}),)
         default_sort_order_id = 0
     if not any(o.order_id == default_sort_order_id for o in sort_orders):
-        raise CorruptMetadataError(f"default-sort-order-id {default_sort_order_id} is not among the sort-orders")
+        raise CorruptMetadataError(
+            f"default-sort-order-id {default_sort_order_id} is not among the sort-orders"
+        )
 
     properties = _opt(obj, "properties", dict, what) or {}
     if not all(isinstance(k, str) and isinstance(val, str) for k, val in properties.items()):
@@ -465,11 +467,17 @@ def _metadata_from_json(obj: Any) -> TableMetadata:
         refs[MAIN_BRANCH] = SnapshotRef(current_snapshot_id, "branch")
 
     snapshot_log = tuple(
-        SnapshotLogEntry(_get(e, "timestamp-ms", int, "snapshot-log entry"), _get(e, "snapshot-id", int, "snapshot-log entry"))
+        SnapshotLogEntry(
+            _get(e, "timestamp-ms", int, "snapshot-log entry"),
+            _get(e, "snapshot-id", int, "snapshot-log entry"),
+        )
         for e in (_opt(obj, "snapshot-log", list, what) or [])
     )
     metadata_log = tuple(
-        MetadataLogEntry(_get(e, "timestamp-ms", int, "metadata-log entry"), _get(e, "metadata-file", str, "metadata-log entry"))
+        MetadataLogEntry(
+            _get(e, "timestamp-ms", int, "metadata-log entry"),
+            _get(e, "metadata-file", str, "metadata-log entry"),
+        )
         for e in (_opt(obj, "metadata-log", list, what) or [])
     )
     statistics = tuple(_stats(s, "statistics") for s in (_opt(obj, "statistics", list, what) or []))

@@ -459,7 +459,7 @@ def split_expressions(exprs: str | Sequence[str] | None) -> list[str]:
         return []
     if isinstance(exprs, str):
         return _split_top_level(exprs)
-    return [e.strip() for e in exprs]
+    return [e.strip() for e in exprs if e.strip()]
 
 
 def build_partition_spec(

@@ -137,7 +137,7 @@ def _prepare(array: pa.Array | pa.ChunkedArray) -> pa.Array:
     """One contiguous array at offset 0, so its validity buffer can be reused for results."""
     if isinstance(array, pa.ChunkedArray):
         array = array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()
-    if isinstance(array.type, pa.ExtensionType):
+    if isinstance(array.type, pa.BaseExtensionType):
         array = array.storage
     if array.offset:
         array = pa.concat_arrays([array])
@@ -487,7 +487,13 @@ class TruncateTransform(Transform):
         if isinstance(value, bool):
             raise ValidationError(f"{self} cannot truncate a boolean")
         if isinstance(value, int):
-            return value - value % self.width  # Python's % already floors (remainder >= 0)
+            result = value - value % self.width  # Python's % already floors (remainder >= 0)
+            bits_by_type: dict[type, int] = {IntegerType: 32, LongType: 64}
+            bits = bits_by_type.get(type(source_type), 0)
+            if bits and not -(2 ** (bits - 1)) <= result < 2 ** (bits - 1):
+                # Java's int/long arithmetic wraps just above MIN_VALUE; so does the Arrow path.
+                result = (result + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1)
+            return result
         if isinstance(value, str | bytes):
             return value[: self.width]  # str slices by code points, bytes by bytes
         if isinstance(value, bytearray | memoryview):

@@ -124,7 +124,7 @@ def _column_by_id(data: pa.Table, schema: Schema, field_id: int) -> pa.ChunkedAr
 
 def split_by_partition(spec: PartitionSpec, schema: Schema, data: pa.Table) -> list[PartitionSlice]:
     """Group rows by partition. Clustered input (one partition) is passed through without a copy."""
-    if spec.is_unpartitioned() or data.num_rows == 0:
+    if not spec.fields or data.num_rows == 0:
         return [PartitionSlice((), data)] if data.num_rows else []
     result_types = [f.field_type for f in spec.partition_type(schema).fields]
     keys = [_combine(k) for k in partition_keys(spec, schema, data)]
@@ -132,7 +132,7 @@ def split_by_partition(spec: PartitionSpec, schema: Schema, data: pa.Table) -> l
         return [PartitionSlice(_partition_tuple(keys, 0, result_types), data)]
     names = [f"k{i}" for i in range(len(keys))]
     key_table = pa.table(dict(zip(names, keys, strict=True)))
-    order = pc.sort_indices(key_table, sort_keys=[(n, "ascending") for n in names], null_placement="at_end")
+    order = pc.sort_indices(key_table, sort_keys=[(n, "ascending") for n in names])
     key_table = key_table.take(order)
     data = data.take(order)
     change = None

@@ -272,6 +272,38 @@ def test_commit_table(catalog: SqlCatalog, warehouse: Warehouse) -> None:
         catalog.commit_table("db.nope", [], [_set_properties(k="v")])
 
 
+def test_commit_creates_table_with_assert_create(catalog: SqlCatalog, warehouse: Warehouse) -> None:
+    """A create transaction (as a REST client sends it) goes through commit_table."""
+    from tablestore.spec.updates import requirement_from_json, update_from_json
+
+    catalog.create_namespace("db")
+    table_uuid = str(uuid.uuid4())
+    schema = {"type": "struct", "schema-id": 0, "fields": [
+        {"id": 1, "name": "id", "required": True, "type": "long"},
+    ]}
+    updates = [update_from_json(u) for u in [
+        {"action": "assign-uuid", "uuid": table_uuid},
+        {"action": "upgrade-format-version", "format-version": 2},
+        {"action": "add-schema", "schema": schema, "last-column-id": 1},
+        {"action": "set-current-schema", "schema-id": -1},
+        {"action": "add-spec", "spec": {"spec-id": 0, "fields": []}},
+        {"action": "set-default-spec", "spec-id": -1},
+        {"action": "add-sort-order", "sort-order": {"order-id": 0, "fields": []}},
+        {"action": "set-default-sort-order", "sort-order-id": -1},
+        {"action": "set-location", "location": f"{warehouse.location}/db/made"},
+        {"action": "set-properties", "updates": {"created-by": "commit"}},
+    ]]
+    create = requirement_from_json({"type": "assert-create"})
+    location, metadata = catalog.commit_table("db.made", [create], updates)
+    assert parse_metadata_version(location) == 0
+    assert location.startswith(f"{warehouse.location}/db/made/metadata/00000-")
+    assert str(metadata.table_uuid) == table_uuid and metadata.properties["created-by"] == "commit"
+    assert catalog.load_table_metadata("db.made") == (location, metadata)
+    # A second create of the same table fails its requirement.
+    with pytest.raises(CommitConflictError):
+        catalog.commit_table("db.made", [create], updates)
+
+
 def test_commit_loses_compare_and_swap(
     catalog: SqlCatalog, warehouse: Warehouse, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -547,8 +579,8 @@ def test_pyiceberg_reads_ours(shared_uri: str, tmp_path: Path) -> None:
     new_location, new_metadata = ours.load_table_metadata("db.t")
     assert new_location == theirs.load_table("db.t").metadata_location
     assert parse_metadata_version(new_location) == 1
-    assert new_metadata.current_snapshot() is not None
-    assert new_metadata.current_snapshot().summary["added-records"] == "2"
+    snapshot = new_metadata.current_snapshot()
+    assert snapshot is not None and snapshot.summary["added-records"] == "2"
     theirs.engine.dispose()
     ours.close()
 

@@ -156,12 +156,19 @@ def test_truncate_spec_examples(width: int, source: IcebergType, value: Any, exp
     assert t.apply_arrow(pa.array([value, None], _arrow_type(source))).to_pylist() == [expected, None]
 
 
+def test_truncate_wraps_like_java_near_min_value() -> None:
+    t = TruncateTransform(1000)
+    assert t.apply(-2_147_483_001, IntegerType()) == 2147483296  # Java: int arithmetic wraps
+    assert t.apply_arrow(pa.array([-2_147_483_001], pa.int32())).to_pylist() == [2147483296]
+    assert t.apply(-2_147_483_001) == -2147484000  # an untyped Python int does not wrap
+
+
 def test_truncate_wide_decimal_and_large_strings() -> None:
     t = TruncateTransform(7)
     values = [Decimal("12345678901234567890123.456789"), Decimal("-1.000001"), None]
     out = t.apply_arrow(pa.array(values, pa.decimal128(38, 6)))
     assert out.to_pylist() == [t.apply(v, DecimalType(38, 6)) for v in values]
-    assert out.to_pylist()[1] == Decimal("-1.000007")
+    assert out.to_pylist()[1] == Decimal("-1.000006")  # -1000001 - (-1000001 mod 7 = 5)
     assert t.apply_arrow(pa.array(["abcdefghij"], pa.large_string())).to_pylist() == ["abcdefg"]
     assert t.apply_arrow(pa.array([b"abcdefghij"], pa.large_binary())).to_pylist() == [b"abcdefg"]
 
@@ -327,9 +334,10 @@ def test_arrow_layouts() -> None:
 
 # -- properties: Arrow == per value == pyiceberg --------------------------------------------------
 
-MICROS = st.integers(-(2**50), 2**50)
-NANOS = st.integers(-(2**62), 2**62)
-DAYS = st.integers(-2_000_000, 2_000_000)
+# Python's (and so pyiceberg's) years 1..9999.
+MICROS = st.integers(-62_135_596_800 * 10**6, 253_402_300_799 * 10**6)
+NANOS = st.integers(-(2**63), 2**63 - 1)
+DAYS = st.integers(-719_162, 2_932_896)
 DECIMALS = st.decimals(min_value=Decimal("-9999999.99"), max_value=Decimal("9999999.99"), places=2,
                        allow_nan=False, allow_infinity=False)
 
@@ -347,6 +355,10 @@ _CASES: list[tuple[IcebergType, pa.DataType, Any, Any]] = [
     (DecimalType(9, 2), pa.decimal128(9, 2), DECIMALS, pyi_types.DecimalType(9, 2)),
     (UUIDType(), pa.binary(16), st.uuids(), pyi_types.UUIDType()),
 ]
+
+
+def _wrap(value: int | None, bits: int) -> int | None:
+    return None if value is None else (value + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1)
 
 
 def _pyiceberg_transform(t: Transform) -> Any:
@@ -377,12 +389,18 @@ def test_arrow_matches_per_value_and_pyiceberg(
     arr = _arrow(values, arrow_type)
     for t in transforms:
         per_value = [t.apply(v, source) for v in values]
-        arrow_out = t.apply_arrow(arr, source).to_pylist()
-        if isinstance(source, UUIDType) and isinstance(t, IdentityTransform):
-            arrow_out = [None if v is None else uuid.UUID(bytes=v) for v in arrow_out]
-        assert arrow_out == per_value, t
+        if isinstance(t, IdentityTransform):
+            assert per_value == values
+            assert t.apply_arrow(arr, source).equals(arr)
+        else:
+            assert t.apply_arrow(arr, source).to_pylist() == per_value, t
         oracle = _pyiceberg_transform(t).transform(pyi_source)
-        assert per_value == [None if v is None else oracle(v) for v in values], t
+        expected = [None if v is None else oracle(v) for v in values]
+        if isinstance(t, TruncateTransform) and isinstance(source, IntegerType | LongType):
+            # Just above MIN_VALUE truncation leaves the type's range; we wrap like Java's
+            # int/long arithmetic, pyiceberg does not.
+            expected = [_wrap(e, 32 if isinstance(source, IntegerType) else 64) for e in expected]
+        assert per_value == expected, t
 
 
 @settings(max_examples=100, deadline=None)
@@ -397,6 +415,22 @@ def test_wide_decimals_match_pyiceberg(values: list[Decimal | None], n: int) -> 
         expected = [None if v is None else oracle(v) for v in values]
         assert [t.apply(v, source) for v in values] == expected
         assert t.apply_arrow(arr).to_pylist() == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.integers(-(2**62), 2**62)), max_size=20))
+def test_time_transforms_far_from_epoch(values: list[int | None]) -> None:
+    # Beyond Python's datetime range: our integer calendar and numpy's must still agree.
+    for t in (YearTransform(), MonthTransform(), DayTransform(), HourTransform()):
+        per_value = [t.apply(v, TimestampType()) for v in values]
+        assert t.apply_arrow(pa.array(values, pa.timestamp("us"))).to_pylist() == [
+            None if v is None else np.int32(v).item() for v in per_value  # int32 like Java's int
+        ]
+    days = [None if v is None else v // 86_400_000_000 for v in values]
+    for t in (YearTransform(), MonthTransform()):
+        assert t.apply_arrow(pa.array(days, pa.int64()), DateType()).to_pylist() == [
+            t.apply(d, DateType()) for d in days
+        ]
 
 
 def test_large_batch_is_vectorized() -> None:

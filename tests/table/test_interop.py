@@ -108,7 +108,7 @@ ORACLE_COLUMNS = [n for n in all_types_schema().names]
 
 
 def _ours(table: tablestore.Table) -> list[list[Any]]:
-    return oracle_rows(table.scan().to_arrow(), uuid_columns=("u",))
+    return oracle_rows(table.scan().to_arrow())
 
 
 def test_tablestore_tables_read_identically_by_oracle_and_pyiceberg(written: dict[str, Any]) -> None:
@@ -120,9 +120,10 @@ def test_tablestore_tables_read_identically_by_oracle_and_pyiceberg(written: dic
         assert len(ours) == 40 + 25 - 20 + 6
         theirs = oracle.check(results[jobs[name]])
         assert [c["name"] for c in theirs["columns"]] == ORACLE_COLUMNS
+        assert {c["name"]: c["type"] for c in theirs["columns"]}["u"] == "binary"  # Spark has no UUID type
         assert theirs["rows"] == ours, f"oracle differs on table {name}"
         py = StaticTable.from_metadata(table.metadata_location).scan().to_arrow()
-        assert oracle_rows(py, uuid_columns=("u",)) == ours, f"pyiceberg differs on table {name}"
+        assert oracle_rows(py) == ours, f"pyiceberg differs on table {name}"
 
 
 def test_pyiceberg_sql_catalog_opens_our_catalog(written: dict[str, Any]) -> None:
@@ -163,7 +164,7 @@ def test_oracle_metadata_tables_agree_with_ours(written: dict[str, Any]) -> None
                 assert their_bounds == ours, f"{name}: {key} of {task.file.file_path}"
             spec = table.metadata.spec_by_id(task.file.spec_id)
             ptype = spec.partition_type(schema)
-            their_partition = theirs["partition"] or {}
+            their_partition = theirs.get("partition") or {}
             for pf, ours_value, field in zip(spec.fields, task.file.partition, ptype.fields, strict=True):
                 assert _partition_json(field.field_type, ours_value) == their_partition.get(pf.name), (name, pf.name)
         partitions = oracle.check(results[partitions_job])
@@ -194,7 +195,7 @@ def test_oracle_filtered_reads_match_our_filtered_scans(written: dict[str, Any])
     jobs = [batch.read(table.metadata_location, where=f) for f in filters]
     results = batch.run()
     for f, job in zip(filters, jobs, strict=True):
-        ours = oracle_rows(table.scan(filter=f).to_arrow(), uuid_columns=("u",))
+        ours = oracle_rows(table.scan(filter=f).to_arrow())
         assert ours, f
         assert oracle.check(results[job])["rows"] == ours, f
 
