@@ -29,8 +29,11 @@ from tablestore.spec.expressions import (
 from tablestore.spec.schema import Schema, primitive_to_arrow
 from tablestore.spec.types import DoubleType, FloatType, IcebergType, NestedField, StructType
 
-_TRUE = pc.scalar(True)
-_FALSE = pc.scalar(False)
+
+
+def _literal_bool(value: bool) -> pc.Expression:
+    # Built on use: pc.scalar imports pandas, which costs seconds at import time.
+    return pc.scalar(value)
 
 
 def to_arrow_expression(bound_expr: BooleanExpression, schema: Schema) -> pc.Expression:
@@ -60,9 +63,9 @@ def _paths_by_id(schema: Schema) -> dict[int, tuple[tuple[str, ...], IcebergType
 
 def _convert(expr: BooleanExpression, paths: dict[int, tuple[tuple[str, ...], IcebergType]]) -> pc.Expression:
     if isinstance(expr, AlwaysTrue):
-        return _TRUE
+        return _literal_bool(True)
     if isinstance(expr, AlwaysFalse):
-        return _FALSE
+        return _literal_bool(False)
     if isinstance(expr, And):
         return _convert(expr.left, paths) & _convert(expr.right, paths)
     if isinstance(expr, Or):
@@ -80,7 +83,7 @@ def _convert(expr: BooleanExpression, paths: dict[int, tuple[tuple[str, ...], Ic
 
 def _on_missing_column(pred: BoundPredicate) -> pc.Expression:
     # Every value is null: only IS NULL and NOT isnan hold (isnan(NULL) is false).
-    return _TRUE if pred.op in ("is_null", "not_nan") else _FALSE
+    return _literal_bool(True) if pred.op in ("is_null", "not_nan") else _literal_bool(False)
 
 
 def _predicate(pred: BoundPredicate, path: tuple[str, ...], file_type: IcebergType) -> pc.Expression:
@@ -97,16 +100,16 @@ def _predicate(pred: BoundPredicate, path: tuple[str, ...], file_type: IcebergTy
     if op == "not_null":
         return column.is_valid()
     if op == "is_nan":
-        return pc.is_nan(column) & column.is_valid() if is_float else _FALSE
+        return pc.is_nan(column) & column.is_valid() if is_float else _literal_bool(False)
     if op == "not_nan":
-        return ~pc.is_nan(column) | column.is_null() if is_float else _TRUE
+        return ~pc.is_nan(column) | column.is_null() if is_float else _literal_bool(True)
     if isinstance(pred, BoundSetPredicate):
         values = pa.array([_python_value(bound_type, v) for v in pred.literals], _arrow_type(bound_type))
         matches = pc.is_in(column, value_set=values)
         if op == "in":
             return matches
         # is_in is false (not null) for nulls; NOT IN must not select them.
-        return ~matches
+        return ~matches & column.is_valid()
     assert isinstance(pred, BoundLiteralPredicate)
     if op == "starts_with":
         return pc.starts_with(column, pattern=pred.literal)

@@ -429,7 +429,7 @@ class ResidualEvaluator:
             pos = self.fields.positions[pf.field_id]
             value = partition[pos] if pos < len(partition) else None
             if isinstance(pf.transform, IdentityTransform):
-                return AlwaysTrue() if test_value(expr, value) else AlwaysFalse()
+                return AlwaysTrue() if test_value(expr, value) or value is None else AlwaysFalse()
             projected = project_predicate(pf.transform, ref, expr)
             if projected is not None and not evaluate(projected, _constant(value)):
                 return AlwaysFalse()

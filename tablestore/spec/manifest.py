@@ -199,6 +199,14 @@ class _FieldStats:
             self.lower = value
         elif value > self.upper:
             self.upper = value
+        elif value == 0 and isinstance(value, float):
+            # The spec orders -0.0 before +0.0: a -0.0 must not be summarized by a +0.0 lower
+            # bound, nor a +0.0 by a -0.0 upper bound.
+            if math.copysign(1.0, value) < 0:
+                if value == self.lower:
+                    self.lower = value
+            elif value == self.upper:
+                self.upper = value
 
     def summary(self) -> FieldSummary:
         return FieldSummary(

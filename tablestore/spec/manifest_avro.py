@@ -367,23 +367,41 @@ def partition_converters(record: dict[str, Any] | None) -> list[Callable[[Any], 
     when the raw value already is the internal value)."""
     if record is None:
         return []
-    return [_converter(f["type"]) for f in record.get("fields", [])]
+    # A named type (decimal_10_2, uuid_fixed) used twice is referenced by name the second time.
+    named: dict[str, dict[str, Any]] = {}
+    return [_converter(f["type"], named) for f in record.get("fields", [])]
 
 
-def _converter(field_type: AvroSchema) -> Callable[[Any], Any] | None:
+def _converter(field_type: AvroSchema, named: dict[str, dict[str, Any]]) -> Callable[[Any], Any] | None:
     branches = field_type if isinstance(field_type, list) else [field_type]
     for b in branches:
+        if isinstance(b, str):
+            b = named.get(b, named.get(b.rsplit(".", 1)[-1]))
+        if isinstance(b, dict) and isinstance(b.get("type"), dict):
+            b = b["type"]
         if not isinstance(b, dict):
             continue
+        if "name" in b:
+            named[b["name"]] = b
         logical = b.get("logicalType")
         if logical == "decimal":
-            scale = int(b.get("scale", 0))
-            return lambda raw: unscaled_to_decimal(int.from_bytes(raw, "big", signed=True), scale)
+            return _decimal_reader(int(b.get("scale", 0)))
         if logical == "uuid":
             if b.get("type") == "string":
                 return uuid.UUID
-            return lambda raw: uuid.UUID(bytes=bytes(raw))
+            return _uuid_from_bytes
     return None
+
+
+def _decimal_reader(scale: int) -> Callable[[Any], Decimal]:
+    def read(raw: Any) -> Decimal:
+        return unscaled_to_decimal(int.from_bytes(raw, "big", signed=True), scale)
+
+    return read
+
+
+def _uuid_from_bytes(raw: Any) -> uuid.UUID:
+    return uuid.UUID(bytes=bytes(raw))
 
 
 def unscaled_to_decimal(unscaled: int, scale: int) -> Decimal:

@@ -335,6 +335,16 @@ def _gen_write(
             e(indent + 1, f"for {item} in {items}:")
             _gen_write(src, schema["items"], item, indent + 2, named, ns)
         e(indent, "out.append(0)")
+    elif kind == "map":
+        items = src.var("a")
+        e(indent, f"{items} = {value}")
+        e(indent, f"if {items}:")
+        _gen_write(src, "long", f"len({items})", indent + 1, named, ns)
+        key, val = src.var("k"), src.var("w")
+        e(indent + 1, f"for {key}, {val} in {items}.items():")
+        _gen_write(src, "string", key, indent + 2, named, ns)
+        _gen_write(src, schema["values"], val, indent + 2, named, ns)
+        e(indent, "out.append(0)")
     elif kind == "record":
         inner_ns = named.register(schema, ns)
         rec = src.var("r")

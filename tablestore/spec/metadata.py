@@ -106,6 +106,10 @@ class Snapshot:
     manifests: tuple[str, ...] | None = None  # v1 only: manifests embedded instead of a list file
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
+    def __hash__(self) -> int:
+        # The summary is a dict; snapshot ids are unique within a table.
+        return hash(self.snapshot_id)
+
     @property
     def operation(self) -> str | None:
         return self.summary.get("operation")

@@ -400,7 +400,7 @@ def _inside_struct_only(schema: Schema, field_id: int) -> bool:
 def resolve_column(schema: Schema, column: str, text: str, purpose: str) -> tuple[NestedField, str]:
     """The field a partition/sort expression names, and its dotted name as the schema spells it.
 
-    Exact names win; otherwise a unique case-insensitive match is used (Spark resolves names
+    Exact names win; otherwise a case-insensitive match is used (Spark resolves names
     case-insensitively).
     """
     field_id = schema.find_field_id(column)

@@ -153,11 +153,10 @@ def _result(values: np.ndarray, like: pa.Array, arrow_type: pa.DataType) -> pa.A
 
 def _fixed_width_values(array: pa.Array, dtype: str) -> np.ndarray:
     """Zero-copy view of a fixed-width array's values; slots under nulls hold garbage."""
-    width = np.dtype(dtype).itemsize
     buf = array.buffers()[1]
-    return np.frombuffer(buf, dtype=dtype, count=len(array)) if buf and width * len(array) else np.zeros(
-        len(array), dtype=dtype
-    )
+    if buf is None or len(array) == 0:
+        return np.zeros(len(array), dtype=dtype)
+    return np.frombuffer(buf, dtype=dtype, count=len(array))
 
 
 _UNITS_PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
@@ -432,12 +431,12 @@ class BucketTransform(Transform):
                 values = values * (conv.MICROS_PER_DAY // per_day)
             return murmur3_longs(values)
         if pa.types.is_fixed_size_binary(t):
-            width = t.byte_width
-            buf = arr.buffers()[1]
-            raw = np.frombuffer(buf, np.uint8, count=width * len(arr)) if buf and width else np.zeros(
-                (len(arr) * width,), np.uint8
-            )
-            return _murmur3_fixed(raw.reshape(len(arr), width))
+            width, buf = t.byte_width, arr.buffers()[1]
+            if buf is None or width * len(arr) == 0:
+                raw = np.zeros((len(arr), width), np.uint8)
+            else:
+                raw = np.frombuffer(buf, np.uint8, count=width * len(arr)).reshape(len(arr), width)
+            return _murmur3_fixed(raw)
         if pa.types.is_decimal(t):
             scale = t.scale
             hash_one: Callable[[Any], int] = lambda v: mmh3.hash(  # noqa: E731

@@ -575,9 +575,9 @@ OPTIONAL_VALUES = {c: st.one_of(st.none(), v) for c, v in VALUES.items()}
 
 
 @st.composite
-def predicates(draw: st.DrawFn) -> UnboundPredicate:
-    column = draw(st.sampled_from(LEAVES))
-    kinds = ["cmp", "cmp", "cmp", "in", "null", "nan"] + (["like"] if column == "s" else [])
+def predicates(draw: st.DrawFn, columns: tuple[str, ...]) -> UnboundPredicate:
+    column = draw(st.sampled_from(columns))
+    kinds = ["cmp", "cmp", "cmp", "in", "null", "nan"] + (["like", "like"] if column == "s" else [])
     kind = draw(st.sampled_from(kinds))
     if kind == "cmp":
         cls = draw(st.sampled_from([EqualTo, NotEqualTo, LessThan, LessThanOrEqual, GreaterThan,
@@ -595,15 +595,24 @@ def predicates(draw: st.DrawFn) -> UnboundPredicate:
     return draw(st.sampled_from([StartsWith, NotStartsWith]))(column, prefix)
 
 
-filters = st.recursive(
-    predicates(),
-    lambda children: st.one_of(
-        st.tuples(children, children).map(lambda t: And(*t)),
-        st.tuples(children, children).map(lambda t: Or(*t)),
-        children.map(Not),
-    ),
-    max_leaves=6,
-)
+def filters(columns: tuple[str, ...] = tuple(LEAVES), max_leaves: int = 6) -> st.SearchStrategy[BooleanExpression]:
+    return st.recursive(
+        predicates(columns),
+        lambda children: st.one_of(
+            st.tuples(children, children).map(lambda t: And(*t)),
+            st.tuples(children, children).map(lambda t: Or(*t)),
+            children.map(Not),
+        ),
+        max_leaves=max_leaves,
+    )
+
+
+@st.composite
+def focused_filters(draw: st.DrawFn) -> BooleanExpression:
+    """Mostly small filters on one column, so that pruning decisions are actually exercised."""
+    if draw(st.integers(0, 3)) == 0:
+        return draw(filters())
+    return draw(filters((draw(st.sampled_from(LEAVES)),), max_leaves=3))
 
 
 _ROW = st.fixed_dictionaries({
@@ -707,12 +716,30 @@ def _stats(chunk: list[dict[str, Any]], truncate: int | None) -> File:
     return file
 
 
-SPEC_CHOICES = [
-    "i", "bucket(3, i)", "truncate(2, i)", "void(i)", "f", "g", "s", "truncate(1, s)", "bucket(2, s)",
-    "d", "day(d)", "month(d)", "year(d)", "bucket(4, d)", "ts", "hour(ts)", "day(ts)", "month(ts)",
-    "year(ts)", "bucket(3, ts)", "dec", "truncate(50, dec)", "bucket(3, dec)", "b", "st.a",
-    "bucket(2, st.a)",
-]
+TRANSFORMS = {
+    "i": ["i", "bucket(3, i)", "truncate(2, i)", "void(i)"],
+    "f": ["f"],
+    "g": ["g"],
+    "s": ["s", "truncate(1, s)", "truncate(2, s)", "bucket(2, s)"],
+    "d": ["d", "day(d)", "month(d)", "year(d)", "bucket(4, d)"],
+    "ts": ["ts", "hour(ts)", "day(ts)", "month(ts)", "year(ts)", "bucket(3, ts)"],
+    "dec": ["dec", "truncate(50, dec)", "bucket(3, dec)"],
+    "b": ["b"],
+    "st.a": ["st.a", "bucket(2, st.a)", "truncate(2, st.a)"],
+}
+SPEC_CHOICES = [t for ts in TRANSFORMS.values() for t in ts]
+
+
+@st.composite
+def partitioned_filters(draw: st.DrawFn) -> tuple[list[str], BooleanExpression]:
+    """A spec with one or two fields on a column, maybe another field, and a filter mostly on it."""
+    column = draw(st.sampled_from(LEAVES))
+    choices = draw(st.lists(st.sampled_from(TRANSFORMS[column]), min_size=1, max_size=2, unique=True))
+    if draw(st.booleans()):
+        choices.append(draw(st.sampled_from(SPEC_CHOICES)))
+    if draw(st.integers(0, 3)) == 0:
+        return choices, draw(filters())
+    return choices, draw(filters((column,), max_leaves=3))
 
 
 def _partition(spec_: PartitionSpec, row: dict[str, Any]) -> tuple[Any, ...]:
@@ -730,16 +757,21 @@ def _key(values: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=rows(), expr=filters, chunks=st.integers(1, 3), truncate=st.sampled_from([None, 1, 2]))
-def test_property_arrow_and_metrics_agree_with_sql(
-    data: list[dict[str, Any]], expr: BooleanExpression, chunks: int, truncate: int | None
-) -> None:
+@given(data=rows(), expr=filters())
+def test_property_arrow_filter_agrees_with_sql(data: list[dict[str, Any]], expr: BooleanExpression) -> None:
     bound = bind(PSCHEMA, expr)
     expected = [r["id"] for r in data if reference(expr, r) is True]
     table = pa.Table.from_pylist(data, schema=PSCHEMA.as_arrow())
     actual = table.filter(to_arrow_expression(bound, PSCHEMA)).column("id").to_pylist()
     assert actual == expected, f"{expr} bound as {bound}"
 
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=rows(), expr=focused_filters(), chunks=st.integers(1, 3), truncate=st.sampled_from([None, 1, 2]))
+def test_property_metrics_never_prune_a_match(
+    data: list[dict[str, Any]], expr: BooleanExpression, chunks: int, truncate: int | None
+) -> None:
+    expected = [r["id"] for r in data if reference(expr, r) is True]
     evaluator = InclusiveMetricsEvaluator(PSCHEMA, expr)
     for k in range(chunks):
         chunk = [r for r in data if r["id"] % chunks == k]
@@ -747,12 +779,12 @@ def test_property_arrow_and_metrics_agree_with_sql(
             assert evaluator.eval(_stats(chunk, truncate)), f"{expr} pruned a file with a match"
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=rows(), expr=filters, choices=st.lists(st.sampled_from(SPEC_CHOICES), min_size=1, max_size=3),
-       manifests=st.integers(1, 2))
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=rows(), case=partitioned_filters(), manifests=st.integers(1, 2))
 def test_property_partitions_manifests_residuals(
-    data: list[dict[str, Any]], expr: BooleanExpression, choices: list[str], manifests: int
+    data: list[dict[str, Any]], case: tuple[list[str], BooleanExpression], manifests: int
 ) -> None:
+    choices, expr = case
     try:
         spec_ = build_partition_spec(PSCHEMA, choices)
     except ValidationError:

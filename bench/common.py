@@ -1,0 +1,305 @@
+"""What the benchmarks share: the deterministic event data, the workspace, timing and reporting.
+
+Every benchmark runs its contestants side by side in one process, interleaved round by round,
+and reports the median of the rounds as seconds, rows per second and the ratio to the floor
+(plain pyarrow doing the same work). Ratios, not seconds, are what to compare across runs:
+this machine is small and noisy.
+"""
+
+from __future__ import annotations
+
+import datetime
+import gc
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+DEFAULT_ROWS = 10_000_000
+SEED = 20240101
+DAYS = 30
+START = datetime.datetime(2024, 1, 1)
+NAMESPACE = "bench"
+TABLE_NAME = "bench.events"
+MICROS_PER_DAY = 86_400_000_000
+
+COUNTRIES = ["us", "de", "gb", "fr", "in", "br", "jp", "ca", "au", "es",
+             "it", "nl", "mx", "kr", "se", "pl", "ch", "ar", "za", "ie"]
+EVENT_TYPES = ["view", "click", "search", "add_to_cart", "remove_from_cart", "checkout", "purchase", "refund"]
+DEVICES = ["ios", "android", "web", "desktop", "tv"]
+
+SCHEMA = pa.schema([
+    ("event_id", pa.int64()),
+    ("event_ts", pa.timestamp("us")),
+    ("user_id", pa.int64()),
+    ("country", pa.string()),
+    ("event_type", pa.string()),
+    ("quantity", pa.int32()),
+    ("price", pa.float32()),
+    ("amount", pa.decimal128(10, 2)),
+    ("device", pa.string()),
+    ("flag", pa.bool_()),
+])
+
+
+def _skewed(rng: np.random.Generator, n: int, k: int) -> np.ndarray:
+    """Indices in [0, k) with a Zipf-like skew (a few frequent values, a long tail)."""
+    weights = 1.0 / np.arange(1, k + 1)
+    return rng.choice(k, size=n, p=weights / weights.sum()).astype(np.int32)
+
+
+def _strings(indices: np.ndarray, values: list[str]) -> pa.Array:
+    return pa.DictionaryArray.from_arrays(pa.array(indices), pa.array(values)).dictionary_decode()
+
+
+def generate_events(rows: int, seed: int = SEED) -> pa.Table:
+    """``rows`` events over 30 days, in arrival order (not sorted by time), the same for a seed."""
+    rng = np.random.default_rng(seed)
+    start_us = int((START - datetime.datetime(1970, 1, 1)).total_seconds()) * 1_000_000
+    ts = start_us + rng.integers(0, DAYS * MICROS_PER_DAY, size=rows, dtype=np.int64)
+    quantity = rng.integers(1, 10, size=rows, dtype=np.int32)
+    price_cents = rng.integers(50, 50_000, size=rows, dtype=np.int64)
+    amount_cents = price_cents * quantity
+    # decimal128 values are 16-byte little-endian two's complement; every amount is positive.
+    dec = np.zeros((rows, 2), dtype=np.int64)
+    dec[:, 0] = amount_cents
+    amount = pa.Array.from_buffers(pa.decimal128(10, 2), rows, [None, pa.py_buffer(dec.tobytes())])
+    return pa.Table.from_arrays(
+        [
+            pa.array(np.arange(1, rows + 1, dtype=np.int64)),
+            pa.array(ts, pa.timestamp("us")),
+            pa.array(rng.integers(1, 1_000_001, size=rows, dtype=np.int64)),
+            _strings(_skewed(rng, rows, len(COUNTRIES)), COUNTRIES),
+            _strings(_skewed(rng, rows, len(EVENT_TYPES)), EVENT_TYPES),
+            pa.array(quantity),
+            pa.array((price_cents / 100).astype(np.float32)),
+            amount,
+            _strings(_skewed(rng, rows, len(DEVICES)), DEVICES),
+            pa.array(rng.random(rows) < 0.1),
+        ],
+        schema=SCHEMA,
+    )
+
+
+# -- workspace -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Workspace:
+    """A scratch directory shared by the benchmarks of one run (the append leaves its table)."""
+
+    root: Path
+    rows: int
+    _data: pa.Table | None = None
+
+    @property
+    def data(self) -> pa.Table:
+        if self._data is None:
+            self._data = generate_events(self.rows)
+        return self._data
+
+    def fresh(self, name: str) -> Path:
+        path = self.root / name
+        if path.exists():
+            shutil.rmtree(path)
+        path.mkdir(parents=True)
+        return path
+
+    @property
+    def shared_table_dir(self) -> Path:
+        """Where the tablestore table that the scans read lives."""
+        return self.root / "shared"
+
+
+def tablestore_catalog(directory: Path) -> Any:
+    import tablestore
+
+    return tablestore.load_catalog("bench", type="sql", uri=f"sqlite:///{directory}/catalog.db",
+                                   warehouse=str(directory / "wh"))
+
+
+def create_tablestore_table(directory: Path) -> Any:
+    directory.mkdir(parents=True, exist_ok=True)
+    catalog = tablestore_catalog(directory)
+    catalog.create_namespace(NAMESPACE)
+    return catalog.create_table(TABLE_NAME, schema=SCHEMA, partition_by=["day(event_ts)"])
+
+
+def shared_table(ws: Workspace) -> Any:
+    """The tablestore table holding the workspace's events, written once per run if missing."""
+    directory = ws.shared_table_dir
+    if (directory / "catalog.db").exists():
+        return tablestore_catalog(directory).load_table(TABLE_NAME)
+    if directory.exists():
+        shutil.rmtree(directory)
+    table = create_tablestore_table(directory)
+    table.append(ws.data)
+    return table
+
+
+# -- timing and reporting ------------------------------------------------------------------------
+
+
+@dataclass
+class Contestant:
+    name: str
+    run: Callable[[], int]  # does the work once; returns the rows it wrote or read
+    setup: Callable[[], None] | None = None  # untimed, before every round (e.g. a fresh directory)
+    floor: bool = False
+
+
+@dataclass
+class Measurement:
+    contestant: Contestant
+    seconds: list[float] = field(default_factory=list)
+    rows: int = 0
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+
+@dataclass
+class Case:
+    """One side-by-side comparison: the same work done by every contestant."""
+
+    name: str
+    contestants: list[Contestant]
+    rounds: int = 3
+    # contestant -> target: for the floor, the most tablestore may take as a ratio of it; for
+    # the others, how many times faster than them tablestore must be.
+    targets: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Benchmark:
+    """What a bench module builds: its cases, printed together as one table."""
+
+    name: str
+    title: str
+    cases: list[Case]
+    notes: list[str] = field(default_factory=list)
+    cleanup: Callable[[], None] | None = None  # frees the benchmark's scratch files afterwards
+
+
+def measure(case: Case, log: Callable[[str], None]) -> list[Measurement]:
+    """Run every contestant ``rounds`` times, interleaved (A B C, C B A, ...) so drift hits all."""
+    results = [Measurement(c) for c in case.contestants]
+    for round_no in range(case.rounds):
+        order = results if round_no % 2 == 0 else list(reversed(results))
+        for m in order:
+            if m.contestant.setup is not None:
+                m.contestant.setup()
+            gc.collect()
+            started = time.perf_counter()
+            rows = m.contestant.run()
+            elapsed = time.perf_counter() - started
+            if m.seconds and rows != m.rows:
+                raise AssertionError(f"{case.name}/{m.contestant.name}: {rows} rows, earlier {m.rows}")
+            m.rows = rows
+            m.seconds.append(elapsed)
+            log(f"{case.name} round {round_no + 1}/{case.rounds}: {m.contestant.name} {elapsed:.2f}s")
+    counts = {m.contestant.name: m.rows for m in results}
+    if len(set(counts.values())) != 1:
+        raise AssertionError(f"{case.name}: the contestants disagree on the row count: {counts}")
+    return results
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                             cwd=Path(__file__).resolve().parent, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def _verdicts(case: Case, results: list[Measurement]) -> list[str]:
+    ours = next((m for m in results if m.contestant.name == "tablestore"), None)
+    if ours is None:
+        return []
+    out = []
+    for other, limit in case.targets.items():
+        theirs = next(m for m in results if m.contestant.name == other)
+        if theirs.contestant.floor:
+            ratio = ours.median / theirs.median
+            verdict = "met" if ratio <= limit else "MISSED"
+            out.append(f"{case.name}: tablestore / {other} = {ratio:.2f} (target <= {limit}): {verdict}")
+        else:
+            speedup = theirs.median / ours.median
+            verdict = "met" if speedup >= limit else "MISSED"
+            out.append(f"{case.name}: {other} / tablestore = {speedup:.2f}x (target >= {limit}x): {verdict}")
+    return out
+
+
+def report(bench: Benchmark, outcomes: list[tuple[Case, list[Measurement]]], rows: int, console: Any) -> None:
+    """Print one table for the benchmark and append one JSON line per contestant and case."""
+    from rich.table import Table
+
+    table = Table(title=bench.title, title_justify="left")
+    table.add_column("case")
+    table.add_column("contestant")
+    table.add_column("seconds", justify="right")
+    table.add_column("rows/s", justify="right")
+    table.add_column("x floor", justify="right")
+    table.add_column("rounds (s)", justify="right")
+    table.add_column("rows out", justify="right")
+    verdicts: list[str] = []
+    for index, (case, results) in enumerate(outcomes):
+        floor = next(m for m in results if m.contestant.floor)
+        for position, m in enumerate(results):
+            table.add_row(
+                case.name if position == 0 else "",
+                m.contestant.name + (" (floor)" if m.contestant.floor else ""),
+                f"{m.median:.2f}",
+                f"{rows / m.median:,.0f}",
+                f"{m.median / floor.median:.2f}",
+                " ".join(f"{s:.2f}" for s in m.seconds),
+                f"{m.rows:,}",
+                end_section=position == len(results) - 1 and index < len(outcomes) - 1,
+            )
+        verdicts.extend(_verdicts(case, results))
+    notes = [*bench.notes, *verdicts]
+    if notes:
+        table.caption = "\n".join(notes)
+        table.caption_justify = "left"
+    console.print(table)
+    console.print()
+
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    common = {
+        "benchmark": bench.name,
+        "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "commit": _git_commit(),
+        "rows": rows,
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "pyarrow": pa.__version__,
+    }
+    with (RESULTS_DIR / f"{bench.name}.jsonl").open("a", encoding="utf-8") as out:
+        for case, results in outcomes:
+            floor = next(m for m in results if m.contestant.floor)
+            for m in results:
+                line = {
+                    **common,
+                    "case": case.name,
+                    "contestant": m.contestant.name,
+                    "floor": m.contestant.floor,
+                    "seconds": round(m.median, 4),
+                    "rounds": [round(s, 4) for s in m.seconds],
+                    "rows_per_second": round(rows / m.median),
+                    "ratio_to_floor": round(m.median / floor.median, 4),
+                    "result_rows": m.rows,
+                }
+                out.write(json.dumps(line) + "\n")
