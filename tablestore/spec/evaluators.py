@@ -359,7 +359,7 @@ def _summary_may_match(pred: BoundPredicate, summary: FieldSummaryLike) -> bool:
         return False  # only nulls: nothing but IS NULL and NOT isnan holds
     if op == "not_null":
         return True
-    if op in ("gt", "gt_eq", "not_eq", "not_in") and contains_nan is not False:
+    if op in ("not_eq", "not_in") and contains_nan is not False:
         return True  # NaN is greater than and different from every literal
     if op in ("not_eq", "not_in"):
         return True
@@ -429,7 +429,7 @@ class ResidualEvaluator:
             pos = self.fields.positions[pf.field_id]
             value = partition[pos] if pos < len(partition) else None
             if isinstance(pf.transform, IdentityTransform):
-                return AlwaysTrue() if test_value(expr, value) or value is None else AlwaysFalse()
+                return AlwaysTrue() if test_value(expr, value) else AlwaysFalse()
             projected = project_predicate(pf.transform, ref, expr)
             if projected is not None and not evaluate(projected, _constant(value)):
                 return AlwaysFalse()
