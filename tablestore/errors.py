@@ -102,3 +102,28 @@ class CorruptMetadataError(TableStoreError):
 
 class UnsupportedError(TableStoreError, NotImplementedError):
     """A feature of the format or of a statement that tablestore does not support."""
+
+
+class ParseError(ValidationError):
+    """A SQL statement that cannot be parsed; carries the line and column of the problem."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None,
+                 sql: str | None = None) -> None:
+        self.line = line
+        self.column = column
+        self.sql = sql
+        where = f" (line {line}, column {column})" if line is not None and column is not None else ""
+        super().__init__(f"{message}{where}")
+
+    @property
+    def highlight(self) -> str:
+        """The offending line with a caret under the column."""
+        if self.sql is None or self.line is None or self.column is None:
+            return ""
+        lines = self.sql.splitlines() or [""]
+        text = lines[min(self.line, len(lines)) - 1]
+        return f"{text}\n{' ' * max(0, self.column - 1)}^"
+
+
+class ConfigError(ValidationError):
+    """The YAML configuration is invalid; the message names the file and the key."""

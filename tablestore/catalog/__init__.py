@@ -4,9 +4,13 @@ A catalog maps ``namespace.table`` to the location of the table's current metada
 swaps that pointer atomically on commit. Everything else about a table lives in its files.
 
 ``Catalog`` holds what every implementation shares: identifier parsing and validation, table
-creation (first metadata file, default location), registration, purge on drop, and the
-metadata-file side of a commit. Implementations (``SqlCatalog``; a REST one later) supply the
-storage of the pointers and of namespaces.
+creation (first metadata file, default location), registration, purge on drop, the
+metadata-file side of a commit, and the same for views (``CREATE [OR REPLACE] VIEW`` writes a
+view metadata file with a new version). Implementations (``SqlCatalog``; a REST one later)
+supply the storage of the pointers, of namespaces and of functions.
+
+Tables and views share one name space per namespace: a name is either a table or a view.
+Functions (``CREATE FUNCTION db.f AS 'class'``) have their own name space.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -23,17 +28,27 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from tablestore.errors import (
+    AlreadyExistsError,
     CommitConflictError,
     CommitFailedError,
     CorruptMetadataError,
     InvalidNameError,
     NoSuchNamespaceError,
+    NoSuchViewError,
     TableAlreadyExistsError,
     UnsupportedError,
     ValidationError,
 )
 from tablestore.io import FileIO, load_file_io
 from tablestore.spec.schema import Schema, arrow_to_schema
+from tablestore.spec.view import (
+    COMMENT_PROPERTY,
+    View,
+    ViewMetadata,
+    new_view_metadata,
+    parse_view_metadata,
+    serialize_view_metadata,
+)
 
 if TYPE_CHECKING:
     from tablestore.spec.metadata import TableMetadata
@@ -52,6 +67,17 @@ FORMAT_VERSION = "format-version"
 
 # <version>-<uuid>[.<codec>].metadata.json, as Java and pyiceberg name metadata files.
 _METADATA_FILE_RE = re.compile(r"(\d+)-([\w-]{36})(?:\.\w+)?\.metadata\.json")
+# CREATE OR REPLACE VIEW is a blind overwrite, so losing the pointer swap to another writer is
+# retried (on the new current version) rather than reported.
+VIEW_REPLACE_ATTEMPTS = 5
+
+
+class ViewAlreadyExistsError(AlreadyExistsError):
+    """A view (or a table, as they share names) of that name exists already."""
+
+
+class FunctionAlreadyExistsError(AlreadyExistsError):
+    """A function of that name exists already."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +87,18 @@ class PropertiesUpdateSummary:
     removed: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class FunctionDef:
+    """A persistent function: the class implementing it (a Spark/Hive UDF class or a Python
+    ``module:function``), its declared return type if any, and free-form properties."""
+
+    identifier: Identifier
+    class_name: str
+    return_type: str | None
+    properties: dict[str, str]
+    created_ms: int
 
 
 # -- names -----------------------------------------------------------------------------------
@@ -117,14 +155,28 @@ def to_namespace(namespace: IdentifierLike, allow_root: bool = False) -> Identif
     return ns
 
 
-def to_table_identifier(identifier: IdentifierLike) -> Identifier:
-    """A table identifier as a tuple: namespace levels then the table name, validated."""
-    ident = _split(identifier, "table identifier")
+def _to_identifier(identifier: IdentifierLike, kind: str) -> Identifier:
+    ident = _split(identifier, f"{kind} identifier")
     if len(ident) < 2:
         raise InvalidNameError(
-            f"table identifier {identifier!r} has no namespace; write it as 'namespace.table'"
+            f"{kind} identifier {identifier!r} has no namespace; write it as 'namespace.{kind}'"
         )
     return ident
+
+
+def to_table_identifier(identifier: IdentifierLike) -> Identifier:
+    """A table identifier as a tuple: namespace levels then the table name, validated."""
+    return _to_identifier(identifier, "table")
+
+
+def to_view_identifier(identifier: IdentifierLike) -> Identifier:
+    """A view identifier as a tuple: namespace levels then the view name, validated."""
+    return _to_identifier(identifier, "view")
+
+
+def to_function_identifier(identifier: IdentifierLike) -> Identifier:
+    """A function identifier as a tuple: namespace levels then the function name, validated."""
+    return _to_identifier(identifier, "function")
 
 
 def identifier_str(identifier: Identifier) -> str:
@@ -142,8 +194,11 @@ def parse_metadata_version(metadata_location: str | None) -> int:
     return int(match.group(1)) if match else -1
 
 
-def new_metadata_location(metadata: TableMetadata, previous_location: str | None) -> str:
-    """Where the next metadata file goes: ``<location>/metadata/<version:05d>-<uuid>.metadata.json``."""
+def new_metadata_location(metadata: TableMetadata | ViewMetadata, previous_location: str | None) -> str:
+    """Where the next metadata file goes: ``<location>/metadata/<version:05d>-<uuid>.metadata.json``.
+
+    Tables and views name their metadata files alike (as Java's JDBC catalog does).
+    """
     directory = metadata.properties.get(WRITE_METADATA_PATH) or f"{metadata.location.rstrip('/')}/metadata"
     version = parse_metadata_version(previous_location) + 1
     return f"{directory.rstrip('/')}/{version:05d}-{uuid.uuid4()}.metadata.json"
@@ -164,6 +219,19 @@ def read_metadata_file(io: FileIO, location: str) -> TableMetadata:
     except FileNotFoundError:
         raise CorruptMetadataError(f"metadata file {location} does not exist") from None
     return parse_metadata(data)
+
+
+def write_view_metadata_file(io: FileIO, location: str, metadata: ViewMetadata) -> None:
+    """Write a view metadata file; never overwrites (FileExistsError)."""
+    io.new_output(location).write(serialize_view_metadata(metadata), overwrite=False)
+
+
+def read_view_metadata_file(io: FileIO, location: str) -> ViewMetadata:
+    try:
+        data = io.new_input(location).read()
+    except FileNotFoundError:
+        raise CorruptMetadataError(f"view metadata file {location} does not exist") from None
+    return parse_view_metadata(data)
 
 
 def _normalize_location(location: str) -> str:
@@ -214,7 +282,8 @@ class Catalog(ABC):
 
     @abstractmethod
     def drop_namespace(self, namespace: IdentifierLike) -> None:
-        """Drop an empty namespace; NamespaceNotEmptyError if it has tables or child namespaces."""
+        """Drop an empty namespace; NamespaceNotEmptyError if it has tables, views, functions or
+        child namespaces."""
 
     @abstractmethod
     def list_namespaces(self, parent: IdentifierLike = ()) -> list[Identifier]:
@@ -267,6 +336,64 @@ class Catalog(ABC):
     def _drop_table_entry(self, identifier: Identifier) -> None:
         """Remove a table's record; NoSuchTableError if there is none."""
 
+    # -- views (per implementation) ------------------------------------------------------------
+    @abstractmethod
+    def list_views(self, namespace: IdentifierLike) -> list[Identifier]:
+        """The views of one namespace (not of its children), sorted; tables are not listed."""
+
+    @abstractmethod
+    def view_exists(self, identifier: IdentifierLike) -> bool: ...
+
+    @abstractmethod
+    def load_view_metadata(self, identifier: IdentifierLike) -> tuple[str, ViewMetadata]:
+        """The current view metadata location and metadata; NoSuchViewError if there is no view."""
+
+    @abstractmethod
+    def drop_view(self, identifier: IdentifierLike) -> None:
+        """Remove a view from the catalog (NoSuchViewError if none). As Java's catalogs do, its
+        metadata files are left in place: they are small, and no table data hangs on them."""
+
+    @abstractmethod
+    def rename_view(self, from_identifier: IdentifierLike, to_identifier: IdentifierLike) -> View:
+        """Rename a view; ViewAlreadyExistsError if a view or table holds the new name."""
+
+    @abstractmethod
+    def _create_view_entry(self, identifier: Identifier, metadata_location: str) -> None:
+        """Record a new view; ViewAlreadyExistsError if the name is taken by a view or table."""
+
+    @abstractmethod
+    def _swap_view_entry(self, identifier: Identifier, base_location: str, new_location: str) -> None:
+        """Point a view at ``new_location`` if it still points at ``base_location``, else
+        CommitConflictError (NoSuchViewError if the view is gone)."""
+
+    # -- functions (per implementation) --------------------------------------------------------
+    @abstractmethod
+    def create_function(
+        self,
+        identifier: IdentifierLike,
+        class_name: str,
+        return_type: str | None = None,
+        replace: bool = False,
+        properties: Mapping[str, str] | None = None,
+    ) -> FunctionDef:
+        """Record a function (``CREATE [OR REPLACE] FUNCTION``); FunctionAlreadyExistsError if one
+        of that name exists and not ``replace``; NoSuchNamespaceError if the namespace does not."""
+
+    @abstractmethod
+    def load_function(self, identifier: IdentifierLike) -> FunctionDef:
+        """The function of that name; NoSuchFunctionError if there is none."""
+
+    @abstractmethod
+    def list_functions(self, namespace: IdentifierLike) -> list[Identifier]:
+        """The functions of one namespace, sorted."""
+
+    @abstractmethod
+    def function_exists(self, identifier: IdentifierLike) -> bool: ...
+
+    @abstractmethod
+    def drop_function(self, identifier: IdentifierLike) -> None:
+        """Remove a function; NoSuchFunctionError if there is none."""
+
     # -- shared table logic --------------------------------------------------------------------
     def create_table(
         self,
@@ -299,6 +426,11 @@ class Catalog(ABC):
         # key is what decides a race.
         if self.table_exists(ident):
             raise TableAlreadyExistsError(f"table {identifier_str(ident)} already exists")
+        if self.view_exists(ident):
+            raise TableAlreadyExistsError(
+                f"cannot create table {identifier_str(ident)}: a view of that name exists; "
+                "tables and views share names, so drop the view or choose another name"
+            )
 
         table_schema = _to_schema(schema)
         if partition_by is None:
@@ -358,6 +490,97 @@ class Catalog(ABC):
         if metadata is not None:
             self._purge_location(self.table_io(metadata), metadata.location)
 
+    # -- shared view logic ---------------------------------------------------------------------
+    def create_view(
+        self,
+        identifier: IdentifierLike,
+        sql: str,
+        schema: Schema | pa.Schema,
+        default_catalog: str | None = None,
+        default_namespace: IdentifierLike = (),
+        properties: Mapping[str, str] | None = None,
+        replace: bool = False,
+        comment: str | None = None,
+    ) -> View:
+        """Create a view, or with ``replace`` give an existing one a new current version.
+
+        ``sql`` is stored as the ``spark`` dialect representation; ``schema`` is the schema the
+        query produces; ``default_catalog`` and ``default_namespace`` are what unqualified names
+        in ``sql`` resolve against (the session's current catalog and database at creation).
+        ``comment`` becomes the ``comment`` property. On replace, properties are merged into the
+        existing ones (as Java does) and an identical definition adds no version.
+        ViewAlreadyExistsError if a view (without ``replace``) or a table has the name.
+        """
+        ident = to_view_identifier(identifier)
+        name = identifier_str(ident)
+        namespace = ident[:-1]
+        if not self.namespace_exists(namespace):
+            raise NoSuchNamespaceError(
+                f"cannot create view {name}: namespace {identifier_str(namespace)!r} does not exist; "
+                "create it first"
+            )
+        if self.table_exists(ident):
+            raise ViewAlreadyExistsError(
+                f"cannot create view {name}: a table of that name exists; tables and views share "
+                "names, so drop the table or choose another name"
+            )
+        view_schema = _to_schema(schema)
+        view_properties = {str(k): str(v) for k, v in (properties or {}).items()}
+        if comment is not None:
+            view_properties[COMMENT_PROPERTY] = comment
+        namespace_default = to_namespace(default_namespace, allow_root=True)
+
+        for _attempt in range(VIEW_REPLACE_ATTEMPTS):
+            current: tuple[str, ViewMetadata] | None = None
+            if replace:
+                with contextlib.suppress(NoSuchViewError):
+                    current = self.load_view_metadata(ident)
+            elif self.view_exists(ident):
+                raise ViewAlreadyExistsError(f"view {name} already exists; use replace to redefine it")
+
+            if current is None:
+                metadata = new_view_metadata(
+                    self.default_table_location(ident), view_schema, sql, namespace_default,
+                    default_catalog, view_properties,
+                )
+                base_location = None
+            else:
+                base_location, base = current
+                metadata = base.replace(
+                    sql, view_schema, namespace_default, default_catalog, view_properties
+                )
+                if metadata is base:
+                    return View(ident, base_location, base)
+
+            location = new_metadata_location(metadata, base_location)
+            io = self.io
+            write_view_metadata_file(io, location, metadata)
+            try:
+                if base_location is None:
+                    self._create_view_entry(ident, location)
+                else:
+                    self._swap_view_entry(ident, base_location, location)
+            except (ViewAlreadyExistsError, CommitConflictError, NoSuchViewError):
+                io.delete(location)
+                # Another writer created, replaced or dropped the view meanwhile: a plain create
+                # reports it, a replace tries again from what is there now.
+                if not replace:
+                    raise
+                continue
+            except BaseException:
+                io.delete(location)
+                raise
+            return View(ident, location, metadata)
+        raise CommitConflictError(
+            f"cannot replace view {name}: other writers changed it {VIEW_REPLACE_ATTEMPTS} times "
+            "while this replace was running; try again"
+        )
+
+    def load_view(self, identifier: IdentifierLike) -> View:
+        ident = to_view_identifier(identifier)
+        metadata_location, metadata = self.load_view_metadata(ident)
+        return View(ident, metadata_location, metadata)
+
     def default_table_location(self, identifier: Identifier) -> str:
         namespace, table_name = identifier[:-1], identifier[-1]
         namespace_location = self.load_namespace_properties(namespace).get(LOCATION)
@@ -378,6 +601,31 @@ class Catalog(ABC):
         return load_file_io({**self.properties, **overrides}, metadata.location)
 
     # -- helpers for implementations -----------------------------------------------------------
+    @staticmethod
+    def _new_function_def(
+        identifier: IdentifierLike,
+        class_name: str,
+        return_type: str | None,
+        properties: Mapping[str, str] | None,
+    ) -> FunctionDef:
+        """A validated FunctionDef created now (implementations store it)."""
+        ident = to_function_identifier(identifier)
+        if not isinstance(class_name, str) or not class_name.strip():
+            raise ValidationError(
+                f"function {identifier_str(ident)} needs the name of the class that implements it"
+            )
+        if return_type is not None and (not isinstance(return_type, str) or not return_type.strip()):
+            raise ValidationError(
+                f"function {identifier_str(ident)}: return_type must be a type name like 'bigint' or None"
+            )
+        return FunctionDef(
+            ident,
+            class_name.strip(),
+            return_type.strip() if return_type is not None else None,
+            {str(k): str(v) for k, v in (properties or {}).items()},
+            time.time_ns() // 1_000_000,
+        )
+
     def _make_table(self, identifier: Identifier, metadata_location: str, metadata: TableMetadata) -> Table:
         # Imported here: the table layer sits above the catalog layer and imports it.
         from tablestore.table import Table
@@ -481,16 +729,24 @@ def load_catalog(name: str, **properties: str) -> Catalog:
 
 __all__ = [
     "Catalog",
+    "FunctionAlreadyExistsError",
+    "FunctionDef",
     "Identifier",
     "IdentifierLike",
     "PropertiesUpdateSummary",
+    "View",
+    "ViewAlreadyExistsError",
     "identifier_str",
     "load_catalog",
     "new_metadata_location",
     "parse_metadata_version",
     "read_metadata_file",
+    "read_view_metadata_file",
+    "to_function_identifier",
     "to_namespace",
     "to_table_identifier",
+    "to_view_identifier",
     "validate_name",
     "write_metadata_file",
+    "write_view_metadata_file",
 ]

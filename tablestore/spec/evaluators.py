@@ -359,7 +359,7 @@ def _summary_may_match(pred: BoundPredicate, summary: FieldSummaryLike) -> bool:
         return False  # only nulls: nothing but IS NULL and NOT isnan holds
     if op == "not_null":
         return True
-    if op in ("not_eq", "not_in") and contains_nan is not False:
+    if op in ("gt", "gt_eq", "not_eq", "not_in") and contains_nan is not False:
         return True  # NaN is greater than and different from every literal
     if op in ("not_eq", "not_in"):
         return True

@@ -1,0 +1,227 @@
+"""Queries: resolve names through the catalog manager, then run the query in Spark SQL.
+
+Every table reference becomes a temporary view over the `tablestore` data source, so Spark
+pushes projections and filters into scan planning. Views stored in the catalog expand into
+temporary views of their own query, resolved under the catalog and database they were created
+in. Metadata tables (``db.t.snapshots`` ...) become views of their Arrow tables, and catalog
+functions are registered as Spark UDFs when a statement uses them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError as SqlglotParseError
+
+from tablestore.errors import (
+    NoSuchFunctionError,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    NoSuchViewError,
+    ParseError,
+    ValidationError,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from tablestore.catalog import Catalog
+    from tablestore.catalog.manager import CatalogManager
+
+METADATA_TABLES = ("snapshots", "history", "files", "data_files", "delete_files", "manifests", "partitions",
+                   "entries", "refs", "metadata_log_entries", "schemas")
+_view_ids = itertools.count(1)
+
+
+def parse_query(sql: str) -> exp.Expression:
+    try:
+        tree = sqlglot.parse_one(sql, read="spark")
+    except SqlglotParseError as e:
+        err = e.errors[0] if e.errors else {}
+        raise ParseError(f"syntax error: {err.get('description', str(e))}", err.get("line"), err.get("col"),
+                         sql) from None
+    if tree is None:
+        raise ParseError("empty query", sql=sql)
+    return tree
+
+
+def _parts(table: exp.Table) -> tuple[str, ...]:
+    parts: list[str] = []
+    for part in table.parts:
+        if isinstance(part, exp.Dot):
+            parts.extend(p.name for p in part.flatten())
+        else:
+            parts.append(part.name)
+    return tuple(parts)
+
+
+class QueryPlanner:
+    """Turns a query into Spark SQL over temporary views, registering what it needs."""
+
+    def __init__(self, spark: SparkSession, manager: CatalogManager, config_json: str) -> None:
+        self.spark = spark
+        self.manager = manager
+        self.config_json = config_json
+        self._expanding: list[tuple[str, ...]] = []
+
+    # -- the entry point -----------------------------------------------------------------------
+    def dataframe(self, sql: str) -> DataFrame:
+        return self.spark.sql(self.rewrite(sql))
+
+    def rewrite(self, sql: str) -> str:
+        tree = parse_query(sql)
+        cte_names = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
+        for table in list(tree.find_all(exp.Table)):
+            if not table.name or isinstance(table.this, exp.Func):
+                continue  # table-valued functions such as range(10)
+            parts = _parts(table)
+            if len(parts) == 1 and parts[0] in cte_names:
+                continue
+            view = self._bind_relation(parts, table.args.get("version"))
+            alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(parts[-1]))
+            table.replace(exp.Table(this=exp.to_identifier(view), alias=alias))
+        self._register_functions(tree)
+        return tree.sql(dialect="spark")
+
+    # -- relations -----------------------------------------------------------------------------
+    def _bind_relation(self, parts: tuple[str, ...], version: exp.Version | None) -> str:
+        if len(parts) >= 2 and parts[-1].lower() in METADATA_TABLES:
+            table = self._try_table(parts[:-1])
+            if table is not None:
+                if version is not None:
+                    raise ValidationError("time travel is not supported on metadata tables")
+                return self._metadata_view(table, parts[-1].lower())
+        catalog, identifier = self.manager.resolve_table(parts)
+        if catalog.table_exists(identifier):
+            return self._table_view(catalog, identifier, version)
+        if catalog.view_exists(identifier):
+            if version is not None:
+                raise ValidationError(f"{'.'.join(identifier)} is a view; time travel applies to tables only")
+            return self._catalog_view(catalog, identifier)
+        if not catalog.namespace_exists(identifier[:-1]):
+            raise NoSuchNamespaceError(
+                f"database {'.'.join(identifier[:-1])!r} does not exist in catalog {catalog.name!r} "
+                f"(while resolving {'.'.join(parts)!r})"
+            )
+        raise NoSuchTableError(
+            f"table or view {'.'.join(parts)!r} does not exist (looked for {catalog.name}.{'.'.join(identifier)})"
+        )
+
+    def _try_table(self, parts: tuple[str, ...]) -> Any:
+        try:
+            catalog, identifier = self.manager.resolve_table(parts)
+        except (ValidationError, NoSuchTableError, NoSuchNamespaceError, LookupError):
+            return None
+        try:
+            return catalog.load_table(identifier)
+        except (NoSuchTableError, NoSuchNamespaceError):
+            return None
+
+    def _new_view_name(self) -> str:
+        return f"__tablestore_{next(_view_ids)}"
+
+    def _table_view(self, catalog: Catalog, identifier: tuple[str, ...], version: exp.Version | None) -> str:
+        reader = self.spark.read.format("tablestore").option("config", self.config_json)
+        if version is not None:
+            kind = version.name.upper()
+            value = version.expression
+            literal = value.this if isinstance(value, exp.Literal) else value.sql(dialect="spark")
+            if kind == "VERSION":
+                if isinstance(value, exp.Literal) and value.is_string:
+                    reader = reader.option("ref", str(literal))
+                else:
+                    reader = reader.option("snapshot-id", str(literal))
+            else:
+                reader = reader.option("as-of-timestamp", str(literal))
+        name = self._new_view_name()
+        reader.load(".".join((catalog.name, *identifier))).createOrReplaceTempView(name)
+        return name
+
+    def _metadata_view(self, table: Any, kind: str) -> str:
+        arrow = getattr(table.inspect, kind)()
+        name = self._new_view_name()
+        self.spark.createDataFrame(arrow).createOrReplaceTempView(name)
+        return name
+
+    def _catalog_view(self, catalog: Catalog, identifier: tuple[str, ...]) -> str:
+        key = (catalog.name, *identifier)
+        if key in self._expanding:
+            chain = " -> ".join(".".join(k) for k in [*self._expanding, key])
+            raise ValidationError(f"view {'.'.join(key)} refers to itself: {chain}")
+        view = catalog.load_view(identifier)
+        self._expanding.append(key)
+        try:
+            with self.manager_context(view.default_catalog or catalog.name, tuple(view.default_namespace)):
+                df = self.spark.sql(self.rewrite(view.sql))
+        finally:
+            self._expanding.pop()
+        names = view.schema.column_names
+        if len(names) == len(df.columns) and names != df.columns:
+            df = df.toDF(*names)
+        name = self._new_view_name()
+        df.createOrReplaceTempView(name)
+        return name
+
+    @contextmanager
+    def manager_context(self, catalog: str, namespace: tuple[str, ...]) -> Iterator[None]:
+        """Resolve names as if ``USE catalog.namespace`` (a view's SQL is resolved where it was made)."""
+        saved = (self.manager.current_catalog, self.manager.current_database)
+        try:
+            self.manager.use((catalog, *namespace) if namespace else (catalog,))
+            yield
+        finally:
+            self.manager.current_catalog, self.manager.current_database = saved
+
+    # -- functions -----------------------------------------------------------------------------
+    def _register_functions(self, tree: exp.Expression) -> None:
+        for call in tree.find_all(exp.Anonymous):
+            name = call.name
+            if not name or self._builtin(name):
+                continue
+            parent = call.parent
+            if isinstance(parent, exp.Dot) and parent.expression is call:
+                continue  # qualified calls are resolved by Spark
+            self.register_function(name)
+
+    def _builtin(self, name: str) -> bool:
+        try:
+            return bool(self.spark.catalog.functionExists(name))
+        except Exception:  # noqa: BLE001 - an unknown name is simply not a builtin
+            return False
+
+    def register_function(self, name: str) -> None:
+        catalog = self.manager.catalog()
+        identifier = (self.manager.current_database, name)
+        try:
+            definition = catalog.load_function(identifier)
+        except NoSuchFunctionError:
+            return  # Spark reports the unknown function with its own message
+        fn = load_python_function(definition.class_name)
+        self.spark.udf.register(name, fn, returnType=definition.return_type or "string")
+
+
+def load_python_function(class_name: str) -> Any:
+    """Import ``module.function``; ship it to executors by value so they need not import it."""
+    module_name, _, attr = class_name.rpartition(".")
+    if not module_name:
+        raise ValidationError(f"function class {class_name!r} must be 'module.function'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ValidationError(f"cannot import module {module_name!r} for function {class_name!r}: {e}") from None
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise ValidationError(f"{class_name!r} is not a function in module {module_name!r}")
+    try:
+        import cloudpickle
+
+        cloudpickle.register_pickle_by_value(module)
+    except (ImportError, ValueError):
+        pass
+    return fn

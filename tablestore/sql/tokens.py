@@ -1,0 +1,245 @@
+"""Tokens of a SQL script, statement splitting, and a cursor for the statement parser.
+
+sqlglot's Spark tokenizer does the lexing, so quoting, comments and string escapes follow
+Spark SQL; every token keeps its line, column and offsets, so errors point at the user's text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot.dialects.spark import Spark
+from sqlglot.errors import TokenError
+from sqlglot.tokens import Token, TokenType
+
+from tablestore.errors import ParseError
+
+_DIALECT = Spark()
+
+
+class _Tokenizer(Spark.Tokenizer):  # type: ignore[misc,name-defined]
+    # sqlglot swallows the rest of SHOW ... as one string; we parse SHOW statements ourselves.
+    COMMANDS: set[TokenType] = set()
+
+
+def tokenize(sql: str) -> list[Token]:
+    try:
+        return list(_Tokenizer(dialect=_DIALECT).tokenize(sql))
+    except TokenError as e:
+        raise ParseError(f"cannot read the statement: {e}", sql=sql) from None
+
+
+@dataclass(frozen=True)
+class StatementText:
+    """One statement of a script: its text and where it starts in the script."""
+
+    text: str
+    line: int
+    tokens: tuple[Token, ...]
+
+
+def split_statements(script: str) -> list[StatementText]:
+    """Statements separated by ``;`` (semicolons in strings and comments do not split)."""
+    tokens = tokenize(script)
+    out: list[StatementText] = []
+    current: list[Token] = []
+    for token in [*tokens, None]:
+        if token is None or token.token_type == TokenType.SEMICOLON:
+            if current:
+                start, end = current[0].start, current[-1].end + 1
+                text = script[start:end]
+                relocated = tokenize(text)
+                out.append(StatementText(text, current[0].line, tuple(relocated)))
+            current = []
+        else:
+            current.append(token)
+    return out
+
+
+def token_column(token: Token) -> int:
+    """1-based column of the token's first character (sqlglot reports the last)."""
+    return max(1, token.col - len(token.text) + 1)
+
+
+class Cursor:
+    """A position in a statement's tokens with the small vocabulary a recursive parser needs."""
+
+    def __init__(self, statement: StatementText) -> None:
+        self.sql = statement.text
+        self.tokens = list(statement.tokens)
+        self.pos = 0
+        self.line_offset = statement.line - 1
+
+    # -- looking --------------------------------------------------------------------------
+    def peek(self, ahead: int = 0) -> Token | None:
+        index = self.pos + ahead
+        return self.tokens[index] if index < len(self.tokens) else None
+
+    def at_end(self) -> bool:
+        return self.pos >= len(self.tokens)
+
+    def word(self, ahead: int = 0) -> str:
+        """The upper-cased text of a token (keywords and identifiers alike)."""
+        token = self.peek(ahead)
+        if token is None:
+            return ""
+        if token.token_type in (TokenType.STRING, TokenType.IDENTIFIER):
+            return ""  # quoted text is never a keyword
+        return token.text.upper()
+
+    def is_word(self, *words: str) -> bool:
+        """Whether the next tokens spell ``words`` (``PARTITIONED BY`` may be one token)."""
+        joined = " ".join(words).upper()
+        token = self.peek()
+        if token is not None and self.word() == joined:
+            return True
+        return all(self.word(i) == w.upper() for i, w in enumerate(words))
+
+    # -- taking -----------------------------------------------------------------------------
+    def advance(self) -> Token:
+        token = self.peek()
+        if token is None:
+            raise self.error("the statement ends too early")
+        self.pos += 1
+        return token
+
+    def accept(self, *words: str) -> bool:
+        joined = " ".join(words).upper()
+        if self.peek() is not None and self.word() == joined:
+            self.pos += 1
+            return True
+        if all(self.word(i) == w.upper() for i, w in enumerate(words)):
+            self.pos += len(words)
+            return True
+        return False
+
+    def expect(self, *words: str) -> None:
+        if not self.accept(*words):
+            found = self.peek()
+            what = repr(found.text) if found is not None else "the end of the statement"
+            raise self.error(f"expected {' '.join(words)} but found {what}")
+
+    def accept_type(self, token_type: TokenType) -> Token | None:
+        token = self.peek()
+        if token is not None and token.token_type == token_type:
+            self.pos += 1
+            return token
+        return None
+
+    def expect_type(self, token_type: TokenType, what: str) -> Token:
+        token = self.accept_type(token_type)
+        if token is None:
+            found = self.peek()
+            raise self.error(f"expected {what} but found {repr(found.text) if found else 'the end of the statement'}")
+        return token
+
+    def identifier(self, what: str = "a name") -> str:
+        token = self.peek()
+        if token is None or token.token_type in (
+            TokenType.STRING, TokenType.NUMBER, TokenType.L_PAREN, TokenType.R_PAREN, TokenType.COMMA,
+            TokenType.DOT, TokenType.EQ, TokenType.SEMICOLON,
+        ):
+            found = repr(token.text) if token is not None else "the end of the statement"
+            raise self.error(f"expected {what} but found {found}")
+        self.pos += 1
+        return token.text
+
+    def qualified_name(self, what: str = "a name") -> tuple[str, ...]:
+        parts = [self.identifier(what)]
+        while self.accept_type(TokenType.DOT):
+            parts.append(self.identifier(what))
+        return tuple(parts)
+
+    def string(self, what: str = "a string literal") -> str:
+        return self.expect_type(TokenType.STRING, what).text
+
+    def integer(self, what: str = "a number") -> int:
+        token = self.expect_type(TokenType.NUMBER, what)
+        try:
+            return int(token.text)
+        except ValueError:
+            raise self.error(f"expected a whole number but found {token.text!r}", token) from None
+
+    def properties(self) -> dict[str, str]:
+        """``('k' = 'v', k2 = 'v2')``: keys may be strings or dotted names, values literals."""
+        self.expect_type(TokenType.L_PAREN, "(")
+        out: dict[str, str] = {}
+        if self.accept_type(TokenType.R_PAREN):
+            return out
+        while True:
+            key = self.property_key()
+            if self.accept_type(TokenType.EQ) is None:
+                raise self.error(f"expected = after the property {key!r}")
+            out[key] = self.literal_text()
+            if self.accept_type(TokenType.COMMA):
+                continue
+            self.expect_type(TokenType.R_PAREN, ", or )")
+            return out
+
+    def property_key(self) -> str:
+        token = self.peek()
+        if token is not None and token.token_type == TokenType.STRING:
+            self.pos += 1
+            return token.text
+        return ".".join(self.qualified_name("a property name"))
+
+    def key_list(self) -> list[str]:
+        self.expect_type(TokenType.L_PAREN, "(")
+        keys = [self.property_key()]
+        while self.accept_type(TokenType.COMMA):
+            keys.append(self.property_key())
+        self.expect_type(TokenType.R_PAREN, ")")
+        return keys
+
+    def literal_text(self) -> str:
+        token = self.advance()
+        if token.token_type in (TokenType.STRING, TokenType.NUMBER):
+            return token.text
+        if token.text.upper() in ("TRUE", "FALSE"):
+            return token.text.lower()
+        if token.token_type == TokenType.DASH:
+            return "-" + self.literal_text()
+        raise self.error(f"expected a literal value but found {token.text!r}", token)
+
+    def rest_text(self) -> str:
+        """The statement's remaining source text, from the current token on."""
+        token = self.peek()
+        if token is None:
+            return ""
+        return self.sql[token.start:]
+
+    def text_between(self, first: Token, last: Token) -> str:
+        return self.sql[first.start:last.end + 1]
+
+    def balanced_until(self, *stop_words: str) -> tuple[Token, Token]:
+        """Skip tokens up to a stop word or an unmatched ``)`` or ``,`` at depth 0; the span taken."""
+        depth = 0
+        first = self.peek()
+        last = first
+        if first is None:
+            raise self.error("the statement ends too early")
+        while not self.at_end():
+            token = self.peek()
+            assert token is not None
+            if depth == 0 and (token.token_type in (TokenType.COMMA, TokenType.R_PAREN)
+                               or any(self.is_word(*w.split()) for w in stop_words)):
+                break
+            if token.token_type in (TokenType.L_PAREN,) or token.text == "<":
+                depth += 1
+            elif token.token_type == TokenType.R_PAREN or token.text == ">":
+                depth -= 1
+            last = token
+            self.pos += 1
+        assert last is not None
+        return first, last
+
+    def expect_end(self) -> None:
+        token = self.peek()
+        if token is not None:
+            raise self.error(f"unexpected {token.text!r}", token)
+
+    def error(self, message: str, token: Token | None = None) -> ParseError:
+        token = token or self.peek() or (self.tokens[-1] if self.tokens else None)
+        if token is None:
+            return ParseError(message, sql=self.sql)
+        return ParseError(message, token.line + self.line_offset, token_column(token), self.sql)
