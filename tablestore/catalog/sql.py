@@ -10,6 +10,9 @@ The database layout is exactly the one of Iceberg's ``JdbcCatalog`` and pyiceber
 - ``iceberg_namespace_properties(catalog_name, namespace, property_key, property_value)`` — one
   row per namespace property, plus the ``exists=true`` marker row every namespace gets.
 
+Views (rows with ``iceberg_type = 'VIEW'``) and functions (table ``tablestore_functions``) are
+in :mod:`tablestore.catalog.sql_views`.
+
 Multi-level namespaces are stored dotted (``a.b``); a namespace also exists implicitly when a
 table or namespace below it exists. Commits compare-and-swap ``metadata_location``.
 """
@@ -56,6 +59,7 @@ from tablestore.catalog import (
     to_namespace,
     to_table_identifier,
 )
+from tablestore.catalog.sql_views import FUNCTIONS, VIEW_TYPE, SqlViewsAndFunctions
 from tablestore.errors import (
     CommitConflictError,
     CommitFailedError,
@@ -175,13 +179,15 @@ def create_catalog_engine(uri: str) -> Engine:
 # -- the catalog -------------------------------------------------------------------------------
 
 
-class SqlCatalog(Catalog):
+class SqlCatalog(SqlViewsAndFunctions, Catalog):
     """An Iceberg catalog in a SQL database, interchangeable with pyiceberg's SqlCatalog.
 
     ``SqlCatalog(name, uri="sqlite:////abs/catalog.db" | "postgresql+psycopg2://...",
     warehouse="/abs/warehouse" | "s3://bucket/prefix", **s3_properties)``. Without ``uri`` and
     with a local warehouse, the database is ``<warehouse>/catalog.db``.
     """
+
+    _iceberg_tables = ICEBERG_TABLES
 
     def __init__(self, name: str, **properties: str) -> None:
         super().__init__(name, **properties)
@@ -229,7 +235,7 @@ class SqlCatalog(Catalog):
         failure is fine if the table exists afterwards (PostgreSQL can still report a
         duplicate when both create concurrently).
         """
-        for table in (ICEBERG_TABLES, NAMESPACE_PROPERTIES):
+        for table in (ICEBERG_TABLES, NAMESPACE_PROPERTIES, FUNCTIONS):
             if inspect(self.engine).has_table(table.name):
                 continue
             try:
@@ -272,7 +278,8 @@ class SqlCatalog(Catalog):
         return joined
 
     def _no_such_table(self, ident: Identifier) -> NoSuchTableError:
-        return NoSuchTableError(f"table {identifier_str(ident)} does not exist in catalog {self.name!r}")
+        hint = " (it is a view)" if self.view_exists(ident) else ""
+        return NoSuchTableError(f"table {identifier_str(ident)} does not exist in catalog {self.name!r}{hint}")
 
     def _table_ident(self, identifier: IdentifierLike) -> Identifier:
         ident = to_table_identifier(identifier)
@@ -334,14 +341,21 @@ class SqlCatalog(Catalog):
         ns = self._ns_str(to_namespace(namespace))
         with self._write() as conn:
             self._require_namespace(conn, ns)
-            tables = conn.execute(
-                select(_T.table_name).where(_T.catalog_name == self.name, _T.table_namespace == ns)
+            # Every row counts, views included (pyiceberg's drop_namespace counts only tables and
+            # would strand the views); functions count too.
+            rows = conn.execute(
+                select(_T.table_name, _T.iceberg_type if self._typed else literal(None))
+                .where(_T.catalog_name == self.name, _T.table_namespace == ns)
                 .order_by(_T.table_name)
-            ).scalars().all()
-            if tables:
-                shown = ", ".join(f"{ns}.{t}" for t in tables[:5]) + (", ..." if len(tables) > 5 else "")
+            ).all()
+            contents = [(("view" if kind == VIEW_TYPE else "table"), f"{ns}.{t}") for t, kind in rows]
+            contents += [("function", f"{ns}.{f}") for f in self._function_names(conn, ns)]
+            if contents:
+                counts = {k: sum(1 for kind, _ in contents if kind == k) for k in ("table", "view", "function")}
+                kinds = ", ".join(f"{n} {k}(s)" for k, n in counts.items() if n)
+                shown = ", ".join(n for _, n in contents[:5]) + (", ..." if len(contents) > 5 else "")
                 raise NamespaceNotEmptyError(
-                    f"namespace {ns!r} is not empty: it has {len(tables)} table(s) ({shown}); "
+                    f"namespace {ns!r} is not empty: it has {kinds} ({shown}); "
                     "drop them first (or use DROP NAMESPACE ... CASCADE in SQL)"
                 )
             children = self._child_namespaces(conn, to_namespace(ns))
@@ -497,7 +511,9 @@ class SqlCatalog(Catalog):
                 if result.rowcount < 1:
                     raise NoSuchTableError(f"{what}: table {identifier_str(src)} does not exist")
         except IntegrityError:
-            raise TableAlreadyExistsError(f"{what}: table {identifier_str(dst)} already exists") from None
+            raise TableAlreadyExistsError(
+                f"{what}: a table or view named {identifier_str(dst)} already exists"
+            ) from None
         return self.load_table(dst)
 
     def load_table_metadata(self, identifier: IdentifierLike) -> tuple[str, TableMetadata]:
@@ -600,4 +616,4 @@ class SqlCatalog(Catalog):
         return new_location, new_metadata
 
 
-__all__ = ["ICEBERG_TABLES", "NAMESPACE_PROPERTIES", "SqlCatalog", "create_catalog_engine"]
+__all__ = ["FUNCTIONS", "ICEBERG_TABLES", "NAMESPACE_PROPERTIES", "SqlCatalog", "create_catalog_engine"]

@@ -255,7 +255,7 @@ class Binder:
             return self.not_null(column) if smaller == (op in ("lt", "lt_eq")) else AlwaysFalse()
         if op in ("lt", "lt_eq"):
             new_op = op if on_grid else "lt_eq"
-            return make_bound(new_op, ref, self.convert_exact(ref, hi))
+            return make_bound(new_op, ref, self.convert_exact(ref, lo))
         new_op = op if on_grid else "gt_eq"
         return make_bound(new_op, ref, self.convert_exact(ref, hi))
 

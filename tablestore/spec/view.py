@@ -379,7 +379,7 @@ class View:
         rep = version.sql_representation(DEFAULT_DIALECT) or version.sql_representation(None)
         if rep is None:
             raise UnsupportedError(
-                f"view {".".join(self.identifier)} has no SQL representation in version "
+                f"view {'.'.join(self.identifier)} has no SQL representation in version "
                 f"{version.version_id}; it was written by an engine with another representation type"
             )
         return rep.sql

@@ -36,6 +36,7 @@ from tablestore.table.write import WriteContext, write_data_files
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
     from tablestore.engine import Engine
+    from tablestore.table.inspect import TableInspector
 
 __all__ = ["FileTask", "Table", "TableScan"]
 
@@ -121,6 +122,13 @@ class Table:
     def snapshot_by_id(self, snapshot_id: int) -> Snapshot | None:
         return self.metadata.snapshot_by_id(snapshot_id)
 
+    @property
+    def inspect(self) -> TableInspector:
+        """Metadata tables (snapshots, files, manifests, partitions, ...) as pyarrow Tables."""
+        from tablestore.table.inspect import TableInspector
+
+        return TableInspector(self)
+
     def refresh(self) -> Table:
         self.metadata_location, self.metadata = self.catalog.load_table_metadata(self.identifier)
         return self
@@ -194,6 +202,54 @@ class Table:
             snapshot_properties=snapshot_properties,
         )
         return producer.commit()
+
+    def replace_partitions(self, data: Any, snapshot_properties: dict[str, str] | None = None) -> Snapshot:
+        """Dynamic partition overwrite: replace exactly the partitions ``data`` has rows in.
+
+        Files of the current spec in those partitions are dropped; other partitions, and files
+        of older specs, stay. A concurrent commit that adds files to a replaced partition makes
+        this commit fail with CommitConflictError.
+        """
+        rows = conform_to_schema(to_arrow_table(data), self.schema())
+        added = write_data_files(self._write_context(), rows, self.engine.map) if rows.num_rows else []
+        spec_id = self.spec().spec_id
+        targets = {tuple(f.partition) for f in added}
+        snapshot = self.current_snapshot()
+        tasks = plan_files(self.io, self.metadata, snapshot, self.schema(), AlwaysTrue(), self.engine)
+        deleted = [t.file for t in tasks if t.file.spec_id == spec_id and tuple(t.file.partition) in targets]
+
+        def conflicts(newer: list[Snapshot]) -> None:
+            for f in added_data_files(self, newer):
+                if f.spec_id == spec_id and tuple(f.partition) in targets:
+                    raise CommitConflictError(
+                        f"a concurrent commit added {f.file_path} to a partition this overwrite replaces; re-run it"
+                    )
+
+        return OverwriteFiles(
+            self, deleted, added, "overwrite", snapshot.snapshot_id if snapshot else None,
+            conflict_check=conflicts,
+            snapshot_properties={"replace-partitions": "true", **(snapshot_properties or {})},
+        ).commit()
+
+    def update_properties(self, updates: dict[str, str] | None = None, removals: list[str] | None = None) -> None:
+        """Set and remove table properties in one commit (retried: property changes commute)."""
+        from tablestore.spec.updates import AssertTableUUID, RemovePropertiesUpdate, SetPropertiesUpdate
+
+        changes: list[TableUpdate] = []
+        if updates:
+            changes.append(SetPropertiesUpdate({str(k): str(v) for k, v in updates.items()}))
+        if removals:
+            changes.append(RemovePropertiesUpdate(tuple(removals)))
+        if not changes:
+            return
+        for attempt in range(10):
+            try:
+                self._commit([AssertTableUUID(self.metadata.table_uuid)], changes)
+                return
+            except CommitConflictError:
+                if attempt == 9:
+                    raise
+                self.refresh()
 
     def delete(self, filter: str | Expression, snapshot_properties: dict[str, str] | None = None) -> int:
         """Delete the rows matching ``filter``; returns how many rows were deleted."""

@@ -26,9 +26,9 @@ from tablestore.spec.types import (
     NestedField,
     StructType,
     TimestampNanoType,
+    TimestampType,
     TimestamptzNanoType,
     TimestamptzType,
-    TimestampType,
 )
 
 
@@ -135,7 +135,8 @@ def _conform_array(array: pa.Array, t: IcebergType, target: pa.DataType, path: s
             )
         extra = set(names) - {c.name for c in t.fields}
         if extra:
-            raise SchemaError(f"the data has fields the table does not: {', '.join(f'{path}.{n}' for n in sorted(extra))}")
+            listed = ", ".join(f"{path}.{n}" for n in sorted(extra))
+            raise SchemaError(f"the data has fields the table does not: {listed}")
         mask = array.is_null() if array.null_count else None
         return pa.StructArray.from_arrays(
             children, fields=[field_to_arrow(c) for c in t.fields], mask=mask

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -96,10 +97,23 @@ class WriteContext:
 
 @dataclass(frozen=True)
 class PartitionSlice:
-    """Rows of one partition, with the partition tuple (internal values)."""
+    """Rows of one partition, with the partition tuple (internal values).
+
+    The rows are ``source`` itself, or the rows of ``source`` at ``indices``; they are gathered
+    when a write task asks for them, so partitions are gathered in parallel, each in its task.
+    """
 
     partition: tuple[Any, ...]
-    rows: pa.Table
+    source: pa.Table
+    indices: pa.Array | None = None
+
+    @property
+    def num_rows(self) -> int:
+        return self.source.num_rows if self.indices is None else len(self.indices)
+
+    @property
+    def rows(self) -> pa.Table:
+        return self.source if self.indices is None else self.source.take(self.indices)
 
 
 def partition_keys(spec: PartitionSpec, schema: Schema, data: pa.Table) -> list[pa.Array]:
@@ -123,18 +137,82 @@ def _column_by_id(data: pa.Table, schema: Schema, field_id: int) -> pa.ChunkedAr
 
 
 def split_by_partition(spec: PartitionSpec, schema: Schema, data: pa.Table) -> list[PartitionSlice]:
-    """Group rows by partition. Clustered input (one partition) is passed through without a copy."""
+    """Group rows by partition, in ascending order of the partition tuples (nulls last).
+
+    Rows keep their order within a partition. Input that is already clustered (every partition
+    in one contiguous run) is sliced without a copy; otherwise each partition is gathered by its
+    write task from a stable sort of one integer group code per row.
+    """
     if not spec.fields or data.num_rows == 0:
         return [PartitionSlice((), data)] if data.num_rows else []
     result_types = [f.field_type for f in spec.partition_type(schema).fields]
     keys = [_combine(k) for k in partition_keys(spec, schema, data)]
     if all(_is_constant(k) for k in keys):
         return [PartitionSlice(_partition_tuple(keys, 0, result_types), data)]
+    codes = _group_codes(keys)
+    if codes is None:
+        return _split_by_sorting(keys, result_types, data)
+    starts, ends = _runs(codes)
+    run_codes = codes[starts]
+    if len(np.unique(run_codes)) == len(run_codes):
+        # Clustered: each partition is one run already.
+        return [
+            PartitionSlice(_partition_tuple(keys, int(starts[i]), result_types),
+                           data.slice(int(starts[i]), int(ends[i] - starts[i])))
+            for i in np.argsort(run_codes, kind="stable")
+        ]
+    order = pc.sort_indices(pa.array(codes))  # stable
+    order_np = order.to_numpy()
+    starts, ends = _runs(codes[order_np])
+    return [
+        PartitionSlice(_partition_tuple(keys, int(order_np[start]), result_types), data,
+                       order.slice(int(start), int(end - start)))
+        for start, end in zip(starts, ends, strict=True)
+    ]
+
+
+def _runs(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end offsets of the runs of equal values."""
+    change = np.flatnonzero(codes[1:] != codes[:-1]) + 1
+    return np.concatenate(([0], change)), np.concatenate((change, [len(codes)]))
+
+
+def _group_codes(keys: list[pa.Array]) -> np.ndarray | None:
+    """One int64 per row that orders rows as their partition tuples do (nulls last).
+
+    Each key is dictionary-encoded (nulls as an entry); its code is the rank of the row's value
+    among the distinct values, and the codes of several keys combine lexicographically.
+    None when a key type cannot be dictionary-encoded.
+    """
+    combined: np.ndarray | None = None
+    cardinality = 1
+    for key in keys:
+        try:
+            encoded = pc.dictionary_encode(key, null_encoding="encode")
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+            return None
+        dictionary = encoded.dictionary
+        rank = np.empty(len(dictionary), dtype=np.int64)
+        rank[pc.sort_indices(dictionary).to_numpy()] = np.arange(len(dictionary), dtype=np.int64)
+        codes = rank[encoded.indices.to_numpy(zero_copy_only=False)]
+        size = max(1, len(dictionary))
+        if combined is None:
+            combined = codes
+        else:
+            if cardinality * size >= 2**62:
+                combined = np.unique(combined, return_inverse=True)[1].astype(np.int64).reshape(-1)
+                cardinality = int(combined.max()) + 1
+            combined = combined * size + codes
+        cardinality *= size
+    return combined
+
+
+def _split_by_sorting(keys: list[pa.Array], result_types: list[IcebergType], data: pa.Table) -> list[PartitionSlice]:
+    """Group rows by sorting on the key columns (for key types dictionary encoding lacks)."""
     names = [f"k{i}" for i in range(len(keys))]
     key_table = pa.table(dict(zip(names, keys, strict=True)))
     order = pc.sort_indices(key_table, sort_keys=[(n, "ascending") for n in names])
     key_table = key_table.take(order)
-    data = data.take(order)
     change = None
     for name in names:
         column = _combine(key_table.column(name))
@@ -147,7 +225,7 @@ def split_by_partition(spec: PartitionSpec, schema: Schema, data: pa.Table) -> l
     boundaries = [0, *(pc.indices_nonzero(change).to_numpy() + 1).tolist(), data.num_rows]
     sorted_keys = [_combine(key_table.column(n)) for n in names]
     return [
-        PartitionSlice(_partition_tuple(sorted_keys, start, result_types), data.slice(start, end - start))
+        PartitionSlice(_partition_tuple(sorted_keys, start, result_types), data, order.slice(start, end - start))
         for start, end in itertools.pairwise(boundaries)
     ]
 
@@ -188,9 +266,9 @@ def internal_value(t: IcebergType, value: Any) -> Any:
 def write_partition(ctx: WriteContext, part: PartitionSlice, task_id: int = 0) -> list[DataFile]:
     """Write the rows of one partition into as many files as the target size needs."""
     partition_path = ctx.spec.partition_path(part.partition, ctx.schema) if ctx.spec.fields else ""
-    rows = part.rows
-    if rows.num_rows == 0:
+    if part.num_rows == 0:
         return []
+    rows = part.rows
     bytes_per_row = max(1.0, rows.nbytes / rows.num_rows)
     row_group_rows = max(1, int(ctx.row_group_bytes / bytes_per_row))
     modes = metrics_modes(ctx.schema, ctx.properties)
@@ -208,6 +286,8 @@ def write_partition(ctx: WriteContext, part: PartitionSlice, task_id: int = 0) -
                 compression_level=ctx.compression_level,
                 write_statistics=True,
                 use_compliant_nested_type=True,
+                # The spec's Parquet mapping: decimal(P <= 9) as INT32, P <= 18 as INT64.
+                store_decimal_as_integer=True,
             )
             while offset < rows.num_rows:
                 chunk = rows.slice(offset, row_group_rows)

@@ -1,0 +1,66 @@
+"""The `tablestore` command.
+
+    tablestore sql [-e "STATEMENTS" | -f FILE] [--format table|json|csv] [--config PATH]
+    tablestore table describe|history|files|partitions|snapshots NAME [--config PATH]
+
+Errors print one line naming what is wrong and exit non-zero; the failed statement commits nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from tablestore.errors import ParseError, TableStoreError
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help="YAML config (default: $TABLESTORE_CONFIG, ./tablestore.yaml, embedded)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tablestore", description="An open table store in the Apache Iceberg format.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sql = sub.add_parser("sql", help="run SQL statements, or open an interactive shell")
+    _add_common(sql)
+    group = sql.add_mutually_exclusive_group()
+    group.add_argument("-e", dest="statements", help="statements separated by ';'")
+    group.add_argument("-f", dest="file", help="a SQL script to run")
+    sql.add_argument("--format", choices=("table", "json", "csv"), default="table", help="output format")
+    table = sub.add_parser("table", help="table administration")
+    _add_common(table)
+    table.add_argument("action", choices=("describe", "history", "snapshots", "files", "partitions"))
+    table.add_argument("name", help="table name: table, db.table or catalog.db.table")
+    table.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if args.command == "sql":
+            from tablestore.cli.sql import run_sql
+
+            return run_sql(args)
+        if args.command == "table":
+            from tablestore.cli.admin import run_table
+
+            return run_table(args)
+    except ParseError as e:
+        print(f"error: {e}", file=sys.stderr)
+        if e.highlight:
+            print(e.highlight, file=sys.stderr)
+        return 1
+    except TableStoreError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
