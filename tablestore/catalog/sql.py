@@ -235,7 +235,7 @@ class SqlCatalog(SqlViewsAndFunctions, Catalog):
         failure is fine if the table exists afterwards (PostgreSQL can still report a
         duplicate when both create concurrently).
         """
-        for table in (ICEBERG_TABLES, NAMESPACE_PROPERTIES, FUNCTIONS):
+        for table in (ICEBERG_TABLES, NAMESPACE_PROPERTIES):
             if inspect(self.engine).has_table(table.name):
                 continue
             try:

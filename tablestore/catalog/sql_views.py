@@ -8,8 +8,8 @@ share the table's primary key, so a name is one or the other; table queries filt
 
 Functions have no place in the JDBC layout, so they get their own table,
 ``tablestore_functions(catalog_name, function_namespace, function_name, class_name,
-return_type, properties, created_ms)``, created beside the others if missing. Other clients of
-the database ignore it.
+return_type, properties, created_ms)``. It is created when the first function is, so a database
+shared with other JDBC clients gains a table only if functions are used; other clients ignore it.
 """
 
 from __future__ import annotations
@@ -29,12 +29,14 @@ from sqlalchemy import (
     Text,
     delete,
     insert,
+    inspect,
     literal,
     select,
     update,
 )
 from sqlalchemy import Table as SqlTable
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.schema import CreateTable
 
 from tablestore.catalog import (
     FunctionAlreadyExistsError,
@@ -92,6 +94,8 @@ class SqlViewsAndFunctions:
     # Set by SqlCatalog: sql.py defines the JDBC tables and imports this module, so this module
     # cannot import them back.
     _iceberg_tables: ClassVar[SqlTable]
+    # Whether tablestore_functions is known to exist; once it does, it is not looked up again.
+    _functions_table_exists: bool = False
 
     if TYPE_CHECKING:
         # Provided by SqlCatalog / Catalog.
@@ -276,6 +280,27 @@ class SqlViewsAndFunctions:
         return View(dst, location, metadata)
 
     # -- functions -------------------------------------------------------------------------------
+    def _has_functions_table(self, conn: Connection) -> bool:
+        if not self._functions_table_exists:
+            # Looked up again while missing: another process may create it any time.
+            self._functions_table_exists = inspect(conn).has_table(FUNCTIONS.name)
+        return self._functions_table_exists
+
+    def _ensure_functions_table(self) -> None:
+        with self._read() as conn:
+            if self._has_functions_table(conn):
+                return
+        try:
+            with self._write() as conn:
+                conn.execute(CreateTable(FUNCTIONS, if_not_exists=True))
+        except SQLAlchemyError:
+            # Two processes creating it at once: PostgreSQL can report a duplicate even with
+            # IF NOT EXISTS; what matters is that it exists now.
+            with self._read() as conn:
+                if not inspect(conn).has_table(FUNCTIONS.name):
+                    raise
+        self._functions_table_exists = True
+
     def _function_ident(self, identifier: IdentifierLike) -> Identifier:
         return self._object_ident(to_function_identifier(identifier), "function")
 
@@ -304,6 +329,7 @@ class SqlViewsAndFunctions:
             "properties": json.dumps(fn.properties, sort_keys=True),
             "created_ms": fn.created_ms,
         }
+        self._ensure_functions_table()
         for _attempt in range(FUNCTION_REPLACE_ATTEMPTS):
             try:
                 with self._write() as conn:
@@ -332,7 +358,7 @@ class SqlViewsAndFunctions:
             row = conn.execute(
                 select(_F.class_name, _F.return_type, _F.properties, _F.created_ms)
                 .where(*self._function_key(ident))
-            ).first()
+            ).first() if self._has_functions_table(conn) else None
         if row is None:
             raise NoSuchFunctionError(f"function {identifier_str(ident)} does not exist in catalog {self.name!r}")
         try:
@@ -354,6 +380,8 @@ class SqlViewsAndFunctions:
         return [(*ns_tuple, name) for name in names]
 
     def _function_names(self, conn: Connection, ns: str) -> list[str]:
+        if not self._has_functions_table(conn):
+            return []
         return list(conn.execute(
             select(_F.function_name)
             .where(_F.catalog_name == self.name, _F.function_namespace == ns)
@@ -363,16 +391,18 @@ class SqlViewsAndFunctions:
     def function_exists(self, identifier: IdentifierLike) -> bool:
         ident = self._function_ident(identifier)
         with self._read() as conn:
+            if not self._has_functions_table(conn):
+                return False
             return conn.execute(select(literal(1)).where(*self._function_key(ident)).limit(1)).first() is not None
 
     def drop_function(self, identifier: IdentifierLike) -> None:
         ident = self._function_ident(identifier)
         with self._write() as conn:
-            result = conn.execute(delete(FUNCTIONS).where(*self._function_key(ident)))
-            if result.rowcount < 1:
-                raise NoSuchFunctionError(
-                    f"function {identifier_str(ident)} does not exist in catalog {self.name!r}"
-                )
+            if self._has_functions_table(conn):
+                result = conn.execute(delete(FUNCTIONS).where(*self._function_key(ident)))
+                if result.rowcount == 1:
+                    return
+        raise NoSuchFunctionError(f"function {identifier_str(ident)} does not exist in catalog {self.name!r}")
 
 
 __all__ = ["FUNCTIONS", "VIEW_TYPE", "SqlViewsAndFunctions"]

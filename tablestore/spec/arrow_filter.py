@@ -30,7 +30,6 @@ from tablestore.spec.schema import Schema, primitive_to_arrow
 from tablestore.spec.types import DoubleType, FloatType, IcebergType, NestedField, StructType
 
 
-
 def _literal_bool(value: bool) -> pc.Expression:
     # Built on use: pc.scalar imports pandas, which costs seconds at import time.
     return pc.scalar(value)

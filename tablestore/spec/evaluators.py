@@ -43,26 +43,48 @@ from tablestore.spec.types import DoubleType, FloatType, IcebergType, LongType
 IN_PREDICATE_LIMIT = 200
 
 
+# Read-only protocols, so that frozen dataclasses and plain ones both satisfy them.
+
+
 class DataFileStats(Protocol):
     """The column statistics of a data file (tablestore.spec.manifest.DataFile has them)."""
 
-    record_count: int
-    value_counts: Mapping[int, int] | None
-    null_value_counts: Mapping[int, int] | None
-    nan_value_counts: Mapping[int, int] | None
-    lower_bounds: Mapping[int, bytes] | None
-    upper_bounds: Mapping[int, bytes] | None
+    @property
+    def record_count(self) -> int: ...
+
+    @property
+    def value_counts(self) -> Mapping[int, int] | None: ...
+
+    @property
+    def null_value_counts(self) -> Mapping[int, int] | None: ...
+
+    @property
+    def nan_value_counts(self) -> Mapping[int, int] | None: ...
+
+    @property
+    def lower_bounds(self) -> Mapping[int, bytes] | None: ...
+
+    @property
+    def upper_bounds(self) -> Mapping[int, bytes] | None: ...
 
 
 class FieldSummaryLike(Protocol):
-    contains_null: bool
-    contains_nan: bool | None
-    lower_bound: bytes | None
-    upper_bound: bytes | None
+    @property
+    def contains_null(self) -> bool: ...
+
+    @property
+    def contains_nan(self) -> bool | None: ...
+
+    @property
+    def lower_bound(self) -> bytes | None: ...
+
+    @property
+    def upper_bound(self) -> bytes | None: ...
 
 
 class ManifestFileLike(Protocol):
-    partitions: Sequence[FieldSummaryLike] | None
+    @property
+    def partitions(self) -> Sequence[FieldSummaryLike] | None: ...
 
 
 # -- value semantics shared by the evaluators ----------------------------------------------

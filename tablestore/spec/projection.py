@@ -48,15 +48,22 @@ from tablestore.spec.types import (
 
 
 class PartitionFieldLike(Protocol):
-    source_id: int
-    field_id: int
-    transform: Transform
-    name: str
+    """What the evaluators read of a partitioning.PartitionField (read-only, so frozen fits)."""
+
+    @property
+    def source_id(self) -> int: ...
+
+    @property
+    def field_id(self) -> int: ...
+
+    @property
+    def transform(self) -> Transform: ...
+
+    @property
+    def name(self) -> str: ...
 
 
 class PartitionSpecLike(Protocol):
-    spec_id: int
-
     @property
     def fields(self) -> Sequence[PartitionFieldLike]: ...
 

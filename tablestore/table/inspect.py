@@ -48,6 +48,7 @@ from tablestore.spec.manifest import (
 from tablestore.spec.metadata import MetadataLogEntry, Snapshot, TableMetadata
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import Schema, primitive_to_arrow
+from tablestore.spec.transforms import Transform
 from tablestore.spec.types import IcebergType, NestedField, StructType, UUIDType, sql_type_name
 from tablestore.table.scan import select_snapshot
 
@@ -297,27 +298,22 @@ _PARTITION_SUMMARY = pa.struct([
 ])
 
 
+def _human(transform: Transform, t: IcebergType, raw: bytes | None) -> str:
+    # Java passes a missing bound through toHumanString too, which prints "null".
+    return transform.to_human_string(t, None if raw is None else conversions.from_bytes(t, raw))
+
+
 def _summaries(spec: PartitionSpec | None, partition_type: StructType | None,
                summaries: list[FieldSummary] | None) -> list[dict[str, Any]] | None:
     """Partition summaries with bounds as human strings (``2024-01-02``, ``2024-01-02-13``)."""
     if summaries is None or spec is None or partition_type is None:
         return None
-    out = []
-    for field, ptype, summary in zip(spec.fields, partition_type.fields, summaries, strict=False):
-        t = ptype.field_type
-
-        def human(raw: bytes | None, field: Any = field, t: IcebergType = t) -> str | None:
-            # Java passes a null bound through toHumanString too, which prints "null".
-            value = None if raw is None else conversions.from_bytes(t, raw)
-            return str(field.transform.to_human_string(t, value))
-
-        out.append({
-            "contains_null": summary.contains_null,
-            "contains_nan": summary.contains_nan,
-            "lower_bound": human(summary.lower_bound),
-            "upper_bound": human(summary.upper_bound),
-        })
-    return out
+    return [{
+        "contains_null": summary.contains_null,
+        "contains_nan": summary.contains_nan,
+        "lower_bound": _human(field.transform, ptype.field_type, summary.lower_bound),
+        "upper_bound": _human(field.transform, ptype.field_type, summary.upper_bound),
+    } for field, ptype, summary in zip(spec.fields, partition_type.fields, summaries, strict=False)]
 
 
 # -- the inspector -----------------------------------------------------------------------------

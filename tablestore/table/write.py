@@ -24,11 +24,14 @@ from tablestore.spec.manifest import DataFile, DataFileContent, FileFormat
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import Schema
 from tablestore.spec.types import DateType, IcebergType
-from tablestore.table.metrics import collect_metrics, float_nan_counts, metrics_modes
+from tablestore.table.metrics import collect_metrics, float_nan_counts, metrics_modes, parquet_leaf_paths
 
 DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024
 DEFAULT_ROW_GROUP_BYTES = 128 * 1024 * 1024
 DEFAULT_CODEC = "zstd"
+# pyarrow's dictionary page limit: past it, a column chunk falls back to plain encoding.
+DICTIONARY_PAGE_LIMIT = 1024 * 1024
+_DICTIONARY_SAMPLE = 8192
 _EPOCH = datetime.date(1970, 1, 1)
 
 
@@ -272,6 +275,7 @@ def write_partition(ctx: WriteContext, part: PartitionSlice, task_id: int = 0) -
     bytes_per_row = max(1.0, rows.nbytes / rows.num_rows)
     row_group_rows = max(1, int(ctx.row_group_bytes / bytes_per_row))
     modes = metrics_modes(ctx.schema, ctx.properties)
+    use_dictionary = dictionary_columns(rows, ctx.schema, row_group_rows)
     files: list[DataFile] = []
     offset = 0
     while offset < rows.num_rows:
@@ -288,6 +292,7 @@ def write_partition(ctx: WriteContext, part: PartitionSlice, task_id: int = 0) -
                 use_compliant_nested_type=True,
                 # The spec's Parquet mapping: decimal(P <= 9) as INT32, P <= 18 as INT64.
                 store_decimal_as_integer=True,
+                use_dictionary=use_dictionary,
             )
             while offset < rows.num_rows:
                 chunk = rows.slice(offset, row_group_rows)
@@ -322,6 +327,53 @@ def write_partition(ctx: WriteContext, part: PartitionSlice, task_id: int = 0) -
             )
         )
     return files
+
+
+def dictionary_columns(rows: pa.Table, schema: Schema, row_group_rows: int) -> bool | list[str]:
+    """Which columns to dictionary-encode: all (True) but the top-level columns whose
+    dictionary would overflow the dictionary page anyway.
+
+    A column whose dictionary outgrows the page falls back to plain encoding, after hashing
+    every value up to that point and writing a dictionary page nobody needs: slower and
+    bigger than plain from the start. Distinct values per row group are estimated from an
+    evenly spaced sample (by its repeats, as in the birthday problem).
+    """
+    disabled = {
+        name for name in rows.column_names
+        if _dictionary_overflows(rows.column(name), row_group_rows)
+    }
+    if not disabled:
+        return True
+    return [path for path in parquet_leaf_paths(schema) if path.split(".", 1)[0] not in disabled]
+
+
+def _dictionary_overflows(column: pa.ChunkedArray, row_group_rows: int) -> bool:
+    t = column.type
+    if pa.types.is_boolean(t) or not (
+        pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_temporal(t)
+        or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)
+    ):
+        return False
+    n = len(column)
+    if n == 0:
+        return False
+    step = max(1, n // _DICTIONARY_SAMPLE)
+    sample = column.take(pa.array(np.arange(0, n, step, dtype=np.int64)[:_DICTIONARY_SAMPLE]))
+    sampled = len(sample) - sample.null_count
+    if sampled == 0:
+        return False
+    distinct = int(pc.count_distinct(sample).as_py())
+    if 2 * distinct <= sampled:
+        return False  # values repeat: a small dictionary
+    valid_rows = min(n, row_group_rows) * sampled / len(sample)
+    repeats = sampled - distinct
+    estimate = valid_rows if repeats == 0 else min(valid_rows, sampled * sampled / (2 * repeats))
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        width = 4 + float(pc.mean(pc.binary_length(sample)).as_py() or 0)
+    else:
+        width = t.bit_width / 8
+    return estimate * width > DICTIONARY_PAGE_LIMIT
 
 
 def write_data_files(

@@ -15,7 +15,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from tablestore.spec.conversions import from_python, to_bytes
+from tablestore.spec.conversions import from_python, to_bytes, truncate_lower_bound, truncate_upper_bound
 from tablestore.spec.evaluators import (
     InclusiveMetricsEvaluator,
     ManifestEvaluator,
@@ -220,8 +220,6 @@ class File:
 
 def stats_file(values: dict[int, list[Any]], schema: Schema = SCHEMA, truncate: int | None = None) -> File:
     """Statistics as a writer computes them, from external values per field id."""
-    from tablestore.spec.conversions import truncate_lower_bound, truncate_upper_bound
-
     count = len(next(iter(values.values())))
     f = File(count)
     assert f.value_counts is not None and f.null_value_counts is not None and f.nan_value_counts is not None
@@ -506,7 +504,6 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from tablestore.errors import ValidationError  # noqa: E402
-from tablestore.spec.conversions import truncate_lower_bound, truncate_upper_bound  # noqa: E402
 from tablestore.spec.expressions import (  # noqa: E402
     And,
     BooleanExpression,
@@ -623,7 +620,7 @@ _ROW = st.fixed_dictionaries({
 
 @st.composite
 def rows(draw: st.DrawFn) -> list[dict[str, Any]]:
-    return [{"id": i, **row} for i, row in enumerate(draw(st.lists(_ROW, max_size=12)))]
+    return [{"id": i, **row} for i, row in enumerate(draw(st.lists(_ROW, max_size=10)))]
 
 
 def _get(row: dict[str, Any], column: str) -> Any:
@@ -766,7 +763,7 @@ def test_property_arrow_filter_agrees_with_sql(data: list[dict[str, Any]], expr:
     assert actual == expected, f"{expr} bound as {bound}"
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=rows(), expr=focused_filters(), chunks=st.integers(1, 3), truncate=st.sampled_from([None, 1, 2]))
 def test_property_metrics_never_prune_a_match(
     data: list[dict[str, Any]], expr: BooleanExpression, chunks: int, truncate: int | None
@@ -779,7 +776,7 @@ def test_property_metrics_never_prune_a_match(
             assert evaluator.eval(_stats(chunk, truncate)), f"{expr} pruned a file with a match"
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=rows(), case=partitioned_filters(), manifests=st.integers(1, 2))
 def test_property_partitions_manifests_residuals(
     data: list[dict[str, Any]], case: tuple[list[str], BooleanExpression], manifests: int
@@ -795,6 +792,7 @@ def test_property_partitions_manifests_residuals(
         partition = _partition(spec_, r)
         groups.setdefault(_key(partition), (partition, []))[1].append(r)
 
+    table = pa.Table.from_pylist(data, schema=PSCHEMA.as_arrow())
     partition_ev = PartitionEvaluator(spec_, PSCHEMA, expr)
     residual_ev = ResidualEvaluator(spec_, PSCHEMA, expr)
     for partition, members in groups.values():
@@ -802,7 +800,7 @@ def test_property_partitions_manifests_residuals(
         if matching:
             assert partition_ev.eval(partition), f"{expr} pruned partition {partition} ({partition_ev.expr})"
         residual = residual_ev.residual_for(partition)
-        part_table = pa.Table.from_pylist(members, schema=PSCHEMA.as_arrow())
+        part_table = table.take([r["id"] for r in members])  # ids are row positions
         got = part_table.filter(to_arrow_expression(residual, PSCHEMA)).column("id").to_pylist()
         assert got == matching, f"{expr}: residual {residual} for {partition}"
 

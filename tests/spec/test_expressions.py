@@ -14,6 +14,7 @@ from tablestore.spec.expressions import (
     AlwaysFalse,
     AlwaysTrue,
     And,
+    BooleanExpression,
     BoundEqualTo,
     BoundGreaterThan,
     BoundGreaterThanOrEqual,
@@ -91,7 +92,7 @@ B = GreaterThan("b", 2)
 C = IsNull("c")
 
 
-def b(text: str) -> object:
+def b(text: str) -> BooleanExpression:
     return bind(SCHEMA, parse_filter(text))
 
 
@@ -129,9 +130,10 @@ def test_variadic_and_or_nest_left() -> None:
 
 
 def test_operators() -> None:
-    assert (A & B) == And(A, B)
-    assert (A | B) == Or(A, B)
-    assert ~A == Not(A)
+    both, either, negated = A & B, A | B, ~A
+    assert both == And(A, B)
+    assert either == Or(A, B)
+    assert negated == Not(A)
 
 
 def test_non_expression_arguments_are_rejected() -> None:
@@ -196,7 +198,7 @@ def test_str_is_sql() -> None:
         NotNull("x") & EqualTo("select", False),
     ],
 )
-def test_str_parses_back(expr: object) -> None:
+def test_str_parses_back(expr: BooleanExpression) -> None:
     assert parse_filter(str(expr)) == expr
 
 

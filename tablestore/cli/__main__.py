@@ -1,0 +1,5 @@
+import sys
+
+from tablestore.cli import main
+
+sys.exit(main())
