@@ -23,7 +23,7 @@ def _names(session: SqlSession) -> list[str]:
     try:
         catalog = session.manager.catalog()
         names.extend(".".join(ns) for ns in catalog.list_namespaces())
-        db = (session.manager.current_database,)
+        db = session.manager.current_namespace
         names.extend(t[-1] for t in catalog.list_tables(db))
         names.extend(v[-1] for v in catalog.list_views(db))
     except TableStoreError:

@@ -197,7 +197,7 @@ class QueryPlanner:
 
     def register_function(self, name: str) -> None:
         catalog = self.manager.catalog()
-        identifier = (self.manager.current_database, name)
+        identifier = (*self.manager.current_namespace, name)
         try:
             definition = catalog.load_function(identifier)
         except NoSuchFunctionError:

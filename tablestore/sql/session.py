@@ -113,7 +113,7 @@ class SqlSession:
 
     def _namespace(self, name: st.Name | None) -> tuple[Catalog, tuple[str, ...]]:
         if name is None:
-            return self.manager.catalog(), (self.manager.current_database,)
+            return self.manager.catalog(), self.manager.current_namespace
         return self.manager.resolve_namespace(name)
 
     def _ShowObjects(self, s: st.ShowObjects) -> StatementResult:
@@ -163,8 +163,6 @@ class SqlSession:
             for table in catalog.list_tables(namespace):
                 catalog.drop_table(table, purge=True)
         catalog.drop_namespace(namespace)
-        if (catalog.name, namespace) == (self.manager.current_catalog, (self.manager.current_database,)):
-            pass  # Spark keeps a dropped current database current; so do we
         return StatementResult()
 
     def _AlterDatabase(self, s: st.AlterDatabase) -> StatementResult:
@@ -300,7 +298,7 @@ class SqlSession:
         properties = dict(s.properties)
         catalog.create_view(
             identifier, sql=s.query, schema=arrow_schema, default_catalog=self.manager.current_catalog,
-            default_namespace=(self.manager.current_database,), properties=properties,
+            default_namespace=self.manager.current_namespace, properties=properties,
             replace=s.or_replace, comment=s.comment,
         )
         return StatementResult()

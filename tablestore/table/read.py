@@ -91,11 +91,14 @@ def read_task_table(
         arrow_filter = None
         if filter_ids and filter_ids <= set(file_fields):
             arrow_filter = _file_filter(row_filter, physical)
+        filter_names = [file_fields[f.field_id].name for f in needed if f.field_id in filter_ids]
         try:
-            raw = fragment.to_table(columns=read_names, filter=arrow_filter, use_threads=True)
+            raw = _read_file(fs, path, fragment, read_names, filter_names, arrow_filter)
             pushed = arrow_filter is not None
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            raw = fragment.to_table(columns=read_names, use_threads=True)
+            if arrow_filter is None:
+                raise
+            raw = _read_file(fs, path, fragment, read_names, [], None)
 
     if has_deletes:
         raw = _apply_deletes(io, raw, data_file, delete_files, file_fields, table_schema)
@@ -115,16 +118,96 @@ def read_task_table(
             column = pa.chunked_array([pa.nulls(raw.num_rows, type_to_arrow(f.field_type))])
         columns.append(column)
         fields.append(pa.field(f.name, column.type, nullable=not f.required))
-    if fields:
-        table = pa.Table.from_arrays(columns, schema=pa.schema(fields))
-    else:
-        table = _empty_rows(raw.num_rows)
+    table = pa.Table.from_arrays(columns, schema=pa.schema(fields)) if fields else _empty_rows(raw.num_rows)
     if filter_ids and not pushed:
         table = table.filter(to_arrow_expression(row_filter, table_schema))
     elif not filter_ids and not isinstance(row_filter, AlwaysTrue):
         # A filter that references no column (AlwaysFalse after binding) keeps nothing.
         table = table.filter(to_arrow_expression(row_filter, table_schema))
     return _select(table, projected)
+
+
+def _read_file(
+    fs: Any,
+    path: str,
+    fragment: ds.ParquetFileFragment,
+    names: list[str],
+    filter_names: list[str],
+    arrow_filter: pc.Expression | None,
+) -> pa.Table:
+    """The columns ``names`` of a data file, only the rows matching ``arrow_filter`` if given.
+
+    With a filter, row groups are pruned by their statistics, the filter's columns are read
+    first, and the other columns are read only if rows match and gathered at the matching
+    positions. String and binary columns whose chunks are dictionary-encoded (with small
+    dictionaries) are read as dictionaries and decoded last: decoding a dictionary is cheaper
+    than Parquet's value-by-value decoding, and after a filter only the kept values are decoded.
+    """
+    metadata = fragment.metadata
+    if arrow_filter is None:
+        row_groups = list(range(metadata.num_row_groups))
+    else:
+        row_groups = [rg.id for rg in fragment.subset(filter=arrow_filter).row_groups]
+    if not names:
+        return fragment.to_table(columns=[], filter=arrow_filter, use_threads=True)
+    dictionary = _small_dictionary_columns(metadata, fragment.physical_schema, names)
+    parquet = pq.ParquetFile(fs.open_input_file(path), metadata=metadata, read_dictionary=dictionary or None,
+                             pre_buffer=True)
+    if arrow_filter is None:
+        return _decode_dictionaries(parquet.read_row_groups(row_groups, columns=names, use_threads=True))
+    first = _decode_dictionaries(parquet.read_row_groups(row_groups, columns=filter_names, use_threads=True))
+    mask = ds.dataset(first).to_table(columns={"__match": arrow_filter}).column("__match")
+    positions = pc.indices_nonzero(mask)
+    columns = {name: first.column(name) for name in filter_names}
+    whole = len(positions) == first.num_rows
+    if not whole:
+        columns = {name: column.take(positions) for name, column in columns.items()}
+    rest_names = [n for n in names if n not in columns]
+    if rest_names:
+        rest = parquet.read_row_groups(row_groups if len(positions) else [], columns=rest_names, use_threads=True)
+        if not whole:
+            rest = rest.take(positions)
+        rest = _decode_dictionaries(rest)
+        columns.update((name, rest.column(name)) for name in rest_names)
+    return pa.Table.from_arrays([columns[n] for n in names], names=names)
+
+
+# A dictionary page bigger than this (compressed) may be one the writer gave up on, falling
+# back to plain pages, which pyarrow would have to hash back into a dictionary.
+_SMALL_DICTIONARY_PAGE = 64 * 1024
+
+
+def _small_dictionary_columns(metadata: pq.FileMetaData, physical: pa.Schema, names: list[str]) -> list[str]:
+    """Top-level string and binary columns dictionary-encoded in every row group."""
+    wanted = set(names)
+    candidates: dict[int, str] = {}
+    for index, f in enumerate(physical):
+        if f.name in wanted and (pa.types.is_string(f.type) or pa.types.is_binary(f.type)):
+            candidates[index] = f.name
+    if not candidates or metadata.num_row_groups == 0:
+        return []
+    by_path = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
+    out = []
+    for name in candidates.values():
+        column_index = by_path.get(name)
+        if column_index is None:
+            continue
+        for rg in range(metadata.num_row_groups):
+            chunk = metadata.row_group(rg).column(column_index)
+            start = chunk.dictionary_page_offset
+            if not chunk.has_dictionary_page or start is None \
+                    or chunk.data_page_offset - start > _SMALL_DICTIONARY_PAGE:
+                break
+        else:
+            out.append(name)
+    return out
+
+
+def _decode_dictionaries(table: pa.Table) -> pa.Table:
+    for index, f in enumerate(table.schema):
+        if pa.types.is_dictionary(f.type):
+            table = table.set_column(index, f.with_type(f.type.value_type), table.column(index).cast(f.type.value_type))
+    return table
 
 
 def _empty_rows(n: int) -> pa.Table:
@@ -161,7 +244,8 @@ def schema_from_file(physical: pa.Schema) -> Schema | None:
         if fid is None:
             return None
         try:
-            fields.append(NestedField(fid, f.name, _iceberg_type_with_ids(f.type, arrow_type_to_iceberg), not f.nullable))
+            field_type = _iceberg_type_with_ids(f.type, arrow_type_to_iceberg)
+            fields.append(NestedField(fid, f.name, field_type, not f.nullable))
         except Exception:
             return None
     try:
@@ -178,7 +262,8 @@ def _iceberg_type_with_ids(t: pa.DataType, convert: Any) -> IcebergType:
             cid = _field_id(child)
             if cid is None:
                 raise ValueError("nested field without id")
-            children.append(NestedField(cid, child.name, _iceberg_type_with_ids(child.type, convert), not child.nullable))
+            child_type = _iceberg_type_with_ids(child.type, convert)
+            children.append(NestedField(cid, child.name, child_type, not child.nullable))
         return StructType(*children)
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         eid = _field_id(t.value_field)

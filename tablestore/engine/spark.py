@@ -1,0 +1,176 @@
+"""The Spark engine: a SparkSession set up for tablestore, file tasks on executors, table views.
+
+    from tablestore.engine.spark import spark_session, SparkEngine
+    spark = spark_session(config)          # master from config.spark, `tablestore` source registered
+    spark.read.format("tablestore").load("db.events").groupBy("country").count().show()
+    table.with_engine(SparkEngine(spark))  # the table's file tasks run on the executors
+
+Only this module and :mod:`tablestore.engine.spark_source` import pyspark; the core does not.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, TypeVar
+
+from tablestore.engine.spark_source import (
+    SOURCE_NAME,
+    config_to_json,
+    configured_source,
+    quote_name,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+    from tablestore.catalog.manager import CatalogManager
+    from tablestore.config import LakehouseConfig
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+__all__ = ["SOURCE_NAME", "SparkEngine", "register_data_source", "register_table_view", "spark_session"]
+
+# Settings every tablestore session needs; a key in the config's spark.conf wins over them.
+REQUIRED_CONF = {
+    # Iceberg timestamps are UTC; Spark would otherwise show and parse them in the JVM's zone.
+    "spark.sql.session.timeZone": "UTC",
+    # The Python data source API refuses readers with pushFilters unless this is on.
+    "spark.sql.python.filterPushdown.enabled": "true",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+}
+# Sensible on one machine (tests, `make demo`); a cluster's config sets its own.
+LOCAL_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.ui.showConsoleProgress": "false",
+}
+
+
+def spark_session(config: LakehouseConfig | None = None, app_name: str = "tablestore") -> SparkSession:
+    """A SparkSession (created, or the active one) that reads and writes tablestore tables.
+
+    The master and extra settings come from ``config.spark`` (``load_config()`` when None).
+    Executors run this very Python (``PYSPARK_PYTHON`` = ``sys.executable``), so they import
+    the same tablestore. ``config`` is handed to the ``tablestore`` data source, which uses it
+    when a read or write gives no ``config`` option.
+    """
+    from pyspark.sql import SparkSession
+
+    from tablestore.config import load_config
+
+    effective = config if config is not None else load_config()
+    # Read by the SparkContext when it starts its Python workers; must be set before that.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    master = effective.spark.master
+    user_conf = dict(effective.spark.conf)
+    conf = {**(LOCAL_CONF if master.startswith("local") else {}), **REQUIRED_CONF, **user_conf}
+    builder = SparkSession.builder.appName(app_name).master(master)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    # getOrCreate returns an existing session unchanged; SQL settings can still be applied.
+    for key, value in {**REQUIRED_CONF, **user_conf}.items():
+        if key.startswith("spark.sql."):
+            spark.conf.set(key, value)
+    register_data_source(spark, config)
+    return spark
+
+
+def register_data_source(spark: SparkSession, config: LakehouseConfig | None = None) -> None:
+    """Register the ``tablestore`` data source in ``spark``, with ``config`` as its default."""
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    spark.dataSource.register(configured_source(config))
+
+
+def register_table_view(
+    spark: SparkSession,
+    manager: CatalogManager,
+    name_parts: str | tuple[str, ...],
+    view_name: str,
+    snapshot_id: int | None = None,
+    as_of_timestamp: int | str | datetime.datetime | None = None,
+    *,
+    columns: list[str] | None = None,
+    filter: str | None = None,
+    pushdown: bool = False,
+) -> DataFrame:
+    """Create (or replace) the temporary view ``view_name`` over a table; returns its DataFrame.
+
+    The name is resolved by ``manager`` (its current catalog and database) here, so the view
+    reads the same table whatever the manager's state later. The view reads the snapshot that
+    is current now (or the one chosen): register it again to see later commits. ``columns``
+    and ``filter`` narrow what is read (always safe); ``pushdown`` also hands Spark's filters
+    to the scan, which is only safe when the view is scanned once (see spark_source).
+    """
+    catalog, identifier = manager.resolve_table(name_parts)
+    reader = (
+        spark.read.format(SOURCE_NAME)
+        .option("catalog", catalog.name)
+        .option("pushdown", str(pushdown).lower())
+    )
+    config = getattr(manager, "config", None)
+    if config is not None:
+        reader = reader.option("config", config_to_json(config))
+    if snapshot_id is not None:
+        reader = reader.option("snapshot-id", str(snapshot_id))
+    if as_of_timestamp is not None:
+        reader = reader.option("as-of-timestamp", _timestamp_option(as_of_timestamp))
+    if columns is not None:
+        reader = reader.option("columns", ",".join(columns))
+    if filter:
+        reader = reader.option("filter", filter)
+    df = reader.load(quote_name(identifier))
+    df.createOrReplaceTempView(view_name)
+    return df
+
+
+def _timestamp_option(value: int | str | datetime.datetime) -> str:
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=datetime.UTC)
+        return str(int(value.timestamp() * 1000))
+    return str(value)
+
+
+class SparkEngine:
+    """Runs file tasks on Spark executors: the Spark implementation of ``Engine``.
+
+    ``fn`` and the items are pickled (cloudpickle) to the executors, so they must carry plain
+    data: FileIO, schemas, specs, file tasks. A closure over a Table or a catalog (with its
+    database connection) cannot be shipped.
+    """
+
+    def __init__(self, spark: SparkSession, max_partitions: int | None = None) -> None:
+        self.spark = spark
+        self.max_partitions = max_partitions
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+        """``fn`` on every item, one Spark task per item (up to ``max_partitions``), in order."""
+        work = list(items)
+        if not work:
+            return []
+        sc = self.spark.sparkContext
+        limit = self.max_partitions or max(1, sc.defaultParallelism) * 4
+        rdd = sc.parallelize(work, min(len(work), limit))
+        # collect() returns partitions in order and each keeps its items' order.
+        return rdd.map(fn).collect()
+
+    def map_in_arrow(
+        self,
+        df: DataFrame,
+        fn: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
+        schema: StructType | str,
+    ) -> DataFrame:
+        """``df.mapInArrow``: ``fn`` turns each partition's Arrow batches into output batches."""
+        return df.mapInArrow(fn, schema)
+
+    def __repr__(self) -> str:
+        return f"SparkEngine(master={self.spark.sparkContext.master!r})"
+

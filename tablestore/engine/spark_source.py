@@ -1,0 +1,889 @@
+"""The ``tablestore`` data source for Spark (the PySpark 4 Python data source API).
+
+    spark.read.format("tablestore").option("snapshot-id", 123).load("cat.db.t")
+    df.write.format("tablestore").mode("append").save("cat.db.t")
+
+Where each piece runs. Spark calls a Python data source in three kinds of processes: Python
+workers that the *driver* JVM starts for planning (``schema()``, ``reader()``, ``pushFilters``,
+``partitions()``, ``writer()``, ``commit()``, ``abort()``), and Python workers on the
+*executors* (``read()``, ``write()``). Nothing is shared between them but what is pickled, so:
+
+- the table is resolved once, on the driver, when the DataFrame is loaded (``schema()``): the
+  catalog (from the ``config`` option, else the config given to ``spark_session``, else
+  ``load_config()``) yields the metadata location, the snapshot to read and its schema. That
+  pins the snapshot: a DataFrame keeps reading the snapshot that was current when it was
+  loaded (load it again, or register the view again, to see newer commits);
+- executors get plain data only: FileIO properties, schema and partition-spec JSON, table
+  properties and location, and one :class:`~tablestore.table.scan.FileTask` per Spark
+  partition. Never a catalog, a SQL connection or a live Table.
+
+Types. Spark has no TIME, UUID, fixed or nanosecond types, so reads map Iceberg ``time`` to
+``bigint`` microseconds since midnight, ``uuid`` and ``fixed(n)`` to ``binary`` (``uuid`` as
+its 16 bytes, as Iceberg's own Spark integration does), and ``timestamp_ns``/``timestamptz_ns``
+to Spark timestamps (truncated to microseconds). Writes convert the same columns back.
+
+Projection. Spark 4.3 does not tell a Python data source which columns a query needs (its
+scan builder has no column pruning), so every column is read unless the ``columns`` option
+(comma-separated top-level names) narrows the DataFrame.
+
+Filters. Spark's pushed filters are converted to tablestore expressions and used for manifest,
+partition and column-statistics pruning and as the exact row filter; filters that cannot be
+converted are returned to Spark. This is off by default (option ``pushdown``): Spark 4.3 keeps
+the reader planned for the *last* filtered scan of a relation and reuses it for later scans of
+the same relation that push no filter, or for another scan of it in the same query (a self
+join or union), which then silently loses rows. Turn it on only for a DataFrame (or view)
+that is scanned once; the ``filter`` option (SQL text) is always safe, because it is part of
+the relation itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import logging
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import pyarrow as pa
+from pyspark.sql import datasource as sds
+from pyspark.sql import types as st
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    DataSourceWriter,
+    Filter,
+    InputPartition,
+    WriterCommitMessage,
+)
+
+from tablestore.errors import (
+    CommitConflictError,
+    CommitStateUnknownError,
+    NoSuchSnapshotError,
+    SchemaError,
+    TableStoreError,
+    ValidationError,
+)
+from tablestore.spec import expressions as ex
+from tablestore.spec.manifest import DataFile
+from tablestore.spec.partitioning import PartitionSpec
+from tablestore.spec.schema import Schema
+from tablestore.spec.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FixedType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    ListType,
+    LongType,
+    MapType,
+    StringType,
+    StructType,
+    TimestampNanoType,
+    TimestampType,
+    TimestamptzNanoType,
+    TimestamptzType,
+    TimeType,
+    UnknownType,
+    UUIDType,
+)
+from tablestore.table.scan import FileTask
+
+if TYPE_CHECKING:
+    from tablestore.catalog import Catalog
+    from tablestore.config import LakehouseConfig
+    from tablestore.table import Table
+
+log = logging.getLogger(__name__)
+
+SOURCE_NAME = "tablestore"
+# Snapshot summary key naming the Spark write that produced a snapshot: abort() looks for it
+# so that it never deletes the files of a commit that did land.
+WRITE_ID_PROPERTY = "tablestore.write-id"
+SNAPSHOT_PROPERTY_PREFIX = "snapshot-property."
+# A write task buffers this much Arrow data (or the table's target file size, if smaller)
+# before it writes files: big enough for large row groups, small enough for a worker's memory.
+MAX_WRITE_BUFFER_BYTES = 256 * 1024 * 1024
+
+
+# -- types ----------------------------------------------------------------------------------------
+
+
+def spark_type(t: IcebergType) -> st.DataType:
+    """The Spark type that carries values of an Iceberg type (see the module docstring)."""
+    if isinstance(t, StructType):
+        return st.StructType([
+            st.StructField(f.name, spark_type(f.field_type), nullable=not f.required) for f in t.fields
+        ])
+    if isinstance(t, ListType):
+        return st.ArrayType(spark_type(t.element_type), containsNull=not t.element_required)
+    if isinstance(t, MapType):
+        return st.MapType(spark_type(t.key_type), spark_type(t.value_type), valueContainsNull=not t.value_required)
+    simple: dict[type[IcebergType], st.DataType] = {
+        BooleanType: st.BooleanType(),
+        IntegerType: st.IntegerType(),
+        LongType: st.LongType(),
+        FloatType: st.FloatType(),
+        DoubleType: st.DoubleType(),
+        DateType: st.DateType(),
+        TimeType: st.LongType(),
+        TimestampType: st.TimestampNTZType(),
+        TimestamptzType: st.TimestampType(),
+        TimestampNanoType: st.TimestampNTZType(),
+        TimestamptzNanoType: st.TimestampType(),
+        StringType: st.StringType(),
+        UUIDType: st.BinaryType(),
+        FixedType: st.BinaryType(),
+        BinaryType: st.BinaryType(),
+        UnknownType: st.NullType(),
+    }
+    if isinstance(t, DecimalType):
+        return st.DecimalType(t.precision, t.scale)
+    found = simple.get(type(t))
+    if found is None:
+        raise SchemaError(f"Spark has no type for Iceberg type {t}")
+    return found
+
+
+def spark_schema(schema: Schema) -> st.StructType:
+    return st.StructType([
+        st.StructField(f.name, spark_type(f.field_type), nullable=not f.required) for f in schema.fields
+    ])
+
+
+def spark_arrow_schema(schema: st.StructType) -> pa.Schema:
+    """The exact Arrow schema Spark checks the batches of a Python data source against."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema, timezone="UTC")
+
+
+def to_spark_table(table: pa.Table, target: pa.Schema) -> pa.Table:
+    """Rows read by tablestore in the Arrow types Spark expects (time → int64, fixed → binary, ...)."""
+    columns = []
+    for i, f in enumerate(target):
+        column = table.column(i)
+        if not column.type.equals(f.type):
+            # Every conversion here is by construction (the target derives from the same
+            # schema); the only lossy one is nanoseconds to microseconds, which is intended.
+            column = column.cast(f.type, safe=False)
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=target)
+
+
+def _needs_conversion(t: IcebergType) -> bool:
+    if isinstance(t, StructType):
+        return any(_needs_conversion(f.field_type) for f in t.fields)
+    if isinstance(t, ListType):
+        return _needs_conversion(t.element_type)
+    if isinstance(t, MapType):
+        return _needs_conversion(t.key_type) or _needs_conversion(t.value_type)
+    return isinstance(t, TimeType | UUIDType | FixedType)
+
+
+def _from_spark_array(array: pa.Array, t: IcebergType) -> pa.Array:
+    """Undo the read-side type mapping for one column, so conform_to_schema can take over."""
+    if not _needs_conversion(t):
+        return array
+    if isinstance(t, TimeType) and pa.types.is_integer(array.type):
+        return array.cast(pa.time64("us"))
+    if isinstance(t, UUIDType | FixedType) and (pa.types.is_binary(array.type) or pa.types.is_large_binary(array.type)):
+        width = 16 if isinstance(t, UUIDType) else t.length
+        try:
+            return array.cast(pa.binary(width))
+        except pa.ArrowInvalid:
+            raise SchemaError(f"a value for a {t} column is not {width} bytes long") from None
+    mask = array.is_null() if array.null_count else None
+    if isinstance(t, StructType) and pa.types.is_struct(array.type):
+        names = [array.type.field(i).name for i in range(array.type.num_fields)]
+        by_name = {f.name: f for f in t.fields}
+        children = []
+        for i, name in enumerate(names):
+            child = array.field(i)
+            children.append(_from_spark_array(child, by_name[name].field_type) if name in by_name else child)
+        return pa.StructArray.from_arrays(children, names=names, mask=mask)
+    if isinstance(t, ListType) and pa.types.is_list(array.type):
+        values = _from_spark_array(array.values, t.element_type)
+        return pa.ListArray.from_arrays(array.offsets, values, mask=mask)
+    if isinstance(t, MapType) and pa.types.is_map(array.type):
+        keys = _from_spark_array(array.keys, t.key_type)
+        items = _from_spark_array(array.items, t.value_type)
+        return pa.MapArray.from_arrays(array.offsets, keys, items, mask=mask)
+    return array
+
+
+def from_spark_table(data: pa.Table, schema: Schema) -> pa.Table:
+    """Spark's Arrow rows with time, uuid and fixed columns back in tablestore's Arrow types."""
+    by_name = {f.name: f for f in schema.fields}
+    lowered = {f.name.lower(): f for f in schema.fields}
+    columns = []
+    for name in data.column_names:
+        f = by_name.get(name) or lowered.get(name.lower())
+        column = data.column(name)
+        if f is not None and _needs_conversion(f.field_type):
+            column = pa.chunked_array(
+                [_from_spark_array(chunk, f.field_type) for chunk in column.chunks]
+                or [_from_spark_array(pa.array([], column.type), f.field_type)]
+            )
+        columns.append(column)
+    return pa.Table.from_arrays(columns, names=data.column_names)
+
+
+# -- filters --------------------------------------------------------------------------------------
+
+# Column types whose Spark values are not the table's values (see the type mapping), so a
+# comparison in Spark does not mean the same as one on the stored data.
+_NOT_PUSHABLE = (TimeType, UUIDType, TimestampNanoType, TimestamptzNanoType, UnknownType)
+# Binary values compare by bytes in both, but only equality is worth the risk of subtle order
+# differences between engines.
+_EQUALITY_ONLY = (FixedType, BinaryType)
+
+
+def _column(attribute: tuple[str, ...], schema: Schema) -> str | None:
+    """The dotted column name for Spark's column path, if it names a pushable column."""
+    if not attribute or any("." in part for part in attribute):
+        return None  # our references are dotted names; a dot inside a name is ambiguous
+    name = ".".join(attribute)
+    field_id = schema.find_field_id(name)
+    if field_id is None:
+        return None
+    # Only struct nesting: Spark does not push predicates on list elements or map values, and
+    # a field below one would have no single value per row.
+    parent = schema.parent_id(field_id)
+    while parent is not None:
+        if not isinstance(schema.find_field(parent).field_type, StructType):
+            return None
+        parent = schema.parent_id(parent)
+    if isinstance(schema.find_field(field_id).field_type, (*_NOT_PUSHABLE, StructType, ListType, MapType)):
+        return None
+    return name
+
+
+def filter_to_expression(f: Filter, schema: Schema) -> ex.BooleanExpression | None:
+    """Spark's pushed filter as a tablestore expression with the same meaning, or None.
+
+    Both use SQL's three-valued logic, so ``Not`` maps to ``Not``. Filters with a NULL literal
+    are left to Spark (``a IN (1, NULL)`` and its negation do not mean what they look like).
+    """
+    try:
+        expr = _convert(f, schema)
+        if expr is None:
+            return None
+        ex.bind(schema, expr)  # literals that do not fit the column stay with Spark
+        return expr
+    except (TableStoreError, TypeError, ValueError, OverflowError):
+        return None
+
+
+_COMPARISONS: dict[type, type[ex.LiteralPredicate]] = {
+    sds.EqualTo: ex.EqualTo,
+    sds.GreaterThan: ex.GreaterThan,
+    sds.GreaterThanOrEqual: ex.GreaterThanOrEqual,
+    sds.LessThan: ex.LessThan,
+    sds.LessThanOrEqual: ex.LessThanOrEqual,
+}
+
+
+def _convert(f: Filter | None, schema: Schema) -> ex.BooleanExpression | None:
+    if f is None:
+        return None
+    if isinstance(f, sds.Not):
+        child = _convert(f.child, schema)
+        return ex.Not(child) if child is not None else None
+    # Spark 4.3 pushes no And / Or (it splits conjunctions and keeps disjunctions), but a later
+    # version may; they cost nothing here.
+    kind = type(f).__name__
+    if kind in ("And", "Or"):
+        a = _convert(getattr(f, "left", None), schema)
+        b = _convert(getattr(f, "right", None), schema)
+        if a is None or b is None:
+            return None
+        return ex.And(a, b) if kind == "And" else ex.Or(a, b)
+    attribute = getattr(f, "attribute", None)
+    if not isinstance(attribute, tuple):
+        return None
+    name = _column(attribute, schema)
+    if name is None:
+        return None
+    column_type = schema.find_field(name).field_type
+    if isinstance(f, sds.IsNull):
+        return ex.IsNull(name)
+    if isinstance(f, sds.IsNotNull):
+        return ex.NotNull(name)
+    value = getattr(f, "value", None)
+    if isinstance(f, sds.EqualNullSafe):
+        # a <=> v is never unknown: with v NULL it is IS NULL, else "not null and equal",
+        # which keeps NOT (a <=> v) true for NULL rows, as in Spark.
+        if value is None:
+            return ex.IsNull(name)
+        return ex.And(ex.NotNull(name), ex.EqualTo(name, value))
+    if isinstance(f, sds.In):
+        values = tuple(value) if isinstance(value, tuple | list) else None
+        if not values or any(v is None for v in values):
+            return None
+        return ex.In(name, values)
+    if value is None:
+        return None
+    if isinstance(f, sds.StringStartsWith):
+        return ex.StartsWith(name, value) if isinstance(column_type, StringType) else None
+    predicate = _COMPARISONS.get(type(f))
+    if predicate is None:
+        return None
+    if isinstance(column_type, _EQUALITY_ONLY) and predicate is not ex.EqualTo:
+        return None
+    return predicate(name, value)
+
+
+def combine(expressions: Iterable[ex.BooleanExpression]) -> ex.BooleanExpression:
+    out: ex.BooleanExpression = ex.AlwaysTrue()
+    for e in expressions:
+        out = e if isinstance(out, ex.AlwaysTrue) else ex.And(out, e)
+    return out
+
+
+# -- resolving tables on the driver ---------------------------------------------------------------
+
+
+def parse_name(text: str) -> tuple[str, ...]:
+    """``cat.db.t`` or ```my db`.`t.1``` as its parts (backticks quote, doubled backticks escape)."""
+    parts: list[str] = []
+    current: list[str] = []
+    quoted = False
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if quoted:
+            if c == "`" and text[i + 1:i + 2] == "`":
+                current.append("`")
+                i += 1
+            elif c == "`":
+                quoted = False
+            else:
+                current.append(c)
+        elif c == "`":
+            quoted = True
+        elif c == ".":
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(c)
+        i += 1
+    if quoted:
+        raise ValidationError(f"unclosed backtick in table name {text!r}")
+    parts.append("".join(current))
+    if any(not p for p in parts):
+        raise ValidationError(f"table name {text!r} has an empty part")
+    return tuple(parts)
+
+
+def quote_name(parts: Sequence[str]) -> str:
+    return ".".join(p if p.isidentifier() else "`" + p.replace("`", "``") + "`" for p in parts)
+
+
+def load_config_from(config_json: str | None) -> LakehouseConfig:
+    from tablestore.config import LakehouseConfig, load_config
+
+    if not config_json:
+        return load_config()
+    return LakehouseConfig.from_json(config_json)
+
+
+def config_to_json(config: LakehouseConfig) -> str:
+    text = config.to_json()
+    return text if isinstance(text, str) else json.dumps(text)
+
+
+@contextlib.contextmanager
+def _resolved(options: Mapping[str, str], default_config: str | None) -> Iterator[tuple[str, Catalog, tuple[str, ...]]]:
+    """(config JSON, catalog, identifier) of the table the options name; closes the catalog after."""
+    from tablestore.catalog.manager import CatalogManager
+
+    path = options.get("path")
+    if not path:
+        raise ValidationError("name the table: spark.read.format('tablestore').load('db.table')")
+    config_json = options.get("config") or default_config
+    config = load_config_from(config_json)
+    with CatalogManager(config) as manager:
+        catalog_name = options.get("catalog")
+        if catalog_name:
+            # The identifier is relative to the named catalog (any depth of namespace).
+            catalog, identifier = manager.catalog(catalog_name), parse_name(path)
+        else:
+            catalog, identifier = manager.resolve_table(parse_name(path))
+        yield config_json or config_to_json(config), catalog, tuple(identifier)
+
+
+def _timestamp_ms(text: str) -> int:
+    text = text.strip()
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        value = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise ValidationError(
+            f"as-of-timestamp {text!r} is neither epoch milliseconds nor an ISO-8601 timestamp"
+        ) from None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=datetime.UTC)
+    return int(value.timestamp() * 1000)
+
+
+def _bool_option(options: Mapping[str, str], key: str, default: bool) -> bool:
+    raw = options.get(key)
+    if raw is None:
+        return default
+    lowered = str(raw).strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise ValidationError(f"option {key}={raw!r} must be true or false")
+
+
+@dataclass(frozen=True)
+class ReadState:
+    """Everything a scan needs, resolved on the driver; plain data, so it pickles anywhere."""
+
+    table_name: str
+    metadata_location: str
+    io_properties: dict[str, str]
+    schema_json: str  # the read schema: the current one, or the snapshot's for time travel
+    specs_json: dict[int, str]
+    snapshot_id: int | None
+    columns: tuple[str, ...] | None
+    row_filter: ex.BooleanExpression  # the `filter` option (unbound)
+    pushdown: bool
+
+    def schema(self) -> Schema:
+        return Schema.from_json(json.loads(self.schema_json))
+
+    def projected(self) -> Schema:
+        schema = self.schema()
+        if self.columns is None:
+            return schema
+        by_id = {f.field_id: f for f in schema.fields}
+        return Schema(tuple(by_id[schema.find_field(c).field_id] for c in self.columns), schema.schema_id)
+
+    def spec(self, spec_id: int) -> PartitionSpec:
+        return PartitionSpec.from_json(json.loads(self.specs_json[spec_id]))
+
+
+def resolve_read(options: Mapping[str, str], default_config: str | None) -> ReadState:
+    """Resolve the table, the snapshot and the read schema for a ``spark.read`` of the options."""
+    from tablestore.table.scan import select_snapshot
+
+    snapshot_option = options.get("snapshot-id")
+    timestamp_option = options.get("as-of-timestamp")
+    ref_option = options.get("branch") or options.get("tag")
+    try:
+        snapshot_id = int(snapshot_option) if snapshot_option is not None else None
+    except ValueError:
+        raise ValidationError(f"snapshot-id {snapshot_option!r} is not an integer") from None
+    as_of = _timestamp_ms(timestamp_option) if timestamp_option is not None else None
+    with _resolved(options, default_config) as (_, catalog, identifier):
+        metadata_location, metadata = catalog.load_table_metadata(identifier)
+        io = catalog.table_io(metadata)
+    name = ".".join((catalog.name, *identifier))
+    snapshot = select_snapshot(metadata, snapshot_id, as_of, ref_option)
+    explicit = snapshot_id is not None or as_of is not None or ref_option is not None
+    if explicit and snapshot is None:
+        raise NoSuchSnapshotError(f"table {name} has no snapshot at or before as-of-timestamp {timestamp_option}")
+    schema = metadata.schema()
+    if explicit and snapshot is not None and snapshot.schema_id is not None:
+        # Time travel reads with the schema the snapshot was written with, as Iceberg's Spark does.
+        schema = metadata.schema_by_id(snapshot.schema_id) or schema
+    columns = None
+    if options.get("columns"):
+        columns = tuple(c.strip() for c in str(options["columns"]).split(",") if c.strip())
+        unknown = [c for c in columns if c not in schema.column_names]
+        if unknown:
+            raise ValidationError(
+                f"option columns names {', '.join(map(repr, unknown))}, not top-level columns of {name}; "
+                f"the columns are {', '.join(schema.column_names)}"
+            )
+    row_filter = ex.to_expression(options.get("filter") or None)
+    ex.bind(schema, row_filter)  # a bad filter fails now, naming the columns
+    return ReadState(
+        table_name=name,
+        metadata_location=metadata_location,
+        io_properties=dict(io.properties),
+        schema_json=json.dumps(schema.to_json()),
+        specs_json={s.spec_id: json.dumps(s.to_json()) for s in metadata.partition_specs},
+        snapshot_id=snapshot.snapshot_id if snapshot is not None else None,
+        columns=columns,
+        row_filter=row_filter,
+        pushdown=_bool_option(options, "pushdown", False),
+    )
+
+
+# -- reading --------------------------------------------------------------------------------------
+
+
+class FileTaskPartition(InputPartition):
+    """One Spark partition: one data file with its delete files."""
+
+    def __init__(self, index: int, task: FileTask) -> None:
+        super().__init__(index)
+        self.task = task
+
+
+class TablestoreReader(DataSourceReader):
+    """Plans file tasks on the driver; reads one task per Spark partition on the executors."""
+
+    def __init__(self, state: ReadState, schema: st.StructType) -> None:
+        self.state = state
+        self.spark_schema_json = schema.json()
+        self.pushed: list[ex.BooleanExpression] = []
+        self._cache: dict[str, Any] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_cache"] = {}  # parsed schemas and FileIO are rebuilt where the reader lands
+        return state
+
+    def row_filter(self) -> ex.BooleanExpression:
+        return combine([self.state.row_filter, *self.pushed])
+
+    def plan(self) -> list[FileTask]:
+        """The file tasks of this scan, pruned by the filter (also used by tests and the SQL layer)."""
+        from tablestore.catalog import read_metadata_file
+        from tablestore.engine.local import LocalEngine
+        from tablestore.io import load_file_io
+        from tablestore.table.scan import plan_files
+
+        if self.state.snapshot_id is None:
+            return []
+        io = load_file_io(self.state.io_properties)
+        metadata = read_metadata_file(io, self.state.metadata_location)
+        snapshot = metadata.snapshot_by_id(self.state.snapshot_id)
+        schema = self.state.schema()
+        return plan_files(io, metadata, snapshot, schema, ex.bind(schema, self.row_filter()), LocalEngine())
+
+    def partitions(self) -> list[InputPartition]:
+        return [FileTaskPartition(i, task) for i, task in enumerate(self.plan())]
+
+    def _context(self) -> dict[str, Any]:
+        if not self._cache:
+            from tablestore.io import load_file_io
+
+            schema = self.state.schema()
+            self._cache.update(
+                io=load_file_io(self.state.io_properties),
+                schema=schema,
+                projected=self.state.projected(),
+                row_filter=ex.bind(schema, self.row_filter()),
+                target=spark_arrow_schema(st.StructType.fromJson(json.loads(self.spark_schema_json))),
+                specs={},
+            )
+        return self._cache
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        from tablestore.table.read import read_task_table
+
+        if not isinstance(partition, FileTaskPartition):
+            return  # Spark asks for one empty partition when a scan has no files
+        ctx = self._context()
+        task = partition.task
+        specs: dict[int, PartitionSpec] = ctx["specs"]
+        if task.spec_id not in specs:
+            specs[task.spec_id] = self.state.spec(task.spec_id)
+        table = read_task_table(
+            ctx["io"], task.file, task.delete_files, specs[task.spec_id], ctx["schema"], ctx["projected"],
+            ctx["row_filter"],
+        )
+        if table.num_rows == 0:
+            return
+        yield from to_spark_table(table, ctx["target"]).to_batches()
+
+
+class TablestorePushdownReader(TablestoreReader):
+    """A reader that also takes Spark's filters (see the module docstring for when it is safe)."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        schema = self.state.schema()
+        rejected = []
+        for f in filters:
+            expr = filter_to_expression(f, schema)
+            if expr is None:
+                rejected.append(f)
+            else:
+                self.pushed.append(expr)
+        return rejected
+
+
+# -- writing --------------------------------------------------------------------------------------
+
+
+@dataclass
+class TablestoreCommitMessage(WriterCommitMessage):
+    """What one write task sends the driver: the data files it wrote (not yet committed)."""
+
+    files: list[DataFile]
+    task_id: int
+    rows: int
+
+
+@dataclass(frozen=True)
+class WriteTarget:
+    """The table a Spark write goes to, as plain data for the tasks and the commit."""
+
+    config_json: str
+    catalog_name: str
+    identifier: tuple[str, ...]
+    location: str
+    io_properties: dict[str, str]
+    schema_json: str
+    spec_json: str
+    properties: dict[str, str]
+    base_snapshot_id: int | None
+    write_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    snapshot_properties: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def table_name(self) -> str:
+        return ".".join((self.catalog_name, *self.identifier))
+
+    def schema(self) -> Schema:
+        return Schema.from_json(json.loads(self.schema_json))
+
+    def spec(self) -> PartitionSpec:
+        return PartitionSpec.from_json(json.loads(self.spec_json))
+
+    @contextlib.contextmanager
+    def open_table(self) -> Iterator[Table]:
+        """The table, loaded fresh through its catalog, which is closed afterwards."""
+        from tablestore.catalog.manager import CatalogManager
+
+        with CatalogManager(load_config_from(self.config_json)) as manager:
+            yield manager.catalog(self.catalog_name).load_table(self.identifier)
+
+
+def resolve_write(options: Mapping[str, str], default_config: str | None) -> WriteTarget:
+    with _resolved(options, default_config) as (config_json, catalog, identifier):
+        _, metadata = catalog.load_table_metadata(identifier)
+        io = catalog.table_io(metadata)
+    snapshot = metadata.current_snapshot()
+    return WriteTarget(
+        config_json=config_json,
+        catalog_name=catalog.name,
+        identifier=identifier,
+        location=metadata.location.rstrip("/"),
+        io_properties=dict(io.properties),
+        schema_json=json.dumps(metadata.schema().to_json()),
+        spec_json=json.dumps(metadata.spec().to_json()),
+        properties=dict(metadata.properties),
+        base_snapshot_id=snapshot.snapshot_id if snapshot is not None else None,
+        snapshot_properties={
+            k[len(SNAPSHOT_PROPERTY_PREFIX):]: v for k, v in options.items() if k.startswith(SNAPSHOT_PROPERTY_PREFIX)
+        },
+    )
+
+
+def _serial_map(fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
+    # A Spark task is already one of many in parallel; threads inside it would only contend.
+    return [fn(item) for item in items]
+
+
+def _delete_quietly(io: Any, paths: Iterable[str]) -> None:
+    for path in paths:
+        try:
+            io.delete(path)
+        except FileNotFoundError:
+            pass
+        except OSError as e:  # remove_orphan_files catches whatever is left
+            log.warning("could not delete uncommitted file %s: %s", path, e)
+
+
+class TablestoreWriter(DataSourceArrowWriter):
+    """Tasks write Parquet data files; the driver's ``commit()`` makes exactly one table commit."""
+
+    def __init__(self, target: WriteTarget, overwrite: bool) -> None:
+        self.target = target
+        self.overwrite = overwrite
+
+    # -- on the executors ------------------------------------------------------------------
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TablestoreCommitMessage:
+        from pyspark import TaskContext
+
+        from tablestore.io import load_file_io
+        from tablestore.table.conform import conform_to_schema
+        from tablestore.table.write import WriteContext, write_data_files
+
+        task = TaskContext.get()
+        task_id = task.partitionId() if task is not None else 0
+        schema = self.target.schema()
+        io = load_file_io(self.target.io_properties)
+        # A fresh uuid per task attempt keeps a retried attempt from colliding with the files
+        # of the failed one.
+        ctx = WriteContext(io, self.target.location, schema, self.target.spec(), dict(self.target.properties),
+                           write_uuid=str(uuid.uuid4()))
+        limit = min(MAX_WRITE_BUFFER_BYTES, ctx.target_file_size)
+        files: list[DataFile] = []
+        rows = 0
+        buffer: list[pa.RecordBatch] = []
+        buffered = 0
+
+        def flush() -> None:
+            nonlocal buffer, buffered
+            data = from_spark_table(pa.Table.from_batches(buffer), schema)
+            buffer, buffered = [], 0
+            files.extend(write_data_files(ctx, conform_to_schema(data, schema), _serial_map))
+
+        try:
+            for batch in iterator:
+                if batch.num_rows == 0:
+                    continue
+                buffer.append(batch)
+                buffered += batch.nbytes
+                rows += batch.num_rows
+                if buffered >= limit:
+                    flush()
+            if buffer:
+                flush()
+        except BaseException:
+            # This task's files are in no commit message, so nobody else could delete them.
+            _delete_quietly(io, [f.file_path for f in files])
+            raise
+        return TablestoreCommitMessage(files, task_id, rows)
+
+    # -- on the driver -----------------------------------------------------------------------
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        files = [f for m in messages if isinstance(m, TablestoreCommitMessage) for f in m.files]
+        with self.target.open_table() as table:
+            try:
+                self._commit(table, files)
+            except CommitStateUnknownError:
+                raise  # the commit may have landed: keep every file (abort() checks, too)
+            except BaseException:
+                # A failing snapshot producer removes what it wrote; this also covers a
+                # commit refused before any producer ran.
+                _delete_quietly(table.io, [f.file_path for f in files])
+                raise
+
+    def _commit(self, table: Table, files: list[DataFile]) -> None:
+        from tablestore.engine.local import LocalEngine
+        from tablestore.table.scan import plan_files
+        from tablestore.table.snapshot import FastAppend, OverwriteFiles, added_data_files
+
+        properties = {**self.target.snapshot_properties, WRITE_ID_PROPERTY: self.target.write_id}
+        if files and table.spec().spec_id != self.target.spec().spec_id:
+            # The files' partition tuples follow the old spec; the new manifest would not.
+            raise CommitConflictError(
+                f"the partition spec of {self.target.table_name} changed while the Spark job wrote "
+                "its files; run the write again"
+            )
+        if not self.overwrite:
+            FastAppend(table, files, properties).commit()
+            return
+        snapshot = table.current_snapshot()
+        replaced = []
+        if snapshot is not None:
+            tasks = plan_files(table.io, table.metadata, snapshot, table.schema(), ex.AlwaysTrue(), LocalEngine())
+            replaced = [t.file for t in tasks]
+
+        def no_new_data(newer: list[Any]) -> None:
+            # The overwrite replaces what the job could have read when it started; rows that
+            # another writer added since then would be lost without anyone deciding so.
+            added = added_data_files(table, newer)
+            if added:
+                raise CommitConflictError(
+                    f"{len(added)} data file(s) were added to {self.target.table_name} while the Spark "
+                    "overwrite ran; run it again on the new table state"
+                )
+
+        OverwriteFiles(table, replaced, files, "overwrite", self.target.base_snapshot_id,
+                       conflict_check=no_new_data, snapshot_properties=properties).commit()
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        from tablestore.io import load_file_io
+
+        files = [f.file_path for m in messages if isinstance(m, TablestoreCommitMessage) for f in m.files]
+        if not files:
+            return
+        try:
+            with self.target.open_table() as table:
+                landed = any(s.summary.get(WRITE_ID_PROPERTY) == self.target.write_id for s in table.snapshots())
+        except Exception as e:  # cannot tell whether the commit landed: orphans are the safe side
+            log.warning("not deleting %d file(s) of aborted write %s: %s", len(files), self.target.write_id, e)
+            return
+        if not landed:  # Spark also aborts after a commit() that failed late, when it may have landed
+            _delete_quietly(load_file_io(self.target.io_properties), files)
+
+
+# -- the data source ------------------------------------------------------------------------------
+
+
+def check_write_schema(schema: st.StructType, target: WriteTarget) -> None:
+    """Fail before any task runs when the DataFrame's columns cannot go into the table."""
+    from tablestore.table.conform import conform_to_schema
+
+    empty = spark_arrow_schema(schema).empty_table()
+    conform_to_schema(from_spark_table(empty, target.schema()), target.schema())
+
+
+class TablestoreDataSource(DataSource):
+    """``spark.read.format("tablestore")`` and ``df.write.format("tablestore")``.
+
+    Options: ``path`` (the table: ``t``, ``db.t`` or ``catalog.db.t``, resolved by a
+    CatalogManager), ``catalog`` (then ``path`` is the identifier inside that catalog),
+    ``config`` (LakehouseConfig JSON), ``snapshot-id``, ``as-of-timestamp`` (epoch ms or ISO),
+    ``branch``/``tag``, ``columns``, ``filter`` (SQL), ``pushdown`` (true/false) for reads;
+    ``snapshot-property.<key>`` for writes.
+    """
+
+    # Set on the subclass that spark_session registers, so that the config given there reaches
+    # the Python workers (they run in other processes and only see what is pickled).
+    default_config_json: ClassVar[str | None] = None
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def _state(self) -> ReadState:
+        state = self.__dict__.get("_read_state")
+        if state is None:
+            state = resolve_read(self.options, self.default_config_json)
+            # Kept on the instance: Spark pickles the data source after schema(), so reader()
+            # sees the very snapshot that schema() described.
+            self._read_state = state
+        return state
+
+    def schema(self) -> st.StructType:
+        return spark_schema(self._state().projected())
+
+    def reader(self, schema: st.StructType) -> DataSourceReader:
+        state = self._state()
+        expected = spark_schema(state.projected())
+        if schema.fieldNames() != expected.fieldNames():
+            raise SchemaError(
+                f"table {state.table_name} has the columns {', '.join(expected.fieldNames())}; do not pass "
+                "a schema to spark.read for the tablestore source (use the columns option to select)"
+            )
+        cls = TablestorePushdownReader if state.pushdown else TablestoreReader
+        return cls(state, schema)
+
+    def writer(self, schema: st.StructType, overwrite: bool) -> DataSourceWriter:
+        target = resolve_write(self.options, self.default_config_json)
+        check_write_schema(schema, target)
+        return TablestoreWriter(target, overwrite)
+
+
+def configured_source(config: LakehouseConfig | None) -> type[TablestoreDataSource]:
+    """The data source class to register, carrying ``config`` for every worker."""
+    if config is None:
+        return TablestoreDataSource
+    # A class made here is not importable by name, so cloudpickle sends it by value, with the
+    # config JSON inside it.
+    return type(
+        "TablestoreDataSource",
+        (TablestoreDataSource,),
+        {"default_config_json": config_to_json(config), "__qualname__": "TablestoreDataSource.configured"},
+    )
