@@ -122,6 +122,11 @@ class Workspace:
         return self.root / "shared"
 
 
+def parquet_bytes(directory: Path) -> int:
+    """Bytes of the Parquet files under a directory (data only, not metadata)."""
+    return sum(p.stat().st_size for p in directory.rglob("*.parquet"))
+
+
 def tablestore_catalog(directory: Path) -> Any:
     import tablestore
 
@@ -157,6 +162,7 @@ class Contestant:
     run: Callable[[], int]  # does the work once; returns the rows it wrote or read
     setup: Callable[[], None] | None = None  # untimed, before every round (e.g. a fresh directory)
     floor: bool = False
+    written: Callable[[], int] | None = None  # untimed, after a round: the bytes of data it wrote
 
 
 @dataclass
@@ -164,6 +170,7 @@ class Measurement:
     contestant: Contestant
     seconds: list[float] = field(default_factory=list)
     rows: int = 0
+    bytes_written: int | None = None
 
     @property
     def median(self) -> float:
@@ -209,6 +216,8 @@ def measure(case: Case, log: Callable[[str], None]) -> list[Measurement]:
                 raise AssertionError(f"{case.name}/{m.contestant.name}: {rows} rows, earlier {m.rows}")
             m.rows = rows
             m.seconds.append(elapsed)
+            if m.contestant.written is not None:
+                m.bytes_written = m.contestant.written()
             log(f"{case.name} round {round_no + 1}/{case.rounds}: {m.contestant.name} {elapsed:.2f}s")
     counts = {m.contestant.name: m.rows for m in results}
     if len(set(counts.values())) != 1:
@@ -255,11 +264,14 @@ def report(bench: Benchmark, outcomes: list[tuple[Case, list[Measurement]]], row
     table.add_column("x floor", justify="right")
     table.add_column("rounds (s)", justify="right")
     table.add_column("rows out", justify="right")
+    sizes = any(m.bytes_written is not None for _, results in outcomes for m in results)
+    if sizes:
+        table.add_column("MB written", justify="right")
     verdicts: list[str] = []
     for index, (case, results) in enumerate(outcomes):
         floor = next(m for m in results if m.contestant.floor)
         for position, m in enumerate(results):
-            table.add_row(
+            cells = [
                 case.name if position == 0 else "",
                 m.contestant.name + (" (floor)" if m.contestant.floor else ""),
                 f"{m.median:.2f}",
@@ -267,8 +279,10 @@ def report(bench: Benchmark, outcomes: list[tuple[Case, list[Measurement]]], row
                 f"{m.median / floor.median:.2f}",
                 " ".join(f"{s:.2f}" for s in m.seconds),
                 f"{m.rows:,}",
-                end_section=position == len(results) - 1 and index < len(outcomes) - 1,
-            )
+            ]
+            if sizes:
+                cells.append(f"{m.bytes_written / 1e6:,.1f}" if m.bytes_written is not None else "")
+            table.add_row(*cells, end_section=position == len(results) - 1 and index < len(outcomes) - 1)
         verdicts.extend(_verdicts(case, results))
     notes = [*bench.notes, *verdicts]
     if notes:
@@ -301,5 +315,6 @@ def report(bench: Benchmark, outcomes: list[tuple[Case, list[Measurement]]], row
                     "rows_per_second": round(rows / m.median),
                     "ratio_to_floor": round(m.median / floor.median, 4),
                     "result_rows": m.rows,
+                    "bytes_written": m.bytes_written,
                 }
                 out.write(json.dumps(line) + "\n")

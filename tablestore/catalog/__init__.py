@@ -563,8 +563,9 @@ class Catalog(ABC):
             except (ViewAlreadyExistsError, CommitConflictError, NoSuchViewError):
                 io.delete(location)
                 # Another writer created, replaced or dropped the view meanwhile: a plain create
-                # reports it, a replace tries again from what is there now.
-                if not replace:
+                # reports it, a replace tries again from what is there now (unless a table took
+                # the name, which no retry changes).
+                if not replace or self.table_exists(ident):
                     raise
                 continue
             except BaseException:

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
+from tablestore.engine.local import LocalEngine
 from tablestore.engine.spark_source import (
     SOURCE_NAME,
     config_to_json,
@@ -170,6 +171,12 @@ class SparkEngine:
     ) -> DataFrame:
         """``df.mapInArrow``: ``fn`` turns each partition's Arrow batches into output batches."""
         return df.mapInArrow(fn, schema)
+
+    def __reduce__(self) -> tuple[Callable[[], LocalEngine], tuple[()]]:
+        # Task functions are often methods of objects that hold their engine (a TableScan's
+        # read), so the engine travels with them. A SparkSession cannot leave the driver, and
+        # on an executor work runs locally anyway: it arrives as a LocalEngine.
+        return (LocalEngine, ())
 
     def __repr__(self) -> str:
         return f"SparkEngine(master={self.spark.sparkContext.master!r})"

@@ -90,15 +90,15 @@ def show_create_table(catalog: Catalog, identifier: tuple[str, ...]) -> str:
         raise NoSuchTableError(f"table or view {catalog.name}.{'.'.join(identifier)} does not exist")
     table = catalog.load_table(identifier)
     schema = table.schema()
-    columns = []
+    column_lines: list[str] = []
     for f in schema.fields:
         text = f"  {_quote(f.name)} {sql_type_name(f.field_type).upper()}"
         if f.required:
             text += " NOT NULL"
         if f.doc:
             text += f" COMMENT '{_escape(f.doc)}'"
-        columns.append(text)
-    lines = [f"CREATE TABLE {full} (", ",\n".join(columns), ")", "USING iceberg"]
+        column_lines.append(text)
+    lines = [f"CREATE TABLE {full} (", ",\n".join(column_lines), ")", "USING iceberg"]
     spec = table.spec()
     if spec.fields:
         terms = [_transform_sql(str(pf.transform), schema.find_column_name(pf.source_id) or "?") for pf in spec.fields]

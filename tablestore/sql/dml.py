@@ -120,7 +120,7 @@ def run_insert(session: SqlSession, table: Table, s: st.Insert) -> StatementResu
         if unknown:
             raise SchemaError(f"INSERT names unknown columns {', '.join(unknown)}; the columns are "
                               f"{', '.join(schema.column_names)}")
-        targets = [schema.find_column_name(schema.find_field_id(c, case_sensitive=False)) or c for c in s.columns]
+        targets = [schema.find_field(c, case_sensitive=False).name for c in s.columns]
     else:
         targets = [f.name for f in schema.fields if f.name not in static]
     df = session.planner().dataframe(s.query)

@@ -48,7 +48,7 @@ def parse_query(sql: str) -> exp.Expression:
                          sql) from None
     if tree is None:
         raise ParseError("empty query", sql=sql)
-    return tree
+    return tree  # type: ignore[return-value]
 
 
 def _parts(table: exp.Table) -> tuple[str, ...]:

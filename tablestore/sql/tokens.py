@@ -17,9 +17,9 @@ from tablestore.errors import ParseError
 _DIALECT = Spark()
 
 
-class _Tokenizer(Spark.Tokenizer):  # type: ignore[misc,name-defined]
+class _Tokenizer(Spark.Tokenizer):
     # sqlglot swallows the rest of SHOW ... as one string; we parse SHOW statements ourselves.
-    COMMANDS: set[TokenType] = set()
+    COMMANDS = set()  # noqa: RUF012
 
 
 def tokenize(sql: str) -> list[Token]:

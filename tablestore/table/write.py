@@ -358,6 +358,12 @@ def _dictionary_overflows(column: pa.ChunkedArray, row_group_rows: int) -> bool:
     n = len(column)
     if n == 0:
         return False
+    variable = pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) \
+        or pa.types.is_large_binary(t)
+    # Even all-distinct values fit the page when the row group is small: no need to look.
+    most = min(n, row_group_rows) * (column.nbytes / n if variable else _stored_width(t))
+    if most <= DICTIONARY_PAGE_LIMIT:
+        return False
     step = max(1, n // _DICTIONARY_SAMPLE)
     sample = column.take(pa.array(np.arange(0, n, step, dtype=np.int64)[:_DICTIONARY_SAMPLE]))
     sampled = len(sample) - sample.null_count
@@ -369,11 +375,15 @@ def _dictionary_overflows(column: pa.ChunkedArray, row_group_rows: int) -> bool:
     valid_rows = min(n, row_group_rows) * sampled / len(sample)
     repeats = sampled - distinct
     estimate = valid_rows if repeats == 0 else min(valid_rows, sampled * sampled / (2 * repeats))
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        width = 4 + float(pc.mean(pc.binary_length(sample)).as_py() or 0)
-    else:
-        width = t.bit_width / 8
+    width = 4 + float(pc.mean(pc.binary_length(sample)).as_py() or 0) if variable else _stored_width(t)
     return estimate * width > DICTIONARY_PAGE_LIMIT
+
+
+def _stored_width(t: pa.DataType) -> float:
+    """Bytes of one value in a Parquet dictionary page (decimals as INT32/INT64 up to 18 digits)."""
+    if pa.types.is_decimal(t):
+        return 4 if t.precision <= 9 else 8 if t.precision <= 18 else 16
+    return t.bit_width / 8
 
 
 def write_data_files(
