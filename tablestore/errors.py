@@ -127,3 +127,7 @@ class ParseError(ValidationError):
 
 class ConfigError(ValidationError):
     """The YAML configuration is invalid; the message names the file and the key."""
+
+
+class QueryError(ValidationError):
+    """Spark could not analyse or run a query: an unknown column, a type error, an overflow."""

@@ -1,16 +1,17 @@
 """Several named catalogs, a current catalog and database, and how names resolve against them.
 
 The SQL layer keeps one ``CatalogManager`` per session. ``USE`` changes the current catalog
-and database; names of one, two or three parts resolve as in Spark:
+and database; table names of one, two or three parts resolve so:
 
 - ``t`` → table ``t`` in the current database of the current catalog;
 - ``db.t`` → table ``t`` in database ``db`` of the current catalog;
 - ``cat.db.t`` → table ``t`` in database ``db`` of catalog ``cat`` (more parts: a nested
   namespace, ``cat.a.b.t``).
 
-A name whose first part is a configured catalog is taken to start with that catalog (in ``USE``
-and in namespace names), so a catalog name hides a database of the same name there; write
-``cat.db`` to reach such a database.
+``USE x`` switches to catalog ``x`` if there is one (a catalog name hides a database of the same
+name; ``USE cat.x`` reaches that database), else to database ``x``; ``USE x.y`` is catalog ``x``,
+database ``y``. In namespace names of DDL (``CREATE DATABASE x.y``), a first part that is no
+catalog makes a nested namespace of the current catalog.
 """
 
 from __future__ import annotations
@@ -102,8 +103,9 @@ class CatalogManager:
         return to_namespace(self.current_database)
 
     def use(self, parts: NameLike) -> None:
-        """``USE``: ``cat`` (a catalog name: its default database), ``cat.db``, or ``db`` (in the
-        current catalog). The database must exist (NoSuchNamespaceError); a catalog's default
+        """``USE``: ``cat`` (a catalog name: its default database), ``db`` (in the current
+        catalog), or ``cat.db`` (NoSuchCatalogError if ``cat`` is no catalog; ``cat.a.b`` for a
+        nested namespace). The database must exist (NoSuchNamespaceError); a catalog's default
         database is not checked, as a new catalog may not have created it yet."""
         names = _parts(parts, "USE target")
         if len(names) == 1 and self.has_catalog(names[0]):
@@ -112,7 +114,11 @@ class CatalogManager:
             self.current_catalog = catalog_name
             self.current_database = self.config.catalogs[catalog_name].default_database
             return
-        catalog, namespace = self.resolve_namespace(names)
+        namespace: Identifier
+        if len(names) == 1:
+            catalog, namespace = self.catalog(), names
+        else:
+            catalog, namespace = self.catalog(names[0]), names[1:]
         if not catalog.namespace_exists(namespace):
             raise NoSuchNamespaceError(
                 f"database {'.'.join(namespace)!r} does not exist in catalog {catalog.name!r}; "

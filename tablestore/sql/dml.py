@@ -37,6 +37,7 @@ from tablestore.spec.types import (
     sql_type_name,
 )
 from tablestore.sql import statements as st
+from tablestore.sql.query import spark_errors
 from tablestore.sql.result import StatementResult
 
 if TYPE_CHECKING:
@@ -140,7 +141,8 @@ def run_insert(session: SqlSession, table: Table, s: st.Insert) -> StatementResu
         cast_to = _spark_cast_type(t)
         column = F.col(f"`{source.name}`")
         selected.append((column.cast(cast_to) if cast_to else column).alias(target))
-    arrow = df.select(*selected).toArrow()
+    with spark_errors():
+        arrow = df.select(*selected).toArrow()
     for name, value in static.items():
         t = schema.find_type(name)
         arrow = arrow.append_column(name, pa.array([value] * arrow.num_rows, type_to_arrow(t)))

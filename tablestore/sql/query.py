@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -23,8 +24,8 @@ from tablestore.errors import (
     NoSuchFunctionError,
     NoSuchNamespaceError,
     NoSuchTableError,
-    NoSuchViewError,
     ParseError,
+    QueryError,
     ValidationError,
 )
 
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
 METADATA_TABLES = ("snapshots", "history", "files", "data_files", "delete_files", "manifests", "partitions",
                    "entries", "refs", "metadata_log_entries", "schemas")
 _view_ids = itertools.count(1)
+# pyspark logs every failed query with its whole plan; the error we raise says what matters.
+logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
 
 
 def parse_query(sql: str) -> exp.Expression:
@@ -72,7 +75,9 @@ class QueryPlanner:
 
     # -- the entry point -----------------------------------------------------------------------
     def dataframe(self, sql: str) -> DataFrame:
-        return self.spark.sql(self.rewrite(sql))
+        rewritten = self.rewrite(sql)
+        with spark_errors():
+            return self.spark.sql(rewritten)
 
     def rewrite(self, sql: str) -> str:
         tree = parse_query(sql)
@@ -192,7 +197,7 @@ class QueryPlanner:
     def _builtin(self, name: str) -> bool:
         try:
             return bool(self.spark.catalog.functionExists(name))
-        except Exception:  # noqa: BLE001 - an unknown name is simply not a builtin
+        except Exception:
             return False
 
     def register_function(self, name: str) -> None:
@@ -204,6 +209,20 @@ class QueryPlanner:
             return  # Spark reports the unknown function with its own message
         fn = load_python_function(definition.class_name)
         self.spark.udf.register(name, fn, returnType=definition.return_type or "string")
+
+
+@contextmanager
+def spark_errors() -> Iterator[None]:
+    """Spark's analysis and runtime errors as a QueryError with Spark's own first line."""
+    from pyspark.errors import PySparkException
+
+    try:
+        yield
+    except PySparkException as e:
+        text = (e.getMessage() if hasattr(e, "getMessage") else str(e)) or str(e)
+        first = text.strip().splitlines()[0] if text.strip() else type(e).__name__
+        first = first.split("; line ")[0] if "SQLSTATE" in first else first
+        raise QueryError(first.replace("__tablestore_", "relation ")) from None
 
 
 def load_python_function(class_name: str) -> Any:

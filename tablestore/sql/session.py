@@ -14,6 +14,8 @@ from __future__ import annotations
 import fnmatch
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from tablestore.catalog.manager import CatalogManager
 from tablestore.config import LakehouseConfig, load_config
 from tablestore.errors import (
@@ -29,7 +31,7 @@ from tablestore.sql import statements as st
 from tablestore.sql.ddl import describe_table, show_create_table, table_schema_from_columns
 from tablestore.sql.dml import run_insert
 from tablestore.sql.parser import parse_script, parse_statement
-from tablestore.sql.query import QueryPlanner, load_python_function
+from tablestore.sql.query import QueryPlanner, load_python_function, spark_errors
 from tablestore.sql.result import StatementResult
 
 if TYPE_CHECKING:
@@ -86,7 +88,9 @@ class SqlSession:
 
     # -- queries ----------------------------------------------------------------------------
     def query_arrow(self, sql: str) -> Any:
-        return self.planner().dataframe(sql).toArrow()
+        df = self.planner().dataframe(sql)
+        with spark_errors():
+            return df.toArrow()
 
     def _Query(self, s: st.Query) -> StatementResult:
         return StatementResult.from_arrow(self.query_arrow(s.sql))
@@ -294,7 +298,10 @@ class SqlSession:
                 raise ValidationError(
                     f"the view lists {len(s.columns)} columns but its query returns {len(arrow_schema)}"
                 )
-            arrow_schema = arrow_schema.rename([c for c, _ in s.columns])
+            arrow_schema = pa.schema([
+                f.with_name(name).with_metadata({b"doc": doc.encode()} if doc else None)
+                for f, (name, doc) in zip(arrow_schema, s.columns, strict=True)
+            ])
         properties = dict(s.properties)
         catalog.create_view(
             identifier, sql=s.query, schema=arrow_schema, default_catalog=self.manager.current_catalog,

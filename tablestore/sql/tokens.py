@@ -19,7 +19,7 @@ _DIALECT = Spark()
 
 class _Tokenizer(Spark.Tokenizer):
     # sqlglot swallows the rest of SHOW ... as one string; we parse SHOW statements ourselves.
-    COMMANDS = set()  # noqa: RUF012
+    COMMANDS = set()
 
 
 def tokenize(sql: str) -> list[Token]:

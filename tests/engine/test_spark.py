@@ -153,8 +153,11 @@ def all_types(start: int, n: int) -> pa.Table:
         rows["dec"].append(None if null else decimal.Decimal(k * 1234 - 9000) / 1000)
         rows["dt"].append(None if null else datetime.date(2024, 2, 27) + datetime.timedelta(days=k))
         rows["tm"].append(None if null else datetime.time(k % 24, k % 60, 1, k))
-        rows["ts"].append(None if null else datetime.datetime(2024, 3, 30, 23) + datetime.timedelta(hours=k, microseconds=k))
-        rows["tstz"].append(None if null else datetime.datetime(2024, 10, 27, tzinfo=datetime.UTC) + datetime.timedelta(minutes=97 * k))
+        # Across the DST changes of Europe, which must not matter: timestamps are UTC.
+        ts = datetime.datetime(2024, 3, 30, 23) + datetime.timedelta(hours=k, microseconds=k)
+        tstz = datetime.datetime(2024, 10, 27, tzinfo=datetime.UTC) + datetime.timedelta(minutes=97 * k)
+        rows["ts"].append(None if null else ts)
+        rows["tstz"].append(None if null else tstz)
         rows["s"].append(None if null else f"s-{k:03d}-äö")
         rows["u"].append(None if null else uuid.UUID(int=k * 7919 + 1).bytes)
         rows["fx"].append(None if null else bytes([k % 256, 7, 9]))

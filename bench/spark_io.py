@@ -1,0 +1,148 @@
+"""Spark reads and writes through the ``tablestore`` data source against Spark's own Parquet.
+
+Cases (the same Spark session, ``local[2]``, for every contestant):
+
+- write: the 10M events, cached in Spark's memory, written by
+  ``df.write.format("tablestore").mode("append")`` into an unpartitioned table (Parquet with
+  field ids, metrics, manifests, one commit) against ``df.write.parquet`` of the same
+  DataFrame. Both zstd.
+- read: count rows and aggregate every column (so every value is decoded and reaches Spark)
+  of the table the write left, through ``spark.read.format("tablestore")``, against
+  ``spark.read.parquet`` of the very same data files.
+
+The floor is Spark's built-in Parquet source; the target is at most 1.5x its time.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from bench.common import (
+    NAMESPACE,
+    SCHEMA,
+    Benchmark,
+    Case,
+    Contestant,
+    Workspace,
+)
+
+CODEC = "zstd"
+TABLE = f"{NAMESPACE}.spark_events"
+SOURCE_FILES = 8  # the cached source DataFrame has about this many partitions
+
+
+def _aggregates() -> list[Any]:
+    """One aggregate per column, so no reader can skip a column (Spark prunes Parquet columns)."""
+    from pyspark.sql import functions as F
+
+    return [
+        F.count("*").alias("rows"),
+        F.sum("event_id"), F.max("event_ts"), F.sum("user_id"), F.max("country"), F.max("event_type"),
+        F.sum("quantity"), F.sum("price"), F.sum("amount"), F.max("device"), F.sum(F.col("flag").cast("int")),
+    ]
+
+
+def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
+    from pyspark.sql import DataFrame
+
+    from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
+    from tablestore.engine.spark import spark_session
+
+    root = ws.fresh("spark-io")
+    source_dir = root / "source"
+    source_dir.mkdir()
+    data = ws.data
+    step = -(-data.num_rows // SOURCE_FILES)
+    for i in range(SOURCE_FILES):  # untimed: the input both writers read from Spark's cache
+        pq.write_table(data.slice(i * step, step), source_dir / f"part-{i}.parquet", compression=CODEC)
+
+    catalog_config = CatalogConfig("bench", "sql", {"uri": f"sqlite:///{root}/catalog.db", "warehouse": str(root / "wh")})
+    config = LakehouseConfig("bench", {"bench": catalog_config}, SparkConfig("local[2]", {
+        "spark.driver.memory": "6g",  # the cached 10M rows and both writers' buffers
+        "spark.sql.parquet.compression.codec": CODEC,
+        "spark.sql.shuffle.partitions": "4",
+    }))
+    spark = spark_session(config, app_name="bench-spark-io")
+    catalog = catalog_config.load()
+    catalog.create_namespace(NAMESPACE)
+    source = spark.read.parquet(str(source_dir)).cache()
+    rows = source.count()
+    state: dict[str, Any] = {}
+
+    def fresh_table() -> None:
+        if catalog.table_exists(TABLE):
+            catalog.drop_table(TABLE, purge=True)
+        catalog.create_table(TABLE, schema=SCHEMA)
+
+    def fresh_parquet() -> None:
+        state["parquet_dir"] = root / "parquet"
+        shutil.rmtree(state["parquet_dir"], ignore_errors=True)
+
+    def write_ours() -> int:
+        source.write.format("tablestore").mode("append").save(TABLE)
+        snapshot = catalog.load_table(TABLE).current_snapshot()
+        return int(snapshot.summary["added-records"])
+
+    def write_parquet() -> int:
+        source.write.parquet(str(state["parquet_dir"]))
+        return sum(pq.ParquetFile(p).metadata.num_rows for p in Path(state["parquet_dir"]).glob("*.parquet"))
+
+    def aggregate(df: DataFrame, who: str) -> int:
+        row = df.agg(*_aggregates()).collect()[0]
+        state[who] = tuple(row)
+        other = state.get("floor" if who == "ours" else "ours")
+        if other is not None and other != state[who]:
+            raise AssertionError(f"the readers disagree: {other} != {state[who]}")
+        return int(row["rows"])
+
+    def table_files() -> list[str]:
+        tasks = catalog.load_table(TABLE).scan().plan_files()
+        return [t.file.file_path for t in tasks]
+
+    def read_ours() -> int:
+        return aggregate(spark.read.format("tablestore").load(TABLE), "ours")
+
+    def read_parquet() -> int:
+        return aggregate(spark.read.parquet(*table_files()), "floor")
+
+    def cleanup() -> None:
+        source.unpersist()
+        spark.stop()
+        catalog.close()
+        shutil.rmtree(root, ignore_errors=True)
+
+    write = Case(
+        "write",
+        [
+            Contestant("spark-parquet", write_parquet, fresh_parquet, floor=True),
+            Contestant("tablestore", write_ours, fresh_table),
+        ],
+        rounds=rounds or 3,
+        targets={"spark-parquet": 1.5},
+    )
+    read = Case(
+        "read",
+        [
+            Contestant("spark-parquet", read_parquet, floor=True),
+            Contestant("tablestore", read_ours),
+        ],
+        rounds=rounds or 5,
+        targets={"spark-parquet": 1.5},
+    )
+    return Benchmark(
+        "spark_io",
+        f"spark_io: {rows:,} rows x 10 columns through Spark local[2], unpartitioned, {CODEC}",
+        [write, read],
+        notes=[
+            "write: a cached DataFrame; floor df.write.parquet, ours df.write.format('tablestore') "
+            "(files, metrics, manifests and the commit included)",
+            "read: count + an aggregate of every column; floor spark.read.parquet of the table's own "
+            "data files, ours spark.read.format('tablestore') (planning included)",
+            "seconds: median of the rounds, contestants interleaved",
+        ],
+        cleanup=cleanup,
+    )
