@@ -210,9 +210,11 @@ class SqlSession:
             properties["comment"] = s.comment
         data = None
         if s.query is not None:
-            data = self.query_arrow(s.query)
             if s.columns:
-                raise ValidationError("CREATE TABLE ... AS SELECT takes its columns from the query; drop the column list")
+                raise ValidationError(
+                    "CREATE TABLE ... AS SELECT takes its columns from the query; drop the column list"
+                )
+            data = self.query_arrow(s.query)
             schema: Any = data.schema
         else:
             schema = table_schema_from_columns(s.columns)
@@ -232,7 +234,9 @@ class SqlSession:
                 raise ValidationError(f"{'.'.join(s.name)} is a view; use DROP VIEW")
             if s.if_exists:
                 return StatementResult()
-            raise NoSuchTableError(f"table {catalog.name}.{'.'.join(identifier)} does not exist; use DROP TABLE IF EXISTS")
+            raise NoSuchTableError(
+                f"table {catalog.name}.{'.'.join(identifier)} does not exist; use DROP TABLE IF EXISTS"
+            )
         catalog.drop_table(identifier, purge=s.purge)
         return StatementResult()
 
@@ -340,9 +344,8 @@ class SqlSession:
 
     def _DropFunction(self, s: st.DropFunction) -> StatementResult:
         catalog, identifier = self._function_name(s.name)
-        if not catalog.function_exists(identifier):
-            if s.if_exists:
-                return StatementResult()
+        if not catalog.function_exists(identifier) and s.if_exists:
+            return StatementResult()
         catalog.drop_function(identifier)
         return StatementResult()
 
