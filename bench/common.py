@@ -169,12 +169,17 @@ class Contestant:
 class Measurement:
     contestant: Contestant
     seconds: list[float] = field(default_factory=list)
+    cpu_seconds: list[float] = field(default_factory=list)
     rows: int = 0
     bytes_written: int | None = None
 
     @property
     def median(self) -> float:
         return statistics.median(self.seconds)
+
+    @property
+    def cpu_median(self) -> float:
+        return statistics.median(self.cpu_seconds)
 
 
 @dataclass
@@ -209,16 +214,18 @@ def measure(case: Case, log: Callable[[str], None]) -> list[Measurement]:
             if m.contestant.setup is not None:
                 m.contestant.setup()
             gc.collect()
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             rows = m.contestant.run()
-            elapsed = time.perf_counter() - started
+            elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
             if m.seconds and rows != m.rows:
                 raise AssertionError(f"{case.name}/{m.contestant.name}: {rows} rows, earlier {m.rows}")
             m.rows = rows
             m.seconds.append(elapsed)
+            m.cpu_seconds.append(cpu)
             if m.contestant.written is not None:
                 m.bytes_written = m.contestant.written()
-            log(f"{case.name} round {round_no + 1}/{case.rounds}: {m.contestant.name} {elapsed:.2f}s")
+            log(f"{case.name} round {round_no + 1}/{case.rounds}: {m.contestant.name} {elapsed:.2f}s "
+                f"(cpu {cpu:.2f}s, load {os.getloadavg()[0]:.1f})")
     counts = {m.contestant.name: m.rows for m in results}
     if len(set(counts.values())) != 1:
         raise AssertionError(f"{case.name}: the contestants disagree on the row count: {counts}")
@@ -263,6 +270,8 @@ def report(bench: Benchmark, outcomes: list[tuple[Case, list[Measurement]]], row
     table.add_column("rows/s", justify="right")
     table.add_column("x floor", justify="right")
     table.add_column("rounds (s)", justify="right")
+    table.add_column("cpu s", justify="right")
+    table.add_column("cpu x floor", justify="right")
     table.add_column("rows out", justify="right")
     sizes = any(m.bytes_written is not None for _, results in outcomes for m in results)
     if sizes:
@@ -278,6 +287,8 @@ def report(bench: Benchmark, outcomes: list[tuple[Case, list[Measurement]]], row
                 f"{rows / m.median:,.0f}",
                 f"{m.median / floor.median:.2f}",
                 " ".join(f"{s:.2f}" for s in m.seconds),
+                f"{m.cpu_median:.2f}",
+                f"{m.cpu_median / floor.cpu_median:.2f}",
                 f"{m.rows:,}",
             ]
             if sizes:
@@ -312,6 +323,9 @@ def report(bench: Benchmark, outcomes: list[tuple[Case, list[Measurement]]], row
                     "floor": m.contestant.floor,
                     "seconds": round(m.median, 4),
                     "rounds": [round(s, 4) for s in m.seconds],
+                    "cpu_seconds": round(m.cpu_median, 4),
+                    "cpu_rounds": [round(s, 4) for s in m.cpu_seconds],
+                    "cpu_ratio_to_floor": round(m.cpu_median / floor.cpu_median, 4),
                     "rows_per_second": round(rows / m.median),
                     "ratio_to_floor": round(m.median / floor.median, 4),
                     "result_rows": m.rows,

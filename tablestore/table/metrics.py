@@ -190,8 +190,9 @@ def _encode_bound(t: IcebergType, value: Any, mode: MetricsMode, upper: bool) ->
 def float_nan_counts(table: pa.Table, schema: Schema) -> dict[int, int]:
     """NaN counts of top-level float and double columns (Parquet statistics do not keep them)."""
     counts: dict[int, int] = {}
+    names = set(table.column_names)
     for f in schema.fields:
-        if isinstance(f.field_type, FloatType | DoubleType) and f.name in table.column_names:
+        if isinstance(f.field_type, FloatType | DoubleType) and f.name in names:
             column = table.column(f.name)
             counts[f.field_id] = int(pc.sum(pc.is_nan(column)).as_py() or 0) if len(column) else 0
     return counts

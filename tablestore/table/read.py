@@ -277,7 +277,7 @@ def _iceberg_type_with_ids(t: pa.DataType, convert: Any) -> IcebergType:
         return MapType(kid, _iceberg_type_with_ids(t.key_type, convert), vid,
                        _iceberg_type_with_ids(t.item_type, convert), not t.item_field.nullable)
     counter = iter(range(10**9, 2 * 10**9))
-    return convert(t, lambda: next(counter))  # type: ignore[no-any-return]
+    return convert(t, lambda: next(counter))
 
 
 def _identity_constants(spec: PartitionSpec, partition: tuple[Any, ...]) -> dict[int, Any]:

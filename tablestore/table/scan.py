@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from tablestore.errors import NoSuchSnapshotError, ValidationError
+from tablestore.errors import CorruptMetadataError, NoSuchSnapshotError, UnsupportedError, ValidationError
 from tablestore.io import FileIO
 from tablestore.spec import conversions
 from tablestore.spec.evaluators import InclusiveMetricsEvaluator, ManifestEvaluator, PartitionEvaluator
@@ -149,6 +149,11 @@ def plan_files(
     """The file tasks of a scan, with manifest, partition and column-bound pruning."""
     if snapshot is None:
         return []
+    if snapshot.manifest_list is None:
+        raise UnsupportedError(
+            f"snapshot {snapshot.snapshot_id} lists its manifests inline (an Iceberg v1 table written "
+            "before manifest lists); rewrite the table's metadata with a newer writer to read it"
+        )
     manifests = read_manifest_list(io, snapshot.manifest_list)
     specs = {spec.spec_id: spec for spec in metadata.partition_specs}
     filtering = not isinstance(row_filter, AlwaysTrue)
@@ -238,6 +243,9 @@ class TableScan:
 
     def _read(self, task: FileTask) -> pa.Table:
         spec = self.metadata.spec_by_id(task.spec_id)
+        if spec is None:
+            raise CorruptMetadataError(f"data file {task.file.file_path} has partition spec id {task.spec_id}, "
+                                       "which the table metadata does not define")
         return read_task_table(
             self.io, task.file, task.delete_files, spec, self.table_schema, self.projected, self.row_filter
         )

@@ -60,9 +60,9 @@ def _retry_settings(properties: dict[str, str]) -> tuple[int, float, float, floa
             return default
 
     return (
-        number("commit.retry.num-retries", 10),
-        number("commit.retry.min-wait-ms", 20) / 1000,
-        number("commit.retry.max-wait-ms", 5000) / 1000,
+        number("commit.retry.num-retries", 100),
+        number("commit.retry.min-wait-ms", 10) / 1000,
+        number("commit.retry.max-wait-ms", 1000) / 1000,
         number("commit.retry.total-timeout-ms", 1_800_000) / 1000,
     )
 

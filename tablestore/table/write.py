@@ -152,12 +152,13 @@ def split_by_partition(spec: PartitionSpec, schema: Schema, data: pa.Table) -> l
     keys = [_combine(k) for k in partition_keys(spec, schema, data)]
     if all(_is_constant(k) for k in keys):
         return [PartitionSlice(_partition_tuple(keys, 0, result_types), data)]
-    codes = _group_codes(keys)
-    if codes is None:
+    grouped = _group_codes(keys)
+    if grouped is None:
         return _split_by_sorting(keys, result_types, data)
+    codes, cardinality = grouped
     starts, ends = _runs(codes)
     run_codes = codes[starts]
-    if len(np.unique(run_codes)) == len(run_codes):
+    if len(run_codes) <= cardinality and len(np.unique(run_codes)) == len(run_codes):
         # Clustered: each partition is one run already.
         return [
             PartitionSlice(_partition_tuple(keys, int(starts[i]), result_types),
@@ -180,8 +181,9 @@ def _runs(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(([0], change)), np.concatenate((change, [len(codes)]))
 
 
-def _group_codes(keys: list[pa.Array]) -> np.ndarray | None:
-    """One int64 per row that orders rows as their partition tuples do (nulls last).
+def _group_codes(keys: list[pa.Array]) -> tuple[np.ndarray, int] | None:
+    """One int64 per row that orders rows as their partition tuples do (nulls last), and an
+    upper bound of the number of distinct codes.
 
     Each key is dictionary-encoded (nulls as an entry); its code is the rank of the row's value
     among the distinct values, and the codes of several keys combine lexicographically.
@@ -207,7 +209,8 @@ def _group_codes(keys: list[pa.Array]) -> np.ndarray | None:
                 cardinality = int(combined.max()) + 1
             combined = combined * size + codes
         cardinality *= size
-    return combined
+    assert combined is not None
+    return combined, cardinality
 
 
 def _split_by_sorting(keys: list[pa.Array], result_types: list[IcebergType], data: pa.Table) -> list[PartitionSlice]:
