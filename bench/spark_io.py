@@ -60,7 +60,9 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
     for i in range(SOURCE_FILES):  # untimed: the input both writers read from Spark's cache
         pq.write_table(data.slice(i * step, step), source_dir / f"part-{i}.parquet", compression=CODEC)
 
-    catalog_config = CatalogConfig("bench", "sql", {"uri": f"sqlite:///{root}/catalog.db", "warehouse": str(root / "wh")})
+    catalog_config = CatalogConfig(
+        "bench", "sql", {"uri": f"sqlite:///{root}/catalog.db", "warehouse": str(root / "wh")}
+    )
     config = LakehouseConfig("bench", {"bench": catalog_config}, SparkConfig("local[2]", {
         "spark.driver.memory": "6g",  # the cached 10M rows and both writers' buffers
         "spark.sql.parquet.compression.codec": CODEC,
@@ -85,6 +87,7 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
     def write_ours() -> int:
         source.write.format("tablestore").mode("append").save(TABLE)
         snapshot = catalog.load_table(TABLE).current_snapshot()
+        assert snapshot is not None
         return int(snapshot.summary["added-records"])
 
     def write_parquet() -> int:

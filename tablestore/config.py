@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from tablestore.catalog import validate_name
-from tablestore.errors import InvalidNameError, NoSuchCatalogError, ValidationError
+from tablestore.errors import ConfigError, InvalidNameError, NoSuchCatalogError
 from tablestore.io import redact_properties
 
 if TYPE_CHECKING:
@@ -71,10 +71,6 @@ _ENV_VAR = re.compile(r"\$(\$?)\{([^}]*)\}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SQLITE_URI = re.compile(r"(sqlite(?:\+\w+)?:///)([^?]*)(\?.*)?", re.DOTALL)
 _URI_PASSWORD = re.compile(r"(://[^/:@]*:)[^/@]*@")
-
-
-class ConfigError(ValidationError):
-    """The configuration file is not valid; the message names the file and the key."""
 
 
 def redact_uri(uri: str) -> str:

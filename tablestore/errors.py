@@ -75,6 +75,14 @@ class TableAlreadyExistsError(AlreadyExistsError):
     pass
 
 
+class ViewAlreadyExistsError(AlreadyExistsError):
+    """A view (or a table, as they share names) of that name exists already."""
+
+
+class FunctionAlreadyExistsError(AlreadyExistsError):
+    """A function of that name exists already."""
+
+
 class NamespaceNotEmptyError(TableStoreError):
     """A namespace still holds tables or views; drop them first or use CASCADE."""
 

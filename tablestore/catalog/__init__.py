@@ -28,16 +28,17 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from tablestore.errors import (
-    AlreadyExistsError,
     CommitConflictError,
     CommitFailedError,
     CorruptMetadataError,
+    FunctionAlreadyExistsError,
     InvalidNameError,
     NoSuchNamespaceError,
     NoSuchViewError,
     TableAlreadyExistsError,
     UnsupportedError,
     ValidationError,
+    ViewAlreadyExistsError,
 )
 from tablestore.io import FileIO, load_file_io
 from tablestore.spec.schema import Schema, arrow_to_schema
@@ -70,14 +71,6 @@ _METADATA_FILE_RE = re.compile(r"(\d+)-([\w-]{36})(?:\.\w+)?\.metadata\.json")
 # CREATE OR REPLACE VIEW is a blind overwrite, so losing the pointer swap to another writer is
 # retried (on the new current version) rather than reported.
 VIEW_REPLACE_ATTEMPTS = 5
-
-
-class ViewAlreadyExistsError(AlreadyExistsError):
-    """A view (or a table, as they share names) of that name exists already."""
-
-
-class FunctionAlreadyExistsError(AlreadyExistsError):
-    """A function of that name exists already."""
 
 
 @dataclass(frozen=True)

@@ -241,7 +241,11 @@ def resolve_read(options: Mapping[str, str], default_config: str | None) -> Read
     snapshot = select_snapshot(metadata, snapshot_id, as_of, ref_option)
     explicit = snapshot_id is not None or as_of is not None or ref_option is not None
     if explicit and snapshot is None:
-        raise NoSuchSnapshotError(f"table {name} has no snapshot at or before as-of-timestamp {timestamp_option}")
+        # select_snapshot raises for an unknown id or ref; only a time before the first commit gets here.
+        raise NoSuchSnapshotError(
+            f"table {name} has no snapshot at or before as-of-timestamp {timestamp_option}; "
+            f"its first snapshot is from {min((s.timestamp_ms for s in metadata.snapshots), default='never')} ms"
+        )
     schema = metadata.schema()
     if explicit and snapshot is not None and snapshot.schema_id is not None:
         # Time travel reads with the schema the snapshot was written with, as Iceberg's Spark does.
@@ -299,7 +303,7 @@ class TablestoreReader(DataSourceReader):
         return combine([self.state.row_filter, *self.pushed])
 
     def plan(self) -> list[FileTask]:
-        """The file tasks of this scan, pruned by the filter (also used by tests and the SQL layer)."""
+        """The file tasks of this scan: manifests, partitions and files pruned by the filter."""
         from tablestore.catalog import read_metadata_file
         from tablestore.engine.local import LocalEngine
         from tablestore.io import load_file_io

@@ -21,7 +21,7 @@ import pytest
 from tablestore.catalog import Catalog
 from tablestore.catalog.manager import CatalogManager
 from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
-from tablestore.spec.schema import Schema
+from tablestore.spec.schema import Schema, arrow_to_schema
 from tablestore.spec.types import NestedField, StringType
 from tablestore.spec.updates import AddSchemaUpdate, AssertCurrentSchemaId, SetCurrentSchemaUpdate
 from tablestore.table import Table
@@ -32,6 +32,7 @@ pytestmark = pytest.mark.spark
 pyspark = pytest.importorskip("pyspark")
 
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
+from pyspark.sql import datasource as sds  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
 from tablestore.engine.spark import (  # noqa: E402
@@ -39,7 +40,8 @@ from tablestore.engine.spark import (  # noqa: E402
     register_table_view,
     spark_session,
 )
-from tablestore.engine.spark_source import WRITE_ID_PROPERTY  # noqa: E402
+from tablestore.engine.spark_convert import filter_to_expression  # noqa: E402
+from tablestore.engine.spark_source import WRITE_ID_PROPERTY, parse_name, quote_name  # noqa: E402
 
 
 @dataclass
@@ -166,6 +168,54 @@ def all_types(start: int, n: int) -> pa.Table:
         rows["lst"].append(None if null else list(range(k % 4)))
         rows["mp"].append(None if null else [(f"k{j}", j * 0.5) for j in range(k % 3)])
     return pa.table(rows, schema=ALL_TYPES)
+
+
+# -- conversions (no Spark session needed) -----------------------------------------------------------
+
+
+FILTER_SCHEMA = arrow_to_schema(pa.schema([
+    ("id", pa.int64()), ("s", pa.string()), ("b", pa.binary()), ("tm", pa.time64("us")),
+    ("ts", pa.timestamp("us", tz="UTC")), ("st", pa.struct([("x", pa.int32())])), ("l", pa.list_(pa.int32())),
+]))
+UTC_2024 = datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC)
+
+
+@pytest.mark.parametrize(("spark_filter", "expected"), [
+    (sds.EqualTo(("s",), "a"), "s = 'a'"),
+    (sds.IsNotNull(("s",)), "s IS NOT NULL"),
+    (sds.Not(sds.In(("id",), (1, 2))), "NOT id IN (1, 2)"),
+    # <=> is never unknown, so its negation keeps NULL rows: "not null and equal" does that.
+    (sds.EqualNullSafe(("id",), 3), "id IS NOT NULL AND id = 3"),
+    (sds.EqualNullSafe(("id",), None), "id IS NULL"),
+    (sds.StringStartsWith(("s",), "x%"), "s LIKE 'x\\%%'"),
+    (sds.LessThan(("ts",), UTC_2024), "ts < TIMESTAMP '2024-01-01 00:00:00+00:00'"),
+    (sds.EqualTo(("st", "x"), 3), "st.x = 3"),
+    (sds.EqualTo(("b",), b"x"), "b = X'78'"),
+    # Left to Spark: a NULL among IN values, order on bytes, remapped types, non-struct nesting,
+    # unknown columns, values that do not fit the column, and what has no tablestore predicate.
+    (sds.In(("id",), (1, None)), None),
+    (sds.GreaterThan(("b",), b"x"), None),
+    (sds.EqualTo(("tm",), 5), None),
+    (sds.EqualTo(("st",), 3), None),
+    (sds.EqualTo(("nope",), 3), None),
+    (sds.GreaterThan(("id",), "zz"), None),
+    (sds.StringEndsWith(("s",), "x"), None),
+    (sds.StringContains(("s",), "x"), None),
+])
+def test_spark_filters_convert_to_expressions_of_the_same_meaning(spark_filter: Any, expected: str | None) -> None:
+    converted = filter_to_expression(spark_filter, FILTER_SCHEMA)
+    assert (str(converted) if converted is not None else None) == expected
+
+
+@pytest.mark.parametrize(("text", "parts"), [
+    ("t", ("t",)),
+    ("cat.db.t", ("cat", "db", "t")),
+    ("`my db`.`t.1`", ("my db", "t.1")),
+    ("db.`a``b`", ("db", "a`b")),
+])
+def test_table_names_parse_with_backtick_quoting(text: str, parts: tuple[str, ...]) -> None:
+    assert parse_name(text) == parts
+    assert parse_name(quote_name(parts)) == parts
 
 
 # -- writes and reads ------------------------------------------------------------------------------
