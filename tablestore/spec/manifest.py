@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 from typing import Any, Protocol
 
-from tablestore.errors import CorruptMetadataError, ValidationError
+from tablestore.errors import CorruptMetadataError, UnsupportedError, ValidationError
 from tablestore.spec.conversions import to_bytes
 from tablestore.spec.manifest_avro import (
     V1_BLOCK_SIZE,
@@ -550,6 +550,16 @@ def _manifest_record(m: ManifestFile) -> dict[str, Any]:
         ],
         "key_metadata": m.key_metadata,
     }
+
+
+def snapshot_manifests(io_: FileIOLike, snapshot: Any) -> list[ManifestFile]:
+    """The manifests of a snapshot (v1 snapshots that list manifests inline are not supported)."""
+    if snapshot.manifest_list is None:
+        raise UnsupportedError(
+            f"snapshot {snapshot.snapshot_id} lists its manifests inline (a format v1 table from an old writer); "
+            "rewrite the table's manifests with a current Iceberg writer first"
+        )
+    return read_manifest_list(io_, snapshot.manifest_list)
 
 
 def read_manifest_list(io_: FileIOLike, path: str) -> list[ManifestFile]:

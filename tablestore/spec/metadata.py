@@ -290,6 +290,13 @@ class TableMetadata:
     def spec_by_id(self, spec_id: int) -> PartitionSpec | None:
         return next((s for s in self.partition_specs if s.spec_id == spec_id), None)
 
+    def spec_for(self, spec_id: int) -> PartitionSpec:
+        """The spec a data file or manifest names; its absence means the metadata is broken."""
+        found = self.spec_by_id(spec_id)
+        if found is None:
+            raise CorruptMetadataError(f"the table metadata has no partition spec {spec_id}, which a file refers to")
+        return found
+
     def specs(self) -> dict[int, PartitionSpec]:
         return {s.spec_id: s for s in self.partition_specs}
 

@@ -282,14 +282,16 @@ class Table:
         def rewrite(task: FileTask) -> tuple[DataFile, list[DataFile]] | None:
             from tablestore.table.read import read_task_table
 
-            spec = self.metadata.spec_by_id(task.spec_id)
+            spec = self.metadata.spec_for(task.spec_id)
             everything = read_task_table(self.io, task.file, task.delete_files, spec, schema, schema, AlwaysTrue())
             kept = _rows_not_matching(everything, bound, schema)
             if kept.num_rows == everything.num_rows and not task.delete_files:
                 return None
             if kept.num_rows == 0:
                 return task.file, []
-            return task.file, write_data_files(ctx, conform_to_schema(kept, schema), lambda fn, items: [fn(i) for i in items])
+            # Already on an engine thread: write this file's remainder inline.
+            serial = lambda fn, items: [fn(i) for i in items]  # noqa: E731
+            return task.file, write_data_files(ctx, conform_to_schema(kept, schema), serial)
 
         deleted: list[DataFile] = []
         rewritten: list[DataFile] = []
@@ -307,7 +309,7 @@ class Table:
             metrics = InclusiveMetricsEvaluator(schema, bound)
             evaluators: dict[int, PartitionEvaluator] = {}
             for f in added_data_files(self, newer):
-                spec = self.metadata.spec_by_id(f.spec_id)
+                spec = self.metadata.spec_for(f.spec_id)
                 evaluator = evaluators.setdefault(f.spec_id, PartitionEvaluator(spec, schema, bound))
                 if evaluator.eval(tuple(f.partition)) and metrics.eval(f):
                     raise CommitConflictError(

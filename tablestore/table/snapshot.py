@@ -24,7 +24,7 @@ from tablestore.spec.manifest import (
     ManifestEntryStatus,
     ManifestFile,
     read_manifest,
-    read_manifest_list,
+    snapshot_manifests,
     write_manifest,
     write_manifest_list,
 )
@@ -91,7 +91,7 @@ class SnapshotProducer:
         """The parent's manifests, rewritten where this change deletes files."""
         if parent is None:
             return []
-        return read_manifest_list(self.table.io, parent.manifest_list)
+        return snapshot_manifests(self.table.io, parent)
 
     # -- shared machinery ------------------------------------------------------------------
     def _manifest_path(self) -> str:
@@ -280,7 +280,7 @@ class OverwriteFiles(SnapshotProducer):
         doomed = {f.file_path for f in self.deleted_files}
         found: set[str] = set()
         out: list[ManifestFile] = []
-        for manifest in read_manifest_list(self.table.io, parent.manifest_list):
+        for manifest in snapshot_manifests(self.table.io, parent):
             if manifest.content != ManifestContent.DATA or not doomed:
                 out.append(manifest)
                 continue
@@ -298,7 +298,7 @@ class OverwriteFiles(SnapshotProducer):
                     rewritten.append(replace(e, status=ManifestEntryStatus.DELETED, snapshot_id=self.snapshot_id))
                 else:
                     rewritten.append(replace(e, status=ManifestEntryStatus.EXISTING))
-            spec = base.spec_by_id(manifest.partition_spec_id)
+            spec = base.spec_for(manifest.partition_spec_id)
             out.append(
                 write_manifest(
                     self.table.io, self._manifest_path(), spec, base.schema(), self.snapshot_id, rewritten,
@@ -330,7 +330,7 @@ def added_data_files(table: Table, snapshots: list[Snapshot]) -> list[Any]:
     """Data files that the given snapshots added (for conflict checks)."""
     files = []
     for snapshot in snapshots:
-        for manifest in read_manifest_list(table.io, snapshot.manifest_list):
+        for manifest in snapshot_manifests(table.io, snapshot):
             if manifest.added_snapshot_id != snapshot.snapshot_id:
                 continue
             for entry in read_manifest(table.io, manifest):

@@ -187,7 +187,7 @@ UTC_2024 = datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC)
     # <=> is never unknown, so its negation keeps NULL rows: "not null and equal" does that.
     (sds.EqualNullSafe(("id",), 3), "id IS NOT NULL AND id = 3"),
     (sds.EqualNullSafe(("id",), None), "id IS NULL"),
-    (sds.StringStartsWith(("s",), "x%"), "s LIKE 'x\\%%'"),
+    (sds.StringStartsWith(("s",), "x%"), r"s LIKE 'x\\%%'"),
     (sds.LessThan(("ts",), UTC_2024), "ts < TIMESTAMP '2024-01-01 00:00:00+00:00'"),
     (sds.EqualTo(("st", "x"), 3), "st.x = 3"),
     (sds.EqualTo(("b",), b"x"), "b = X'78'"),
