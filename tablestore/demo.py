@@ -46,7 +46,8 @@ def run(workdir: Path) -> int:
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
     catalog = tablestore.load_catalog(
-        "local", type="sql", uri=f"sqlite:///{workdir.resolve()}/catalog.db", warehouse=str(workdir.resolve() / "warehouse")
+        "local", type="sql", uri=f"sqlite:///{workdir.resolve()}/catalog.db",
+        warehouse=str(workdir.resolve() / "warehouse"),
     )
     catalog.create_namespace("shop")
     schema = pa.schema([("event_id", pa.int64()), ("event_ts", pa.timestamp("us")),
@@ -68,7 +69,8 @@ def run(workdir: Path) -> int:
     then = table.scan(snapshot_id=first.snapshot_id).to_arrow()
     de_day2 = table.scan(filter="country = 'de' AND event_ts >= '2026-11-02'", columns=["event_id"]).to_arrow()
     _show("current: rows per country", now.group_by("country").aggregate([("event_id", "count")]).sort_by("country"))
-    _show("time travel to the first snapshot", then.group_by("country").aggregate([("event_id", "count")]).sort_by("country"))
+    _show("time travel to the first snapshot",
+          then.group_by("country").aggregate([("event_id", "count")]).sort_by("country"))
 
     history = RichTable(title="snapshots")
     for column in ("snapshot id", "operation", "added records", "total records"):

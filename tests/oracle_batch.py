@@ -11,7 +11,7 @@ import os
 import sys
 
 sys.path.insert(0, os.environ["ICEBERG_ORACLE_DIR"])
-import oracle  # noqa: E402  (the shared tool's module)
+import oracle
 
 
 def main() -> int:

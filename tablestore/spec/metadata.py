@@ -468,11 +468,8 @@ def _metadata_from_json(obj: Any) -> TableMetadata:
     if current_snapshot_id is not None and current_snapshot_id not in by_id:
         raise CorruptMetadataError(f"current-snapshot-id {current_snapshot_id} is not among the snapshots")
 
-    refs_obj = _opt(obj, "refs", dict, what)
-    if refs_obj is not None:
-        refs = {name: SnapshotRef.from_json(r, name) for name, r in refs_obj.items()}
-    else:
-        refs = {}
+    refs_obj = _opt(obj, "refs", dict, what) or {}
+    refs = {name: SnapshotRef.from_json(r, name) for name, r in refs_obj.items()}
     if MAIN_BRANCH not in refs and current_snapshot_id is not None:
         # Metadata from before refs existed: the current snapshot is the head of main.
         refs[MAIN_BRANCH] = SnapshotRef(current_snapshot_id, "branch")
