@@ -42,7 +42,9 @@ def _aggregates() -> list[Any]:
     return [
         F.count("*").alias("rows"),
         F.sum("event_id"), F.max("event_ts"), F.sum("user_id"), F.max("country"), F.max("event_type"),
-        F.sum("quantity"), F.sum("price"), F.sum("amount"), F.max("device"), F.sum(F.col("flag").cast("int")),
+        # Summed as decimals: a float sum depends on the order of the rows, which differs by reader.
+        F.sum("quantity"), F.sum(F.col("price").cast("decimal(20,2)")), F.sum("amount"),
+        F.max("device"), F.sum(F.col("flag").cast("int")),
     ]
 
 
