@@ -7,15 +7,18 @@ their old data and a dropped-then-re-added name reads NULL for old rows.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as ds
 
 from tablestore.errors import CorruptMetadataError, UnsupportedError
 from tablestore.io import FileIO
@@ -30,7 +33,14 @@ from tablestore.spec.types import IcebergType, ListType, MapType, NestedField, S
 # Reserved field ids of position delete files (spec: "Position Delete Files").
 DELETE_FILE_PATH_ID = 2147483546
 DELETE_POS_ID = 2147483545
-_PARQUET_FORMAT = ds.ParquetFileFormat()
+
+
+@functools.cache
+def _parquet_format() -> ds.ParquetFileFormat:
+    # pyarrow.dataset imports pandas (seconds); only readers pay for it, not `import tablestore`.
+    import pyarrow.dataset
+
+    return pyarrow.dataset.ParquetFileFormat()
 
 
 def _field_id(f: pa.Field) -> int | None:
@@ -70,7 +80,7 @@ def read_task_table(
     """Rows of one data file, in the projected schema, after deletes and the filter."""
     fs, path = io.filesystem_for(data_file.file_path)
     try:
-        fragment = _PARQUET_FORMAT.make_fragment(path, filesystem=fs)
+        fragment = _parquet_format().make_fragment(path, filesystem=fs)
         physical = fragment.physical_schema
     except (pa.ArrowInvalid, OSError) as e:
         raise CorruptMetadataError(f"cannot read data file {data_file.file_path}: {e}") from None
@@ -156,7 +166,9 @@ def _read_file(
     if arrow_filter is None:
         return _decode_dictionaries(parquet.read_row_groups(row_groups, columns=names, use_threads=True))
     first = _decode_dictionaries(parquet.read_row_groups(row_groups, columns=filter_names, use_threads=True))
-    mask = ds.dataset(first).to_table(columns={"__match": arrow_filter}).column("__match")
+    import pyarrow.dataset
+
+    mask = pyarrow.dataset.dataset(first).to_table(columns={"__match": arrow_filter}).column("__match")
     positions = pc.indices_nonzero(mask)
     columns = {name: first.column(name) for name in filter_names}
     whole = len(positions) == first.num_rows
@@ -357,7 +369,7 @@ def _select(table: pa.Table, projected: Schema) -> pa.Table:
 
 def read_position_deletes(io: FileIO, delete_file: DataFile, data_path: str) -> np.ndarray:
     fs, path = io.filesystem_for(delete_file.file_path)
-    fragment = _PARQUET_FORMAT.make_fragment(path, filesystem=fs)
+    fragment = _parquet_format().make_fragment(path, filesystem=fs)
     by_id = _ids_of(fragment.physical_schema)
     path_col = by_id.get(DELETE_FILE_PATH_ID)
     pos_col = by_id.get(DELETE_POS_ID)
@@ -396,7 +408,7 @@ def _equality_matches(
     if not ids or any(i not in file_fields for i in ids):
         return np.zeros(raw.num_rows, dtype=bool)
     fs, path = io.filesystem_for(delete.file_path)
-    fragment = _PARQUET_FORMAT.make_fragment(path, filesystem=fs)
+    fragment = _parquet_format().make_fragment(path, filesystem=fs)
     delete_by_id = _ids_of(fragment.physical_schema)
     names = [delete_by_id[i].name for i in ids]
     deleted = fragment.to_table(columns=names)
