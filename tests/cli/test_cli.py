@@ -60,6 +60,12 @@ def test_insert_reports_affected_rows_and_select_returns_them(config: Path, tmp_
     assert lines[3] == {"columns": ["x", "s"], "rows": [[1, "a"], [2, None]]}
     csv_out = run(["sql", "-e", "SELECT s, x FROM t ORDER BY x", "--format", "csv"], config).stdout
     assert csv_out.splitlines() == ["s,x", "a,1", ",2"]
+    # Views and functions live in the catalog: a later process uses what an earlier one made.
+    run(["sql", "-e", "CREATE VIEW big AS SELECT x, s FROM t WHERE x > 1; "
+                      "CREATE FUNCTION shout AS 'tests.sql.udfs.shout' RETURNS STRING"], config)
+    later = json_lines(run(["sql", "-e", "SELECT x, shout(coalesce(s, 'none')) AS loud FROM big", "--format", "json"],
+                           config).stdout)
+    assert later == [{"columns": ["x", "loud"], "rows": [[2, "NONE!"]]}]
 
 
 def test_errors_exit_non_zero_with_one_line_and_commit_nothing(config: Path) -> None:

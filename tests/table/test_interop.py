@@ -261,3 +261,25 @@ def test_we_read_tables_pyiceberg_writes(tmp_path: Path) -> None:
     assert len(expected) == 31 - 3
     filtered = our_table.scan(filter="country = 'de' AND value > 5", columns=["id", "value"]).to_arrow()
     assert sorted(filtered.column("id").to_pylist()) == [12, 15, 18, 21, 24, 27, 100]
+
+
+def test_time_and_other_scalar_types_read_identically(tmp_path: Path) -> None:
+    """TIME has no Spark type, so the oracle reads the other columns and pyiceberg all of them."""
+    catalog = tablestore.load_catalog("t", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    catalog.create_namespace("db")
+    schema = pa.schema([("id", pa.int32()), ("t", pa.time64("us")), ("u", pa.binary(16))])
+    table = catalog.create_table("db.times", schema=schema, partition_by=["identity(t)"])
+    data = pa.table({
+        "id": pa.array([1, 2, 3], pa.int32()),
+        "t": pa.array([datetime.time(0, 0), datetime.time(13, 45, 7, 123456), None], pa.time64("us")),
+        "u": pa.array([uuid.UUID(int=5).bytes, None, uuid.UUID(int=2**127).bytes], pa.binary(16)),
+    })
+    table.append(data)
+    ours = table.scan().to_arrow()
+    assert ours.column("t").to_pylist() == data.column("t").to_pylist()
+    theirs = StaticTable.from_metadata(table.metadata_location).scan().to_arrow()
+    assert theirs.column("t").to_pylist() == data.column("t").to_pylist()
+    assert oracle_rows(theirs.select(["id", "u"])) == oracle_rows(ours.select(["id", "u"]))
+    batch = oracle.OracleBatch()
+    job = batch.read(table.metadata_location, columns=["id", "u"])
+    assert oracle.check(batch.run()[job])["rows"] == oracle_rows(ours.select(["id", "u"]))
