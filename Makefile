@@ -2,15 +2,13 @@
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
-UV := $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
+UV := python3 -m uv
 PYTEST_ARGS ?=
 
 .PHONY: install demo test lint bench clean
 
-$(UV):
-	python3 -m pip install --quiet --user uv || python3 -m pip install --quiet uv
-
-$(VENV)/.installed: pyproject.toml uv.lock | $(UV)
+$(VENV)/.installed: pyproject.toml uv.lock
+	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
 	$(UV) sync --frozen --all-extras --quiet
 	touch $@
 
