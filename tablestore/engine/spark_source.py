@@ -318,7 +318,10 @@ class TablestoreReader(DataSourceReader):
         return plan_files(io, metadata, snapshot, schema, ex.bind(schema, self.row_filter()), LocalEngine())
 
     def partitions(self) -> list[InputPartition]:
-        return [FileTaskPartition(i, task) for i, task in enumerate(self.plan())]
+        # Spark starts partitions in order: the largest first leaves the small ones to fill the
+        # gaps at the end, instead of one large file running alone on one core.
+        tasks = sorted(self.plan(), key=lambda t: t.length, reverse=True)
+        return [FileTaskPartition(i, task) for i, task in enumerate(tasks)]
 
     def _context(self) -> dict[str, Any]:
         if not self._cache:
