@@ -11,6 +11,7 @@ from sqlglot.tokens import TokenType
 
 from tablestore.errors import ParseError, SchemaError
 from tablestore.spec.types import parse_sql_type
+from tablestore.sql import parse_external, parse_partition, parse_row_level, parse_schema
 from tablestore.sql import statements as st
 from tablestore.sql.tokens import Cursor, StatementText, split_statements
 
@@ -323,6 +324,10 @@ def _alter(c: Cursor) -> st.Statement:
     if c.accept("UNSET", "TBLPROPERTIES"):
         if_exists = _if_exists(c)
         return st.UnsetTableProperties(c.sql, name, tuple(c.key_list()), if_exists)
+    for module in _EXTENSIONS:
+        statement = module.parse_alter_table(c, name, is_view)
+        if statement is not None:
+            return statement
     token = c.peek()
     raise c.error(f"unsupported ALTER {'VIEW' if is_view else 'TABLE'} action {token.text if token else ''!r}")
 
@@ -375,3 +380,6 @@ _HANDLERS = {
     "ALTER": _alter,
     "INSERT": _insert,
 }
+_EXTENSIONS = (parse_schema, parse_partition, parse_external, parse_row_level)
+for _module in _EXTENSIONS:
+    _HANDLERS.update(_module.STATEMENT_HANDLERS)

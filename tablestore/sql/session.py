@@ -30,9 +30,13 @@ from tablestore.errors import (
 from tablestore.sql import statements as st
 from tablestore.sql.ddl import describe_table, show_create_table, table_schema_from_columns
 from tablestore.sql.dml import run_insert
+from tablestore.sql.external_statements import ExternalTableStatements
 from tablestore.sql.parser import parse_script, parse_statement
+from tablestore.sql.partition_statements import PartitionStatements
 from tablestore.sql.query import QueryPlanner, load_python_function, spark_errors
 from tablestore.sql.result import StatementResult
+from tablestore.sql.row_level_statements import RowLevelStatements
+from tablestore.sql.schema_statements import SchemaStatements
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -47,7 +51,7 @@ def _like(pattern: str | None, name: str) -> bool:
     return any(fnmatch.fnmatchcase(name.lower(), p.strip().lower()) for p in pattern.split("|"))
 
 
-class SqlSession:
+class SqlSession(SchemaStatements, PartitionStatements, ExternalTableStatements, RowLevelStatements):
     def __init__(
         self,
         config: LakehouseConfig | None = None,
