@@ -33,6 +33,7 @@ from tablestore.sql.dml import run_insert
 from tablestore.sql.external_statements import ExternalTableStatements
 from tablestore.sql.parser import parse_script, parse_statement
 from tablestore.sql.partition_statements import PartitionStatements
+from tablestore.sql.procedure_statements import ProcedureStatements
 from tablestore.sql.query import QueryPlanner, load_python_function, spark_errors
 from tablestore.sql.result import StatementResult
 from tablestore.sql.row_level_statements import RowLevelStatements
@@ -51,7 +52,9 @@ def _like(pattern: str | None, name: str) -> bool:
     return any(fnmatch.fnmatchcase(name.lower(), p.strip().lower()) for p in pattern.split("|"))
 
 
-class SqlSession(SchemaStatements, PartitionStatements, ExternalTableStatements, RowLevelStatements):
+class SqlSession(
+    SchemaStatements, PartitionStatements, ExternalTableStatements, RowLevelStatements, ProcedureStatements
+):
     def __init__(
         self,
         config: LakehouseConfig | None = None,
