@@ -55,7 +55,7 @@ def test_literal_values() -> None:
     assert literal_value("true") is True
     assert literal_value("NULL") is None
     assert literal_value("TIMESTAMP '2024-01-02 03:04:05'") == datetime.datetime(
-        2024, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
+        2024, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
     assert literal_value("DATE '2024-01-02'") == datetime.date(2024, 1, 2)
     assert literal_value("array('a', 'b')") == ["a", "b"]
     assert literal_value("map('k', 'v', 'k2', 'v2')") == {"k": "v", "k2": "v2"}
