@@ -134,9 +134,8 @@ def test_bad_spec_changes_raise_and_commit_nothing(local_catalog: tablestore.Cat
                                                    message: str) -> None:
     table = local_catalog.create_table("db.t", schema=SCHEMA, partition_by=["days(ts)"])
     before = table.metadata_location
-    with pytest.raises(ValidationError, match=re.escape(message)):
-        with table.update_spec() as u:
-            change(u)
+    with pytest.raises(ValidationError, match=re.escape(message)), table.update_spec() as u:
+        change(u)
     assert local_catalog.load_table("db.t").metadata_location == before
 
 
