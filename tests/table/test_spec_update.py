@@ -228,3 +228,25 @@ def test_oracle_reads_the_rollover_and_evolves_specs_as_we_do(local_catalog: tab
     java_metadata = sorted((java_wh / "db" / "t" / "metadata").glob("v*.metadata.json"),
                            key=lambda p: int(p.name[1:].split(".")[0]))
     assert [spec_state(json.loads(p.read_text())) for p in java_metadata[1:]] == ours
+
+
+def test_filtered_scan_of_1000_partitions_plans_only_matching_files(local_catalog: tablestore.Catalog) -> None:
+    schema = pa.schema([("p", pa.int32()), ("v", pa.int64())])
+    table = local_catalog.create_table("db.wide", schema=schema, partition_by=["p"])
+    table.append(pa.table({"p": pa.array(range(1000), pa.int32()), "v": list(range(1000))}, schema=schema))
+    assert len(table.scan().plan_files()) == 1000
+
+    def planned(expr: str) -> list[tuple[int, tuple[Any, ...]]]:
+        return sorted((t.spec_id, tuple(t.file.partition)) for t in table.scan(filter=expr).plan_files())
+
+    assert planned("p = 500") == [(0, (500,))]
+    assert planned("p IN (3, 700, 999)") == [(0, (3,)), (0, (700,)), (0, (999,))]
+    assert planned("p >= 10 AND p < 20") == [(0, (i,)) for i in range(10, 20)]
+    assert planned("v = 500") == [(0, (500,))]  # column bounds prune the rest
+    # After evolving to truncate(10, p), both specs are pruned, each with its own partition values.
+    with table.update_spec() as u:
+        u.replace_field("p", "truncate(10, p)")
+    table.append(pa.table({"p": pa.array(range(1000), pa.int32()), "v": list(range(1000, 2000))}, schema=schema))
+    assert len(table.scan().plan_files()) == 1100
+    assert planned("p = 505") == [(0, (505,)), (1, (500,))]
+    assert sorted(table.scan(filter="p = 505").to_arrow().column("v").to_pylist()) == [505, 1505]
