@@ -250,3 +250,18 @@ def test_filtered_scan_of_1000_partitions_plans_only_matching_files(local_catalo
     assert len(table.scan().plan_files()) == 1100
     assert planned("p = 505") == [(0, (505,)), (1, (500,))]
     assert sorted(table.scan(filter="p = 505").to_arrow().column("v").to_pylist()) == [505, 1505]
+
+
+def test_files_written_before_a_spec_change_are_committed_under_their_own_spec(
+        local_catalog: tablestore.Catalog) -> None:
+    table = local_catalog.create_table("db.t", schema=SCHEMA, partition_by=["days(ts)"])
+    early = table.write_files(rows(1, range(0, 2), 0))  # a task of a long write, before the change
+    other = local_catalog.load_table("db.t")
+    with other.update_spec() as u:
+        u.replace_field("days(ts)", "hours(ts)")
+    late = other.write_files(rows(2, range(0, 2), 10))
+    table.refresh().append_files([*early, *late])
+    planned = {(t.spec_id, tuple(t.file.partition)) for t in table.scan().plan_files()}
+    may1 = MAY3 - 2
+    assert planned == {(0, (may1,)), (1, ((may1 + 1) * 24,)), (1, ((may1 + 1) * 24 + 1,))}
+    assert sorted(table.scan(filter="ts < '2024-05-02'").to_arrow().column("id").to_pylist()) == [0, 1]
