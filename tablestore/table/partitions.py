@@ -252,10 +252,6 @@ def _read_all(table: Table, task: FileTask) -> pa.Table:
     return conform_to_schema(rows, schema)
 
 
-def _serial(fn: Any, items: list[Any]) -> list[Any]:
-    return [fn(i) for i in items]
-
-
 # -- listing and statistics -------------------------------------------------------------------------
 
 
