@@ -139,3 +139,11 @@ class ConfigError(ValidationError):
 
 class QueryError(ValidationError):
     """Spark could not analyse or run a query: an unknown column, a type error, an overflow."""
+
+
+class NoSuchPartitionError(NotFoundError):
+    """A PARTITION (k='v') names a partition that has no rows; SHOW PARTITIONS lists the partitions."""
+
+
+class PartitionAlreadyExistsError(AlreadyExistsError):
+    """A partition rename would move rows into a partition that already has rows."""

@@ -7,6 +7,7 @@ with an error on overflow; dates to timestamps); anything else fails before any 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 
 _NUMERIC = (IntegerType, LongType, FloatType, DoubleType, DecimalType)
 INSERT_OVERWRITE_MODE = "tablestore.insert-overwrite.mode"
+SPARK_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
 
 
 def _spark_kind(spark_type: Any) -> str:
@@ -86,18 +88,30 @@ def _spark_cast_type(t: IcebergType) -> str | None:
     return sql_type_name(t)
 
 
-def run_insert(session: SqlSession, table: Table, s: st.Insert) -> StatementResult:
-    from pyspark.sql import functions as F
+@dataclass
+class PartitionClause:
+    """``PARTITION (k1='v1', k2)`` resolved against the table: static values and dynamic columns."""
 
+    static: dict[str, Any] = field(default_factory=dict)
+    dynamic: list[str] = field(default_factory=list)
+    """Identity partition columns without a value, in the order the query must give them."""
+
+
+def resolve_partition_clause(table: Table, partition: tuple[tuple[str, str | None], ...]) -> PartitionClause:
+    """Check a PARTITION clause: every key a partition column, values of the column's type.
+
+    Identity partition columns the clause leaves out are dynamic too (Hive's partial static
+    insert); they come after the other columns, those named in the clause first.
+    """
     schema = table.schema()
     spec = table.spec()
-    identity_sources = {
-        schema.find_column_name(pf.source_id): pf for pf in spec.fields if isinstance(pf.transform, IdentityTransform)
-    }
+    identity = [schema.find_column_name(pf.source_id) for pf in spec.fields
+                if isinstance(pf.transform, IdentityTransform)]
     partition_names = {schema.find_column_name(pf.source_id) for pf in spec.fields}
-    static: dict[str, Any] = {}
-    dynamic_keys: list[str] = []
-    for key, value in s.partition:
+    clause = PartitionClause()
+    if not partition:
+        return clause
+    for key, value in partition:
         field_id = schema.find_field_id(key, case_sensitive=False)
         name = schema.find_column_name(field_id) if field_id is not None else None
         if name is None or name not in partition_names:
@@ -105,31 +119,85 @@ def run_insert(session: SqlSession, table: Table, s: st.Insert) -> StatementResu
                 f"PARTITION ({key}) names a column that is not a partition column of {table.name}; "
                 f"its partition columns are {', '.join(sorted(n for n in partition_names if n)) or 'none'}"
             )
+        if name in clause.static or name in clause.dynamic:
+            raise ValidationError(f"PARTITION names {name!r} twice")
         if value is None:
-            dynamic_keys.append(name)
+            clause.dynamic.append(name)
             continue
-        if name not in identity_sources:
-            raise ValidationError(f"a static value for {name!r} needs an identity partition on it")
+        if name not in identity:
+            raise ValidationError(
+                f"a static value for {name!r} needs an identity partition on it; {table.name} partitions it by "
+                f"{', '.join(str(pf.transform) for pf in spec.fields if schema.find_column_name(pf.source_id) == name)}"
+            )
+        t = schema.find_type(name)
         try:
-            static[name] = conversions.from_python(schema.find_type(name), value)
+            clause.static[name] = conversions.from_python(t, value)
         except (ValidationError, ValueError) as e:
             raise ValidationError(
-                f"partition value {value!r} for {name!r} is not a valid {schema.find_type(name)}: {e}"
+                f"partition value {value!r} for {name!r} is not a valid {sql_type_name(t)}: {e}"
             ) from None
+    clause.dynamic.extend(n for n in identity if n is not None and n not in clause.static and n not in clause.dynamic)
+    return clause
+
+
+def _targets(table: Table, s: st.Insert, clause: PartitionClause) -> list[str]:
+    schema = table.schema()
     if s.columns:
         unknown = [c for c in s.columns if schema.find_field_id(c, case_sensitive=False) is None]
         if unknown:
             raise SchemaError(f"INSERT names unknown columns {', '.join(unknown)}; the columns are "
                               f"{', '.join(schema.column_names)}")
         targets = [schema.find_field(c, case_sensitive=False).name for c in s.columns]
-    else:
-        targets = [f.name for f in schema.fields if f.name not in static]
+        fixed = [c for c in targets if c in clause.static]
+        if fixed:
+            raise ValidationError(
+                f"column {fixed[0]!r} has a static value in the PARTITION clause; remove it from the column list"
+            )
+        return targets
+    if not s.partition:
+        return [f.name for f in schema.fields]
+    moved = set(clause.dynamic)
+    return [f.name for f in schema.fields if f.name not in clause.static and f.name not in moved] + clause.dynamic
+
+
+def _column_count_error(table: Table, given: int, targets: list[str], clause: PartitionClause) -> ValidationError:
+    expected = f"{len(targets)} are expected ({', '.join(targets)})"
+    if clause.static and given == len(targets) + len(clause.static):
+        return ValidationError(
+            f"INSERT into {table.name}: the query gives {given} columns but {expected}; the static partition "
+            f"column(s) {', '.join(clause.static)} take their values from the PARTITION clause, so remove them "
+            "from the query"
+        )
+    if clause.dynamic and given == len(targets) - len(clause.dynamic):
+        missing = ", ".join(clause.dynamic)
+        return ValidationError(
+            f"INSERT into {table.name}: partition value missing for {missing}: give it in the PARTITION clause "
+            f"({clause.dynamic[0]}='...') or as the last column(s) of the query ({expected})"
+        )
+    return ValidationError(f"INSERT into {table.name}: the query gives {given} column(s) but {expected}")
+
+
+def overwrite_mode(session: SqlSession, table: Table) -> str:
+    """``static`` (replace all rows the PARTITION clause selects) or ``dynamic`` (replace only the
+    partitions the query writes): the session option, else the table property, else dynamic."""
+    options: dict[str, str] = getattr(session, "session_options", {})
+    for key in (INSERT_OVERWRITE_MODE, SPARK_OVERWRITE_MODE):
+        if key in options:
+            return options[key].lower()
+    return table.properties.get(INSERT_OVERWRITE_MODE, "dynamic").lower()
+
+
+def run_insert(session: SqlSession, table: Table, s: st.Insert) -> StatementResult:
+    from pyspark.sql import functions as F
+
+    schema = table.schema()
+    spec = table.spec()
+    clause = resolve_partition_clause(table, s.partition)
+    static = clause.static
+    targets = _targets(table, s, clause)
     df = session.planner().dataframe(s.query)
     if len(df.columns) != len(targets):
-        raise ValidationError(
-            f"INSERT into {table.name}: the query gives {len(df.columns)} column(s) but {len(targets)} are expected "
-            f"({', '.join(targets)})"
-        )
+        raise _column_count_error(table, len(df.columns), targets, clause)
     selected = []
     for source, target in zip(df.schema.fields, targets, strict=True):
         t = schema.find_type(target)
@@ -151,8 +219,11 @@ def run_insert(session: SqlSession, table: Table, s: st.Insert) -> StatementResu
         if rows:
             table.append(arrow)
         return StatementResult(affected=rows)
-    mode = table.properties.get(INSERT_OVERWRITE_MODE, "dynamic").lower()
-    if static:
+    mode = overwrite_mode(session, table)
+    if mode not in ("static", "dynamic"):
+        raise ValidationError(f"{INSERT_OVERWRITE_MODE} must be 'dynamic' or 'static', got {mode!r}")
+    if static and (not clause.dynamic or mode == "static"):
+        # Every row the PARTITION clause selects is replaced, even by an empty query (Hive's rule).
         condition: Expression | None = None
         for name, value in static.items():
             term: Expression = IsNull(Reference(name)) if value is None else EqualTo(Reference(name), value)

@@ -71,6 +71,9 @@ def _in_namespace(c: Cursor) -> st.Name | None:
 
 def _show(c: Cursor) -> st.Statement:
     c.expect("SHOW")
+    partitions = parse_partition.parse_show_partitions(c)
+    if partitions is not None:
+        return partitions
     if c.accept("CATALOGS"):
         return st.ShowCatalogs(c.sql, _pattern(c))
     if any(c.accept(w) for w in _PLURAL_DATABASES):
@@ -102,7 +105,8 @@ def _describe(c: Cursor) -> st.Statement:
         return st.DescribeFunction(c.sql, c.qualified_name("a function name"), extended)
     c.accept("TABLE")
     extended = c.accept("EXTENDED") or c.accept("FORMATTED")
-    return st.DescribeTable(c.sql, c.qualified_name("a table name"), extended)
+    name = c.qualified_name("a table name")
+    return parse_partition.parse_describe_partition(c, name, extended) or st.DescribeTable(c.sql, name, extended)
 
 
 # -- CREATE ----------------------------------------------------------------------------------

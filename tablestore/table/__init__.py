@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from tablestore.catalog import Catalog
     from tablestore.engine import Engine
     from tablestore.table.inspect import TableInspector
+    from tablestore.table.spec_update import UpdateSpec
 
 __all__ = ["FileTask", "Table", "TableScan"]
 
@@ -230,6 +231,12 @@ class Table:
             conflict_check=conflicts,
             snapshot_properties={"replace-partitions": "true", **(snapshot_properties or {})},
         ).commit()
+
+    def update_spec(self) -> UpdateSpec:
+        """Partition evolution: ``with table.update_spec() as u: u.add_field("hours(ts)")``."""
+        from tablestore.table.spec_update import UpdateSpec
+
+        return UpdateSpec(self)
 
     def update_properties(self, updates: dict[str, str] | None = None, removals: list[str] | None = None) -> None:
         """Set and remove table properties in one commit (retried: property changes commute)."""

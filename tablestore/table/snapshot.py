@@ -81,7 +81,7 @@ class SnapshotProducer:
         self.deleted_files: list[DataFile] = []
         self._manifest_counter = 0
         self._written_manifests: list[str] = []
-        self._added_manifest: ManifestFile | None = None
+        self._added_manifests: list[ManifestFile] | None = None
 
     # -- what subclasses decide ------------------------------------------------------------
     def validate(self, base: TableMetadata, parent: Snapshot | None) -> None:
@@ -103,17 +103,20 @@ class SnapshotProducer:
     def _write_added_manifest(self, base: TableMetadata) -> list[ManifestFile]:
         if not self.added_files:
             return []
-        if self._added_manifest is None:
-            spec = base.spec()
-            entries = [
-                ManifestEntry(ManifestEntryStatus.ADDED, self.snapshot_id, None, None, f)
-                for f in self.added_files
+        if self._added_manifests is None:
+            # One manifest per spec: files written before a partition evolution keep their spec.
+            by_spec: dict[int, list[DataFile]] = {}
+            for f in self.added_files:
+                by_spec.setdefault(f.spec_id, []).append(f)
+            self._added_manifests = [
+                write_manifest(
+                    self.table.io, self._manifest_path(), base.spec_for(spec_id), base.schema(), self.snapshot_id,
+                    [ManifestEntry(ManifestEntryStatus.ADDED, self.snapshot_id, None, None, f) for f in files],
+                    content=ManifestContent.DATA, format_version=base.format_version,
+                )
+                for spec_id, files in sorted(by_spec.items())
             ]
-            self._added_manifest = write_manifest(
-                self.table.io, self._manifest_path(), spec, base.schema(), self.snapshot_id, entries,
-                content=ManifestContent.DATA, format_version=base.format_version,
-            )
-        return [self._added_manifest]
+        return list(self._added_manifests)
 
     def summary(self, base: TableMetadata, parent: Snapshot | None) -> dict[str, str]:
         added_records = sum(f.record_count for f in self.added_files if f.content == DataFileContent.DATA)
@@ -210,9 +213,9 @@ class SnapshotProducer:
 
     def _discard_rewritten(self) -> None:
         """Drop manifests rewritten for the old parent; the added manifest is reused."""
-        keep = self._added_manifest.manifest_path if self._added_manifest else None
+        keep = {m.manifest_path for m in self._added_manifests or []}
         for path in list(self._written_manifests):
-            if path != keep:
+            if path not in keep:
                 self.table.io.delete(path)
                 self._written_manifests.remove(path)
 
