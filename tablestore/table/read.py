@@ -59,13 +59,10 @@ def _ids_of(struct_fields: Iterable[pa.Field]) -> dict[int, pa.Field]:
 
 
 def _by_name_mapping(physical: pa.Schema, table_schema: Schema) -> dict[int, pa.Field]:
-    """Files written without field ids (imported Hive files) are matched by name."""
-    out = {}
-    for f in physical:
-        fid = table_schema.find_field_id(f.name, case_sensitive=False)
-        if fid is not None:
-            out[fid] = f
-    return out
+    """Files written without field ids (imported Hive files) are matched by name, nested fields too."""
+    from tablestore.spec.name_mapping import NameMapping, apply_name_mapping
+
+    return _ids_of(apply_name_mapping(physical, NameMapping.from_schema(table_schema)))
 
 
 def read_task_table(
@@ -101,7 +98,8 @@ def read_task_table(
         arrow_filter = None
         if filter_ids and filter_ids <= set(file_fields):
             arrow_filter = _file_filter(row_filter, physical)
-        filter_names = [file_fields[f.field_id].name for f in needed if f.field_id in filter_ids]
+        filter_names = [file_fields[f.field_id].name for f in needed
+                        if f.field_id in filter_ids and f.field_id in file_fields]
         try:
             raw = _read_file(fs, path, fragment, read_names, filter_names, arrow_filter)
             pushed = arrow_filter is not None
@@ -118,7 +116,10 @@ def read_task_table(
     fields = []
     for f in needed:
         if f.field_id in file_fields:
-            column = raw.column(file_fields[f.field_id].name)
+            source = file_fields[f.field_id]
+            column = raw.column(source.name)
+            if pa.types.is_nested(column.type) and not column.type.equals(source.type, check_metadata=True):
+                column = column.cast(source.type)  # nested field ids from the name mapping
             column = _project_column(column, f)
         elif f.field_id in constants:
             column = pa.chunked_array(
