@@ -145,6 +145,7 @@ def test_msck_repair_makes_a_pyarrow_hive_tree_queryable_and_adds_only_new_parti
     assert [r[0] for r in rows(session, "DESCRIBE country_page_view")][:4] == ["user", "cnt", "date", "country"]
 
 
+@pytest.mark.parametrize("warehouse", ["local"], indirect=True)  # S3: the main test above
 def test_msck_drop_and_sync_partitions(session: SqlSession, warehouse: Warehouse) -> None:
     tree = Tree(session, f"{warehouse.location}/external/v")
     tree.write(["a", "b", "c"], [1, 2, 3], ["2019-08-30", "2019-08-31", "2019-09-01"], ["cn", "cn", "cn"])
@@ -162,6 +163,7 @@ def test_msck_drop_and_sync_partitions(session: SqlSession, warehouse: Warehouse
     assert rows(session, "ALTER TABLE country_page_view RECOVER PARTITIONS") == [[0, 0, 0, 0]]
 
 
+@pytest.mark.parametrize("warehouse", ["local"], indirect=True)  # S3: the main test above
 def test_add_partition_location_registers_existing_files(session: SqlSession, warehouse: Warehouse) -> None:
     tree = Tree(session, f"{warehouse.location}/external/v")
     tree.write(["a"], [1], ["2019-08-30"], ["cn"])
@@ -189,6 +191,7 @@ def test_add_partition_location_registers_existing_files(session: SqlSession, wa
                          "country='fr')") == [[0, 0, 0, 0]]
 
 
+@pytest.mark.parametrize("warehouse", ["local"], indirect=True)  # S3: the main test above
 def test_errors_are_clear_and_commit_nothing(session: SqlSession, warehouse: Warehouse) -> None:
     tree = Tree(session, f"{warehouse.location}/external/v")
     tree.write(["a"], [1], ["2019-08-30"], ["cn"])
@@ -235,6 +238,7 @@ def test_errors_are_clear_and_commit_nothing(session: SqlSession, warehouse: War
     assert table_of(session).current_snapshot() == before
 
 
+@pytest.mark.parametrize("warehouse", ["local"], indirect=True)  # S3: the main test above
 def test_insert_into_external_table_writes_into_its_tree(session: SqlSession, warehouse: Warehouse) -> None:
     tree = Tree(session, f"{warehouse.location}/external/v")
     tree.write(["a"], [1], ["2019-08-30"], ["cn"])

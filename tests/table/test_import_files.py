@@ -354,3 +354,23 @@ def test_name_mapping_json_round_trips() -> None:
     assert mapping.find("loc").child("lat").field_id == 4  # type: ignore[union-attr]
     with pytest.raises(SchemaError, match="not valid JSON"):
         NameMapping.from_json("[{")
+
+
+def test_the_tables_name_mapping_property_decides_which_file_column_is_which(
+    catalog: SqlCatalog, warehouse: Warehouse
+) -> None:
+    tree = Tree(catalog, f"{warehouse.location}/ext/aliases")
+    # Another tool called the columns differently; the mapping gives each field its old names too.
+    tree.write(pa.table({"usr": ["a", "b"], "n": pa.array([1, 2], pa.int32()), "date": ["d1", "d1"],
+                         "country": ["cn", "cn"]}))
+    table = external(catalog, tree.root)
+    mapping = ('[{"field-id": 1, "names": ["user", "usr"]}, {"field-id": 2, "names": ["cnt", "n"]}, '
+               '{"field-id": 3, "names": ["date"]}, {"field-id": 4, "names": ["country"]}]')
+    table.update_properties({DEFAULT_NAME_MAPPING: mapping})
+    repair_table(table)
+    assert rows(table) == [("a", 1, "d1", "cn"), ("b", 2, "d1", "cn")]
+    assert rows(table, filter="cnt = 2") == [("b", 2, "d1", "cn")]
+    [task] = table.scan().plan_files()
+    assert task.file.value_counts == {1: 2, 2: 2}  # metrics found the columns by their mapped names
+    theirs = StaticTable.from_metadata(table.metadata_location, properties=warehouse.properties).scan().to_arrow()
+    assert sorted(tuple(r.values()) for r in theirs.to_pylist()) == rows(table)
