@@ -37,6 +37,8 @@ from tablestore.spec.types import (
     MapType,
     NestedField,
     StructType,
+    TimestampType,
+    TimestamptzType,
     UUIDType,
     is_promotion_allowed,
     sql_type_name,
@@ -194,7 +196,9 @@ def data_file_from_footer(
 ) -> DataFile:
     """The DataFile of an existing Parquet file: counts and bounds from its footer, by field id."""
     schema = table.schema()
-    metrics_schema = file_metrics_schema(footer.schema.to_arrow_schema(), schema, mapping, path)
+    int96 = {footer.schema.column(i).path for i in range(footer.num_columns)
+             if footer.schema.column(i).physical_type == "INT96"}
+    metrics_schema = file_metrics_schema(footer.schema.to_arrow_schema(), schema, mapping, path, int96)
     metrics = collect_metrics(footer, metrics_schema, metrics_modes(schema, table.properties))
     return DataFile(
         content=DataFileContent.DATA,
@@ -214,7 +218,9 @@ def data_file_from_footer(
     )
 
 
-def file_metrics_schema(physical: pa.Schema, schema: Schema, mapping: NameMapping, path: str) -> Schema:
+def file_metrics_schema(
+    physical: pa.Schema, schema: Schema, mapping: NameMapping, path: str, int96: set[str] | frozenset[str] = frozenset()
+) -> Schema:
     """The table's fields under the names the file uses, for the file's columns only.
 
     Field ids come from the file when it has them, else from the name mapping; a column the
@@ -227,7 +233,11 @@ def file_metrics_schema(physical: pa.Schema, schema: Schema, mapping: NameMappin
         if entry is None or entry.field_id is None or not schema.has_field(entry.field_id):
             continue
         table_field = schema.find_field(entry.field_id)
-        field_type = _renamed(table_field.field_type, f.type, entry, path, f.name)
+        if f.name in int96 and isinstance(table_field.field_type, TimestampType | TimestamptzType):
+            # Spark and Hive write timestamps as INT96 by default; Iceberg readers take them as timestamps.
+            field_type: IcebergType = table_field.field_type
+        else:
+            field_type = _renamed(table_field.field_type, f.type, entry, path, f.name)
         fields.append(NestedField(table_field.field_id, f.name, field_type, False))
     return Schema(tuple(fields))
 

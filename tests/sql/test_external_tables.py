@@ -85,7 +85,8 @@ class Tree:
                       if i.type == pafs.FileType.File and i.path.endswith(".parquet"))
 
     def put(self, relative: str, data: bytes) -> None:
-        self.fs.create_dir(f"{self.path}/{relative.rsplit('/', 1)[0]}", recursive=True)
+        if "/" in relative:
+            self.fs.create_dir(f"{self.path}/{relative.rsplit('/', 1)[0]}", recursive=True)
         with self.fs.open_output_stream(f"{self.path}/{relative}") as f:
             f.write(data)
 

@@ -29,7 +29,9 @@ from tablestore.table.external import (
     repair_table,
 )
 from tablestore.table.import_files import import_files
+from tests import oracle
 from tests.conftest import Warehouse
+from tests.values import oracle_rows
 
 SCHEMA = pa.schema([("user", pa.string()), ("cnt", pa.int32()), ("date", pa.string()), ("country", pa.string())])
 PARTITIONING = pa.schema([("date", pa.string()), ("country", pa.string())])
@@ -78,7 +80,8 @@ class Tree:
         self.fs.delete_dir(f"{self.path}/{relative}")
 
     def put(self, relative: str, data: bytes) -> None:
-        self.fs.create_dir(f"{self.path}/{relative.rsplit('/', 1)[0]}", recursive=True)
+        if "/" in relative:
+            self.fs.create_dir(f"{self.path}/{relative.rsplit('/', 1)[0]}", recursive=True)
         with self.fs.open_output_stream(f"{self.path}/{relative}") as f:
             f.write(data)
 
@@ -374,3 +377,51 @@ def test_the_tables_name_mapping_property_decides_which_file_column_is_which(
     assert task.file.value_counts == {1: 2, 2: 2}  # metrics found the columns by their mapped names
     theirs = StaticTable.from_metadata(table.metadata_location, properties=warehouse.properties).scan().to_arrow()
     assert sorted(tuple(r.values()) for r in theirs.to_pylist()) == rows(table)
+
+
+def write_spark_style_tree(tree: Tree) -> None:
+    """Files as Spark writes them by default: INT96 timestamps, a _SUCCESS marker, nested columns."""
+    data = pa.table({
+        "id": pa.array([1, 2, 3], pa.int64()),
+        "ts": pa.array([datetime.datetime(2024, 1, 1, 10, 0, 0, 123456), None,
+                        datetime.datetime(2024, 1, 2, 23, 59, 59)], pa.timestamp("us")),
+        "st": pa.array([{"x": 1, "y": "a"}, None, {"x": 3, "y": None}],
+                       pa.struct([("x", pa.int32()), ("y", pa.string())])),
+    })
+    for day, rows_of_day in (("2024-01-01", [0, 1]), ("2024-01-02", [2])):
+        tree.fs.create_dir(f"{tree.path}/day={day}", recursive=True)
+        with tree.fs.open_output_stream(f"{tree.path}/day={day}/part-00000-c000.snappy.parquet") as f:
+            pq.write_table(data.take(rows_of_day), f, use_deprecated_int96_timestamps=True, compression="snappy")
+    tree.put("_SUCCESS", b"")
+
+
+SPARK_STYLE_SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us", tz="UTC")),
+                                ("st", pa.struct([("x", pa.int32()), ("y", pa.string())])), ("day", pa.date32())])
+
+
+def test_spark_style_files_with_int96_timestamps_register_and_read(catalog: SqlCatalog, warehouse: Warehouse) -> None:
+    tree = Tree(catalog, f"{warehouse.location}/ext/spark")
+    write_spark_style_tree(tree)
+    table = create_external_table(catalog, "db.spark", SPARK_STYLE_SCHEMA, ["day"], tree.root)
+    assert repair_table(table).files_added == 2
+    ours = table.scan(filter="day = '2024-01-01'").to_arrow().to_pylist()
+    assert sorted((r["id"], r["ts"], r["st"]) for r in ours) == [
+        (1, datetime.datetime(2024, 1, 1, 10, 0, 0, 123456, tzinfo=datetime.UTC), {"x": 1, "y": "a"}),
+        (2, None, None)]
+    theirs = StaticTable.from_metadata(table.metadata_location, properties=warehouse.properties).scan().to_arrow()
+    assert oracle_rows(theirs) == oracle_rows(table.scan().to_arrow())
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("warehouse", ["local"], indirect=True)
+def test_imported_files_read_identically_in_java(catalog: SqlCatalog, warehouse: Warehouse) -> None:
+    tree = Tree(catalog, f"{warehouse.location}/ext/spark")
+    write_spark_style_tree(tree)
+    table = create_external_table(catalog, "db.spark", SPARK_STYLE_SCHEMA, ["day"], tree.root)
+    repair_table(table)
+    batch = oracle.OracleBatch()
+    everything = batch.read(table.metadata_location)
+    nested = batch.read(table.metadata_location, columns=["id", "st.x"], where="day = DATE '2024-01-02'")
+    results = batch.run()
+    assert oracle.check(results[everything])["rows"] == oracle_rows(table.scan().to_arrow())
+    assert oracle.check(results[nested])["rows"] == [[3, 3]]
