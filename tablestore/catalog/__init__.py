@@ -469,7 +469,8 @@ class Catalog(ABC):
         return self._make_table(ident, metadata_location, metadata)
 
     def drop_table(self, identifier: IdentifierLike, purge: bool = False) -> None:
-        """Remove a table from the catalog; with ``purge``, also delete every file under its location.
+        """Remove a table from the catalog; with ``purge``, also delete every file under its location
+        (only its ``metadata`` directory for an external table: ``EXTERNAL=TRUE``).
 
         Files are deleted after the table is gone from the catalog, so no reader can load a
         table whose files are half deleted.
@@ -481,7 +482,10 @@ class Catalog(ABC):
             self._check_purgeable(ident, metadata.location)
         self._drop_table_entry(ident)
         if metadata is not None:
-            self._purge_location(self.table_io(metadata), metadata.location)
+            # An external table's data files belong to whoever wrote them (Hive keeps them too).
+            external = metadata.properties.get("EXTERNAL", "").upper() == "TRUE"
+            location = f"{metadata.location.rstrip('/')}/metadata" if external else metadata.location
+            self._purge_location(self.table_io(metadata), location)
 
     # -- shared view logic ---------------------------------------------------------------------
     def create_view(

@@ -207,6 +207,7 @@ class ReadState:
     columns: tuple[str, ...] | None
     row_filter: ex.BooleanExpression  # the `filter` option (unbound)
     pushdown: bool
+    name_mapping: str | None = None  # schema.name-mapping.default, for files without field ids
 
     def schema(self) -> Schema:
         return Schema.from_json(json.loads(self.schema_json))
@@ -271,6 +272,7 @@ def resolve_read(options: Mapping[str, str], default_config: str | None) -> Read
         columns=columns,
         row_filter=row_filter,
         pushdown=_bool_option(options, "pushdown", False),
+        name_mapping=metadata.properties.get("schema.name-mapping.default"),
     )
 
 
@@ -350,7 +352,7 @@ class TablestoreReader(DataSourceReader):
             specs[task.spec_id] = self.state.spec(task.spec_id)
         table = read_task_table(
             ctx["io"], task.file, task.delete_files, specs[task.spec_id], ctx["schema"], ctx["projected"],
-            ctx["row_filter"],
+            ctx["row_filter"], self.state.name_mapping,
         )
         if table.num_rows == 0:
             return

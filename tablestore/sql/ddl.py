@@ -52,7 +52,7 @@ def describe_table(catalog: Catalog, table: Any, extended: bool) -> StatementRes
         rows.append(["", "", ""])
         rows.append(["# Detailed Table Information", "", ""])
         rows.append(["Name", f"{catalog.name}.{'.'.join(table.identifier)}", ""])
-        rows.append(["Type", "MANAGED", ""])
+        rows.append(["Type", "EXTERNAL" if table.properties.get("EXTERNAL", "").upper() == "TRUE" else "MANAGED", ""])
         rows.append(["Provider", "iceberg", ""])
         rows.append(["Location", table.location, ""])
         rows.append(["Metadata location", table.metadata_location, ""])

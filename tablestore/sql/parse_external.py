@@ -4,18 +4,124 @@
 TABLE actions; it returns None when the action is not one of this module's. Top-level
 statements of this module are registered in ``STATEMENT_HANDLERS`` (first keyword -> parser).
 Statement classes of this module live here too; the session dispatches them by class name.
+
+CREATE EXTERNAL TABLE itself is parsed by the common CREATE TABLE parser (``external=True``,
+Hive's typed partition columns arrive as ``"name type"`` terms) and run by
+:mod:`tablestore.sql.external_statements`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlglot.tokens import TokenType
 
 from tablestore.sql import statements as st
-from tablestore.sql.tokens import Cursor
+from tablestore.sql.tokens import Cursor, StatementText, tokenize
+
+PartitionValues = tuple[tuple[str, str | None], ...]
+
+
+@dataclass(frozen=True)
+class MsckRepair(st.Statement):
+    """``MSCK REPAIR TABLE t [ADD|DROP|SYNC PARTITIONS]`` (and ``ALTER TABLE t RECOVER PARTITIONS``)."""
+
+    name: st.Name
+    mode: str = "add"
+
+
+@dataclass(frozen=True)
+class AddPartitions(st.Statement):
+    """``ALTER TABLE t ADD [IF NOT EXISTS] PARTITION (k='v', ...) [LOCATION 'path'] [PARTITION ...]``."""
+
+    name: st.Name
+    partitions: tuple[tuple[PartitionValues, str | None], ...]
+    if_not_exists: bool = False
+
+
+def partition_values(c: Cursor) -> PartitionValues:
+    """``(k='v', k2=2, k3=NULL)``: every key with a literal value, as text (NULL as None)."""
+    c.expect_type(TokenType.L_PAREN, "(")
+    values: list[tuple[str, str | None]] = []
+    while True:
+        key = c.identifier("a partition column")
+        if c.accept_type(TokenType.EQ) is None:
+            raise c.error(f"expected = and a value after the partition column {key!r}")
+        values.append((key, None if c.accept("NULL") else c.literal_text()))
+        if c.accept_type(TokenType.COMMA):
+            continue
+        c.expect_type(TokenType.R_PAREN, ", or )")
+        return tuple(values)
+
+
+@dataclass(frozen=True)
+class PartitionColumnDef:
+    """A term of an external table's PARTITIONED BY: ``name type [COMMENT '...']`` (Hive), or a bare
+    ``name`` of a column in the column list (Spark data source tables)."""
+
+    name: str
+    type_text: str | None = None
+    comment: str | None = None
+
+
+def partition_column_def(term: str) -> PartitionColumnDef:
+    """Parse one PARTITIONED BY term of CREATE EXTERNAL TABLE (the common parser keeps terms as text)."""
+    c = Cursor(StatementText(term, 1, tuple(tokenize(term))))
+    name = c.identifier("a partition column name")
+    if c.at_end():
+        return PartitionColumnDef(name)
+    if c.peek().token_type == TokenType.L_PAREN:  # type: ignore[union-attr]
+        raise c.error(
+            "external tables are partitioned Hive style, by columns: use PARTITIONED BY (name type, ...); "
+            "transforms such as days(ts) need a managed table (CREATE TABLE ... USING iceberg)"
+        )
+    first, last = c.balanced_until("COMMENT")
+    type_text = c.text_between(first, last)
+    comment = c.string("a comment") if c.accept("COMMENT") else None
+    c.expect_end()
+    return PartitionColumnDef(name, type_text, comment)
+
+
+def _add_partitions(c: Cursor, name: st.Name) -> st.Statement:
+    if_not_exists = c.accept("IF", "NOT", "EXISTS")
+    partitions: list[tuple[PartitionValues, str | None]] = []
+    while c.accept("PARTITION"):
+        values = partition_values(c)
+        location = c.string("the partition location as a string") if c.accept("LOCATION") else None
+        partitions.append((values, location))
+    if not partitions:
+        raise c.error("expected PARTITION (column = value, ...) after ADD")
+    return AddPartitions(c.sql, name, tuple(partitions), if_not_exists)
 
 
 def parse_alter_table(c: Cursor, name: st.Name, is_view: bool) -> st.Statement | None:
+    adds_partition = c.word() == "ADD" and (
+        (c.word(1) == "PARTITION" and c.peek(2) is not None and c.peek(2).token_type == TokenType.L_PAREN)  # type: ignore[union-attr]
+        or (c.word(1) == "IF" and c.word(2) == "NOT" and c.word(3) == "EXISTS" and c.word(4) == "PARTITION")
+    )
+    if adds_partition and not is_view:
+        c.expect("ADD")
+        return _add_partitions(c, name)
+    if not is_view and c.accept("RECOVER", "PARTITIONS"):
+        return MsckRepair(c.sql, name, "add")
     return None
 
 
-STATEMENT_HANDLERS: dict[str, Callable[[Cursor], st.Statement]] = {}
+def _msck(c: Cursor) -> st.Statement:
+    c.expect("MSCK", "REPAIR")  # one token in sqlglot's Spark tokenizer
+    c.expect("TABLE")
+    name = c.qualified_name("a table name")
+    mode = "add"
+    for word in ("ADD", "DROP", "SYNC"):
+        if c.accept(word):
+            c.expect("PARTITIONS")
+            mode = word.lower()
+            break
+    else:
+        if not c.at_end():
+            raise c.error(f"expected ADD, DROP or SYNC PARTITIONS but found {c.peek().text!r}")  # type: ignore[union-attr]
+    return MsckRepair(c.sql, name, mode)
+
+
+STATEMENT_HANDLERS: dict[str, Callable[[Cursor], st.Statement]] = {"MSCK REPAIR": _msck, "MSCK": _msck}

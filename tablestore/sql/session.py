@@ -202,6 +202,8 @@ class SqlSession(
             raise
 
     def _CreateTable(self, s: st.CreateTable) -> StatementResult:
+        if s.external:
+            return self._create_external_table(s)
         catalog, identifier = self.manager.resolve_table(s.name)
         if s.using not in (None, "iceberg", "tablestore"):
             raise ValidationError(f"USING {s.using} is not supported; tables are stored as Iceberg (USING iceberg)")

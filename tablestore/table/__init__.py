@@ -290,7 +290,8 @@ class Table:
             from tablestore.table.read import read_task_table
 
             spec = self.metadata.spec_for(task.spec_id)
-            everything = read_task_table(self.io, task.file, task.delete_files, spec, schema, schema, AlwaysTrue())
+            everything = read_task_table(self.io, task.file, task.delete_files, spec, schema, schema, AlwaysTrue(),
+                                         self.properties.get("schema.name-mapping.default"))
             kept = _rows_not_matching(everything, bound, schema)
             if kept.num_rows == everything.num_rows and not task.delete_files:
                 return None

@@ -25,6 +25,7 @@ from tablestore.io import FileIO
 from tablestore.spec.evaluators import referenced_field_ids, to_arrow_expression
 from tablestore.spec.expressions import AlwaysTrue, BoundExpression
 from tablestore.spec.manifest import DataFile, DataFileContent
+from tablestore.spec.name_mapping import NameMapping, apply_name_mapping
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import PARQUET_FIELD_ID, Schema, type_to_arrow
 from tablestore.spec.transforms import IdentityTransform
@@ -58,14 +59,16 @@ def _ids_of(struct_fields: Iterable[pa.Field]) -> dict[int, pa.Field]:
     return out
 
 
-def _by_name_mapping(physical: pa.Schema, table_schema: Schema) -> dict[int, pa.Field]:
-    """Files written without field ids (imported Hive files) are matched by name."""
-    out = {}
-    for f in physical:
-        fid = table_schema.find_field_id(f.name, case_sensitive=False)
-        if fid is not None:
-            out[fid] = f
-    return out
+@functools.lru_cache(maxsize=32)
+def _parsed_name_mapping(text: str) -> NameMapping:
+    return NameMapping.from_json(text)
+
+
+def _by_name_mapping(physical: pa.Schema, table_schema: Schema, name_mapping: str | None) -> dict[int, pa.Field]:
+    """Files written without field ids (imported Hive files) are matched by name, nested fields too:
+    through the table's name mapping (``schema.name-mapping.default``), else by the current names."""
+    mapping = _parsed_name_mapping(name_mapping) if name_mapping else NameMapping.from_schema(table_schema)
+    return _ids_of(apply_name_mapping(physical, mapping))
 
 
 def read_task_table(
@@ -76,8 +79,12 @@ def read_task_table(
     table_schema: Schema,
     projected: Schema,
     row_filter: BoundExpression,
+    name_mapping: str | None = None,
 ) -> pa.Table:
-    """Rows of one data file, in the projected schema, after deletes and the filter."""
+    """Rows of one data file, in the projected schema, after deletes and the filter.
+
+    ``name_mapping`` is the table's ``schema.name-mapping.default`` (JSON), for files without field ids.
+    """
     fs, path = io.filesystem_for(data_file.file_path)
     try:
         fragment = _parquet_format().make_fragment(path, filesystem=fs)
@@ -86,7 +93,7 @@ def read_task_table(
         raise CorruptMetadataError(f"cannot read data file {data_file.file_path}: {e}") from None
     file_fields = _ids_of(physical)
     if not file_fields:
-        file_fields = _by_name_mapping(physical, table_schema)
+        file_fields = _by_name_mapping(physical, table_schema, name_mapping)
 
     filter_ids = _top_level_ids(table_schema, referenced_field_ids(row_filter)) if not isinstance(
         row_filter, AlwaysTrue) else set()
@@ -101,7 +108,8 @@ def read_task_table(
         arrow_filter = None
         if filter_ids and filter_ids <= set(file_fields):
             arrow_filter = _file_filter(row_filter, physical)
-        filter_names = [file_fields[f.field_id].name for f in needed if f.field_id in filter_ids]
+        filter_names = [file_fields[f.field_id].name for f in needed
+                        if f.field_id in filter_ids and f.field_id in file_fields]
         try:
             raw = _read_file(fs, path, fragment, read_names, filter_names, arrow_filter)
             pushed = arrow_filter is not None
@@ -118,7 +126,10 @@ def read_task_table(
     fields = []
     for f in needed:
         if f.field_id in file_fields:
-            column = raw.column(file_fields[f.field_id].name)
+            source = file_fields[f.field_id]
+            column = raw.column(source.name)
+            if pa.types.is_nested(column.type) and not column.type.equals(source.type, check_metadata=True):
+                column = column.cast(source.type)  # nested field ids from the name mapping
             column = _project_column(column, f)
         elif f.field_id in constants:
             column = pa.chunked_array(

@@ -28,6 +28,7 @@ from tablestore.spec.manifest import (
     read_manifest_list,
 )
 from tablestore.spec.metadata import Snapshot, TableMetadata
+from tablestore.spec.name_mapping import DEFAULT_NAME_MAPPING
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import Schema
 from tablestore.spec.types import StringType
@@ -247,7 +248,8 @@ class TableScan:
             raise CorruptMetadataError(f"data file {task.file.file_path} has partition spec id {task.spec_id}, "
                                        "which the table metadata does not define")
         return read_task_table(
-            self.io, task.file, task.delete_files, spec, self.table_schema, self.projected, self.row_filter
+            self.io, task.file, task.delete_files, spec, self.table_schema, self.projected, self.row_filter,
+            self.metadata.properties.get(DEFAULT_NAME_MAPPING),
         )
 
     def to_arrow(self) -> pa.Table:
