@@ -20,7 +20,7 @@ from enum import Enum
 
 from tablestore.errors import SchemaEvolutionError, SchemaError
 from tablestore.spec.partitioning import PartitionSpec
-from tablestore.spec.schema import Schema
+from tablestore.spec.schema import Schema, assign_fresh_ids
 from tablestore.spec.types import (
     BinaryType,
     BooleanType,
@@ -79,8 +79,8 @@ class TypeChange(str, Enum):
     REWRITE = "rewrite"
 
 
-_INTEGRAL = (IntegerType, LongType)
-_TIMESTAMPS = (TimestampType, TimestamptzType, TimestampNanoType, TimestamptzNanoType)
+_INTEGRAL = IntegerType | LongType
+_TIMESTAMPS = TimestampType | TimestamptzType | TimestampNanoType | TimestamptzNanoType
 
 
 def _rank(t: IcebergType) -> int | None:
@@ -347,12 +347,9 @@ class SchemaEvolution:
             self.last_column_id += 1
             return self.last_column_id
 
-        new_id = next_id()
-        if t.is_nested:
-            from tablestore.spec.schema import assign_fresh_ids
-
-            t = assign_fresh_ids(StructType(NestedField(0, "x", t)), next_id).fields[0].field_type
-        new_field = NestedField(new_id, leaf, t, False, doc)
+        # The column's id first, then its nested fields' ids, as Iceberg assigns them.
+        new_field = assign_fresh_ids(StructType(NestedField(0, leaf, t, False, doc)), next_id).fields[0]
+        new_id = new_field.field_id
 
         def add(children: Fields) -> Fields:
             if first:
@@ -451,6 +448,9 @@ class SchemaEvolution:
         if not first:
             if ref is None:
                 raise SchemaEvolutionError(f"say where to move {name!r}: first, after a column or before one")
+            sibling = f"{self.name_of(parent_id)}.{ref}" if parent_id is not None else ref
+            if self.schema.find_field_id(sibling, self.case_sensitive) is not None:
+                ref = sibling  # a sibling's bare name, as Spark writes it
             other = self._find(ref, "reference column")
             other_id = other.field_id
             if other.field_id == f.field_id:
