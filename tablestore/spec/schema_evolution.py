@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from enum import Enum
+from enum import StrEnum
 
-from tablestore.errors import SchemaEvolutionError, SchemaError
+from tablestore.errors import SchemaError, SchemaEvolutionError
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import Schema, assign_fresh_ids
 from tablestore.spec.types import (
@@ -52,7 +52,7 @@ from tablestore.spec.types import (
 CAST_MODE_PROPERTY = "tablestore.schema.cast-mode"
 
 
-class CastMode(str, Enum):
+class CastMode(StrEnum):
     """How a type change that Iceberg cannot do in metadata converts existing values."""
 
     IMPLICIT = "implicit"  # only conversions no one would argue about, by rewrite
@@ -71,7 +71,7 @@ class CastMode(str, Enum):
             ) from None
 
 
-class TypeChange(str, Enum):
+class TypeChange(StrEnum):
     """What a type change costs: nothing, metadata only, or rewriting the files of old type."""
 
     NONE = "none"

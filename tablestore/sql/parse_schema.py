@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from sqlglot.tokens import TokenType
 
@@ -29,6 +30,7 @@ from tablestore.spec.types import parse_sql_type
 from tablestore.sql import statements as st
 from tablestore.sql.tokens import Cursor
 
+T = TypeVar("T")
 _TYPE_STOPS = ("NOT NULL", "NULL", "COMMENT", "FIRST", "AFTER")
 
 
@@ -122,7 +124,7 @@ def _actions(c: Cursor) -> list[Action] | None:
     return None
 
 
-def _column_list(c: Cursor, item: Callable[[Cursor], object]) -> list:  # type: ignore[type-arg]
+def _column_list(c: Cursor, item: Callable[[Cursor], T]) -> list[T]:
     """``item, item`` or ``(item, item)``."""
     parens = c.accept_type(TokenType.L_PAREN) is not None
     out = [item(c)]

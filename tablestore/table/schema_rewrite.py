@@ -13,6 +13,7 @@ they are. The per-file work runs on the table's engine (local threads or Spark e
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -162,10 +163,8 @@ def commit_with_rewrite(table: Table, base: TableMetadata, new: Schema, last_col
     if failures:
         for _, written in done:
             for f in written:
-                try:
+                with contextlib.suppress(OSError):  # best effort; remove_orphan_files finds it
                     table.io.delete(f.file_path)
-                except OSError:
-                    pass  # best effort; remove_orphan_files finds it
         raise SchemaEvolutionError(failures[0].message)
     if not done:
         return False
