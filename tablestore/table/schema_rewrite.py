@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tablestore.errors import CommitConflictError, SchemaEvolutionError
+from tablestore.io import FileIO
 from tablestore.spec.expressions import AlwaysTrue
 from tablestore.spec.manifest import DataFile
 from tablestore.spec.metadata import Snapshot, TableMetadata
@@ -45,11 +46,11 @@ class _Failure:
     message: str
 
 
-def physical_type(table: Table, data_file: DataFile, field_id: int) -> pa.DataType | None:
+def physical_type(io: FileIO, data_file: DataFile, field_id: int) -> pa.DataType | None:
     """The Arrow type a data file stores for a top-level field id, None if it lacks the field."""
     from tablestore.table.read import _field_id, _parquet_format
 
-    fs, path = table.io.filesystem_for(data_file.file_path)
+    fs, path = io.filesystem_for(data_file.file_path)
     physical = _parquet_format().make_fragment(path, filesystem=fs).physical_schema
     for f in physical:
         if _field_id(f) == field_id:
@@ -119,44 +120,56 @@ def _bridge_schema(new: Schema, changes: list[TypeChangeRecord]) -> Schema:
     return Schema(fields, new.schema_id, new.identifier_field_ids)
 
 
+@dataclass(frozen=True)
+class _Converter:
+    """Converts one file task; plain data only, so Spark can ship it to the executors."""
+
+    io: FileIO
+    base: TableMetadata
+    new: Schema
+    bridge: Schema
+    changes: tuple[TypeChangeRecord, ...]
+    mode: CastMode
+    ctx: WriteContext
+
+    def __call__(self, task: FileTask) -> tuple[DataFile, list[DataFile]] | _Failure | None:
+        from tablestore.table.read import read_task_table
+
+        stale = False
+        for change in self.changes:
+            found = physical_type(self.io, task.file, change.field_id)
+            if found is not None and not found.equals(type_to_arrow(change.new)):
+                stale = True
+        if not stale:
+            return None
+        spec = self.base.spec_for(task.spec_id)
+        rows = read_task_table(self.io, task.file, task.delete_files, spec, self.bridge, self.bridge, AlwaysTrue())
+        for change in self.changes:
+            name = self.new.find_column_name(change.field_id)
+            assert name is not None
+            index = rows.column_names.index(name)
+            cast = cast_column(rows.column(index), change.old, change.new, self.mode, name)
+            if isinstance(cast, _Failure):
+                return cast
+            rows = rows.set_column(index, pa.field(name, cast.type), cast)
+        if rows.num_rows == 0:
+            return task.file, []
+        serial = lambda fn, items: [fn(i) for i in items]  # noqa: E731  (already on an engine worker)
+        return task.file, write_data_files(self.ctx, conform_to_schema(rows, self.new), serial)
+
+
 def commit_with_rewrite(table: Table, base: TableMetadata, new: Schema, last_column_id: int,
                         changes: list[TypeChangeRecord], mode: CastMode) -> bool:
     """Rewrite the files holding old types and commit them with the new schema, as one commit.
 
     Returns False when no live file holds an old type (a metadata-only commit does then).
     """
-    from tablestore.table.read import read_task_table
     from tablestore.table.schema_update import ensure_schema_unchanged, resulting_schema_id, schema_change
 
     snapshot = base.current_snapshot()
     tasks = plan_files(table.io, base, snapshot, base.schema(), AlwaysTrue(), table.engine)
-    bridge = _bridge_schema(new, changes)
-    targets = {c.field_id: type_to_arrow(c.new) for c in changes}
     ctx = WriteContext(table.io, table.location, new, base.spec(), dict(base.properties))
-    serial = lambda fn, items: [fn(i) for i in items]  # noqa: E731  (already on an engine worker)
-
-    def convert(task: FileTask) -> tuple[DataFile, list[DataFile]] | _Failure | None:
-        stale = False
-        for field_id, target in targets.items():
-            found = physical_type(table, task.file, field_id)
-            if found is not None and not (found.equals(target) or _fixed_as_binary(found, target)):
-                stale = True
-        if not stale:
-            return None
-        spec = base.spec_for(task.spec_id)
-        rows = read_task_table(table.io, task.file, task.delete_files, spec, bridge, bridge, AlwaysTrue())
-        for change in changes:
-            name = new.find_column_name(change.field_id)
-            assert name is not None
-            index = rows.column_names.index(name)
-            cast = cast_column(rows.column(index), change.old, change.new, mode, name)
-            if isinstance(cast, _Failure):
-                return cast
-            rows = rows.set_column(index, pa.field(name, cast.type), cast)
-        if rows.num_rows == 0:
-            return task.file, []
-        return task.file, write_data_files(ctx, conform_to_schema(rows, new), serial)
-
+    convert = _Converter(table.io, base, new, _bridge_schema(new, changes), tuple(changes), mode, ctx)
     outcomes = table.engine.map(convert, tasks)
     done = [o for o in outcomes if isinstance(o, tuple)]
     failures = [o for o in outcomes if isinstance(o, _Failure)]
@@ -195,7 +208,4 @@ def commit_with_rewrite(table: Table, base: TableMetadata, new: Schema, last_col
     return True
 
 
-def _fixed_as_binary(found: pa.DataType, target: pa.DataType) -> bool:
-    return isinstance(found, pa.FixedSizeBinaryType) and isinstance(target, pa.FixedSizeBinaryType) \
-        and found.byte_width == target.byte_width
 

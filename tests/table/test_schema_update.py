@@ -135,7 +135,7 @@ def test_conversions_rewrite_only_files_of_the_old_type_in_one_commit(table: tab
     with table.update_schema() as u:
         u.add_column("n", "int")
     table.append(rows(range(20, 22)).append_column("n", pa.array([7, 8], pa.int32())))
-    before = {f: physical_type(table, _df(table, f), 7) for f in live_files(table)}
+    before = {f: physical_type(table.io, _df(table, f), 7) for f in live_files(table)}
     assert sorted(str(t) for t in before.values()) == ["None", "None", "int32"]
     snapshots = len(table.snapshots())
     with table.update_schema() as u:
@@ -148,9 +148,9 @@ def test_conversions_rewrite_only_files_of_the_old_type_in_one_commit(table: tab
     assert snapshot.summary["tablestore.schema-change"] == "id: int -> double, d: date -> timestamp_ntz, f: float -> string"
     for path in live_files(table):
         df = _df(table, path)
-        assert physical_type(table, df, 1) == pa.float64()
-        assert physical_type(table, df, 4) == pa.timestamp("us")
-        assert physical_type(table, df, 2) == pa.string()
+        assert physical_type(table.io, df, 1) == pa.float64()
+        assert physical_type(table.io, df, 4) == pa.timestamp("us")
+        assert physical_type(table.io, df, 2) == pa.string()
     result = table.scan().to_arrow().sort_by("id")
     assert result.column("id").to_pylist()[:2] == [0.0, 1.0]
     assert result.column("d").to_pylist()[1] == datetime.datetime(2024, 1, 2)
@@ -172,7 +172,7 @@ def test_files_without_the_column_or_already_of_the_new_type_are_kept(table: tab
         u.add_column("n", "int")
     table.append(pa.table({"id": pa.array([100], pa.int32()), "n": pa.array([5], pa.int32()), "p": ["z"]}))
     before = live_files(table)
-    without_n = [f for f in before if physical_type(table, _df(table, f), 7) is None]
+    without_n = [f for f in before if physical_type(table.io, _df(table, f), 7) is None]
     assert len(without_n) == 2
     with table.update_schema() as u:
         u.widen("n", "bigint")  # a promotion: old files stay
@@ -182,7 +182,7 @@ def test_files_without_the_column_or_already_of_the_new_type_are_kept(table: tab
     after = live_files(table)
     assert len(after) == 4
     assert set(without_n) <= set(after)
-    assert all(physical_type(table, _df(table, f), 7) in (None, pa.string()) for f in after)
+    assert all(physical_type(table.io, _df(table, f), 7) in (None, pa.string()) for f in after)
     assert sorted(v for v in table.scan().to_arrow().column("n").to_pylist() if v is not None) == ["5", "6"]
 
 
@@ -252,7 +252,7 @@ def test_oracle_and_pyiceberg_read_evolved_tables_like_we_do(local_catalog: tabl
     converted.append(rows(range(6, 9), "y"))
     with converted.update_schema() as u:
         u.widen("id", "double").widen("d", "timestamptz").widen("price", "string")
-    assert all(physical_type(converted, _df(converted, f), 1) == pa.float64() for f in live_files(converted))
+    assert all(physical_type(converted.io, _df(converted, f), 1) == pa.float64() for f in live_files(converted))
     converted.append(pa.table({"id": [9.5], "d": pa.array([None], pa.timestamp("us", tz="UTC")), "p": ["z"]}))
 
     renamed = local_catalog.create_table("db.renamed", schema=SCHEMA)
@@ -273,3 +273,21 @@ def test_oracle_and_pyiceberg_read_evolved_tables_like_we_do(local_catalog: tabl
         assert [c["name"] for c in theirs["columns"]] == t.schema().column_names
         assert theirs["rows"] == ours, t.name
         assert oracle_rows(StaticTable.from_metadata(t.metadata_location).scan().to_arrow()) == ours, t.name
+
+
+@pytest.fixture(scope="module")
+def spark() -> object:
+    from tablestore.engine.spark import spark_session
+
+    return spark_session(None, app_name="tablestore-schema-update-tests")
+
+
+@pytest.mark.spark
+def test_conversion_rewrite_runs_on_the_spark_engine(table: tablestore.Table, spark: object) -> None:
+    from tablestore.engine.spark import SparkEngine
+
+    on_spark = table.with_engine(SparkEngine(spark))  # type: ignore[arg-type]
+    with on_spark.update_schema() as u:
+        u.widen("id", "double")
+    assert all(physical_type(on_spark.io, _df(on_spark, f), 1) == pa.float64() for f in live_files(on_spark))
+    assert sorted(on_spark.scan().to_arrow().column("id").to_pylist()) == [float(i) for i in range(20)]
