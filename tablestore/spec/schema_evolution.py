@@ -21,6 +21,7 @@ from enum import StrEnum
 from tablestore.errors import SchemaError, SchemaEvolutionError
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import Schema, assign_fresh_ids
+from tablestore.spec.sorting import SortOrder
 from tablestore.spec.types import (
     BinaryType,
     BooleanType,
@@ -245,8 +246,12 @@ class SchemaEvolution:
     """
 
     def __init__(self, base: Schema, last_column_id: int, spec: PartitionSpec | None = None,
-                 cast_mode: CastMode = CastMode.IMPLICIT, case_sensitive: bool = True) -> None:
+                 cast_mode: CastMode = CastMode.IMPLICIT, case_sensitive: bool = True,
+                 sort_orders: tuple[SortOrder, ...] = ()) -> None:
         self.base = base
+        # Java binds every sort order to the current schema when it loads a table: a sort field
+        # whose column is gone (or whose transform no longer fits) makes the table unreadable.
+        self.sort_fields = [f for order in sort_orders for f in order.fields]
         self.schema = base
         self.last_column_id = max(last_column_id, base.highest_field_id())
         self.spec = spec
@@ -292,6 +297,16 @@ class SchemaEvolution:
                 f"cannot {action} column {self.name_of(f.field_id)!r}: the partition field "
                 f"{sources[hit[0]]!r} uses it; change the partitioning first (ALTER TABLE ... DROP PARTITION FIELD)"
             )
+
+    def _check_not_sort_source(self, f: NestedField, new_type: IcebergType | None) -> None:
+        ids = _ids_under(f)
+        for sf in self.sort_fields:
+            if sf.source_id in ids and (new_type is None or not sf.transform.can_transform(new_type)):
+                action = "drop" if new_type is None else f"change to {sql_type_name(new_type)}"
+                raise SchemaEvolutionError(
+                    f"cannot {action} column {self.name_of(f.field_id)!r}: a sort order of the table uses it "
+                    f"({sf.transform}); change the table's sort order first"
+                )
 
     def _check_new_name(self, parent_id: int | None, name: str, ignore_id: int | None = None) -> None:
         if not name or not name.strip():
@@ -377,6 +392,7 @@ class SchemaEvolution:
         f = self._find(name)
         self._check_not_identifier(f, "drop")
         self._check_not_partition_source(f, "drop")
+        self._check_not_sort_source(f, None)
         parent = self.schema.parent_id(f.field_id)
         if parent is None and len(self.schema.fields) == 1:
             raise SchemaEvolutionError(
@@ -414,6 +430,7 @@ class SchemaEvolution:
             return cost
         self._check_not_identifier(f, "change the type of")
         self._check_not_partition_source(f, "change the type of")
+        self._check_not_sort_source(f, new)
         if cost is TypeChange.REWRITE and self.schema.parent_id(f.field_id) is not None:
             raise SchemaEvolutionError(
                 f"cannot convert nested column {name!r} from {sql_type_name(original)} to {sql_type_name(new)}: "

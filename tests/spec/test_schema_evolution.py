@@ -213,3 +213,19 @@ def test_case_insensitive_lookup_for_sql() -> None:
     e.move("POINT.Y", first=True)
     assert e.schema.find_field(2).name == "Label"
     assert [f.name for f in e.schema.find_field(3).field_type.fields] == ["y", "x"]  # type: ignore[attr-defined]
+
+
+def test_sort_order_columns_cannot_be_dropped_but_may_take_promotions() -> None:
+    from tablestore.spec.sorting import build_sort_order
+
+    schema = base()
+    e = SchemaEvolution(schema, 8, sort_orders=(build_sort_order(schema, ["bucket(4, point.x)", "name"]),))
+    with pytest.raises(SchemaEvolutionError, match="sort order"):
+        e.drop_column("point.x")
+    with pytest.raises(SchemaEvolutionError, match="sort order"):
+        e.drop_column("point")
+    with pytest.raises(SchemaEvolutionError, match="sort order"):
+        e.update_column_type("point.x", "double")
+    assert e.update_column_type("point.x", "bigint") is TypeChange.PROMOTION
+    e.rename_column("name", "label")
+    assert e.result().find_field(2).name == "label"
