@@ -36,11 +36,13 @@ from tablestore.spec.updates import (
     AddSchemaUpdate,
     AssertCurrentSchemaId,
     AssertLastAssignedFieldId,
+    AssertRefSnapshotId,
     AssertTableUUID,
     SetCurrentSchemaUpdate,
     TableRequirement,
     TableUpdate,
 )
+from tablestore.table.snapshot import MAIN_BRANCH
 
 if TYPE_CHECKING:
     from tablestore.table import Table
@@ -67,7 +69,7 @@ class UpdateSchema:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        if exc_type is None:
+        if exc_type is None and not self._committed:
             self.commit()
 
     # -- changes (each returns the builder, so calls chain) -----------------------------------
@@ -160,26 +162,29 @@ class UpdateSchema:
         if new.fields == base.schema().fields and new.identifier_field_ids == base.schema().identifier_field_ids:
             return
         rewrites = self._evolution.rewrites()
-        if rewrites and base.current_snapshot() is not None:
-            from tablestore.table.schema_rewrite import commit_with_rewrite
-
-            if commit_with_rewrite(self.table, base, new, self._evolution.last_column_id, rewrites,
-                                   self._evolution.cast_mode):
-                return
-        self._commit_metadata_only(base, new)
-
-    def _commit_metadata_only(self, base: TableMetadata, new: Schema) -> None:
-        requirements, updates = schema_change(base, new, self._evolution.last_column_id)
         for attempt in range(_RETRIES):
             try:
+                if rewrites and base.current_snapshot() is not None:
+                    from tablestore.table.schema_rewrite import commit_with_rewrite
+
+                    if commit_with_rewrite(self.table, base, new, self._evolution.last_column_id, rewrites,
+                                           self._evolution.cast_mode):
+                        return
+                requirements, updates = schema_change(base, new, self._evolution.last_column_id)
+                if rewrites:
+                    # No file needed converting: that holds only while no one appends in between.
+                    snapshot = base.current_snapshot()
+                    requirements.append(
+                        AssertRefSnapshotId(MAIN_BRANCH, snapshot.snapshot_id if snapshot else None))
                 self.table._commit(requirements, updates)
                 return
             except CommitConflictError:
                 if attempt == _RETRIES - 1:
                     raise
                 self.table.refresh()
-                ensure_schema_unchanged(base, self.table.metadata)
+                ensure_schema_unchanged(self._base_metadata, self.table.metadata)
                 check_partition_sources(base.schema(), new, self.table.metadata.spec())
+                base = self.table.metadata
 
 
 def schema_change(base: TableMetadata, new: Schema, last_column_id: int

@@ -291,3 +291,22 @@ def test_conversion_rewrite_runs_on_the_spark_engine(table: tablestore.Table, sp
         u.widen("id", "double")
     assert all(physical_type(on_spark.io, _df(on_spark, f), 1) == pa.float64() for f in live_files(on_spark))
     assert sorted(on_spark.scan().to_arrow().column("id").to_pylist()) == [float(i) for i in range(20)]
+
+
+def test_a_conversion_started_before_a_concurrent_append_converts_that_file_too(
+    local_catalog: tablestore.Catalog, table: tablestore.Table
+) -> None:
+    update = table.update_schema().widen("id", "double")
+    local_catalog.load_table("db.t").append(rows(range(20, 23), "z"))  # an int file, after the plan began
+    update.commit()
+    table.refresh()
+    assert all(physical_type(table.io, _df(table, f), 1) == pa.float64() for f in live_files(table))
+    assert sorted(table.scan().to_arrow().column("id").to_pylist()) == [float(i) for i in range(23)]
+
+
+def test_explicit_commit_inside_the_block_commits_once(table: tablestore.Table) -> None:
+    log_before = len(table.metadata.metadata_log)
+    with table.update_schema() as u:
+        u.add_column("c", "int")
+        u.commit()
+    assert len(table.metadata.metadata_log) == log_before + 1
