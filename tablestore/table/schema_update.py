@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from tablestore.errors import CommitConflictError, SchemaEvolutionError
 from tablestore.spec.metadata import TableMetadata
 from tablestore.spec.schema import Schema
-from tablestore.spec.schema_evolution import CastMode, SchemaEvolution, TypeChange, check_partition_sources
+from tablestore.spec.schema_evolution import CastMode, SchemaEvolution, check_partition_sources
 from tablestore.spec.types import IcebergType
 from tablestore.spec.updates import (
     AddSchemaUpdate,
@@ -148,10 +148,6 @@ class UpdateSchema:
     def apply(self) -> Schema:
         """The schema these changes produce, without committing it."""
         return self._evolution.result()
-
-    @property
-    def type_change_costs(self) -> dict[str, TypeChange]:
-        return {self._evolution.name_of(r.field_id): r.cost for r in self._evolution.type_changes.values()}
 
     def commit(self) -> None:
         if self._committed:
