@@ -5,12 +5,9 @@
     >>> catalog = tablestore.load_catalog("local", type="sql", uri=f"sqlite:///{wh}/c.db", warehouse=wh)
     >>> catalog.create_namespace("db")
     >>> table = catalog.create_table("db.t", schema=pa.schema([("a", pa.int32()), ("x", pa.string())]))
-    >>> with table.update_schema() as u:
-    ...     u.add_column("c", "string", doc="a comment")
-    ...     u.rename_column("a", "b")
-    ...     u.widen("b", "bigint")
-    ...     u.drop_column("x")
-    ...     u.move_first("c")
+    >>> with table.update_schema() as u:  # each call returns the builder, so calls may chain
+    ...     _ = u.add_column("c", "string", doc="a comment").rename_column("a", "b")
+    ...     _ = u.widen("b", "bigint").drop_column("x").move_first("c")
     >>> [(f.name, str(f.field_type)) for f in table.schema().fields]
     [('c', 'string'), ('b', 'long')]
 
