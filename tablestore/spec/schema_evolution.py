@@ -22,6 +22,7 @@ from tablestore.errors import SchemaError, SchemaEvolutionError
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import Schema, assign_fresh_ids
 from tablestore.spec.sorting import SortOrder
+from tablestore.spec.transforms import IdentityTransform
 from tablestore.spec.types import (
     BinaryType,
     BooleanType,
@@ -247,8 +248,15 @@ class SchemaEvolution:
 
     def __init__(self, base: Schema, last_column_id: int, spec: PartitionSpec | None = None,
                  cast_mode: CastMode = CastMode.IMPLICIT, case_sensitive: bool = True,
-                 sort_orders: tuple[SortOrder, ...] = ()) -> None:
+                 sort_orders: tuple[SortOrder, ...] = (), specs: tuple[PartitionSpec, ...] = ()) -> None:
         self.base = base
+        # Java rebuilds every partition spec against the current schema when it loads a table
+        # and refuses a column named like a partition field (unless it is that identity field's
+        # source): such a name would make the table unreadable there.
+        self.partition_names = {
+            pf.name.lower(): (pf.name, pf.source_id if isinstance(pf.transform, IdentityTransform) else None)
+            for s in (*specs, *([spec] if spec is not None else [])) for pf in s.fields
+        }
         # Java binds every sort order to the current schema when it loads a table: a sort field
         # whose column is gone (or whose transform no longer fits) makes the table unreadable.
         self.sort_fields = [f for order in sort_orders for f in order.fields]
@@ -318,6 +326,12 @@ class SchemaEvolution:
                 raise SchemaEvolutionError(
                     f"a column named {s.name!r} exists already{where}; choose another name or drop it first"
                 )
+        taken = self.partition_names.get(name.lower()) if parent_id is None else None
+        if taken is not None and (ignore_id is None or taken[1] != ignore_id):
+            raise SchemaEvolutionError(
+                f"cannot name a column {name!r}: the table has a partition field named {taken[0]!r}, and Iceberg "
+                "readers refuse a column of a partition field's name; choose another name"
+            )
 
     def _children(self, parent_id: int | None) -> Fields:
         if parent_id is None:

@@ -56,7 +56,7 @@ class UpdateSchema:
         self._base_metadata = md
         self._evolution = SchemaEvolution(
             md.schema(), md.last_column_id, md.spec(), CastMode.from_properties(md.properties), case_sensitive,
-            tuple(md.sort_orders),
+            tuple(md.sort_orders), tuple(md.partition_specs),
         )
         self._committed = False
 

@@ -229,3 +229,17 @@ def test_sort_order_columns_cannot_be_dropped_but_may_take_promotions() -> None:
     assert e.update_column_type("point.x", "bigint") is TypeChange.PROMOTION
     e.rename_column("name", "label")
     assert e.result().find_field(2).name == "label"
+
+
+def test_a_column_may_not_take_the_name_of_a_partition_field() -> None:
+    schema = base()
+    spec = build_partition_spec(schema, ["name", "bucket(4, id)"])
+    e = SchemaEvolution(schema, 8, spec, specs=(spec,))
+    with pytest.raises(SchemaEvolutionError, match="partition field named 'id_bucket'"):
+        e.add_column("ID_BUCKET", "int")
+    e.rename_column("name", "label")
+    with pytest.raises(SchemaEvolutionError, match="partition field named 'name'"):
+        e.add_column("name", "string")
+    e.rename_column("label", "name")  # the identity field's own source may take its name back
+    e.add_column("point.name", "string")  # nested names do not clash
+    assert e.schema.find_field("name").field_id == 2
