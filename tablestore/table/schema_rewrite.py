@@ -70,7 +70,10 @@ def cast_column(column: pa.ChunkedArray, old: IcebergType, new: IcebergType, mod
             [None if v is None else str(uuid.UUID(bytes=v)) for v in column.to_pylist()], pa.string())])
     if is_implicit_conversion(old, new):
         # int64 to double may round above 2**53, as Spark's implicit cast does.
-        return pc.cast(column, target, safe=False)
+        converted = pc.cast(column, target, safe=False)
+        if isinstance(new, StringType) and (pa.types.is_timestamp(column.type) or pa.types.is_time(column.type)):
+            converted = _trim_fraction(converted)
+        return converted
     try:
         return pc.cast(column, target, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
@@ -82,6 +85,13 @@ def cast_column(column: pa.ChunkedArray, old: IcebergType, new: IcebergType, mod
             f"{bad!r} does not convert ({e}); nothing was changed. Fix or delete such rows, or set the table "
             "property tablestore.schema.cast-mode to 'null-on-error' to turn them into NULL"
         )
+
+
+def _trim_fraction(text: pa.ChunkedArray) -> pa.ChunkedArray:
+    """``2024-01-02 03:04:05.120000Z`` as Spark writes it: ``2024-01-02 03:04:05.12`` (UTC)."""
+    text = pc.replace_substring_regex(text, pattern=r"Z$", replacement="")
+    text = pc.replace_substring_regex(text, pattern=r"0+$", replacement="")
+    return pc.replace_substring_regex(text, pattern=r"\.$", replacement="")
 
 
 def _cast_one(value: object, source: pa.DataType, target: pa.DataType) -> object:

@@ -310,3 +310,16 @@ def test_explicit_commit_inside_the_block_commits_once(table: tablestore.Table) 
         u.add_column("c", "int")
         u.commit()
     assert len(table.metadata.metadata_log) == log_before + 1
+
+
+def test_timestamps_convert_to_strings_as_spark_prints_them(local_catalog: tablestore.Catalog) -> None:
+    t = local_catalog.create_table("db.ts", schema=pa.schema([("ts", pa.timestamp("us", tz="UTC")),
+                                                              ("b", pa.bool_())]))
+    t.append(pa.table({"ts": pa.array([datetime.datetime(2024, 1, 2, 3, 4, 5),
+                                        datetime.datetime(2024, 1, 2, 3, 4, 5, 120000), None],
+                                       pa.timestamp("us", tz="UTC")), "b": [True, False, None]}))
+    with t.update_schema() as u:
+        u.widen("ts", "string").widen("b", "string")
+    result = t.scan().to_arrow()
+    assert result.column("ts").to_pylist() == ["2024-01-02 03:04:05", "2024-01-02 03:04:05.12", None]
+    assert result.column("b").to_pylist() == ["true", "false", None]
