@@ -138,6 +138,26 @@ def test_conversion_by_rewrite_through_sql(session: SqlSession) -> None:
     assert rows(session, "SELECT * FROM t ORDER BY id") == [[1.0, "2024-01-02"], [2.5, "x"]]
 
 
+def test_cast_modes_through_table_properties(session: SqlSession) -> None:
+    session.execute("""
+        CREATE TABLE t (id INT, code STRING);
+        INSERT INTO t VALUES (1, '10'), (2, 'x');
+    """)
+    before = metadata_location(session)
+    with pytest.raises(SchemaEvolutionError, match="cast-mode"):
+        session.execute("ALTER TABLE t ALTER COLUMN code TYPE INT")
+    session.execute("ALTER TABLE t SET TBLPROPERTIES ('tablestore.schema.cast-mode' = 'strict')")
+    strict = metadata_location(session)
+    with pytest.raises(SchemaEvolutionError, match="'x' does not convert"):
+        session.execute("ALTER TABLE t ALTER COLUMN code TYPE INT")
+    assert metadata_location(session) == strict != before
+    session.execute("""
+        ALTER TABLE t SET TBLPROPERTIES ('tablestore.schema.cast-mode' = 'null-on-error');
+        ALTER TABLE t ALTER COLUMN code TYPE INT;
+    """)
+    assert rows(session, "SELECT id, code FROM t ORDER BY id") == [[1, 10], [2, None]]
+
+
 @pytest.mark.parametrize(("setup", "statement", "message"), [
     ("CREATE TABLE t (a INT, b INT)", "ALTER TABLE t ADD COLUMN c INT NOT NULL", "NOT NULL"),
     ("CREATE TABLE t (id INT NOT NULL, b INT); ALTER TABLE t SET IDENTIFIER FIELDS id",
@@ -158,6 +178,8 @@ def test_conversion_by_rewrite_through_sql(session: SqlSession) -> None:
     ("CREATE TABLE t (a INT, b INT)", "ALTER TABLE t DROP COLUMNS a, b", "last column"),
     ("CREATE TABLE t (a STRING, b INT)", "ALTER TABLE t ALTER COLUMN a TYPE INT", "cast-mode"),
     ("CREATE TABLE t (a INT, b INT)", "ALTER TABLE t ALTER COLUMN a SET NOT NULL", "NOT NULL"),
+    ("CREATE TABLE t (a INT, p STRING) PARTITIONED BY (p); ALTER TABLE t RENAME COLUMN p TO q",
+     "ALTER TABLE t ADD COLUMN p INT", "partition field named 'p'"),
 ])
 def test_limits_fail_with_a_clear_error_and_commit_nothing(
     session: SqlSession, setup: str, statement: str, message: str
