@@ -4,18 +4,210 @@
 TABLE actions; it returns None when the action is not one of this module's. Top-level
 statements of this module are registered in ``STATEMENT_HANDLERS`` (first keyword -> parser).
 Statement classes of this module live here too; the session dispatches them by class name.
+
+Spark SQL (with Iceberg's extensions) syntax::
+
+    ALTER TABLE t ADD COLUMN[S] [(] c type [NOT NULL] [COMMENT '..'] [FIRST | AFTER x], ... [)]
+    ALTER TABLE t DROP COLUMN[S] [IF EXISTS] [(] c, ... [)]
+    ALTER TABLE t RENAME COLUMN a TO b
+    ALTER TABLE t ALTER|CHANGE [COLUMN] c TYPE type | COMMENT '..' | FIRST | AFTER x | DROP NOT NULL
+    ALTER TABLE t SET IDENTIFIER FIELDS a, b          ALTER TABLE t DROP IDENTIFIER FIELDS a
+    ALTER TABLE t MODIFY [(] c type [COMMENT '..'] [FIRST | AFTER x], ... [)]     (Flink)
+
+Nested fields are named with dots (``point.z``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
 
+from sqlglot.tokens import TokenType
+
+from tablestore.errors import SchemaError
+from tablestore.spec.types import parse_sql_type
 from tablestore.sql import statements as st
 from tablestore.sql.tokens import Cursor
 
+T = TypeVar("T")
+_TYPE_STOPS = ("NOT NULL", "NULL", "COMMENT", "FIRST", "AFTER")
+
+
+@dataclass(frozen=True)
+class AddColumnAction:
+    column: st.Name
+    type_text: str
+    not_null: bool = False
+    comment: str | None = None
+    first: bool = False
+    after: str | None = None
+
+
+@dataclass(frozen=True)
+class DropColumnAction:
+    column: st.Name
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class RenameColumnAction:
+    column: st.Name
+    new_name: str
+
+
+@dataclass(frozen=True)
+class AlterColumnAction:
+    column: st.Name
+    type_text: str | None = None
+    comment: str | None = None
+    first: bool = False
+    after: str | None = None
+    drop_not_null: bool = False
+    set_not_null: bool = False
+
+
+@dataclass(frozen=True)
+class IdentifierFieldsAction:
+    columns: tuple[st.Name, ...]
+    drop: bool = False
+
+
+Action = AddColumnAction | DropColumnAction | RenameColumnAction | AlterColumnAction | IdentifierFieldsAction
+
+
+@dataclass(frozen=True)
+class AlterSchema(st.Statement):
+    """One ALTER TABLE statement changing the schema; its actions land in one commit."""
+
+    name: st.Name
+    actions: tuple[Action, ...]
+
 
 def parse_alter_table(c: Cursor, name: st.Name, is_view: bool) -> st.Statement | None:
+    start = c.pos
+    actions = _actions(c)
+    if actions is None:
+        c.pos = start
+        return None
+    if is_view:
+        raise c.error("views have no schema of their own to change; change the view's query (CREATE OR REPLACE VIEW)")
+    return AlterSchema(c.sql, name, tuple(actions))
+
+
+def _actions(c: Cursor) -> list[Action] | None:
+    if c.word() == "ADD" and c.word(1) in ("COLUMN", "COLUMNS"):
+        c.advance()
+        c.advance()
+        return list(_column_list(c, _add_column))
+    if c.word() == "DROP" and c.word(1) in ("COLUMN", "COLUMNS"):
+        c.advance()
+        c.advance()
+        if_exists = c.accept("IF", "EXISTS")
+        return [DropColumnAction(col, if_exists) for col in _column_list(c, lambda c: c.qualified_name("a column"))]
+    if c.accept("RENAME", "COLUMN"):
+        column = c.qualified_name("the column to rename")
+        c.expect("TO")
+        return [RenameColumnAction(column, c.identifier("the new column name"))]
+    if c.word() in ("ALTER", "CHANGE") and c.word(1) not in ("PARTITION",):
+        c.advance()
+        c.accept("COLUMN")
+        return [_alter_column(c)]
+    if c.accept("MODIFY"):
+        return list(_column_list(c, _modify_column))
+    if (c.word() in ("SET", "DROP")) and c.word(1) == "IDENTIFIER":
+        drop = c.advance().text.upper() == "DROP"
+        c.advance()
+        c.expect("FIELDS")
+        columns = tuple(_column_list(c, lambda c: c.qualified_name("an identifier column")))
+        return [IdentifierFieldsAction(columns, drop)]
     return None
+
+
+def _column_list(c: Cursor, item: Callable[[Cursor], T]) -> list[T]:
+    """``item, item`` or ``(item, item)``."""
+    parens = c.accept_type(TokenType.L_PAREN) is not None
+    out = [item(c)]
+    while c.accept_type(TokenType.COMMA):
+        out.append(item(c))
+    if parens:
+        c.expect_type(TokenType.R_PAREN, ", or )")
+    return out
+
+
+def _type_text(c: Cursor, column: str) -> str:
+    if c.at_end():
+        raise c.error(f"expected a type for column {column!r}")
+    first, last = c.balanced_until(*_TYPE_STOPS)
+    text = c.text_between(first, last)
+    try:
+        parse_sql_type(text)
+    except SchemaError as e:
+        raise c.error(f"column {column!r}: {e}", first) from None
+    return text
+
+
+def _position(c: Cursor) -> tuple[bool, str | None]:
+    if c.accept("FIRST"):
+        return True, None
+    if c.accept("AFTER"):
+        return False, ".".join(c.qualified_name("a column name after AFTER"))
+    return False, None
+
+
+def _add_column(c: Cursor) -> AddColumnAction:
+    column = c.qualified_name("a column name")
+    type_text = _type_text(c, ".".join(column))
+    not_null = False
+    comment = None
+    first, after = False, None
+    while True:
+        if c.accept("NOT", "NULL"):
+            not_null = True
+        elif c.accept("NULL"):
+            not_null = False
+        elif c.accept("COMMENT"):
+            comment = c.string("a comment")
+        elif c.word() in ("FIRST", "AFTER"):
+            first, after = _position(c)
+        else:
+            return AddColumnAction(column, type_text, not_null, comment, first, after)
+
+
+def _modify_column(c: Cursor) -> AlterColumnAction:
+    """Flink: ``MODIFY c newtype [COMMENT '..'] [FIRST | AFTER x]``."""
+    column = c.qualified_name("a column name")
+    type_text = _type_text(c, ".".join(column))
+    comment = None
+    first, after = False, None
+    drop_not_null = set_not_null = False
+    while True:
+        if c.accept("NOT", "NULL"):
+            set_not_null = True
+        elif c.accept("NULL"):
+            drop_not_null = True
+        elif c.accept("COMMENT"):
+            comment = c.string("a comment")
+        elif c.word() in ("FIRST", "AFTER"):
+            first, after = _position(c)
+        else:
+            return AlterColumnAction(column, type_text, comment, first, after, drop_not_null, set_not_null)
+
+
+def _alter_column(c: Cursor) -> AlterColumnAction:
+    column = c.qualified_name("a column name")
+    if c.accept("TYPE"):
+        return AlterColumnAction(column, type_text=_type_text(c, ".".join(column)))
+    if c.accept("COMMENT"):
+        return AlterColumnAction(column, comment=c.string("a comment"))
+    if c.word() in ("FIRST", "AFTER"):
+        first, after = _position(c)
+        return AlterColumnAction(column, first=first, after=after)
+    if c.accept("DROP", "NOT", "NULL"):
+        return AlterColumnAction(column, drop_not_null=True)
+    if c.accept("SET", "NOT", "NULL"):
+        return AlterColumnAction(column, set_not_null=True)
+    raise c.error("expected TYPE, COMMENT, FIRST, AFTER or DROP NOT NULL after ALTER COLUMN name")
 
 
 STATEMENT_HANDLERS: dict[str, Callable[[Cursor], st.Statement]] = {}

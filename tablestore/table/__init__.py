@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from tablestore.engine import Engine
     from tablestore.table.inspect import TableInspector
     from tablestore.table.spec_update import UpdateSpec
+    from tablestore.table.schema_update import UpdateSchema
 
 __all__ = ["FileTask", "Table", "TableScan"]
 
@@ -237,6 +238,11 @@ class Table:
         from tablestore.table.spec_update import UpdateSpec
 
         return UpdateSpec(self)
+    def update_schema(self, case_sensitive: bool = True) -> UpdateSchema:
+        """A builder of schema changes, committed together on exit: ``with t.update_schema() as u: ...``."""
+        from tablestore.table.schema_update import UpdateSchema
+
+        return UpdateSchema(self, case_sensitive)
 
     def update_properties(self, updates: dict[str, str] | None = None, removals: list[str] | None = None) -> None:
         """Set and remove table properties in one commit (retried: property changes commute)."""

@@ -1,0 +1,211 @@
+"""The schema-change builder: several changes to a table's schema, committed as one.
+
+    >>> import pyarrow as pa, tablestore, tempfile
+    >>> wh = tempfile.mkdtemp()
+    >>> catalog = tablestore.load_catalog("local", type="sql", uri=f"sqlite:///{wh}/c.db", warehouse=wh)
+    >>> catalog.create_namespace("db")
+    >>> table = catalog.create_table("db.t", schema=pa.schema([("a", pa.int32()), ("x", pa.string())]))
+    >>> with table.update_schema() as u:  # each call returns the builder, so calls may chain
+    ...     _ = u.add_column("c", "string", doc="a comment").rename_column("a", "b")
+    ...     _ = u.widen("b", "bigint").drop_column("x").move_first("c")
+    >>> [(f.name, str(f.field_type)) for f in table.schema().fields]
+    [('c', 'string'), ('b', 'long')]
+
+The builder commits when the ``with`` block ends without an exception, in one commit
+(add-schema and set-current-schema, required: the current schema is still the one the
+changes were made on). Commits by others that did not change the schema are retried over.
+Type changes that Iceberg cannot do in metadata (int to double, anything to string, date to
+timestamp, and explicit casts under ``tablestore.schema.cast-mode``) rewrite the data files that
+still hold the old type, in the same commit (see :mod:`tablestore.table.schema_rewrite`).
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from tablestore.errors import CommitConflictError, SchemaEvolutionError
+from tablestore.spec.metadata import TableMetadata
+from tablestore.spec.schema import Schema
+from tablestore.spec.schema_evolution import CastMode, SchemaEvolution, check_partition_sources
+from tablestore.spec.types import IcebergType
+from tablestore.spec.updates import (
+    AddSchemaUpdate,
+    AssertCurrentSchemaId,
+    AssertLastAssignedFieldId,
+    AssertRefSnapshotId,
+    AssertTableUUID,
+    SetCurrentSchemaUpdate,
+    TableRequirement,
+    TableUpdate,
+)
+from tablestore.table.snapshot import MAIN_BRANCH
+
+if TYPE_CHECKING:
+    from tablestore.table import Table
+
+_RETRIES = 10
+
+
+class UpdateSchema:
+    """Changes to a table's schema, checked as they are made and committed together."""
+
+    def __init__(self, table: Table, case_sensitive: bool = True) -> None:
+        self.table = table
+        md = table.metadata
+        self._base_metadata = md
+        self._evolution = SchemaEvolution(
+            md.schema(), md.last_column_id, md.spec(), CastMode.from_properties(md.properties), case_sensitive,
+            tuple(md.sort_orders), tuple(md.partition_specs),
+        )
+        self._committed = False
+
+    # -- context manager --------------------------------------------------------------------
+    def __enter__(self) -> UpdateSchema:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if exc_type is None and not self._committed:
+            self.commit()
+
+    # -- changes (each returns the builder, so calls chain) -----------------------------------
+    def add_column(self, name: str | tuple[str, ...], field_type: IcebergType | str, doc: str | None = None,
+                   required: bool = False, first: bool = False, after: str | None = None) -> UpdateSchema:
+        """Add a nullable column; ``"s.x"`` (or ``("s", "x")``) adds field ``x`` to struct ``s``.
+
+        Rows already in the table read NULL for it. ``first``/``after`` place it (default: last).
+        """
+        self._evolution.add_column(name, field_type, doc, required, first, after)
+        return self
+
+    def drop_column(self, name: str) -> UpdateSchema:
+        """Drop a column; old files keep the data, reads ignore it (its id is never reused)."""
+        self._evolution.drop_column(name)
+        return self
+
+    def rename_column(self, name: str, new_name: str) -> UpdateSchema:
+        """Rename a column (a nested one by its dotted name); old data reads under the new name."""
+        self._evolution.rename_column(name, new_name)
+        return self
+
+    def update_column(self, name: str, field_type: IcebergType | str | None = None, doc: str | None = None,
+                      required: bool | None = None) -> UpdateSchema:
+        """Change a column's type, comment, or make it nullable (``required=False``)."""
+        if field_type is not None:
+            self._evolution.update_column_type(name, field_type)
+        if doc is not None:
+            self._evolution.update_doc(name, doc)
+        if required is True:
+            raise SchemaEvolutionError(
+                f"cannot make column {name!r} NOT NULL: rows already in the table may hold NULL; only "
+                "DROP NOT NULL is supported"
+            )
+        if required is False:
+            self._evolution.make_optional(name)
+        return self
+
+    def widen(self, name: str, field_type: IcebergType | str) -> UpdateSchema:
+        """Change a column's type: int to bigint, float to double and wider decimals in metadata;
+        int/bigint to double, anything to string, date to timestamp by rewriting old files."""
+        self._evolution.update_column_type(name, field_type)
+        return self
+
+    def update_doc(self, name: str, doc: str | None) -> UpdateSchema:
+        self._evolution.update_doc(name, doc)
+        return self
+
+    def make_optional(self, name: str) -> UpdateSchema:
+        """``ALTER COLUMN c DROP NOT NULL``."""
+        self._evolution.make_optional(name)
+        return self
+
+    def move_first(self, name: str) -> UpdateSchema:
+        self._evolution.move(name, first=True)
+        return self
+
+    def move_after(self, name: str, after: str) -> UpdateSchema:
+        self._evolution.move(name, after=after)
+        return self
+
+    def move_before(self, name: str, before: str) -> UpdateSchema:
+        self._evolution.move(name, before=before)
+        return self
+
+    def set_identifier_fields(self, *names: str) -> UpdateSchema:
+        """Make these columns the table's identifier fields (primary key); they must be NOT NULL."""
+        self._evolution.set_identifier_fields(list(names))
+        return self
+
+    def drop_identifier_fields(self, *names: str) -> UpdateSchema:
+        self._evolution.drop_identifier_fields(list(names))
+        return self
+
+    # -- outcome ----------------------------------------------------------------------------
+    def apply(self) -> Schema:
+        """The schema these changes produce, without committing it."""
+        return self._evolution.result()
+
+    def commit(self) -> None:
+        if self._committed:
+            raise SchemaEvolutionError("this schema update was committed already; start a new one")
+        new = self._evolution.result()
+        base = self._base_metadata
+        self._committed = True
+        if new.fields == base.schema().fields and new.identifier_field_ids == base.schema().identifier_field_ids:
+            return
+        rewrites = self._evolution.rewrites()
+        for attempt in range(_RETRIES):
+            try:
+                if rewrites and base.current_snapshot() is not None:
+                    from tablestore.table.schema_rewrite import commit_with_rewrite
+
+                    if commit_with_rewrite(self.table, base, new, self._evolution.last_column_id, rewrites,
+                                           self._evolution.cast_mode):
+                        return
+                requirements, updates = schema_change(base, new, self._evolution.last_column_id)
+                if rewrites:
+                    # No file needed converting: that holds only while no one appends in between.
+                    snapshot = base.current_snapshot()
+                    requirements.append(
+                        AssertRefSnapshotId(MAIN_BRANCH, snapshot.snapshot_id if snapshot else None))
+                self.table._commit(requirements, updates)
+                return
+            except CommitConflictError:
+                if attempt == _RETRIES - 1:
+                    raise
+                self.table.refresh()
+                ensure_schema_unchanged(self._base_metadata, self.table.metadata)
+                check_partition_sources(base.schema(), new, self.table.metadata.spec())
+                base = self.table.metadata
+
+
+def schema_change(base: TableMetadata, new: Schema, last_column_id: int
+                  ) -> tuple[list[TableRequirement], list[TableUpdate]]:
+    """The requirements and updates that make ``new`` the current schema of ``base``'s table."""
+    requirements: list[TableRequirement] = [
+        AssertTableUUID(base.table_uuid),
+        AssertCurrentSchemaId(base.current_schema_id),
+        AssertLastAssignedFieldId(base.last_column_id),
+    ]
+    updates: list[TableUpdate] = [
+        AddSchemaUpdate(new, max(last_column_id, base.last_column_id)),
+        SetCurrentSchemaUpdate(-1),
+    ]
+    return requirements, updates
+
+
+def ensure_schema_unchanged(base: TableMetadata, now: TableMetadata) -> None:
+    if now.current_schema_id != base.current_schema_id or now.last_column_id != base.last_column_id:
+        raise CommitConflictError(
+            "the table's schema was changed by a concurrent commit after this schema update started; "
+            "reload the table and make the change again"
+        )
+
+
+def resulting_schema_id(base: TableMetadata, new: Schema) -> int:
+    """The id ``new`` gets when added: an identical earlier schema's id, else the next one."""
+    for s in base.schemas:
+        if s.fields == new.fields and s.identifier_field_ids == new.identifier_field_ids:
+            return s.schema_id
+    return max((s.schema_id for s in base.schemas), default=-1) + 1
