@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from tablestore.catalog import Catalog
     from tablestore.engine import Engine
     from tablestore.table.inspect import TableInspector
-    from tablestore.table.spec_update import UpdateSpec
     from tablestore.table.schema_update import UpdateSchema
+    from tablestore.table.spec_update import UpdateSpec
 
 __all__ = ["FileTask", "Table", "TableScan"]
 
