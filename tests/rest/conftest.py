@@ -1,0 +1,137 @@
+"""The REST catalog service, started for real: ``tablestore catalog serve`` in a subprocess.
+
+``rest_service`` is parametrized over the catalog database (SQLite, and PostgreSQL started by
+the suite); it has a write token, a read-only token and client credentials.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.services import _die_with_parent, _stop_process, free_port
+
+WRITE_TOKEN = "write-token-0123456789abcdef"
+READ_TOKEN = "read-token-0123456789abcdef"
+CLIENT_ID = "etl"
+CLIENT_SECRET = "etl-secret-0123456789"
+CATALOG = "lake"
+
+
+@dataclass
+class RestService:
+    """A catalog service process; ``restart()`` starts it again on the same port and database."""
+
+    config_path: Path
+    catalog_uri: str
+    warehouse: str
+    workdir: Path
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def uri(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 60.0) -> None:
+        log = open(self.workdir / "server.log", "ab")  # noqa: SIM115 - handed to the child
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "tablestore.cli", "catalog", "serve", "--config", str(self.config_path),
+                 "--port", str(self.port)],
+                stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent, cwd=self.workdir,
+            )
+        finally:
+            log.close()
+        deadline = time.monotonic() + timeout_s
+        request = urllib.request.Request(f"{self.uri}/v1/config", headers={"Authorization": f"Bearer {READ_TOKEN}"})
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the catalog service exited:\n{self.log()}")
+            try:
+                with urllib.request.urlopen(request, timeout=2):
+                    return
+            except (urllib.error.URLError, ConnectionError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"the catalog service did not answer:\n{self.log()}")
+            time.sleep(0.2)
+
+    def log(self) -> str:
+        return (self.workdir / "server.log").read_text(errors="replace")
+
+    def kill(self) -> None:
+        """SIGKILL: no cleanup, no flush, as a crash."""
+        assert self.process is not None
+        os.kill(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            _stop_process(self.process)
+
+    def direct_properties(self) -> dict[str, str]:
+        """Properties of a SqlCatalog on the same database and warehouse."""
+        return {"uri": self.catalog_uri, "warehouse": self.warehouse}
+
+    def pyiceberg(self, token: str = WRITE_TOKEN) -> Any:
+        from pyiceberg.catalog.rest import RestCatalog as PyRestCatalog
+
+        return PyRestCatalog("rest", uri=self.uri, token=token)
+
+    def client(self, token: str = WRITE_TOKEN) -> Any:
+        from tablestore.catalog.rest import RestCatalog
+
+        return RestCatalog("rest", uri=self.uri, token=token)
+
+
+def write_config(path: Path, catalog_uri: str, warehouse: str) -> None:
+    path.write_text(f"""
+catalogs:
+  - name: {CATALOG}
+    type: sql
+    uri: "{catalog_uri}"
+    warehouse: "{warehouse}"
+server:
+  tokens:
+    - name: writer
+      token: {WRITE_TOKEN}
+      role: write
+    - name: reader
+      token: {READ_TOKEN}
+      roles: {{{CATALOG}: read}}
+  clients:
+    - client-id: {CLIENT_ID}
+      client-secret: {CLIENT_SECRET}
+      role: write
+  token-secret: test-signing-secret
+""")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def rest_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RestService]:
+    if request.param == "sqlite":
+        catalog_uri = f"sqlite:///{tmp_path / 'catalog.db'}"
+    else:
+        catalog_uri = request.getfixturevalue("postgres_uri")
+    warehouse = str(tmp_path / "warehouse")
+    config = tmp_path / "tablestore.yaml"
+    write_config(config, catalog_uri, warehouse)
+    service = RestService(config, catalog_uri, warehouse, tmp_path)
+    service.start()
+    try:
+        yield service
+    finally:
+        service.stop()
