@@ -33,7 +33,6 @@ from tablestore.catalog import (
 from tablestore.errors import (
     AlreadyExistsError,
     CommitConflictError,
-    CommitFailedError,
     CommitStateUnknownError,
     CorruptMetadataError,
     FunctionAlreadyExistsError,

@@ -10,7 +10,7 @@ moment the others were committed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlalchemy import update
 from sqlalchemy.exc import SQLAlchemyError
@@ -34,7 +34,7 @@ class SqlMultiTableCommit:
 
     if TYPE_CHECKING:
         engine: Engine
-        _iceberg_tables: SqlTable
+        _iceberg_tables: ClassVar[SqlTable]
 
         def _table_ident(self, identifier: IdentifierLike) -> Identifier: ...
         def _table_key(self, identifier: Identifier) -> list[ColumnElement[bool]]: ...

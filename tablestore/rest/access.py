@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPBearer
@@ -69,7 +69,7 @@ def authenticate(request: Request) -> Principal:
 
 
 def _access(role: str) -> Callable[..., Access]:
-    def dependency(request: Request, prefix: str, _scheme: Any = Depends(bearer_scheme)) -> Access:
+    def dependency(request: Request, prefix: str, _scheme: Annotated[Any, Depends(bearer_scheme)]) -> Access:
         service = service_of(request)
         principal = service.auth.authenticate(request.headers.get("authorization"))
         catalog = service.catalogs.get(prefix)
@@ -83,6 +83,8 @@ def _access(role: str) -> Callable[..., Access]:
 
 reader = _access(READ)
 writer = _access(WRITE)
+ReadAccess = Annotated[Access, Depends(reader)]
+WriteAccess = Annotated[Access, Depends(writer)]
 
 
 def parse_namespace(text: str) -> Identifier:
@@ -106,5 +108,19 @@ def identifier_json(identifier: Identifier) -> dict[str, Any]:
     return {"namespace": list(identifier[:-1]), "name": identifier[-1]}
 
 
-__all__ = ["NAMESPACE_SEPARATOR", "Access", "Service", "authenticate", "bearer_scheme", "identifier_json",
-           "identifier_of", "parse_identifier", "parse_namespace", "reader", "service_of", "writer"]
+__all__ = [
+    "NAMESPACE_SEPARATOR",
+    "Access",
+    "ReadAccess",
+    "Service",
+    "WriteAccess",
+    "authenticate",
+    "bearer_scheme",
+    "identifier_json",
+    "identifier_of",
+    "parse_identifier",
+    "parse_namespace",
+    "reader",
+    "service_of",
+    "writer",
+]

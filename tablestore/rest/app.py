@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import parse_qs
 
 from fastapi import Depends, FastAPI, Query, Request
@@ -89,7 +89,7 @@ def create_app(
 
     @app.get("/v1/config", tags=["config"])
     def get_config(
-        request: Request, warehouse: str | None = Query(default=None), _scheme: Any = Depends(bearer_scheme)
+        request: Request, _scheme: Annotated[Any, Depends(bearer_scheme)], warehouse: str | None = Query(default=None)
     ) -> dict[str, Any]:
         principal = authenticate(request)
         svc = service_of(request)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Query, Response
 
 from tablestore.catalog import FunctionDef
-from tablestore.rest.access import Access, parse_identifier, parse_namespace, reader, writer
+from tablestore.rest.access import ReadAccess, WriteAccess, parse_identifier, parse_namespace
 from tablestore.rest.models import CreateFunctionRequest
 from tablestore.rest.namespaces import page
 
@@ -31,7 +31,7 @@ def function_json(function: FunctionDef) -> dict[str, Any]:
 @router.get("/namespaces/{namespace}/functions")
 def list_functions(
     namespace: str,
-    access: Access = Depends(reader),
+    access: ReadAccess,
     page_token: str | None = Query(default=None, alias="pageToken"),
     page_size: int | None = Query(default=None, alias="pageSize"),
 ) -> dict[str, Any]:
@@ -40,7 +40,7 @@ def list_functions(
 
 
 @router.post("/namespaces/{namespace}/functions")
-def create_function(namespace: str, body: CreateFunctionRequest, access: Access = Depends(writer)) -> dict[str, Any]:
+def create_function(namespace: str, body: CreateFunctionRequest, access: WriteAccess) -> dict[str, Any]:
     ident = parse_identifier(namespace, body.name, "function")
     function = access.catalog.create_function(ident, body.class_name, body.return_type, body.replace,
                                               body.properties)
@@ -48,12 +48,12 @@ def create_function(namespace: str, body: CreateFunctionRequest, access: Access 
 
 
 @router.get("/namespaces/{namespace}/functions/{name}")
-def load_function(namespace: str, name: str, access: Access = Depends(reader)) -> dict[str, Any]:
+def load_function(namespace: str, name: str, access: ReadAccess) -> dict[str, Any]:
     return function_json(access.catalog.load_function(parse_identifier(namespace, name, "function")))
 
 
 @router.delete("/namespaces/{namespace}/functions/{name}", status_code=204)
-def drop_function(namespace: str, name: str, access: Access = Depends(writer)) -> Response:
+def drop_function(namespace: str, name: str, access: WriteAccess) -> Response:
     access.catalog.drop_function(parse_identifier(namespace, name, "function"))
     return Response(status_code=204)
 

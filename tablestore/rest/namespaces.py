@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Query, Response
 
 from tablestore.catalog import LOCATION
 from tablestore.errors import ValidationError
-from tablestore.rest.access import Access, parse_namespace, reader, writer
+from tablestore.rest.access import ReadAccess, WriteAccess, parse_namespace
 from tablestore.rest.models import CreateNamespaceRequest, UpdateNamespacePropertiesRequest
 
 router = APIRouter(prefix="/v1/{prefix}", tags=["namespaces"])
@@ -30,7 +30,7 @@ def page(items: list[Any], page_token: str | None, page_size: int | None) -> tup
 
 @router.get("/namespaces")
 def list_namespaces(
-    access: Access = Depends(reader),
+    access: ReadAccess,
     parent: str | None = Query(default=None),
     page_token: str | None = Query(default=None, alias="pageToken"),
     page_size: int | None = Query(default=None, alias="pageSize"),
@@ -41,7 +41,7 @@ def list_namespaces(
 
 
 @router.post("/namespaces")
-def create_namespace(body: CreateNamespaceRequest, access: Access = Depends(writer)) -> dict[str, Any]:
+def create_namespace(body: CreateNamespaceRequest, access: WriteAccess) -> dict[str, Any]:
     namespace = tuple(body.namespace)
     if LOCATION in body.properties:
         access.check_location(body.properties[LOCATION], "namespace location")
@@ -50,26 +50,26 @@ def create_namespace(body: CreateNamespaceRequest, access: Access = Depends(writ
 
 
 @router.get("/namespaces/{namespace}")
-def load_namespace(namespace: str, access: Access = Depends(reader)) -> dict[str, Any]:
+def load_namespace(namespace: str, access: ReadAccess) -> dict[str, Any]:
     ns = parse_namespace(namespace)
     return {"namespace": list(ns), "properties": access.catalog.load_namespace_properties(ns)}
 
 
 @router.head("/namespaces/{namespace}", status_code=204)
-def namespace_exists(namespace: str, access: Access = Depends(reader)) -> Response:
+def namespace_exists(namespace: str, access: ReadAccess) -> Response:
     exists = access.catalog.namespace_exists(parse_namespace(namespace))
     return Response(status_code=204 if exists else 404)
 
 
 @router.delete("/namespaces/{namespace}", status_code=204)
-def drop_namespace(namespace: str, access: Access = Depends(writer)) -> Response:
+def drop_namespace(namespace: str, access: WriteAccess) -> Response:
     access.catalog.drop_namespace(parse_namespace(namespace))
     return Response(status_code=204)
 
 
 @router.post("/namespaces/{namespace}/properties")
 def update_namespace_properties(
-    namespace: str, body: UpdateNamespacePropertiesRequest, access: Access = Depends(writer)
+    namespace: str, body: UpdateNamespacePropertiesRequest, access: WriteAccess
 ) -> dict[str, Any]:
     if LOCATION in body.updates:
         access.check_location(body.updates[LOCATION], "namespace location")

@@ -6,14 +6,22 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, TypeVar
+from functools import partial
+from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, Body, Depends, Header, Query, Response
+from fastapi import APIRouter, Body, Header, Query, Response
 from fastapi.responses import JSONResponse
 
 from tablestore.catalog import Catalog, Identifier, _normalize_location
 from tablestore.errors import TableStoreError, UnsupportedError, ValidationError
-from tablestore.rest.access import Access, identifier_of, parse_identifier, parse_namespace, reader, writer
+from tablestore.rest.access import (
+    Access,
+    ReadAccess,
+    WriteAccess,
+    identifier_of,
+    parse_identifier,
+    parse_namespace,
+)
 from tablestore.rest.models import (
     CommitTableRequest,
     CommitTransactionRequest,
@@ -59,8 +67,8 @@ def load_result(access: Access, location: str | None, metadata: TableMetadata) -
 
 
 def _changes(access: Access, change: CommitTableRequest) -> tuple[list[TableRequirement], list[TableUpdate]]:
-    requirements = [parsed("requirement", lambda r=r: requirement_from_json(r)) for r in change.requirements]
-    updates = [parsed("update", lambda u=u: update_from_json(u)) for u in change.updates]
+    requirements = [parsed("requirement", partial(requirement_from_json, r)) for r in change.requirements]
+    updates = [parsed("update", partial(update_from_json, u)) for u in change.updates]
     for update in updates:
         if isinstance(update, SetLocationUpdate):
             access.check_location(update.location, "table location")
@@ -74,7 +82,7 @@ def _changes(access: Access, change: CommitTableRequest) -> tuple[list[TableRequ
 @router.get("/namespaces/{namespace}/tables")
 def list_tables(
     namespace: str,
-    access: Access = Depends(reader),
+    access: ReadAccess,
     page_token: str | None = Query(default=None, alias="pageToken"),
     page_size: int | None = Query(default=None, alias="pageSize"),
 ) -> dict[str, Any]:
@@ -83,13 +91,13 @@ def list_tables(
 
 
 @router.post("/namespaces/{namespace}/tables")
-def create_table(namespace: str, body: CreateTableRequest, access: Access = Depends(writer)) -> dict[str, Any]:
+def create_table(namespace: str, body: CreateTableRequest, access: WriteAccess) -> dict[str, Any]:
     catalog = access.catalog
     ident = parse_identifier(namespace, body.name)
     schema = parsed("schema", lambda: Schema.from_json(body.schema_))
-    spec = parsed("partition-spec", lambda: PartitionSpec.from_json(body.partition_spec)) \
+    spec = parsed("partition-spec", partial(PartitionSpec.from_json, body.partition_spec)) \
         if body.partition_spec else UNPARTITIONED_SPEC
-    order = parsed("write-order", lambda: SortOrder.from_json(body.write_order)) \
+    order = parsed("write-order", partial(SortOrder.from_json, body.write_order)) \
         if body.write_order else UNSORTED_ORDER
     location = _normalize_location(body.location) if body.location else catalog.default_table_location(ident)
     access.check_location(location, "table location")
@@ -107,7 +115,7 @@ def create_table(namespace: str, body: CreateTableRequest, access: Access = Depe
 
 
 @router.post("/namespaces/{namespace}/register")
-def register_table(namespace: str, body: RegisterTableRequest, access: Access = Depends(writer)) -> dict[str, Any]:
+def register_table(namespace: str, body: RegisterTableRequest, access: WriteAccess) -> dict[str, Any]:
     ident = parse_identifier(namespace, body.name)
     access.check_location(body.metadata_location, "metadata location")
     if body.overwrite and access.catalog.table_exists(ident):
@@ -125,7 +133,7 @@ def _etag(metadata_location: str, snapshots: str) -> str:
 def load_table(
     namespace: str,
     table: str,
-    access: Access = Depends(reader),
+    access: ReadAccess,
     snapshots: str = Query(default="all", pattern="^(all|refs)$"),
     if_none_match: str | None = Header(default=None),
 ) -> Response:
@@ -141,13 +149,13 @@ def load_table(
 
 
 @router.head("/namespaces/{namespace}/tables/{table}", status_code=204)
-def table_exists(namespace: str, table: str, access: Access = Depends(reader)) -> Response:
+def table_exists(namespace: str, table: str, access: ReadAccess) -> Response:
     exists = access.catalog.table_exists(parse_identifier(namespace, table))
     return Response(status_code=204 if exists else 404)
 
 
 @router.post("/namespaces/{namespace}/tables/{table}")
-def commit_table(namespace: str, table: str, body: CommitTableRequest, access: Access = Depends(writer)) -> Any:
+def commit_table(namespace: str, table: str, body: CommitTableRequest, access: WriteAccess) -> Any:
     ident = parse_identifier(namespace, table)
     requirements, updates = _changes(access, body)
     location, metadata = access.catalog.commit_table(ident, requirements, updates)
@@ -158,7 +166,7 @@ def commit_table(namespace: str, table: str, body: CommitTableRequest, access: A
 def drop_table(
     namespace: str,
     table: str,
-    access: Access = Depends(writer),
+    access: WriteAccess,
     purge_requested: bool = Query(default=False, alias="purgeRequested"),
 ) -> Response:
     access.catalog.drop_table(parse_identifier(namespace, table), purge=purge_requested)
@@ -166,7 +174,7 @@ def drop_table(
 
 
 @router.post("/tables/rename", status_code=204)
-def rename_table(body: RenameRequest, access: Access = Depends(writer)) -> Response:
+def rename_table(body: RenameRequest, access: WriteAccess) -> Response:
     source = identifier_of(body.source.namespace, body.source.name)
     destination = identifier_of(body.destination.namespace, body.destination.name)
     access.catalog.rename_table(source, destination)
@@ -175,7 +183,7 @@ def rename_table(body: RenameRequest, access: Access = Depends(writer)) -> Respo
 
 @router.post("/namespaces/{namespace}/tables/{table}/metrics", status_code=204)
 def report_metrics(
-    namespace: str, table: str, _body: dict[str, Any] = Body(default_factory=dict), access: Access = Depends(reader)
+    namespace: str, table: str, access: ReadAccess, _body: Annotated[dict[str, Any] | None, Body()] = None
 ) -> Response:
     # Accepted and dropped: the spec makes reporting best-effort, and no one reads them here.
     parse_identifier(namespace, table)
@@ -183,7 +191,7 @@ def report_metrics(
 
 
 @router.post("/transactions/commit", status_code=204)
-def commit_transaction(body: CommitTransactionRequest, access: Access = Depends(writer)) -> Response:
+def commit_transaction(body: CommitTransactionRequest, access: WriteAccess) -> Response:
     changes: list[tuple[Identifier, list[TableRequirement], list[TableUpdate]]] = []
     for change in body.table_changes:
         if change.identifier is None:

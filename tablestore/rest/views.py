@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Query, Response
 
 from tablestore.catalog import (
     _normalize_location,
@@ -14,7 +14,14 @@ from tablestore.catalog import (
     write_view_metadata_file,
 )
 from tablestore.errors import NoSuchNamespaceError, ViewAlreadyExistsError
-from tablestore.rest.access import Access, identifier_of, parse_identifier, parse_namespace, reader, writer
+from tablestore.rest.access import (
+    Access,
+    ReadAccess,
+    WriteAccess,
+    identifier_of,
+    parse_identifier,
+    parse_namespace,
+)
 from tablestore.rest.models import CommitViewRequest, CreateViewRequest, RenameRequest
 from tablestore.rest.namespaces import page
 from tablestore.rest.tables import parsed
@@ -32,7 +39,7 @@ def _result(access: Access, location: str, metadata: ViewMetadata) -> dict[str, 
 @router.get("/namespaces/{namespace}/views")
 def list_views(
     namespace: str,
-    access: Access = Depends(reader),
+    access: ReadAccess,
     page_token: str | None = Query(default=None, alias="pageToken"),
     page_size: int | None = Query(default=None, alias="pageSize"),
 ) -> dict[str, Any]:
@@ -41,7 +48,7 @@ def list_views(
 
 
 @router.post("/namespaces/{namespace}/views")
-def create_view(namespace: str, body: CreateViewRequest, access: Access = Depends(writer)) -> dict[str, Any]:
+def create_view(namespace: str, body: CreateViewRequest, access: WriteAccess) -> dict[str, Any]:
     catalog = access.catalog
     ident = parse_identifier(namespace, body.name, "view")
     if not catalog.namespace_exists(ident[:-1]):
@@ -64,19 +71,19 @@ def create_view(namespace: str, body: CreateViewRequest, access: Access = Depend
 
 
 @router.get("/namespaces/{namespace}/views/{view}")
-def load_view(namespace: str, view: str, access: Access = Depends(reader)) -> dict[str, Any]:
+def load_view(namespace: str, view: str, access: ReadAccess) -> dict[str, Any]:
     location, metadata = access.catalog.load_view_metadata(parse_identifier(namespace, view, "view"))
     return _result(access, location, metadata)
 
 
 @router.head("/namespaces/{namespace}/views/{view}", status_code=204)
-def view_exists(namespace: str, view: str, access: Access = Depends(reader)) -> Response:
+def view_exists(namespace: str, view: str, access: ReadAccess) -> Response:
     exists = access.catalog.view_exists(parse_identifier(namespace, view, "view"))
     return Response(status_code=204 if exists else 404)
 
 
 @router.post("/namespaces/{namespace}/views/{view}")
-def replace_view(namespace: str, view: str, body: CommitViewRequest, access: Access = Depends(writer)) -> Any:
+def replace_view(namespace: str, view: str, body: CommitViewRequest, access: WriteAccess) -> Any:
     catalog = access.catalog
     ident = parse_identifier(namespace, view, "view")
     base_location, base = catalog.load_view_metadata(ident)
@@ -97,13 +104,13 @@ def replace_view(namespace: str, view: str, body: CommitViewRequest, access: Acc
 
 
 @router.delete("/namespaces/{namespace}/views/{view}", status_code=204)
-def drop_view(namespace: str, view: str, access: Access = Depends(writer)) -> Response:
+def drop_view(namespace: str, view: str, access: WriteAccess) -> Response:
     access.catalog.drop_view(parse_identifier(namespace, view, "view"))
     return Response(status_code=204)
 
 
 @router.post("/views/rename", status_code=204)
-def rename_view(body: RenameRequest, access: Access = Depends(writer)) -> Response:
+def rename_view(body: RenameRequest, access: WriteAccess) -> Response:
     access.catalog.rename_view(
         identifier_of(body.source.namespace, body.source.name, "view"),
         identifier_of(body.destination.namespace, body.destination.name, "view"),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pyarrow as pa
-import pytest
 
 from tablestore.catalog.sql import SqlCatalog
 from tests.rest.conftest import CATALOG, RestService
