@@ -120,17 +120,36 @@ server:
 """)
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def rest_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RestService]:
-    if request.param == "sqlite":
-        catalog_uri = f"sqlite:///{tmp_path / 'catalog.db'}"
+def _start_service(request: pytest.FixtureRequest, kind: str, workdir: Path) -> RestService:
+    if kind == "sqlite":
+        catalog_uri = f"sqlite:///{workdir / 'catalog.db'}"
     else:
-        catalog_uri = request.getfixturevalue("postgres_uri")
-    warehouse = str(tmp_path / "warehouse")
-    config = tmp_path / "tablestore.yaml"
+        catalog_uri = request.getfixturevalue("postgres_server").create_database()
+    warehouse = str(workdir / "warehouse")
+    config = workdir / "tablestore.yaml"
     write_config(config, catalog_uri, warehouse)
-    service = RestService(config, catalog_uri, warehouse, tmp_path)
+    service = RestService(config, catalog_uri, warehouse, workdir)
     service.start()
+    return service
+
+
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def rest_service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestService]:
+    """One service per test module and backend (tests use their own namespaces)."""
+    service = _start_service(request, request.param, tmp_path_factory.mktemp("rest"))
+    try:
+        yield service
+    finally:
+        service.stop()
+
+
+@pytest.fixture(params=BACKENDS)
+def fresh_rest_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RestService]:
+    """A service of the test's own, for tests that kill or restart it."""
+    service = _start_service(request, request.param, tmp_path)
     try:
         yield service
     finally:
