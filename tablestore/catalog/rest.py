@@ -89,6 +89,7 @@ class RestCatalog(Catalog):
         if not uri.startswith(("http://", "https://")):
             raise ValidationError("a rest catalog needs uri=http(s)://host:port of the catalog service")
         self.uri = uri
+        self.name = name  # set again by Catalog.__init__; here for reprs of errors raised before
         self._session = requests.Session()
         token = props.get(TOKEN)
         if not token and props.get(CREDENTIAL):

@@ -267,7 +267,7 @@ REQUIREMENTS = [
 
 
 def test_every_requirement_type_is_checked(rest_service: RestService) -> None:
-    ns, path = _table(rest_service)
+    _, path = _table(rest_service)
     md = _load(rest_service, path)["metadata"]
     for failing in REQUIREMENTS:
         response = _commit(rest_service, path, [failing], [{"action": "set-properties", "updates": {"x": "1"}}])
