@@ -129,7 +129,26 @@ def create_app(
 
     for module in (namespaces, tables, views, functions):
         app.include_router(module.router)
+    _document_prefixes(app, list(served))
     return app
+
+
+def _document_prefixes(app: FastAPI, prefixes: list[str]) -> None:
+    """Make the OpenAPI document name the served prefixes (an enum of the ``prefix`` parameter)."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = generate()
+            for item in schema.get("paths", {}).values():
+                for operation in item.values():
+                    for parameter in operation.get("parameters", []) if isinstance(operation, dict) else []:
+                        if parameter.get("name") == "prefix" and parameter.get("in") == "path":
+                            parameter["schema"] = {"type": "string", "enum": prefixes}
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def serve(config: LakehouseConfig, host: str | None = None, port: int | None = None) -> None:
