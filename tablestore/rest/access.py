@@ -6,7 +6,7 @@ about which catalogs exist (401, not 404).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -68,8 +68,10 @@ def authenticate(request: Request) -> Principal:
     return service_of(request).auth.authenticate(request.headers.get("authorization"))
 
 
-def _access(role: str) -> Callable[..., Access]:
-    def dependency(request: Request, prefix: str, _scheme: Annotated[Any, Depends(bearer_scheme)]) -> Access:
+def _access(role: str) -> Callable[..., Awaitable[Access]]:
+    # Async although it awaits nothing: it only checks the token and looks up the catalog, and a
+    # sync dependency would cost a thread-pool hop per request (the endpoints need their own).
+    async def dependency(request: Request, prefix: str, _scheme: Annotated[Any, Depends(bearer_scheme)]) -> Access:
         service = service_of(request)
         principal = service.auth.authenticate(request.headers.get("authorization"))
         catalog = service.catalogs.get(prefix)

@@ -24,6 +24,7 @@ from tablestore.rest import functions, namespaces, tables, views
 from tablestore.rest.access import NAMESPACE_SEPARATOR, Service, authenticate, bearer_scheme, service_of
 from tablestore.rest.errors import install_error_handlers
 from tablestore.rest.security import NotAuthorizedError
+from tablestore.rest.served_catalog import ServedSqlCatalog
 from tablestore.rest.settings import READ, ServerSettings, server_settings
 
 logger = logging.getLogger(__name__)
@@ -68,8 +69,10 @@ def create_app(
     """The REST catalog app for ``config`` (``settings`` default to its ``server:`` section;
     ``catalogs`` to new catalog objects of the served catalogs, closed when the app stops)."""
     settings = settings or server_settings(config)
-    served = dict(catalogs) if catalogs is not None else {n: config.catalog(n).load() for n in settings.catalogs}
-    service = Service(settings, served)
+    served: dict[str, Catalog] = dict(catalogs) if catalogs is not None else {
+        n: ServedSqlCatalog(n, **config.catalog(n).properties) for n in settings.catalogs
+    }
+    service = Service(settings, dict(served))
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
