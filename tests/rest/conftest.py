@@ -82,9 +82,11 @@ class RestService:
         if self.process is not None:
             _stop_process(self.process)
 
+    s3_properties: dict[str, str] = field(default_factory=dict)
+
     def direct_properties(self) -> dict[str, str]:
         """Properties of a SqlCatalog on the same database and warehouse."""
-        return {"uri": self.catalog_uri, "warehouse": self.warehouse}
+        return {"uri": self.catalog_uri, "warehouse": self.warehouse, **self.s3_properties}
 
     def pyiceberg(self, token: str = WRITE_TOKEN) -> Any:
         from pyiceberg.catalog.rest import RestCatalog as PyRestCatalog
@@ -97,13 +99,15 @@ class RestService:
         return RestCatalog("rest", uri=self.uri, token=token)
 
 
-def write_config(path: Path, catalog_uri: str, warehouse: str) -> None:
+def write_config(path: Path, catalog_uri: str, warehouse: str, s3: dict[str, str] | None = None) -> None:
+    s3_lines = "".join(f'      {k.removeprefix("s3.")}: "{v}"\n' for k, v in (s3 or {}).items())
     path.write_text(f"""
 catalogs:
   - name: {CATALOG}
     type: sql
     uri: "{catalog_uri}"
     warehouse: "{warehouse}"
+{"    s3:" + chr(10) + s3_lines if s3 else ""}
 server:
   tokens:
     - name: writer
@@ -120,15 +124,20 @@ server:
 """)
 
 
-def _start_service(request: pytest.FixtureRequest, kind: str, workdir: Path) -> RestService:
+def _start_service(request: pytest.FixtureRequest, kind: str, workdir: Path, s3: bool = False) -> RestService:
     if kind == "sqlite":
         catalog_uri = f"sqlite:///{workdir / 'catalog.db'}"
     else:
         catalog_uri = request.getfixturevalue("postgres_server").create_database()
     warehouse = str(workdir / "warehouse")
+    s3_properties = None
+    if s3:
+        server = request.getfixturevalue("s3_server")
+        warehouse = f"s3://{server.create_bucket()}/warehouse"
+        s3_properties = server.properties
     config = workdir / "tablestore.yaml"
-    write_config(config, catalog_uri, warehouse)
-    service = RestService(config, catalog_uri, warehouse, workdir)
+    write_config(config, catalog_uri, warehouse, s3_properties)
+    service = RestService(config, catalog_uri, warehouse, workdir, s3_properties=s3_properties or {})
     service.start()
     return service
 
@@ -150,6 +159,16 @@ def rest_service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
 def fresh_rest_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RestService]:
     """A service of the test's own, for tests that kill or restart it."""
     service = _start_service(request, request.param, tmp_path)
+    try:
+        yield service
+    finally:
+        service.stop()
+
+
+@pytest.fixture
+def s3_rest_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RestService]:
+    """A service whose warehouse is in S3 (moto); its s3 settings are only in the server's config."""
+    service = _start_service(request, "sqlite", tmp_path, s3=True)
     try:
         yield service
     finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 
 from tablestore.catalog.sql import SqlCatalog
 from tests.rest.conftest import CATALOG, RestService
@@ -75,3 +76,27 @@ def test_tablestore_writes_through_the_service_and_pyiceberg_reads(rest_service:
     ]
     assert len(loaded.metadata.snapshots) == 2
     assert [f.name for f in loaded.spec().fields] == ["name"]
+
+
+@pytest.mark.s3
+def test_clients_need_only_the_uri_and_a_token_for_tables_in_s3(s3_rest_service: RestService) -> None:
+    service = s3_rest_service
+    client = service.client()  # no s3 settings: they come from the server
+    try:
+        assert client.properties["s3.endpoint"] == service.s3_properties["s3.endpoint"]
+        client.create_namespace("s3db")
+        schema = pa.schema([pa.field("id", pa.int64())])
+        table = client.create_table("s3db.t", schema)
+        assert table.metadata.location.startswith(service.warehouse)
+        table.append(pa.table({"id": [1, 2]}, schema=schema))
+    finally:
+        client.close()
+    py = service.pyiceberg()
+    loaded = py.load_table("s3db.t")
+    assert sorted(loaded.scan().to_arrow().column("id").to_pylist()) == [1, 2]
+    loaded.append(pa.table({"id": [3]}, schema=schema))
+    again = service.client()
+    try:
+        assert sorted(again.load_table("s3db.t").scan().to_arrow().column("id").to_pylist()) == [1, 2, 3]
+    finally:
+        again.close()
