@@ -19,6 +19,8 @@ SQLite, with its warehouse in ``./warehouse``. ::
     spark:
       master: local[2]
       conf: {spark.sql.shuffle.partitions: "4"}
+    server:                              # for `tablestore catalog serve` (tablestore.rest.settings)
+      tokens: [{token: ${CATALOG_TOKEN}, role: write}]
 
 - ``${VAR}`` in any value is replaced by the environment variable (``${VAR:-fallback}`` gives a
   fallback; ``$${`` is a literal ``${``). A variable that is not set is an error, so a missing
