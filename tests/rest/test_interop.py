@@ -100,3 +100,28 @@ def test_clients_need_only_the_uri_and_a_token_for_tables_in_s3(s3_rest_service:
         assert sorted(again.load_table("s3db.t").scan().to_arrow().column("id").to_pylist()) == [1, 2, 3]
     finally:
         again.close()
+
+
+@pytest.mark.oracle
+def test_the_java_reference_reads_tables_committed_through_the_service(rest_service: RestService) -> None:
+    from pyiceberg.expressions import EqualTo
+
+    from tests import oracle
+
+    py = rest_service.pyiceberg()
+    py.create_namespace("javaread")
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("country", pa.string())])
+    table = py.create_table("javaread.t", schema=schema)
+    table.append(pa.table({"id": [1, 2, 3], "country": ["DE", "FR", "IT"]}, schema=schema))
+    table.delete(EqualTo("id", 2))
+    client = rest_service.client()
+    try:
+        ours = client.load_table("javaread.t")
+        ours.append(pa.table({"id": [4], "country": ["ES"]}, schema=schema))
+        location = client.load_table("javaread.t").metadata_location
+    finally:
+        client.close()
+    batch = oracle.OracleBatch()
+    job = batch.read(location)
+    result = oracle.check(batch.run()[job])
+    assert result["rows"] == [[1, "DE"], [3, "IT"], [4, "ES"]]
