@@ -125,3 +125,29 @@ def test_the_java_reference_reads_tables_committed_through_the_service(rest_serv
     job = batch.read(location)
     result = oracle.check(batch.run()[job])
     assert result["rows"] == [[1, "DE"], [3, "IT"], [4, "ES"]]
+
+
+def test_views_created_by_pyiceberg_and_by_tablestore_read_the_same(rest_service: RestService) -> None:
+    from pyiceberg.view.metadata import SQLViewRepresentation, ViewRepresentation, ViewVersion
+
+    py = rest_service.pyiceberg()
+    py.create_namespace("viewns")
+    schema = pa.schema([pa.field("id", pa.int64())])
+    version = ViewVersion(
+        schema_id=0, summary={"engine-name": "pyiceberg"}, default_namespace=["viewns"],
+        representations=[ViewRepresentation(SQLViewRepresentation(type="sql", sql="SELECT 1 AS id", dialect="spark"))],
+    )
+    py.create_view("viewns.from_py", schema, version)
+    client = rest_service.client()
+    try:
+        view = client.load_view("viewns.from_py")
+        assert (view.sql, [f.name for f in view.schema.fields], view.default_namespace) == (
+            "SELECT 1 AS id", ["id"], ("viewns",))
+        client.create_view("viewns.from_ts", "SELECT 2 AS id", schema, default_namespace=("viewns",))
+    finally:
+        client.close()
+    loaded = py.load_view("viewns.from_ts")
+    assert loaded.metadata.versions[0].representations[0].root.sql == "SELECT 2 AS id"
+    assert sorted(py.list_views("viewns")) == [("viewns", "from_py"), ("viewns", "from_ts")]
+    py.drop_view("viewns.from_py")
+    assert not py.view_exists("viewns.from_py")

@@ -391,3 +391,26 @@ def test_functions_extension_endpoints(rest_service: RestService) -> None:
             client.load_function(f"{ns}.f")
     finally:
         client.close()
+
+
+def test_metrics_reports_are_accepted_and_config_lists_the_endpoints(rest_service: RestService) -> None:
+    _, path = _table(rest_service)
+    report = {"report-type": "commit-report", "table-name": "t", "snapshot-id": 1, "sequence-number": 1,
+              "operation": "append", "metrics": {}}
+    response = requests.post(_url(rest_service, f"{path}/metrics"), headers=AUTH, json=report, timeout=30)
+    assert response.status_code == 204 and response.content == b""
+
+    config = requests.get(f"{rest_service.uri}/v1/config", headers=AUTH, timeout=30).json()
+    assert config["overrides"]["prefix"] == CATALOG
+    endpoints = set(config["endpoints"])
+    for expected in ("POST /v1/{prefix}/transactions/commit", "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+                     "POST /v1/{prefix}/namespaces/{namespace}/views/{view}",
+                     "GET /v1/{prefix}/namespaces/{namespace}/functions"):
+        assert expected in endpoints
+    # Every listed endpoint is a route of the OpenAPI document.
+    paths = requests.get(f"{rest_service.uri}/openapi.json", timeout=30).json()["paths"]
+    for endpoint in endpoints:
+        method, route = endpoint.split(" ")
+        assert method.lower() in paths[route], endpoint
+    other = requests.get(f"{rest_service.uri}/v1/config", headers=AUTH, params={"warehouse": "nope"}, timeout=30)
+    assert other.status_code == 404
