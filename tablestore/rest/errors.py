@@ -1,9 +1,12 @@
 """tablestore errors as the REST spec's error responses: ``{"error": {message, type, code}}``.
 
 Ordinary failures are 4xx: bad input 400, no token 401, no role 403, missing things 404, name
-clashes and lost commit races 409, an unprocessable request body 422. Only a commit whose
-outcome is truly unknown is a 5xx (503, as the spec tells clients not to clean up then), and
-an unexpected exception is a 500 whose message says nothing about internals.
+clashes and lost commit races 409, an unprocessable metadata file 422. Only a commit whose
+outcome is truly unknown is a 5xx: 504, one of the codes (500, 502, 504) the spec gives for
+"the commit state is unknown", which pyiceberg and Java clients map to CommitStateUnknown and so
+do not clean up the commit's files. 503 is not used: clients read it as "service unavailable",
+a failure they may clean up after. An unexpected exception is a 500 whose message says nothing
+about internals.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ logger = logging.getLogger(__name__)
 _STATUS: list[tuple[type[BaseException], int, str]] = [
     (NotAuthorizedError, 401, "NotAuthorizedException"),
     (ForbiddenError, 403, "ForbiddenException"),
-    (CommitStateUnknownError, 503, "CommitStateUnknownException"),
+    (CommitStateUnknownError, 504, "CommitStateUnknownException"),
     (CommitFailedError, 409, "CommitFailedException"),
     (NamespaceNotEmptyError, 409, "NamespaceNotEmptyException"),
     (AlreadyExistsError, 409, "AlreadyExistsException"),
