@@ -92,8 +92,10 @@ class RestCatalog(Catalog):
         self.name = name  # set again by Catalog.__init__; here for reprs of errors raised before
         self._session = requests.Session()
         token = props.get(TOKEN)
-        if not token and props.get(CREDENTIAL):
-            token = self._fetch_token(props[CREDENTIAL])
+        # Kept to ask for a new token when the issued one expires (a 401 on a request).
+        self._credential = props.get(CREDENTIAL) if not token else None
+        if self._credential:
+            token = self._fetch_token(self._credential)
         if token:
             self._session.headers["Authorization"] = f"Bearer {token}"
         params = {SERVER_WAREHOUSE: props[SERVER_WAREHOUSE]} if props.get(SERVER_WAREHOUSE) else None
@@ -147,6 +149,12 @@ class RestCatalog(Catalog):
         try:
             response = self._session.request(method, url, json=json, params=params,
                                              timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S))
+            if response.status_code == 401 and self._credential:
+                # The issued token expired (or the server's signing secret changed): a 401 means
+                # the request was not applied, so it is safe to send again with a new token.
+                self._session.headers["Authorization"] = f"Bearer {self._fetch_token(self._credential)}"
+                response = self._session.request(method, url, json=json, params=params,
+                                                 timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S))
         except requests.RequestException as e:
             if commit and not isinstance(e, requests.ConnectTimeout | requests.exceptions.SSLError):
                 # The request may have reached the server and been applied.

@@ -8,7 +8,7 @@ import requests
 from tablestore.config import parse_config
 from tablestore.errors import ConfigError
 from tablestore.rest.security import ForbiddenError, NotAuthorizedError
-from tablestore.rest.settings import server_settings
+from tablestore.rest.settings import ServerSettings, server_settings
 from tests.rest.conftest import (
     CATALOG,
     CLIENT_ID,
@@ -101,7 +101,7 @@ def test_secrets_never_appear_in_the_log(rest_service: RestService) -> None:
         assert secret not in log
 
 
-def _settings(server: str) -> object:
+def _settings(server: str) -> ServerSettings:
     config = parse_config(f"""
 catalogs:
   - {{name: lake, type: sql, uri: "sqlite:////tmp/x.db", warehouse: /tmp/wh}}
@@ -128,3 +128,38 @@ def test_invalid_server_settings_are_reported(server: str, message: str) -> None
 def test_settings_repr_hides_tokens() -> None:
     settings = _settings("  tokens: [{name: spark, token: aaaaaaaaaaaaaaaaaaaa-secret, role: write}]")
     assert "aaaaaaaaaaaaaaaaaaaa-secret" not in repr(settings) and "spark" in repr(settings)
+
+
+def test_a_client_with_credentials_gets_a_new_token_when_its_token_is_refused(rest_service: RestService) -> None:
+    from tablestore.catalog.rest import RestCatalog
+
+    with RestCatalog("c", uri=rest_service.uri, credential=f"{CLIENT_ID}:{CLIENT_SECRET}") as catalog:
+        # As if the issued token had expired: the next request gets a 401 and is sent again.
+        catalog._session.headers["Authorization"] = "Bearer ts1.eyJzdWIiOiJldGwiLCJleHAiOjF9.expired"
+        catalog.create_namespace("refreshed")
+        assert catalog.namespace_exists("refreshed")
+        assert catalog._session.headers["Authorization"].startswith("Bearer ts1.")
+        assert "expired" not in catalog._session.headers["Authorization"]
+
+
+def test_issued_tokens_expire_and_cannot_be_forged() -> None:
+    import dataclasses
+
+    from tablestore.rest.security import Authenticator
+
+    settings = _settings("  clients: [{client-id: etl, client-secret: s3cr3t-s3cr3t, role: read}]")
+    auth = Authenticator(settings)
+    token, _ = auth.issue("etl", "s3cr3t-s3cr3t")
+    principal = auth.authenticate(f"Bearer {token}")
+    assert principal.name == "etl" and principal.can("lake", "read") and not principal.can("lake", "write")
+    header, payload, signature = token.split(".")
+    with pytest.raises(NotAuthorizedError, match="not valid"):
+        auth.authenticate(f"Bearer {header}.{payload}.{signature[:-2]}xx")
+    with pytest.raises(NotAuthorizedError, match="invalid client credentials"):
+        auth.issue("etl", "wrong")
+    expired = Authenticator(dataclasses.replace(settings, token_ttl_s=-10))
+    old, _ = expired.issue("etl", "s3cr3t-s3cr3t")
+    with pytest.raises(NotAuthorizedError, match="expired"):
+        expired.authenticate(f"Bearer {old}")
+    with pytest.raises(ForbiddenError):
+        Authenticator.authorize(principal, "lake", "write")
