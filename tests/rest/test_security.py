@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import requests
 
@@ -163,3 +167,12 @@ def test_issued_tokens_expire_and_cannot_be_forged() -> None:
         expired.authenticate(f"Bearer {old}")
     with pytest.raises(ForbiddenError):
         Authenticator.authorize(principal, "lake", "write")
+
+
+def test_serve_refuses_to_start_without_tokens(tmp_path: Path) -> None:
+    config = tmp_path / "tablestore.yaml"
+    config.write_text(f"catalogs:\n  - {{name: lake, type: sql, warehouse: {tmp_path / 'wh'}}}\n")
+    result = subprocess.run([sys.executable, "-m", "tablestore.cli", "catalog", "serve", "--config", str(config),
+                             "--port", "1"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert result.returncode == 1
+    assert "the server has no tokens and no clients" in result.stderr
