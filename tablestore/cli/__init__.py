@@ -2,6 +2,7 @@
 
     tablestore sql [-e "STATEMENTS" | -f FILE] [--format table|json|csv] [--config PATH]
     tablestore table describe|history|files|partitions|snapshots NAME [--config PATH]
+    tablestore catalog serve [--config PATH] [--host HOST] [--port 8181]
 
 Errors print one line naming what is wrong and exit non-zero; the failed statement commits nothing.
 """
@@ -34,6 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("action", choices=("describe", "history", "snapshots", "files", "partitions"))
     table.add_argument("name", help="table name: table, db.table or catalog.db.table")
     table.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    catalog = sub.add_parser("catalog", help="the catalog service")
+    _add_common(catalog)
+    catalog.add_argument("action", choices=("serve",), help="serve: run the Iceberg REST catalog service")
+    catalog.add_argument("--host", help="address to listen on (default: server.host, else 127.0.0.1)")
+    catalog.add_argument("--port", type=int, help="port (default: server.port, else 8181)")
     return parser
 
 
@@ -49,6 +55,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             from tablestore.cli.admin import run_table
 
             return run_table(args)
+        if args.command == "catalog":
+            from tablestore.config import load_config
+            from tablestore.rest.app import serve
+
+            serve(load_config(args.config), args.host, args.port)
+            return 0
     except ParseError as e:
         print(f"error: {e}", file=sys.stderr)
         if e.highlight:
