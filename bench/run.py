@@ -19,8 +19,13 @@ from rich.console import Console
 from bench.common import DEFAULT_ROWS, Workspace, measure, report
 
 # In running order: the scans read the table the append benchmark leaves behind.
-BENCHMARKS = ["core_append", "core_scan", "spark_io", "schema_evolution"]
-BENCHMARKS = ["core_append", "core_scan", "spark_io", "rest_catalog"]
+BENCHMARKS = [
+    "core_append",
+    "core_scan",
+    "spark_io",
+    "schema_evolution",
+    "rest_catalog",
+]
 
 
 def main(argv: list[str] | None = None) -> int:
