@@ -343,7 +343,7 @@ class ArrowEvaluator:
         if name in ("ltrim", "rtrim") and len(args) == 1:
             return pc.utf8_ltrim_whitespace(args[0]) if name == "ltrim" else pc.utf8_rtrim_whitespace(args[0])
         raise ValidationError(
-            f"function {node.name}() is not evaluated by the local engine; see docs/row-level-operations.md "
+            f"function {node.name}() is one the local engine does not evaluate; see docs/row-level-operations.md "
             "for the supported subset, or run the statement through SQL (Spark)"
         )
 
