@@ -173,8 +173,7 @@ class MergeBuilder:
                 inserted_files = ctx.write_rows(rows)
             commit_changes(table, changes, snapshot, "merge", prune, extra_data=inserted_files)
         except BaseException:
-            _discard(ctx, [*changes, FileChange(changes[0].data_file if changes else None,  # type: ignore[arg-type]
-                                                added_data=inserted_files)])
+            _discard(ctx, changes, inserted_files)
             raise
         return result
 

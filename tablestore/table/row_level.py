@@ -306,9 +306,10 @@ def commit_changes(
     return producer.commit()
 
 
-def _discard(ctx: RowLevelContext, changes: list[FileChange]) -> None:
-    for c in changes:
-        for f in (*c.added_data, *c.added_deletes):
+def _discard(ctx: RowLevelContext, changes: list[FileChange], extra: list[DataFile] | None = None) -> None:
+    """Delete the files an operation wrote when it does not commit."""
+    files = [f for c in changes for f in (*c.added_data, *c.added_deletes)] + list(extra or [])
+    for f in files:
             with contextlib.suppress(OSError):  # remove_orphan_files catches what is left
                 ctx.io.delete(f.file_path)
 
@@ -472,5 +473,59 @@ def update_rows(
         commit_changes(table, changes, snapshot, "update", bound, snapshot_properties=snapshot_properties)
     except BaseException:
         _discard(ctx, changes)
+        raise
+    return sum(c.affected for c in changes)
+
+
+# -- applying changes that an engine (Spark SQL) selected by file and position -------------------------------
+
+
+def apply_positions(
+    table: Table,
+    snapshot: Snapshot,
+    operation: str,
+    deleted: dict[str, np.ndarray],
+    replacements: dict[str, pa.Table] | None = None,
+    inserted: pa.Table | None = None,
+    conflict_filter: BooleanExpression | None = None,
+) -> int:
+    """Delete the rows at ``deleted`` (data file path → positions), put ``replacements`` (the
+    updated rows of each file) and ``inserted`` in, and commit once. Returns the rows deleted
+    or replaced.
+
+    Copy-on-write rewrites each file with its replacement rows; merge-on-read writes position
+    deletes without reading the data file, and all new rows together.
+    """
+    ctx = RowLevelContext.of(table, write_mode(table.properties, operation))
+    replacements = replacements or {}
+    tasks = [t for t in plan_files(table.io, table.metadata, snapshot, ctx.schema, AlwaysTrue(), table.engine)
+             if t.file.file_path in deleted] if deleted else []
+    missing = set(deleted) - {t.file.file_path for t in tasks}
+    if missing:
+        raise ValidationError(f"{len(missing)} data file(s) selected for the change are not in snapshot "
+                              f"{snapshot.snapshot_id} (for example {sorted(missing)[0]})")
+    mode = ctx.mode
+
+    def run(task: FileTask) -> FileChange | None:
+        positions = np.unique(deleted[task.file.file_path])
+        if mode == COPY_ON_WRITE:
+            live, live_positions = read_live_rows(ctx, task)
+            mask = np.isin(live_positions, positions)
+            return change_file(ctx, task, live, live_positions, mask, replacements.get(task.file.file_path))
+        if not task.delete_files and len(positions) == task.file.record_count:
+            return FileChange(task.file, affected=len(positions), removed=True)
+        return FileChange(task.file, affected=len(positions), added_deletes=[ctx.write_deletes(task.file, positions)])
+
+    changes = [c for c in table.engine.map(run, tasks) if c is not None]
+    extra: list[DataFile] = []
+    try:
+        new_rows = [*([] if mode == COPY_ON_WRITE else replacements.values()),
+                    *([inserted] if inserted is not None else [])]
+        new_rows = [r for r in new_rows if r.num_rows]
+        if new_rows:
+            extra = ctx.write_rows(pa.concat_tables(new_rows))
+        commit_changes(table, changes, snapshot, operation, conflict_filter, extra_data=extra)
+    except BaseException:
+        _discard(ctx, changes, extra)
         raise
     return sum(c.affected for c in changes)
