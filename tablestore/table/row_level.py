@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 
 from tablestore.errors import SchemaError, ValidationError
 from tablestore.io import FileIO
-from tablestore.spec.evaluators import _decode_bound, test_value, to_arrow_expression
+from tablestore.spec.evaluators import _decode_bound, referenced_field_ids, test_value, to_arrow_expression
 from tablestore.spec.expressions import (
     AlwaysFalse,
     AlwaysTrue,
@@ -141,17 +141,29 @@ class FileChange:
 # -- reading rows with their positions ---------------------------------------------------------------
 
 
-def read_live_rows(ctx: RowLevelContext, task: FileTask) -> tuple[pa.Table, np.ndarray]:
-    """The live rows of a data file (its deletes applied), in the table schema, and their positions."""
+def read_live_rows(
+    ctx: RowLevelContext, task: FileTask, columns: set[int] | None = None
+) -> tuple[pa.Table, np.ndarray]:
+    """The live rows of a data file (its deletes applied), and their positions.
+
+    ``columns`` (field ids) narrows the read to what a condition needs; the columns of equality
+    deletes are read too, to apply them.
+    """
     from tablestore.table.read import _equality_matches
 
     spec = ctx.specs[task.spec_id]
-    rows = read_task_table(ctx.io, task.file, (), spec, ctx.schema, ctx.schema, AlwaysTrue())
+    projected = ctx.schema
+    if columns is not None:
+        wanted = set(columns)
+        for delete in task.delete_files:
+            wanted.update(delete.equality_ids or [])
+        projected = Schema(tuple(f for f in ctx.schema.fields if f.field_id in wanted), ctx.schema.schema_id)
+    rows = read_task_table(ctx.io, task.file, (), spec, ctx.schema, projected, AlwaysTrue())
     positions = np.arange(rows.num_rows, dtype=np.int64)
     if not task.delete_files:
         return rows, positions
     keep = np.ones(rows.num_rows, dtype=bool)
-    fields = {f.field_id: pa.field(f.name, pa.null()) for f in ctx.schema.fields}
+    fields = {f.field_id: pa.field(f.name, pa.null()) for f in projected.fields}
     for delete in task.delete_files:
         if delete.content == DataFileContent.POSITION_DELETES:
             deleted = read_position_deletes(ctx.io, delete, task.file.file_path)
@@ -275,11 +287,32 @@ def delete_job(ctx: RowLevelContext, bound: BoundExpression) -> Callable[[FileTa
     def run(task: FileTask) -> FileChange | None:
         if all_rows_match(bound, task, ctx.specs[task.spec_id]):
             return FileChange(task.file, affected=task.file.record_count, removed=True)
+        if ctx.mode == MERGE_ON_READ:
+            # Position deletes need only the condition's columns, not whole rows.
+            live, positions = read_live_rows(ctx, task, _top_level_ids(ctx.schema, referenced_field_ids(bound)))
+            mask = condition_mask(live, bound, ctx.schema).to_numpy(zero_copy_only=False)
+            count = int(mask.sum())
+            if count == 0:
+                return None
+            if count == live.num_rows:
+                return FileChange(task.file, affected=count, removed=True)
+            return FileChange(task.file, affected=count, added_deletes=[ctx.write_deletes(task.file, positions[mask])])
         live, positions = read_live_rows(ctx, task)
         mask = condition_mask(live, bound, ctx.schema).to_numpy(zero_copy_only=False)
         return change_file(ctx, task, live, positions, mask)
 
     return run
+
+
+def _top_level_ids(schema: Schema, ids: set[int]) -> set[int]:
+    out = set()
+    for fid in ids:
+        current: int | None = fid
+        while current is not None:
+            top = current
+            current = schema.parent_id(current)
+        out.add(top)
+    return out
 
 
 def commit_changes(
