@@ -177,3 +177,19 @@ def test_merge_builder_refuses_a_streaming_source(session: SqlSession, spark: An
     stream = spark.readStream.format("rate").load()
     with pytest.raises(UnsupportedError, match="not supported for streaming mode now"):
         catalog.load_table(identifier).merge(stream, on="t.id = s.value")
+
+
+def test_python_api_runs_its_file_work_on_the_spark_engine(session: SqlSession, spark: Any) -> None:
+    from tablestore.engine.spark import SparkEngine
+
+    _setup(session, "merge-on-read")
+    catalog, identifier = session.manager.resolve_table(("user",))
+    table = catalog.load_table(identifier).with_engine(SparkEngine(spark))
+    assert table.delete("id IN (1, 2, 3)") == 3
+    assert table.update({"name": "upper(name)"}, "id > 18") == 2
+    result = (table.merge(pa.table({"id": pa.array([4, 50], pa.int64()), "name": ["m", "new"], "region": ["us", "eu"]}),
+                          on="t.id = s.id").when_matched_update({"name": "s.name"}).when_not_matched_insert_all()
+              .execute())
+    assert (result.updated, result.inserted) == (1, 1)
+    rows = {r[0]: r[1] for r in _users(session)}
+    assert 1 not in rows and rows[4] == "m" and rows[19] == "N19" and rows[50] == "new" and len(rows) == 18
