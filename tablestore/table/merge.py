@@ -44,6 +44,7 @@ from tablestore.spec.expressions import (
 from tablestore.table.conform import conform_to_schema, to_arrow_table
 from tablestore.table.row_expressions import ArrowEvaluator, parse_expression
 from tablestore.table.row_level import (
+    MERGE_ON_READ,
     FileChange,
     RowLevelContext,
     _discard,
@@ -159,6 +160,8 @@ class MergeBuilder:
         tasks = plan_files(table.io, table.metadata, snapshot, schema, bind(schema, prune), table.engine) \
             if snapshot is not None and self.source.num_rows else []
         job = _MatchJob(ctx, source, plan, self.target_alias, self.source_alias)
+        if ctx.mode == MERGE_ON_READ:
+            job.columns = self._target_columns(plan)
         outcomes = table.engine.map(job, tasks)
         changes = [o.change for o in outcomes if o.change is not None]
         result = MergeResult(updated=sum(o.updated for o in outcomes), deleted=sum(o.deleted for o in outcomes))
@@ -229,6 +232,32 @@ class MergeBuilder:
         job.apply_matched(empty, self.source.slice(0, 0))
         job.inserts(self.source.slice(0, 0))
 
+    def _target_columns(self, plan: _Plan) -> set[int]:
+        """Field ids of the target columns that matching and the matched clauses read or keep."""
+        schema = self.table.schema()
+        target = {n.lower(): n for n in schema.column_names}
+        source = {n.lower() for n in self.source.column_names}
+        identifier = {schema.find_column_name(i) for i in schema.identifier_field_ids}
+        names = {t for t, _ in plan.keys}
+        texts = [plan.residual] + [c.condition for c in plan.clauses_matched]
+        for clause in plan.clauses_matched:
+            if clause.kind != "update":
+                continue
+            if clause.values is None:
+                names.update(n for n in schema.column_names if n.lower() not in source or n in identifier)
+            else:
+                assigned = {n.lower() for n, _ in clause.values}
+                names.update(n for n in schema.column_names if n.lower() not in assigned)
+                texts.extend(sql for _, sql in clause.values)
+        for text in texts:
+            if text is None:
+                continue
+            for column in parse_expression(text).find_all(exp.Column):
+                qualifier = column.table.lower() if column.table else None
+                if column.name.lower() in target and qualifier in (None, self.target_alias.lower()):
+                    names.add(target[column.name.lower()])
+        return {schema.find_field(n).field_id for n in names}
+
     def _pruning_filter(self, plan: _Plan) -> BooleanExpression:
         """Target rows that can match some source key: IN the keys, or within their range."""
         schema = self.table.schema()
@@ -265,9 +294,12 @@ class _MatchJob:
         self.plan = plan
         self.target_alias = target_alias.lower()
         self.source_alias = source_alias.lower()
+        # Field ids of the target columns to read (None: all). Merge-on-read needs only the
+        # keys, the columns the clauses read and the columns an update keeps.
+        self.columns: set[int] | None = None
 
     def __call__(self, task: FileTask) -> _FileOutcome:
-        live, positions = read_live_rows(self.ctx, task)
+        live, positions = read_live_rows(self.ctx, task, self.columns)
         t_idx, s_idx = self._pairs(live)
         if len(t_idx) == 0:
             return _FileOutcome(None, s_idx)
@@ -352,7 +384,7 @@ class _MatchJob:
             if clause.kind == "delete":
                 deleted += int(mask.sum())
                 continue
-            rows = target.filter(pa.array(mask))
+            rows = self._whole_rows(target.filter(pa.array(mask)))
             sub = self._evaluator(rows, source.filter(pa.array(mask)))
             values = {name: sub.array(parse_expression(sql)) for name, sql in self._assignments(clause, target)}
             replacements.append(updated_rows(rows, values, self.ctx.schema))
@@ -360,20 +392,29 @@ class _MatchJob:
         replacement = pa.concat_tables(replacements) if replacements else None
         return acted, replacement, updated, deleted
 
+    def _whole_rows(self, rows: pa.Table) -> pa.Table:
+        """Rows in the full table schema: columns not read (all of them reassigned) as nulls."""
+        arrow_schema = self.ctx.schema.as_arrow()
+        if rows.column_names == arrow_schema.names:
+            return rows
+        columns = [rows.column(f.name) if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type)
+                   for f in arrow_schema]
+        return pa.Table.from_arrays(columns, schema=pa.schema([f.with_nullable(True) for f in arrow_schema]))
+
     def _assignments(self, clause: Clause, target: pa.Table) -> list[tuple[str, str]]:
         if clause.values is not None:
-            names = {n.lower(): n for n in target.column_names}
+            names = {n.lower(): n for n in self.ctx.schema.column_names}
             out = []
             for name, sql in clause.values:
                 if name.lower() not in names:
                     raise SchemaError(f"MERGE sets unknown column {name!r}; the columns are "
-                                      f"{', '.join(target.column_names)}")
+                                      f"{', '.join(self.ctx.schema.column_names)}")
                 out.append((names[name.lower()], sql))
             return out
         # UPDATE SET *: every target column the source has, by name (identifier columns keep their value).
         source_names = {n.lower() for n in self.source.column_names}
         identifier = {self.ctx.schema.find_column_name(i) for i in self.ctx.schema.identifier_field_ids}
-        return [(n, f"{self.source_alias}.`{n}`") for n in target.column_names
+        return [(n, f"{self.source_alias}.`{n}`") for n in self.ctx.schema.column_names
                 if n.lower() in source_names and n not in identifier]
 
     def inserts(self, unmatched: pa.Table) -> pa.Table:

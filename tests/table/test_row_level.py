@@ -264,3 +264,16 @@ def test_isolation_and_mode_properties_are_checked(tmp_path: Path) -> None:
     table.update_properties({"write.delete.mode": "merge-on-read", "write.delete.isolation-level": "strict"})
     with pytest.raises(ValidationError, match="isolation-level"):
         table.delete("id = 1")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_upsert_with_update_all_and_insert_all(tmp_path: Path, mode: str) -> None:
+    table = _users(_catalog(tmp_path), mode)
+    source = pa.table({"id": pa.array([2, 4, 99], pa.int64()), "name": ["two", "four", "ninety-nine"],
+                       "region": ["us", "eu", "eu"]})
+    result = table.merge(source, on="t.id = s.id").when_matched_update_all().when_not_matched_insert_all().execute()
+    assert (result.updated, result.deleted, result.inserted) == (2, 0, 1)
+    rows = {r[0]: r for r in _rows(table)}
+    assert rows[2] == (2, "two", "us") and rows[4] == (4, "four", "eu") and rows[99] == (99, "ninety-nine", "eu")
+    assert rows[3] == (3, "n3", "eu") and len(rows) == 21
+    assert _pyiceberg_rows(table) == _rows(table)
