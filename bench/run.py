@@ -25,6 +25,7 @@ BENCHMARKS = [
     "spark_io",
     "schema_evolution",
     "rest_catalog",
+    "row_level",
 ]
 
 

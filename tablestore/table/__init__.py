@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from tablestore.catalog import Catalog
     from tablestore.engine import Engine
     from tablestore.table.inspect import TableInspector
+    from tablestore.table.merge import MergeBuilder
     from tablestore.table.schema_update import UpdateSchema
     from tablestore.table.spec_update import UpdateSpec
 
@@ -265,21 +266,32 @@ class Table:
                 self.refresh()
 
     def delete(self, filter: str | Expression, snapshot_properties: dict[str, str] | None = None) -> int:
-        """Delete the rows matching ``filter``; returns how many rows were deleted."""
-        bound = bind(self.schema(), to_expression(filter))
-        if isinstance(bound, AlwaysFalse):
-            return 0
-        deleted, rewritten, scan_snapshot = self._plan_delete(bound)
-        removed = sum(f.record_count for f in deleted) - sum(f.record_count for f in rewritten)
-        if not deleted:
-            return 0
-        OverwriteFiles(
-            self, deleted, rewritten, "delete" if not rewritten else "overwrite",
-            scan_snapshot.snapshot_id if scan_snapshot else None,
-            conflict_check=self._conflicting_appends(bound),
-            snapshot_properties=snapshot_properties,
-        ).commit()
-        return removed
+        """Delete the rows matching ``filter``; returns how many rows were deleted.
+
+        Files that match as a whole are dropped in metadata only; others are rewritten
+        (``write.delete.mode=copy-on-write``, the default) or get position deletes
+        (``merge-on-read``). See docs/row-level-operations.md.
+        """
+        from tablestore.table.row_level import delete_rows
+
+        return delete_rows(self, filter, snapshot_properties)
+
+    def update(
+        self,
+        assignments: dict[str, Any],
+        filter: str | Expression | None = None,
+        snapshot_properties: dict[str, str] | None = None,
+    ) -> int:
+        """Set columns to SQL expressions (``{"name": "upper(name)"}``) where ``filter`` holds; returns the count."""
+        from tablestore.table.row_level import update_rows
+
+        return update_rows(self, assignments, filter, snapshot_properties)
+
+    def merge(self, source: Any, on: str, source_alias: str = "s", target_alias: str = "t") -> MergeBuilder:
+        """MERGE INTO this table USING ``source`` ON ``on``: a builder, run by ``.execute()``."""
+        from tablestore.table.merge import MergeBuilder
+
+        return MergeBuilder(self, source, on, source_alias, target_alias)
 
     def _plan_delete(self, bound: BoundExpression) -> tuple[list[DataFile], list[DataFile], Snapshot | None]:
         """Files to drop and the rewritten remainders of partially matching files."""
