@@ -51,6 +51,7 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
     DataSourceReader,
+    DataSourceStreamWriter,
     DataSourceWriter,
     Filter,
     InputPartition,
@@ -572,7 +573,8 @@ class TablestoreDataSource(DataSource):
     CatalogManager), ``catalog`` (then ``path`` is the identifier inside that catalog),
     ``config`` (LakehouseConfig JSON), ``snapshot-id``, ``as-of-timestamp`` (epoch ms or ISO),
     ``branch``/``tag``, ``columns``, ``filter`` (SQL), ``pushdown`` (true/false) for reads;
-    ``snapshot-property.<key>`` for writes.
+    ``snapshot-property.<key>`` for writes. ``df.writeStream.format("tablestore")`` is an
+    exactly-once streaming sink (see :mod:`tablestore.engine.spark_stream`).
     """
 
     # Set on the subclass that spark_session registers, so that the config given there reaches
@@ -610,6 +612,12 @@ class TablestoreDataSource(DataSource):
         target = resolve_write(self.options, self.default_config_json)
         check_write_schema(schema, target)
         return TablestoreWriter(target, overwrite)
+
+    def streamWriter(self, schema: st.StructType, overwrite: bool) -> DataSourceStreamWriter:
+        """The Structured Streaming sink: one exactly-once commit per micro-batch (spark_stream)."""
+        from tablestore.engine.spark_stream import stream_writer
+
+        return stream_writer(self.options, self.default_config_json, schema, overwrite)
 
 
 def configured_source(config: LakehouseConfig | None) -> type[TablestoreDataSource]:
