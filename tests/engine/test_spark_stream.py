@@ -110,7 +110,7 @@ def test_a_killed_query_restarted_from_its_checkpoint_writes_every_row_exactly_o
     lake: Lake, spark: SparkSession, tmp_path: Path,
 ) -> None:
     table = lake.create("killed", partition_by=["grp"])
-    expected = input_files(tmp_path / "in", files=12, rows_per_file=400)
+    expected = input_files(tmp_path / "in", files=10, rows_per_file=400)
     checkpoint = tmp_path / "checkpoint"
     log_path = tmp_path / "job.log"
     with log_path.open("w") as job_log:
@@ -121,9 +121,9 @@ def test_a_killed_query_restarted_from_its_checkpoint_writes_every_row_exactly_o
         )
         try:
             deadline = time.monotonic() + 300
-            while len(streaming_snapshots(table)) < 3:
+            while len(streaming_snapshots(table)) < 2:
                 assert job.poll() is None, f"the streaming job ended early:\n{log_path.read_text()[-3000:]}"
-                assert time.monotonic() < deadline, f"no 3 batches in 300 s:\n{log_path.read_text()[-3000:]}"
+                assert time.monotonic() < deadline, f"no 2 batches in 300 s:\n{log_path.read_text()[-3000:]}"
                 time.sleep(0.5)
         finally:
             os.killpg(job.pid, signal.SIGKILL)  # the job's own process group: its driver and JVM
@@ -131,7 +131,7 @@ def test_a_killed_query_restarted_from_its_checkpoint_writes_every_row_exactly_o
     before = streaming_snapshots(table)
     query_id = checkpoint_query_id(checkpoint)
     assert {s[QUERY_ID_PROPERTY] for s in before} == {query_id}
-    assert 3 <= len(before) < 12, "the job was killed mid-run"
+    assert 2 <= len(before) < 10, "the job was killed mid-run"
     committed = max(int(s[EPOCH_ID_PROPERTY]) for s in before)
 
     # The window the sink guards: Spark commits the table, then notes the batch in its commit
@@ -143,7 +143,8 @@ def test_a_killed_query_restarted_from_its_checkpoint_writes_every_row_exactly_o
     for path in (commit_log / str(committed), commit_log / f".{committed}.crc"):
         path.unlink(missing_ok=True)
 
-    query = (spark.readStream.schema(INPUT_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(tmp_path / "in"))
+    # The restart replays the logged batch as it was, then takes the rest of the input at once.
+    query = (spark.readStream.schema(INPUT_SCHEMA).parquet(str(tmp_path / "in"))
              .writeStream.format("tablestore").outputMode("append")
              .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start("db.killed"))
     query.awaitTermination(600)
@@ -154,7 +155,7 @@ def test_a_killed_query_restarted_from_its_checkpoint_writes_every_row_exactly_o
 
     rows = lake.load("killed").scan().to_arrow()
     ids = rows.column("id").to_pylist()
-    assert len(ids) == len(expected) == 4_800
+    assert len(ids) == len(expected) == 4_000
     assert set(ids) == expected
     after = streaming_snapshots(table, query_id)
     epochs = [int(s[EPOCH_ID_PROPERTY]) for s in after]
