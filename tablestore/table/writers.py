@@ -498,6 +498,10 @@ class PartitionedWriter:
             self._writer._add(data)
             return
         parts, clustered = route_batch(self.ctx, self.result_types, data)
+        if self.forced == WriterKind.SINGLE and (len(parts) > 1 or (
+                self._writer is not None and parts[0][0] != self._writer.current.partition)):  # type: ignore[union-attr]
+            raise ValidationError("the single-partition writer was asked for, but the input holds rows of "
+                                  "several partitions; let the writer choose")
         if self._writer is None:
             if len(parts) == 1:
                 self._set(SinglePartitionWriter(self.ctx, parts[0][0], self.task_id))

@@ -267,3 +267,12 @@ def test_bad_writer_properties_are_named(catalog: tablestore.Catalog, key: str, 
     data = rows(np.arange(10), ["a"] * 5 + ["b"] * 5)
     with pytest.raises(ValidationError, match=key.replace(".", r"\.")):
         write(table, [data.slice(0, 5), data.slice(5)])
+
+
+def test_a_forced_writer_refuses_input_it_cannot_write(catalog: tablestore.Catalog) -> None:
+    table = make_table(catalog, ["region"])
+    mixed = conform_to_schema(rows(np.arange(6), ["a", "b", "a", "b", "a", "b"]), table.schema())
+    with pytest.raises(ValidationError, match="several partitions"):
+        PartitionedWriter(context(table), kind=WriterKind.SINGLE).write(mixed)
+    with pytest.raises(ValidationError, match="not clustered by partition"):
+        PartitionedWriter(context(table), kind=WriterKind.CLUSTERED).write(mixed)
