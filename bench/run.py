@@ -26,6 +26,8 @@ BENCHMARKS = [
     "schema_evolution",
     "rest_catalog",
     "row_level",
+    "partition_plan",
+    "fanout_write",
 ]
 
 

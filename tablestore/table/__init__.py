@@ -31,7 +31,7 @@ from tablestore.spec.updates import TableRequirement, TableUpdate
 from tablestore.table.conform import conform_to_schema, to_arrow_table
 from tablestore.table.scan import FileTask, TableScan, plan_files
 from tablestore.table.snapshot import FastAppend, OverwriteFiles, added_data_files
-from tablestore.table.write import WriteContext, write_data_files
+from tablestore.table.write import WriteContext, write_data_files, write_data_stream
 
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
@@ -168,7 +168,14 @@ class Table:
         return WriteContext(self.io, self.location, self.schema(), self.spec(), self.properties)
 
     def write_files(self, data: Any) -> list[DataFile]:
-        """Write data files for ``data`` without committing them (a task's half of a write)."""
+        """Write data files for ``data`` without committing them (a task's half of a write).
+
+        A RecordBatchReader is written as it streams in, in bounded memory.
+        """
+        if isinstance(data, pa.RecordBatchReader):
+            schema = self.schema()
+            batches = (conform_to_schema(pa.Table.from_batches([b]), schema) for b in data)
+            return write_data_stream(self._write_context(), batches)
         rows = conform_to_schema(to_arrow_table(data), self.schema())
         return write_data_files(self._write_context(), rows, self.engine.map)
 
