@@ -87,6 +87,11 @@ class SnapshotProducer:
     def validate(self, base: TableMetadata, parent: Snapshot | None) -> None:
         """Raise CommitConflictError if the change no longer applies on ``parent``."""
 
+    def metadata_changes(self, base: TableMetadata) -> tuple[list[TableRequirement], list[TableUpdate], int]:
+        """Requirements and updates that land with the snapshot (a schema change), and the
+        snapshot's schema id; a producer that changes the schema overrides it."""
+        return [], [], base.current_schema_id
+
     def existing_manifests(self, base: TableMetadata, parent: Snapshot | None) -> list[ManifestFile]:
         """The parent's manifests, rewritten where this change deletes files."""
         if parent is None:
@@ -165,6 +170,7 @@ class SnapshotProducer:
                 base = self.table.metadata
                 parent = base.current_snapshot()
                 self.validate(base, parent)
+                extra_requirements, extra_updates, schema_id = self.metadata_changes(base)
                 manifests = [*self._write_added_manifest(base), *self.existing_manifests(base, parent)]
                 sequence_number = base.last_sequence_number + 1
                 manifest_list_path = (
@@ -182,13 +188,15 @@ class SnapshotProducer:
                     timestamp_ms=max(int(time.time() * 1000), base.last_updated_ms),
                     manifest_list=manifest_list_path,
                     summary=self.summary(base, parent),
-                    schema_id=base.current_schema_id,
+                    schema_id=schema_id,
                 )
                 requirements: list[TableRequirement] = [
                     AssertTableUUID(base.table_uuid),
                     AssertRefSnapshotId(MAIN_BRANCH, parent.snapshot_id if parent else None),
+                    *extra_requirements,
                 ]
                 updates: list[TableUpdate] = [
+                    *extra_updates,
                     AddSnapshotUpdate(snapshot),
                     SetSnapshotRefUpdate(MAIN_BRANCH, self.snapshot_id, "branch"),
                 ]
