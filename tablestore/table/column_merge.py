@@ -286,21 +286,44 @@ def merge_table(
     fragments = list_fragments(table, filter)
     context = fragments[0].context if fragments else context_of(table)
     plan = MergePlan.build(context, source_columns(source), on, columns, mode, null_policy, duplicates)
-    engine = table.engine
-    # Checked by name: importing the Spark engine imports pyspark, which a local merge never needs.
-    on_spark = type(engine).__module__ == "tablestore.engine.spark" and type(engine).__name__ == "SparkEngine"
-    if _is_spark_dataframe(source) and on_spark and fragments:
-        rewritten = spark_rewrite(source, fragments, plan)
-    else:
-        items = plan.slices(plan.prepare_source(source), fragments)
-        results = engine.map(lambda item: rewrite_fragment(item[0], plan, item[1]), items)
-        rewritten = [r for r in results if r is not None]
+    rewritten = run_plan(table, plan, fragments, source)
     props = {"column-merge": plan.mode, **(snapshot_properties or {})}
     if not rewritten:
         if plan.new_columns:
             commit_schema_only(table, context, plan.schema)
         return None
     return commit_fragments(table, rewritten, props)
+
+
+def rewrite_fragments(
+    table: Table,
+    fragments: list[Fragment],
+    source: Any,
+    on: str | list[str],
+    columns: str | list[str] | None,
+    mode: str,
+    null_policy: str = "keep",
+    duplicates: str = "error",
+) -> list[Fragment]:
+    """Rewrite planned fragments on the table's engine without committing them (for
+    :meth:`Table.commit_fragments` later); fragments no source row matches are left out."""
+    if not fragments:
+        return []
+    plan = MergePlan.build(fragments[0].context, source_columns(source), on, columns, mode, null_policy, duplicates)
+    return run_plan(table, plan, fragments, source)
+
+
+def run_plan(table: Table, plan: MergePlan, fragments: list[Fragment], source: Any) -> list[Fragment]:
+    """One task per fragment with source rows: Spark's mapInArrow for a Spark DataFrame on the
+    Spark engine, else the engine's map over (fragment, source slice) pairs."""
+    engine = table.engine
+    # Checked by name: importing the Spark engine imports pyspark, which a local merge never needs.
+    on_spark = type(engine).__module__ == "tablestore.engine.spark" and type(engine).__name__ == "SparkEngine"
+    if _is_spark_dataframe(source) and on_spark and fragments:
+        return spark_rewrite(source, fragments, plan)
+    items = plan.slices(plan.prepare_source(source), fragments)
+    results = engine.map(lambda item: rewrite_fragment(item[0], plan, item[1]), items)
+    return [r for r in results if r is not None]
 
 
 def spark_rewrite(source: Any, fragments: list[Fragment], plan: MergePlan) -> list[Fragment]:
@@ -341,4 +364,4 @@ def spark_rewrite(source: Any, fragments: list[Fragment], plan: MergePlan) -> li
     return [pickle.loads(r["payload"]) for r in rows]
 
 
-__all__ = ["MergePlan", "match_indices", "merge_table", "rewrite_fragment", "unique_keys"]
+__all__ = ["MergePlan", "match_indices", "merge_table", "rewrite_fragment", "rewrite_fragments", "unique_keys"]
