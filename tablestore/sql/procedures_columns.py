@@ -42,7 +42,8 @@ def _table(session: SqlSession, catalog: Catalog, name: str) -> Table:
         catalog, parts = session.manager.catalog(parts[0]), parts[1:]
     elif len(parts) != 2:
         raise ValidationError(f"table names have the form [catalog.]database.table; got {name!r}")
-    return session._load_table(catalog, parts)  # type: ignore[attr-defined,no-any-return]
+    table: Table = session._load_table(catalog, parts)
+    return table
 
 
 def _run(session: SqlSession, catalog: Catalog, args: dict[str, Any], mode: str) -> StatementResult:

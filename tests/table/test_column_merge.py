@@ -238,8 +238,8 @@ def test_the_java_oracle_and_pyiceberg_read_merged_tables_identically(tmp_path: 
     metadata = max(glob.glob(str(java_dir / "db" / "j" / "metadata" / "v*.metadata.json")),
                    key=lambda p: int(Path(p).name[1:].split(".")[0]))
     java = catalog.register_table("db.j", metadata)
-    (fragment,) = java.fragments()
-    assert len(fragment.delete_files) == 1
+    with_deletes = [f for f in java.fragments() if f.delete_files]
+    assert len(with_deletes) == 1 and with_deletes[0].record_count > 1
     java.merge_columns(pa.table({"user_id": pa.array([2, 3], IDS), "score": pa.array([20, 30], pa.int32())}),
                        on="user_id")
     assert sorted(java.scan().to_arrow().to_pylist(), key=lambda r: r["user_id"]) == [

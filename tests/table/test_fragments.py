@@ -13,9 +13,9 @@ import pytest
 import tablestore
 from tablestore.catalog import Catalog
 from tablestore.errors import CommitConflictError, SchemaError, ValidationError
-from tablestore.spec.updates import AddSchemaUpdate, AssertCurrentSchemaId, SetCurrentSchemaUpdate
 from tablestore.spec.schema import Schema
 from tablestore.spec.types import NestedField, StringType
+from tablestore.spec.updates import AddSchemaUpdate, AssertCurrentSchemaId, SetCurrentSchemaUpdate
 from tablestore.table import Table
 from tablestore.table.fragments import LINEAGE_KEY, Fragment
 
