@@ -51,6 +51,7 @@ NULL_POLICIES = ("keep", "overwrite")
 DUPLICATES = ("error", "first", "last")
 # A rewritten fragment stays one file, whatever the table's target file size.
 _ONE_FILE = str(2**62)
+TASKS_PER_CORE = 4
 
 
 def _names(value: str | list[str] | tuple[str, ...] | None, what: str) -> list[str] | None:
@@ -346,7 +347,10 @@ def spark_rewrite(source: Any, fragments: list[Fragment], plan: MergePlan) -> li
     condition = (F.col("__lo").isNull() | (F.col(key) >= F.col("__lo"))) & \
         (F.col("__hi").isNull() | (F.col(key) <= F.col("__hi")))
     joined = src.join(F.broadcast(spans), condition).drop("__lo", "__hi")
-    shuffled = joined.repartition(len(fragments), "__frag")
+    # A task per fragment, up to a few per core: a Python task costs a worker round trip, and a
+    # task given several fragments merges them one after the other.
+    parallelism = max(1, spark.sparkContext.defaultParallelism)
+    shuffled = joined.repartition(min(len(fragments), parallelism * TASKS_PER_CORE), "__frag")
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         collected = list(batches)
