@@ -28,6 +28,7 @@ BENCHMARKS = [
     "row_level",
     "partition_plan",
     "fanout_write",
+    "column_merge",
 ]
 
 

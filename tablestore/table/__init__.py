@@ -36,6 +36,7 @@ from tablestore.table.write import WriteContext, write_data_files, write_data_st
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
     from tablestore.engine import Engine
+    from tablestore.table.fragments import Fragment
     from tablestore.table.inspect import TableInspector
     from tablestore.table.merge import MergeBuilder
     from tablestore.table.schema_update import UpdateSchema
@@ -240,6 +241,33 @@ class Table:
             conflict_check=conflicts,
             snapshot_properties={"replace-partitions": "true", **(snapshot_properties or {})},
         ).commit()
+
+    # -- column merges (tablestore.table.column_merge) --------------------------------------
+    def fragments(self, filter: str | Expression | None = None) -> list[Fragment]:
+        """The fragments (a data file with its deletes) of the current snapshot, for column merges."""
+        from tablestore.table.fragments import list_fragments
+
+        return list_fragments(self, filter)
+
+    def merge_columns(self, source: Any, on: str | list[str], columns: list[str] | None = None,
+                      duplicates: str = "error", filter: str | Expression | None = None) -> Snapshot | None:
+        """Add ``source``'s columns, joined on ``on``, in one commit with the schema change."""
+        from tablestore.table.column_merge import merge_table
+
+        return merge_table(self, source, on, columns, "merge", duplicates=duplicates, filter=filter)
+
+    def update_columns(self, source: Any, on: str | list[str], columns: list[str], null_policy: str = "keep",
+                       duplicates: str = "error", filter: str | Expression | None = None) -> Snapshot | None:
+        """Update ``columns`` from ``source`` joined on ``on``: NULL or absent new values keep the old."""
+        from tablestore.table.column_merge import merge_table
+
+        return merge_table(self, source, on, columns, "update", null_policy, duplicates, filter)
+
+    def commit_fragments(self, fragments: list[Fragment]) -> Snapshot | None:
+        """Commit fragments rewritten elsewhere (``Fragment.merge_columns``) in one snapshot."""
+        from tablestore.table.fragments import commit_fragments
+
+        return commit_fragments(self, fragments)
 
     def update_spec(self) -> UpdateSpec:
         """Partition evolution: ``with table.update_spec() as u: u.add_field("hours(ts)")``."""
