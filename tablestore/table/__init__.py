@@ -36,6 +36,7 @@ from tablestore.table.write import WriteContext, write_data_files
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
     from tablestore.engine import Engine
+    from tablestore.maintenance import Maintenance
     from tablestore.table.inspect import TableInspector
 
 __all__ = ["FileTask", "Table", "TableScan"]
@@ -128,6 +129,12 @@ class Table:
         from tablestore.table.inspect import TableInspector
 
         return TableInspector(self)
+
+    def maintenance(self) -> Maintenance:
+        """Expire snapshots, remove orphan files, compact (see tablestore.maintenance)."""
+        from tablestore.maintenance import Maintenance
+
+        return Maintenance(self)
 
     def refresh(self) -> Table:
         self.metadata_location, self.metadata = self.catalog.load_table_metadata(self.identifier)
