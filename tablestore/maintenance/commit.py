@@ -168,7 +168,11 @@ class RewriteManifests(SnapshotProducer):
         manifests = snapshot_manifests(self.table.io, parent)
         chosen = [m for m in manifests if m.content == ManifestContent.DATA
                   and (self.spec_id is None or m.partition_spec_id == self.spec_id)]
-        kept = [m for m in manifests if m not in chosen]
+        # Delete manifests whose entries are all DELETED serve no reader; dropping them also
+        # drops the stats of removed delete files (an erasure relies on that).
+        kept = [m for m in manifests if m not in chosen
+                and not (m.content == ManifestContent.DELETES and m.added_files_count == 0
+                         and m.existing_files_count == 0)]
         per_manifest = max(1, self.target_entries(chosen))
         by_spec: dict[int, list[ManifestEntry]] = {}
         for m in chosen:
