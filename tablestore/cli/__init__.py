@@ -2,6 +2,8 @@
 
     tablestore sql [-e "STATEMENTS" | -f FILE] [--format table|json|csv] [--config PATH]
     tablestore table describe|history|files|partitions|snapshots NAME [--config PATH]
+    tablestore table expire-snapshots|remove-orphans|compact NAME [options]
+    tablestore erase --table db.t --column user_id (--values 1,2 | --values-from db.requests) --request-id ID
 
 Errors print one line naming what is wrong and exit non-zero; the failed statement commits nothing.
 """
@@ -13,6 +15,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from tablestore.cli.maintenance_args import MAINTENANCE_ACTIONS, add_erase_parser, add_table_options
 from tablestore.errors import ParseError, TableStoreError
 
 
@@ -31,9 +34,12 @@ def build_parser() -> argparse.ArgumentParser:
     sql.add_argument("--format", choices=("table", "json", "csv"), default="table", help="output format")
     table = sub.add_parser("table", help="table administration")
     _add_common(table)
-    table.add_argument("action", choices=("describe", "history", "snapshots", "files", "partitions"))
+    table.add_argument("action", choices=("describe", "history", "snapshots", "files", "partitions",
+                                          *MAINTENANCE_ACTIONS))
     table.add_argument("name", help="table name: table, db.table or catalog.db.table")
     table.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    add_table_options(table)
+    add_erase_parser(sub)
     return parser
 
 
@@ -45,6 +51,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from tablestore.cli.sql import run_sql
 
             return run_sql(args)
+        if args.command == "table" and args.action in MAINTENANCE_ACTIONS:
+            from tablestore.cli.maintenance import run_maintenance
+
+            return run_maintenance(args)
+        if args.command == "erase":
+            from tablestore.cli.maintenance import run_erase
+
+            return run_erase(args)
         if args.command == "table":
             from tablestore.cli.admin import run_table
 

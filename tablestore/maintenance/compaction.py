@@ -209,8 +209,7 @@ def rewrite_data_files(
                  for t in group]
         rows = pa.concat_tables(parts) if parts else schema_empty(schema)
         if sort_keys and rows.num_rows:
-            order = pc.sort_indices(rows, sort_keys=[(n, d) for n, d, _ in sort_keys],
-                                    null_placement=sort_keys[0][2])
+            order = pc.sort_indices(rows, sort_keys=sort_keys)
             rows = rows.take(order)
         if rows.num_rows == 0:
             return []

@@ -10,7 +10,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tablestore.spec.manifest import DataFileContent, ManifestEntryStatus, ManifestFile, read_manifest, snapshot_manifests
+from tablestore.spec.manifest import (
+    DataFileContent,
+    ManifestEntryStatus,
+    ManifestFile,
+    read_manifest,
+    snapshot_manifests,
+)
 from tablestore.spec.metadata import Snapshot, TableMetadata
 
 if TYPE_CHECKING:
