@@ -200,6 +200,8 @@ def rewrite_data_files(
             size += t.length
         groups.append(current)
     if not groups:
+        if _bool_option(options, "remove-dangling-deletes") or select is not None:
+            result.removed_delete_files_count = remove_dangling_deletes(table)
         return result
 
     io, specs = table.io, {s.spec_id: s for s in table.metadata.partition_specs}
