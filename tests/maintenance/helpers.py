@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pyarrow as pa
@@ -26,7 +27,7 @@ def add_position_deletes(table: tablestore.Table, data_file: DataFile, positions
     rows = pa.table({"file_path": [data_file.file_path] * len(positions), "pos": positions})
     spec = table.metadata.spec_for(data_file.spec_id)
     part = spec.partition_path(data_file.partition, table.schema()) if spec.fields else ""
-    path = f"{table.location}/data/{part}/{len(positions)}-{abs(hash(tuple(positions)))}-pos-deletes.parquet"
+    path = f"{table.location}/data/{part}/{uuid.uuid4()}-pos-deletes.parquet"
     delete_file = write_position_deletes(table.io, path, rows, data_file.spec_id, data_file.partition)
     _RowDelta(table, [], [delete_file], table.current_snapshot()).commit()
     return delete_file
