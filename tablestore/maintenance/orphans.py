@@ -49,10 +49,14 @@ def list_table_files(table: Table, location: str | None = None) -> list[FileInfo
     return out
 
 
-def referenced_files(table: Table) -> set[str]:
-    """Every file the table's current metadata references, normalized."""
+def referenced_files(table: Table, include_deleted_entries: bool = True) -> set[str]:
+    """Every file the table's current metadata references, normalized.
+
+    With ``include_deleted_entries`` (what orphan removal uses, to be conservative) files that
+    a snapshot records as deleted count too; without, only files live in some snapshot.
+    """
     metadata = table.metadata
-    files = snapshot_files(table.io, metadata.snapshots, include_deleted_entries=True, run=table.engine.map)
+    files = snapshot_files(table.io, metadata.snapshots, include_deleted_entries, run=table.engine.map)
     return files.all() | metadata_files(metadata, table.metadata_location)
 
 
