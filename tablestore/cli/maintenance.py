@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from tablestore.catalog.manager import CatalogManager
 from tablestore.cli.output import print_result
@@ -25,7 +25,7 @@ def _progress(enabled: bool) -> Iterator[ProgressCallback | None]:
         return
     bars = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     console=Console(file=sys.stderr), transient=False)
-    tasks: dict[str, int] = {}
+    tasks: dict[str, TaskID] = {}
 
     def update(stage: str, done: int, total: int) -> None:
         if stage not in tasks:

@@ -18,7 +18,7 @@ def add_table_options(parser: argparse.ArgumentParser) -> None:
                         help="compact: Iceberg rewrite option, e.g. min-input-files=2 (repeatable)")
 
 
-def add_erase_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_erase_parser(sub: argparse._SubParsersAction) -> None:
     erase = sub.add_parser("erase", help="erase subjects' rows from tables, verify and audit it")
     erase.add_argument("--config", help="YAML config (default: $TABLESTORE_CONFIG, ./tablestore.yaml, embedded)")
     erase.add_argument("--table", action="append", required=True, help="table to erase from (repeatable)")

@@ -274,7 +274,7 @@ def _position_delete_may_hit(delete_file: DataFile, path: str) -> bool:
 
 def added_delete_files(table: Table, snapshots: list[Snapshot]) -> list[DataFile]:
     """Delete files that the given snapshots added (for conflict checks)."""
-    out = []
+    out: list[DataFile] = []
     for snapshot in snapshots:
         for m in snapshot_manifests(table.io, snapshot):
             if m.content != ManifestContent.DELETES or m.added_snapshot_id != snapshot.snapshot_id:

@@ -16,8 +16,8 @@ from tablestore.catalog.sql import SqlCatalog
 from tablestore.cli import main
 from tablestore.errors import NoSuchSnapshotError, ValidationError
 from tablestore.maintenance.erasure import ErasureVerificationError
-from tablestore.table.scan import plan_files
 from tablestore.spec.expressions import AlwaysTrue
+from tablestore.table.scan import plan_files
 from tests.conftest import Warehouse
 from tests.maintenance.helpers import SCHEMA, add_position_deletes, rows, subject_rows_in_files
 
