@@ -19,7 +19,7 @@ from rich.console import Console
 from bench.common import DEFAULT_ROWS, Workspace, measure, report
 
 # In running order: the scans read the table the append benchmark leaves behind.
-BENCHMARKS = ["core_append", "core_scan", "spark_io"]
+BENCHMARKS = ["core_append", "core_scan", "spark_io", "maintenance"]
 
 
 def main(argv: list[str] | None = None) -> int:
