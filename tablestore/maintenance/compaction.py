@@ -216,7 +216,10 @@ def rewrite_data_files(
         if rows.num_rows == 0:
             return []
         serial = lambda fn, items: [fn(i) for i in items]  # noqa: E731
-        return write_data_files(ctx, conform_to_schema(rows, schema), serial)
+        # A context per group: on Spark each task gets its own copy of the captured context, and
+        # copies would hand out the same file names.
+        group_ctx = WriteContext(ctx.io, ctx.location, ctx.schema, ctx.spec, ctx.properties)
+        return write_data_files(group_ctx, conform_to_schema(rows, schema), serial)
 
     outputs: list[list[DataFile]] = []
     done = 0
