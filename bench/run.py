@@ -30,6 +30,7 @@ BENCHMARKS = [
     "fanout_write",
     "column_merge",
 ]
+BENCHMARKS = ["core_append", "core_scan", "spark_io", "maintenance"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,6 +3,8 @@
     tablestore sql [-e "STATEMENTS" | -f FILE] [--format table|json|csv] [--config PATH]
     tablestore table describe|history|files|partitions|snapshots NAME [--config PATH]
     tablestore catalog serve [--config PATH] [--host HOST] [--port 8181]
+    tablestore table expire-snapshots|remove-orphans|compact NAME [options]
+    tablestore erase --table db.t --column user_id (--values 1,2 | --values-from db.requests) --request-id ID
 
 Errors print one line naming what is wrong and exit non-zero; the failed statement commits nothing.
 """
@@ -14,6 +16,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from tablestore.cli.maintenance_args import MAINTENANCE_ACTIONS, add_erase_parser, add_table_options
 from tablestore.errors import ParseError, TableStoreError
 
 
@@ -32,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     sql.add_argument("--format", choices=("table", "json", "csv"), default="table", help="output format")
     table = sub.add_parser("table", help="table administration")
     _add_common(table)
-    table.add_argument("action", choices=("describe", "history", "snapshots", "files", "partitions"))
+    table.add_argument("action", choices=("describe", "history", "snapshots", "files", "partitions",
+                                          *MAINTENANCE_ACTIONS))
     table.add_argument("name", help="table name: table, db.table or catalog.db.table")
     table.add_argument("--format", choices=("table", "json", "csv"), default="table")
     catalog = sub.add_parser("catalog", help="the catalog service")
@@ -40,6 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     catalog.add_argument("action", choices=("serve",), help="serve: run the Iceberg REST catalog service")
     catalog.add_argument("--host", help="address to listen on (default: server.host, else 127.0.0.1)")
     catalog.add_argument("--port", type=int, help="port (default: server.port, else 8181)")
+    add_table_options(table)
+    add_erase_parser(sub)
     return parser
 
 
@@ -51,6 +57,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from tablestore.cli.sql import run_sql
 
             return run_sql(args)
+        if args.command == "table" and args.action in MAINTENANCE_ACTIONS:
+            from tablestore.cli.maintenance import run_maintenance
+
+            return run_maintenance(args)
+        if args.command == "erase":
+            from tablestore.cli.maintenance import run_erase
+
+            return run_erase(args)
         if args.command == "table":
             from tablestore.cli.admin import run_table
 

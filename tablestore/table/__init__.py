@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from tablestore.catalog import Catalog
     from tablestore.engine import Engine
     from tablestore.table.fragments import Fragment
+    from tablestore.maintenance import Maintenance
     from tablestore.table.inspect import TableInspector
     from tablestore.table.merge import MergeBuilder
     from tablestore.table.schema_update import UpdateSchema
@@ -132,6 +133,12 @@ class Table:
         from tablestore.table.inspect import TableInspector
 
         return TableInspector(self)
+
+    def maintenance(self) -> Maintenance:
+        """Expire snapshots, remove orphan files, compact (see tablestore.maintenance)."""
+        from tablestore.maintenance import Maintenance
+
+        return Maintenance(self)
 
     def refresh(self) -> Table:
         self.metadata_location, self.metadata = self.catalog.load_table_metadata(self.identifier)
