@@ -29,8 +29,8 @@ BENCHMARKS = [
     "partition_plan",
     "fanout_write",
     "column_merge",
+    "maintenance",
 ]
-BENCHMARKS = ["core_append", "core_scan", "spark_io", "maintenance"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,8 +36,8 @@ from tablestore.table.write import WriteContext, write_data_files, write_data_st
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
     from tablestore.engine import Engine
-    from tablestore.table.fragments import Fragment
     from tablestore.maintenance import Maintenance
+    from tablestore.table.fragments import Fragment
     from tablestore.table.inspect import TableInspector
     from tablestore.table.merge import MergeBuilder
     from tablestore.table.schema_update import UpdateSchema
