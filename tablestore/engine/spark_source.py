@@ -81,6 +81,7 @@ from tablestore.table.scan import FileTask
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
     from tablestore.config import LakehouseConfig
+    from tablestore.spec.metadata import TableMetadata
     from tablestore.table import Table
 
 log = logging.getLogger(__name__)
@@ -194,6 +195,28 @@ def _bool_option(options: Mapping[str, str], key: str, default: bool) -> bool:
     raise ValidationError(f"option {key}={raw!r} must be true or false")
 
 
+def resolve_ref(
+    metadata: TableMetadata, ref: str, table_name: str, named_ref: str | None, snapshot_id: int | None
+) -> tuple[str | None, int | None]:
+    """The ``ref`` option (SQL's ``VERSION AS OF 'x'``) as (branch or tag, snapshot id).
+
+    As in Iceberg's Spark catalog: a branch or tag of that name, else a snapshot id given as
+    text. It cannot be combined with ``branch``, ``tag`` or ``snapshot-id``.
+    """
+    if named_ref is not None or snapshot_id is not None:
+        raise ValidationError("give only one of the options ref, branch, tag and snapshot-id")
+    if ref in metadata.refs:
+        return ref, None
+    text = ref.strip()
+    if text.lstrip("-").isdigit():
+        return None, int(text)
+    refs = ", ".join(sorted(metadata.refs)) or "none"
+    raise NoSuchSnapshotError(
+        f"table {table_name} has no branch or tag {ref!r} (its refs: {refs}); VERSION AS OF takes a "
+        "branch or tag name or a snapshot id"
+    )
+
+
 @dataclass(frozen=True)
 class ReadState:
     """Everything a scan needs, resolved on the driver; plain data, so it pickles anywhere."""
@@ -238,6 +261,8 @@ def resolve_read(options: Mapping[str, str], default_config: str | None) -> Read
         metadata_location, metadata = catalog.load_table_metadata(identifier)
         io = catalog.table_io(metadata)
     name = ".".join((catalog.name, *identifier))
+    if options.get("ref") is not None:
+        ref_option, snapshot_id = resolve_ref(metadata, str(options["ref"]), name, ref_option, snapshot_id)
     snapshot = select_snapshot(metadata, snapshot_id, as_of, ref_option)
     explicit = snapshot_id is not None or as_of is not None or ref_option is not None
     if explicit and snapshot is None:
@@ -588,6 +613,7 @@ class TablestoreDataSource(DataSource):
     Options: ``path`` (the table: ``t``, ``db.t`` or ``catalog.db.t``, resolved by a
     CatalogManager), ``catalog`` (then ``path`` is the identifier inside that catalog),
     ``config`` (LakehouseConfig JSON), ``snapshot-id``, ``as-of-timestamp`` (epoch ms or ISO),
+    ``ref`` (a branch or tag name, or a snapshot id: what SQL's ``VERSION AS OF`` passes),
     ``branch``/``tag``, ``columns``, ``filter`` (SQL), ``pushdown`` (true/false) for reads;
     ``snapshot-property.<key>`` for writes.
     """
