@@ -83,6 +83,7 @@ if TYPE_CHECKING:
     from tablestore.config import LakehouseConfig
     from tablestore.spec.metadata import TableMetadata
     from tablestore.table import Table
+    from tablestore.table.read import RowGroupRange
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,9 @@ SNAPSHOT_PROPERTY_PREFIX = "snapshot-property."
 # A write task buffers this much Arrow data (or the table's target file size, if smaller)
 # before it writes files: big enough for large row groups, small enough for a worker's memory.
 MAX_WRITE_BUFFER_BYTES = 256 * 1024 * 1024
+# Iceberg's read.split.target-size default: a larger file is read by several Spark partitions,
+# split along its row groups.
+DEFAULT_SPLIT_SIZE = 128 * 1024 * 1024
 
 
 # -- resolving tables on the driver ---------------------------------------------------------------
@@ -230,6 +234,7 @@ class ReadState:
     columns: tuple[str, ...] | None
     row_filter: ex.BooleanExpression  # the `filter` option (unbound)
     pushdown: bool
+    split_size: int = DEFAULT_SPLIT_SIZE  # files larger than this are read by several partitions
 
     def schema(self) -> Schema:
         return Schema.from_json(json.loads(self.schema_json))
@@ -296,18 +301,58 @@ def resolve_read(options: Mapping[str, str], default_config: str | None) -> Read
         columns=columns,
         row_filter=row_filter,
         pushdown=_bool_option(options, "pushdown", False),
+        split_size=_split_size(options, metadata.properties),
     )
+
+
+def _split_size(options: Mapping[str, str], properties: Mapping[str, str]) -> int:
+    """The ``split-size`` option, else the table's ``read.split.target-size``, as Iceberg's Spark."""
+    raw = options.get("split-size") or properties.get("read.split.target-size")
+    if raw is None:
+        return DEFAULT_SPLIT_SIZE
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ValidationError(f"split size {raw!r} (option split-size or read.split.target-size) must be a "
+                              "positive number of bytes")
+    return value
 
 
 # -- reading --------------------------------------------------------------------------------------
 
 
 class FileTaskPartition(InputPartition):
-    """One Spark partition: one data file with its delete files."""
+    """One Spark partition: one data file with its delete files, or some row groups of a file."""
 
-    def __init__(self, index: int, task: FileTask) -> None:
+    def __init__(self, index: int, task: FileTask, row_groups: RowGroupRange | None = None, length: int = 0) -> None:
         super().__init__(index)
         self.task = task
+        self.row_groups = row_groups
+        self.length = length or task.length
+
+
+def split_task(task: FileTask, split_size: int) -> list[tuple[RowGroupRange | None, int]]:
+    """A file task as (row groups, bytes) splits of about ``split_size``, along its row groups.
+
+    Only files without deletes are split (delete positions count from the file's start), and
+    only by the row-group offsets the manifest records (``split_offsets``).
+    """
+    from tablestore.table.read import RowGroupRange
+
+    size = task.file.file_size_in_bytes
+    offsets = list(task.file.split_offsets or [])
+    if task.delete_files or size <= split_size or len(offsets) < 2 or offsets != sorted(offsets):
+        return [(None, task.length)]
+    ends = [*offsets[1:], size]
+    splits: list[tuple[RowGroupRange | None, int]] = []
+    start = 0
+    for i in range(len(offsets)):
+        if ends[i] - offsets[start] >= split_size or i == len(offsets) - 1:
+            splits.append((RowGroupRange(start, i + 1, len(offsets)), ends[i] - offsets[start]))
+            start = i + 1
+    return splits
 
 
 class TablestoreReader(DataSourceReader):
@@ -345,8 +390,9 @@ class TablestoreReader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         # Spark starts partitions in order: the largest first leaves the small ones to fill the
         # gaps at the end, instead of one large file running alone on one core.
-        tasks = sorted(self.plan(), key=lambda t: t.length, reverse=True)
-        return [FileTaskPartition(i, task) for i, task in enumerate(tasks)]
+        pieces = [(task, rg, length) for task in self.plan() for rg, length in split_task(task, self.state.split_size)]
+        pieces.sort(key=lambda p: p[2], reverse=True)
+        return [FileTaskPartition(i, task, rg, length) for i, (task, rg, length) in enumerate(pieces)]
 
     def _context(self) -> dict[str, Any]:
         if not self._cache:
@@ -375,7 +421,7 @@ class TablestoreReader(DataSourceReader):
             specs[task.spec_id] = self.state.spec(task.spec_id)
         table = read_task_table(
             ctx["io"], task.file, task.delete_files, specs[task.spec_id], ctx["schema"], ctx["projected"],
-            ctx["row_filter"],
+            ctx["row_filter"], partition.row_groups,
         )
         if table.num_rows == 0:
             return
@@ -614,7 +660,8 @@ class TablestoreDataSource(DataSource):
     CatalogManager), ``catalog`` (then ``path`` is the identifier inside that catalog),
     ``config`` (LakehouseConfig JSON), ``snapshot-id``, ``as-of-timestamp`` (epoch ms or ISO),
     ``ref`` (a branch or tag name, or a snapshot id: what SQL's ``VERSION AS OF`` passes),
-    ``branch``/``tag``, ``columns``, ``filter`` (SQL), ``pushdown`` (true/false) for reads;
+    ``branch``/``tag``, ``columns``, ``filter`` (SQL), ``pushdown`` (true/false), ``split-size``
+    (bytes; default the table's ``read.split.target-size``, else 128 MB) for reads;
     ``snapshot-property.<key>`` for writes.
     """
 

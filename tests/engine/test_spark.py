@@ -428,6 +428,33 @@ def test_ref_option_reads_a_tag_a_branch_or_a_snapshot_id(lake: Lake, spark: Spa
         read(spark, "db.refs", ref="v1", snapshot_id=first.snapshot_id)
 
 
+def test_large_files_are_read_by_several_partitions_split_at_row_groups(lake: Lake, spark: SparkSession) -> None:
+    import pyarrow.parquet as pq
+
+    table = lake.catalog.create_table("db.split", schema=EVENTS,
+                                      properties={"write.parquet.row-group-size-bytes": "8192"})
+    table.append(events(0, 3000))
+    table.append(events(3000, 10))  # a small file stays whole
+    files = sorted((t.file for t in table.scan().plan_files()), key=lambda f: -f.record_count)
+    groups = pq.ParquetFile(files[0].file_path).metadata.num_row_groups
+    assert groups >= 4 and len(files[0].split_offsets or []) == groups
+
+    whole = read(spark, "db.split")
+    assert whole.rdd.getNumPartitions() == 2
+    # A split size of two row groups' bytes as the table property, then one byte as the option.
+    two_groups = str(files[0].split_offsets[2] - files[0].split_offsets[0])  # type: ignore[index]
+    table.update_properties({"read.split.target-size": two_groups})
+    split = read(spark, "db.split")
+    # Splits hold whole row groups of at least that many bytes (row groups differ in size).
+    assert 3 <= split.rdd.getNumPartitions() <= groups // 2 + 2
+    expected = rows_of(pa.concat_tables([events(0, 3000), events(3000, 10)]))
+    assert spark_rows(split) == expected
+    one_each = read(spark, "db.split", split_size=1, filter="id >= 2990 OR id < 7")
+    assert one_each.rdd.getNumPartitions() == groups + 1
+    assert spark_rows(one_each) == rows_of(pa.concat_tables([events(0, 7), events(2990, 20)]))
+    assert one_each.count() == 27
+
+
 def test_register_table_view_serves_spark_sql(lake: Lake, spark: SparkSession, partitioned: Table) -> None:
     manager = CatalogManager(lake.config)
     try:
