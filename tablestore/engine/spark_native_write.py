@@ -250,6 +250,10 @@ def _write_native(df: DataFrame, target: WriteTarget, overwrite: bool) -> None:
         shutil.rmtree(local_directory, ignore_errors=True)
         raise
     _remove_checksums(local_directory)
+    # Spark writes a file with no rows for an empty DataFrame; a table has no use for it.
+    for empty in [f for f in files if f.record_count == 0]:
+        os.remove(_local(empty.file_path))
+    files = [f for f in files if f.record_count > 0]
     rows = sum(f.record_count for f in files)
     # The data source's commit: one snapshot, the write id in its summary, files deleted when
     # the commit is refused.

@@ -172,6 +172,13 @@ def test_native_append_then_overwrite_make_one_commit_each(
     assert current.summary["deleted-records"] == "60"
     assert oracle_rows(table.scan().to_arrow()) == oracle_rows(native_rows(100, 20))
 
+    # An empty DataFrame adds no data file (Spark writes one without rows; it is dropped).
+    files_before = data_files(table)
+    assert write_dataframe(df.filter("id < 0"), "db.native_writes", config=config).path == "native"
+    table.refresh()
+    assert data_files(table) == files_before
+    assert not [p for p in leftover_files(table) if pq.read_metadata(p).num_rows == 0]
+
 
 def test_writes_the_fast_path_cannot_take_go_through_the_data_source(
     catalog: Catalog, config: LakehouseConfig, spark: SparkSession
