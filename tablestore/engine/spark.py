@@ -4,6 +4,7 @@
     spark = spark_session(config)          # master from config.spark, `tablestore` source registered
     spark.read.format("tablestore").load("db.events").groupBy("country").count().show()
     table.with_engine(SparkEngine(spark))  # the table's file tasks run on the executors
+    write_dataframe(df, "db.events")       # Spark's own Parquet writer, one tablestore commit
 
 Only this module and :mod:`tablestore.engine.spark_source` import pyspark; the core does not.
 """
@@ -17,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
 from tablestore.engine.local import LocalEngine
+from tablestore.engine.spark_native_write import WriteOutcome, write_dataframe
 from tablestore.engine.spark_source import (
     SOURCE_NAME,
     config_to_json,
@@ -35,7 +37,15 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 R = TypeVar("R")
 
-__all__ = ["SOURCE_NAME", "SparkEngine", "register_data_source", "register_table_view", "spark_session"]
+__all__ = [
+    "SOURCE_NAME",
+    "SparkEngine",
+    "WriteOutcome",
+    "register_data_source",
+    "register_table_view",
+    "spark_session",
+    "write_dataframe",
+]
 
 # Settings every tablestore session needs; a key in the config's spark.conf wins over them.
 REQUIRED_CONF = {

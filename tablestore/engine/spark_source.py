@@ -82,7 +82,9 @@ from tablestore.table.scan import FileTask
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
     from tablestore.config import LakehouseConfig
+    from tablestore.spec.metadata import TableMetadata
     from tablestore.table import Table
+    from tablestore.table.read import RowGroupRange
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +93,9 @@ SOURCE_NAME = "tablestore"
 # so that it never deletes the files of a commit that did land.
 WRITE_ID_PROPERTY = "tablestore.write-id"
 SNAPSHOT_PROPERTY_PREFIX = "snapshot-property."
+# Iceberg's read.split.target-size default: a larger file is read by several Spark partitions,
+# split along its row groups.
+DEFAULT_SPLIT_SIZE = 128 * 1024 * 1024
 
 
 # -- resolving tables on the driver ---------------------------------------------------------------
@@ -192,6 +197,28 @@ def _bool_option(options: Mapping[str, str], key: str, default: bool) -> bool:
     raise ValidationError(f"option {key}={raw!r} must be true or false")
 
 
+def resolve_ref(
+    metadata: TableMetadata, ref: str, table_name: str, named_ref: str | None, snapshot_id: int | None
+) -> tuple[str | None, int | None]:
+    """The ``ref`` option (SQL's ``VERSION AS OF 'x'``) as (branch or tag, snapshot id).
+
+    As in Iceberg's Spark catalog: a branch or tag of that name, else a snapshot id given as
+    text. It cannot be combined with ``branch``, ``tag`` or ``snapshot-id``.
+    """
+    if named_ref is not None or snapshot_id is not None:
+        raise ValidationError("give only one of the options ref, branch, tag and snapshot-id")
+    if ref in metadata.refs:
+        return ref, None
+    text = ref.strip()
+    if text.lstrip("-").isdigit():
+        return None, int(text)
+    refs = ", ".join(sorted(metadata.refs)) or "none"
+    raise NoSuchSnapshotError(
+        f"table {table_name} has no branch or tag {ref!r} (its refs: {refs}); VERSION AS OF takes a "
+        "branch or tag name or a snapshot id"
+    )
+
+
 @dataclass(frozen=True)
 class ReadState:
     """Everything a scan needs, resolved on the driver; plain data, so it pickles anywhere."""
@@ -206,6 +233,7 @@ class ReadState:
     row_filter: ex.BooleanExpression  # the `filter` option (unbound)
     pushdown: bool
     name_mapping: str | None = None  # schema.name-mapping.default, for files without field ids
+    split_size: int = DEFAULT_SPLIT_SIZE  # files larger than this are read by several partitions
 
     def schema(self) -> Schema:
         return Schema.from_json(json.loads(self.schema_json))
@@ -237,6 +265,8 @@ def resolve_read(options: Mapping[str, str], default_config: str | None) -> Read
         metadata_location, metadata = catalog.load_table_metadata(identifier)
         io = catalog.table_io(metadata)
     name = ".".join((catalog.name, *identifier))
+    if options.get("ref") is not None:
+        ref_option, snapshot_id = resolve_ref(metadata, str(options["ref"]), name, ref_option, snapshot_id)
     snapshot = select_snapshot(metadata, snapshot_id, as_of, ref_option)
     explicit = snapshot_id is not None or as_of is not None or ref_option is not None
     if explicit and snapshot is None:
@@ -271,18 +301,58 @@ def resolve_read(options: Mapping[str, str], default_config: str | None) -> Read
         row_filter=row_filter,
         pushdown=_bool_option(options, "pushdown", False),
         name_mapping=metadata.properties.get("schema.name-mapping.default"),
+        split_size=_split_size(options, metadata.properties),
     )
+
+
+def _split_size(options: Mapping[str, str], properties: Mapping[str, str]) -> int:
+    """The ``split-size`` option, else the table's ``read.split.target-size``, as Iceberg's Spark."""
+    raw = options.get("split-size") or properties.get("read.split.target-size")
+    if raw is None:
+        return DEFAULT_SPLIT_SIZE
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ValidationError(f"split size {raw!r} (option split-size or read.split.target-size) must be a "
+                              "positive number of bytes")
+    return value
 
 
 # -- reading --------------------------------------------------------------------------------------
 
 
 class FileTaskPartition(InputPartition):
-    """One Spark partition: one data file with its delete files."""
+    """One Spark partition: one data file with its delete files, or some row groups of a file."""
 
-    def __init__(self, index: int, task: FileTask) -> None:
+    def __init__(self, index: int, task: FileTask, row_groups: RowGroupRange | None = None, length: int = 0) -> None:
         super().__init__(index)
         self.task = task
+        self.row_groups = row_groups
+        self.length = length or task.length
+
+
+def split_task(task: FileTask, split_size: int) -> list[tuple[RowGroupRange | None, int]]:
+    """A file task as (row groups, bytes) splits of about ``split_size``, along its row groups.
+
+    Only files without deletes are split (delete positions count from the file's start), and
+    only by the row-group offsets the manifest records (``split_offsets``).
+    """
+    from tablestore.table.read import RowGroupRange
+
+    size = task.file.file_size_in_bytes
+    offsets = list(task.file.split_offsets or [])
+    if task.delete_files or size <= split_size or len(offsets) < 2 or offsets != sorted(offsets):
+        return [(None, task.length)]
+    ends = [*offsets[1:], size]
+    splits: list[tuple[RowGroupRange | None, int]] = []
+    start = 0
+    for i in range(len(offsets)):
+        if ends[i] - offsets[start] >= split_size or i == len(offsets) - 1:
+            splits.append((RowGroupRange(start, i + 1, len(offsets)), ends[i] - offsets[start]))
+            start = i + 1
+    return splits
 
 
 class TablestoreReader(DataSourceReader):
@@ -320,8 +390,9 @@ class TablestoreReader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         # Spark starts partitions in order: the largest first leaves the small ones to fill the
         # gaps at the end, instead of one large file running alone on one core.
-        tasks = sorted(self.plan(), key=lambda t: t.length, reverse=True)
-        return [FileTaskPartition(i, task) for i, task in enumerate(tasks)]
+        pieces = [(task, rg, length) for task in self.plan() for rg, length in split_task(task, self.state.split_size)]
+        pieces.sort(key=lambda p: p[2], reverse=True)
+        return [FileTaskPartition(i, task, rg, length) for i, (task, rg, length) in enumerate(pieces)]
 
     def _context(self) -> dict[str, Any]:
         if not self._cache:
@@ -350,7 +421,7 @@ class TablestoreReader(DataSourceReader):
             specs[task.spec_id] = self.state.spec(task.spec_id)
         table = read_task_table(
             ctx["io"], task.file, task.delete_files, specs[task.spec_id], ctx["schema"], ctx["projected"],
-            ctx["row_filter"], self.state.name_mapping,
+            ctx["row_filter"], self.state.name_mapping, partition.row_groups,
         )
         if table.num_rows == 0:
             return
@@ -574,7 +645,9 @@ class TablestoreDataSource(DataSource):
     Options: ``path`` (the table: ``t``, ``db.t`` or ``catalog.db.t``, resolved by a
     CatalogManager), ``catalog`` (then ``path`` is the identifier inside that catalog),
     ``config`` (LakehouseConfig JSON), ``snapshot-id``, ``as-of-timestamp`` (epoch ms or ISO),
-    ``branch``/``tag``, ``columns``, ``filter`` (SQL), ``pushdown`` (true/false) for reads;
+    ``ref`` (a branch or tag name, or a snapshot id: what SQL's ``VERSION AS OF`` passes),
+    ``branch``/``tag``, ``columns``, ``filter`` (SQL), ``pushdown`` (true/false), ``split-size``
+    (bytes; default the table's ``read.split.target-size``, else 128 MB) for reads;
     ``snapshot-property.<key>`` for writes. ``df.writeStream.format("tablestore")`` is an
     exactly-once streaming sink (see :mod:`tablestore.engine.spark_stream`).
     """

@@ -139,6 +139,11 @@ class QueryPlanner:
             literal = value.this if isinstance(value, exp.Literal) else value.sql(dialect="spark")
             if kind == "VERSION":
                 if isinstance(value, exp.Literal) and value.is_string:
+                    from tablestore.engine.spark_source import resolve_ref
+
+                    # Checked here too, so that an unknown name is our error, not Spark's.
+                    _, metadata = catalog.load_table_metadata(identifier)
+                    resolve_ref(metadata, str(literal), ".".join((catalog.name, *identifier)), None, None)
                     reader = reader.option("ref", str(literal))
                 else:
                     reader = reader.option("snapshot-id", str(literal))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -71,6 +72,22 @@ def _by_name_mapping(physical: pa.Schema, table_schema: Schema, name_mapping: st
     return _ids_of(apply_name_mapping(physical, mapping))
 
 
+@dataclass(frozen=True)
+class RowGroupRange:
+    """Row groups ``start`` to ``stop`` (exclusive) of a file planned to have ``count`` of them."""
+
+    start: int
+    stop: int
+    count: int
+
+    def indices(self, actual: int) -> list[int]:
+        if actual != self.count:
+            # The manifest's split offsets did not describe the file's row groups: the first
+            # split reads the whole file and the others nothing, so no row is lost or doubled.
+            return list(range(actual)) if self.start == 0 else []
+        return list(range(self.start, self.stop))
+
+
 def read_task_table(
     io: FileIO,
     data_file: DataFile,
@@ -80,10 +97,13 @@ def read_task_table(
     projected: Schema,
     row_filter: BoundExpression,
     name_mapping: str | None = None,
+    row_groups: RowGroupRange | None = None,
 ) -> pa.Table:
     """Rows of one data file, in the projected schema, after deletes and the filter.
 
     ``name_mapping`` is the table's ``schema.name-mapping.default`` (JSON), for files without field ids.
+    ``row_groups`` reads a split of the file only (files with deletes are not split: their
+    positions count from the start of the file).
     """
     fs, path = io.filesystem_for(data_file.file_path)
     try:
@@ -91,6 +111,11 @@ def read_task_table(
         physical = fragment.physical_schema
     except (pa.ArrowInvalid, OSError) as e:
         raise CorruptMetadataError(f"cannot read data file {data_file.file_path}: {e}") from None
+    if row_groups is not None:
+        if delete_files:
+            raise ValueError("a data file with delete files is read whole, not by row groups")
+        selected = row_groups.indices(fragment.metadata.num_row_groups)
+        fragment = fragment.subset(row_group_ids=selected)
     file_fields = _ids_of(physical)
     if not file_fields:
         file_fields = _by_name_mapping(physical, table_schema, name_mapping)
@@ -166,7 +191,7 @@ def _read_file(
     """
     metadata = fragment.metadata
     if arrow_filter is None:
-        row_groups = list(range(metadata.num_row_groups))
+        row_groups = [rg.id for rg in fragment.row_groups]  # a split's fragment has a subset
     else:
         row_groups = [rg.id for rg in fragment.subset(filter=arrow_filter).row_groups]
     if not names:

@@ -23,7 +23,12 @@ from tablestore.catalog.manager import CatalogManager
 from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
 from tablestore.spec.schema import Schema, arrow_to_schema
 from tablestore.spec.types import NestedField, StringType
-from tablestore.spec.updates import AddSchemaUpdate, AssertCurrentSchemaId, SetCurrentSchemaUpdate
+from tablestore.spec.updates import (
+    AddSchemaUpdate,
+    AssertCurrentSchemaId,
+    SetCurrentSchemaUpdate,
+    SetSnapshotRefUpdate,
+)
 from tablestore.table import Table
 from tests.values import oracle_rows
 
@@ -398,6 +403,56 @@ def test_snapshot_id_and_as_of_timestamp_read_older_snapshots(lake: Lake, spark:
     assert read(spark, "db.travel", as_of_timestamp=iso).count() == 10
     with pytest.raises(Exception, match="no snapshot"):
         read(spark, "db.travel", snapshot_id=12345).count()
+
+
+def test_ref_option_reads_a_tag_a_branch_or_a_snapshot_id(lake: Lake, spark: SparkSession) -> None:
+    table = lake.create("refs", EVENTS)
+    table.append(events(0, 10))
+    first = table.current_snapshot()
+    assert first is not None
+    table.append(events(10, 5))
+    second = table.current_snapshot()
+    assert second is not None
+    table._commit([], [SetSnapshotRefUpdate("v1", first.snapshot_id, "tag"),
+                       SetSnapshotRefUpdate("audit", second.snapshot_id, "branch")])
+    table.append(events(15, 1))
+
+    assert spark_rows(read(spark, "db.refs", ref="v1")) == rows_of(events(0, 10))
+    assert spark_rows(read(spark, "db.refs", ref="audit")) == rows_of(events(0, 15))
+    assert spark_rows(read(spark, "db.refs", ref=str(first.snapshot_id))) == rows_of(events(0, 10))
+    assert read(spark, "db.refs", tag="v1").count() == 10
+    assert read(spark, "db.refs").count() == 16
+    with pytest.raises(Exception, match=r"no branch or tag 'v2' \(its refs: audit, main, v1\)"):
+        read(spark, "db.refs", ref="v2")
+    with pytest.raises(Exception, match="only one of the options ref"):
+        read(spark, "db.refs", ref="v1", snapshot_id=first.snapshot_id)
+
+
+def test_large_files_are_read_by_several_partitions_split_at_row_groups(lake: Lake, spark: SparkSession) -> None:
+    import pyarrow.parquet as pq
+
+    table = lake.catalog.create_table("db.split", schema=EVENTS,
+                                      properties={"write.parquet.row-group-size-bytes": "8192"})
+    table.append(events(0, 3000))
+    table.append(events(3000, 10))  # a small file stays whole
+    files = sorted((t.file for t in table.scan().plan_files()), key=lambda f: -f.record_count)
+    groups = pq.ParquetFile(files[0].file_path).metadata.num_row_groups
+    assert groups >= 4 and len(files[0].split_offsets or []) == groups
+
+    whole = read(spark, "db.split")
+    assert whole.rdd.getNumPartitions() == 2
+    # A split size of two row groups' bytes as the table property, then one byte as the option.
+    two_groups = str(files[0].split_offsets[2] - files[0].split_offsets[0])  # type: ignore[index]
+    table.update_properties({"read.split.target-size": two_groups})
+    split = read(spark, "db.split")
+    # Splits hold whole row groups of at least that many bytes (row groups differ in size).
+    assert 3 <= split.rdd.getNumPartitions() <= groups // 2 + 2
+    expected = rows_of(pa.concat_tables([events(0, 3000), events(3000, 10)]))
+    assert spark_rows(split) == expected
+    one_each = read(spark, "db.split", split_size=1, filter="id >= 2990 OR id < 7")
+    assert one_each.rdd.getNumPartitions() == groups + 1
+    assert spark_rows(one_each) == rows_of(pa.concat_tables([events(0, 7), events(2990, 20)]))
+    assert one_each.count() == 27
 
 
 def test_register_table_view_serves_spark_sql(lake: Lake, spark: SparkSession, partitioned: Table) -> None:

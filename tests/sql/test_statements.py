@@ -183,6 +183,23 @@ def test_time_travel(session: SqlSession) -> None:
     assert rows(session, "SELECT x FROM tt ORDER BY x") == [[1], [2]]
 
 
+def test_time_travel_to_a_tag_and_to_a_snapshot_id_given_as_text(session: SqlSession) -> None:
+    from tablestore.spec.updates import SetSnapshotRefUpdate
+
+    session.execute("CREATE TABLE tagged (x INT, s STRING); INSERT INTO tagged VALUES (1, 'a'), (2, 'b')")
+    table = session.manager.catalog().load_table(("db", "tagged"))
+    first = table.current_snapshot()
+    assert first is not None
+    table._commit([], [SetSnapshotRefUpdate("release-1", first.snapshot_id, "tag")])
+    session.execute("INSERT INTO tagged VALUES (3, 'c'); INSERT OVERWRITE tagged VALUES (2, 'b'), (3, 'c')")
+
+    assert rows(session, "SELECT x, s FROM tagged VERSION AS OF 'release-1' ORDER BY x") == [[1, "a"], [2, "b"]]
+    assert rows(session, f"SELECT x FROM db.tagged VERSION AS OF '{first.snapshot_id}' ORDER BY x") == [[1], [2]]
+    assert rows(session, "SELECT x FROM tagged ORDER BY x") == [[2], [3]]
+    with pytest.raises(TableStoreError, match="no branch or tag 'release-2'"):
+        session.execute("SELECT x FROM tagged VERSION AS OF 'release-2'")
+
+
 def test_metadata_tables_have_iceberg_columns(session: SqlSession) -> None:
     session.execute("CREATE TABLE m (x INT, k STRING) PARTITIONED BY (k); INSERT INTO m VALUES (1, 'a'), (2, 'b')")
     session.execute("INSERT INTO m VALUES (3, 'a')")
