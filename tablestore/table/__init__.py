@@ -281,6 +281,7 @@ class Table:
         from tablestore.table.spec_update import UpdateSpec
 
         return UpdateSpec(self)
+
     def update_schema(self, case_sensitive: bool = True) -> UpdateSchema:
         """A builder of schema changes, committed together on exit: ``with t.update_schema() as u: ...``."""
         from tablestore.table.schema_update import UpdateSchema
