@@ -256,6 +256,8 @@ def test_pipeline_stack_settings_agree_with_the_compose_file() -> None:
     assert theirs["spark"]["master"] == ours["spark"]["master"]
     rest = next(c for c in theirs["catalogs"] if c["name"] == "lakehouse")
     assert rest["uri"] == _catalog_entry("lakehouse")["uri"]
+    # The catalog service refuses requests without a token (server.auth is required).
+    assert rest.get("token") or rest.get("credential"), "the pipeline's lakehouse catalog needs a token"
     assert settings["root"] == _compose()["x-lakehouse-env"]["LAKEHOUSE_ROOT"]
     trino = settings.get("trino")
     if trino:
@@ -298,3 +300,18 @@ def test_compose_config_refuses_to_run_without_secrets(compose_tool: list[str], 
                           capture_output=True, text=True, cwd=tmp_path, timeout=120,
                           env={"PATH": "/usr/local/bin:/usr/bin:/bin"})
     assert done.returncode != 0 and "copy infra/.env.example to .env" in done.stderr
+
+
+def test_dagster_instance_config_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("dagster", reason="dagster (issue 10's dependency) is not installed in this tree")
+    from dagster import DagsterInstance
+
+    text = (INFRA / "dagster" / "dagster.yaml").read_text().replace("/opt/dagster/home/storage", str(tmp_path / "s"))
+    (tmp_path / "dagster.yaml").write_text(text)
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    instance = DagsterInstance.get()
+    try:
+        assert type(instance.run_coordinator).__name__ == "QueuedRunCoordinator"
+        assert type(instance.run_storage).__name__ == "SqliteRunStorage"
+    finally:
+        instance.dispose()
