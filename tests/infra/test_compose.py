@@ -115,6 +115,9 @@ def test_dockerfile_copies_existing_paths_and_installs_from_the_lock() -> None:
     assert re.search(r"^FROM python:3\.11", dockerfile, re.M)
     assert "openjdk-17-jre-headless" in dockerfile
     assert "uv sync --frozen" in dockerfile
+    ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
+               if line.strip() and not line.startswith("#")}
+    assert ".env" in ignored  # secrets never enter the image
     missing_pipeline = []
     for line in dockerfile.splitlines():
         if line.startswith("COPY "):
@@ -123,6 +126,7 @@ def test_dockerfile_copies_existing_paths_and_installs_from_the_lock() -> None:
                     missing_pipeline.append(source)  # issue 10's code location, merged separately
                     continue
                 assert (ROOT / source).exists(), f"Dockerfile copies {source}, which does not exist"
+                assert source not in ignored, f"Dockerfile copies {source}, which .dockerignore leaves out"
     if missing_pipeline:
         pytest.skip(f"{missing_pipeline} not in this tree yet (the pipeline of issue 10); other COPY sources exist")
 
