@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 UV := python3 -m uv
 PYTEST_ARGS ?=
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint bench clean up down logs ps e2e-stack
 
 $(VENV)/.installed: pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
@@ -21,7 +21,7 @@ test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: install
-	$(VENV)/bin/ruff check tablestore tests bench
+	$(VENV)/bin/ruff check tablestore tests bench infra
 	$(VENV)/bin/mypy
 
 bench: install
@@ -29,3 +29,23 @@ bench: install
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache warehouse
+
+# The Docker Compose stack (docs/stack.md). Secrets come from .env: cp infra/.env.example .env
+COMPOSE ?= docker compose
+
+up:
+	@test -f .env || { echo "no .env: cp infra/.env.example .env and change the secrets"; exit 2; }
+	$(COMPOSE) up -d --build --wait
+
+down:
+	$(COMPOSE) down
+
+logs:
+	$(COMPOSE) logs -f --tail=200
+
+ps:
+	$(COMPOSE) ps
+
+# The `stack` tests against a running stack; -rs lists each skip with its reason (no stack up).
+e2e-stack: install
+	$(PY) -m pytest -m stack -rs tests/infra $(PYTEST_ARGS)
