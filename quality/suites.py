@@ -48,9 +48,10 @@ class Lakehouse:
 
     def landing_df(self) -> DataFrame:
         """The landing files as the source system wrote them, read directly (not via a table)."""
-        path = str(self.settings.events_landing)
+        root = self.settings.events_landing
         # Only the dt=... directories: the external landing table keeps its metadata/ beside them.
-        return self.spark.read.option("basePath", path).option("mergeSchema", "true").parquet(f"{path}/dt=*")
+        days = sorted(str(p) for p in root.glob("dt=*") if p.is_dir())
+        return self.spark.read.option("basePath", str(root)).option("mergeSchema", "true").parquet(*days)
 
     def erased_users(self) -> list[int]:
         """Users whose erasure request is done."""
