@@ -9,4 +9,11 @@ from tablestore.errors import TableStoreError
 from tablestore.table import Table
 
 __version__ = "0.1.0"
-__all__ = ["Catalog", "Table", "TableStoreError", "load_catalog"]
+__all__ = ["Catalog", "Table", "TableStoreError", "erase", "load_catalog"]
+
+
+def erase(catalog: Catalog, tables: str | list[str], column: str, request_id: str, **kwargs: object) -> object:
+    """Verified erasure of subjects' rows: see :func:`tablestore.maintenance.erasure.erase`."""
+    from tablestore.maintenance.erasure import erase as _erase
+
+    return _erase(catalog, tables, column, request_id, **kwargs)  # type: ignore[arg-type]

@@ -19,6 +19,8 @@ SQLite, with its warehouse in ``./warehouse``. ::
     spark:
       master: local[2]
       conf: {spark.sql.shuffle.partitions: "4"}
+    server:                              # for `tablestore catalog serve` (tablestore.rest.settings)
+      tokens: [{token: ${CATALOG_TOKEN}, role: write}]
 
 - ``${VAR}`` in any value is replaced by the environment variable (``${VAR:-fallback}`` gives a
   fallback; ``$${`` is a literal ``${``). A variable that is not set is an error, so a missing
@@ -63,7 +65,7 @@ DEFAULT_DATABASE = "default"
 DEFAULT_SPARK_MASTER = "local[2]"
 CATALOG_TYPES = ("sql", "rest")
 
-_TOP_LEVEL_KEYS = ("default-catalog", "catalogs", "spark")
+_TOP_LEVEL_KEYS = ("default-catalog", "catalogs", "spark", "server")
 _SPARK_KEYS = ("master", "conf")
 # Keys of a catalog entry that are not passed through as properties verbatim.
 _CATALOG_KEYS = ("name", "type", "default-database", "s3")
@@ -160,6 +162,10 @@ class LakehouseConfig:
     catalogs: dict[str, CatalogConfig]
     spark: SparkConfig = field(default_factory=SparkConfig)
     source: str = STRING_SOURCE
+    # The ``server:`` section for ``tablestore catalog serve`` as written (after ${VAR}
+    # substitution); tablestore.rest.settings validates it. It holds tokens, so it is left out
+    # of reprs and of to_json() (executors never need it).
+    server: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.default_catalog not in self.catalogs:
@@ -321,7 +327,10 @@ class _Parser:
             raise self.error(
                 f"default-catalog {default!r} is not one of the catalogs defined: {_names(catalogs)}"
             )
-        return LakehouseConfig(default, catalogs, self.spark(doc.get("spark")), self.source)
+        server = doc.get("server") or {}
+        if not isinstance(server, dict):
+            raise self.error(f"'server' must be a mapping (catalogs, tokens, clients, ...), got {server!r}")
+        return LakehouseConfig(default, catalogs, self.spark(doc.get("spark")), self.source, server)
 
     # -- pieces ----------------------------------------------------------------------------------
     def check_keys(self, obj: Mapping[str, Any], allowed: tuple[str, ...], what: str, where: str = "") -> None:

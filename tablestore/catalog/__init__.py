@@ -387,6 +387,12 @@ class Catalog(ABC):
     def drop_function(self, identifier: IdentifierLike) -> None:
         """Remove a function; NoSuchFunctionError if there is none."""
 
+    def commit_tables(
+        self, changes: Sequence[tuple[IdentifierLike, Sequence[TableRequirement], Sequence[TableUpdate]]]
+    ) -> list[tuple[str, TableMetadata]]:
+        """Commit to several tables atomically (all or none); the new (location, metadata) of each."""
+        raise UnsupportedError(f"{type(self).__name__} cannot commit to several tables atomically")
+
     # -- shared table logic --------------------------------------------------------------------
     def create_table(
         self,

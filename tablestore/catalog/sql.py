@@ -59,6 +59,7 @@ from tablestore.catalog import (
     to_namespace,
     to_table_identifier,
 )
+from tablestore.catalog.sql_transactions import SqlMultiTableCommit
 from tablestore.catalog.sql_views import FUNCTIONS, VIEW_TYPE, SqlViewsAndFunctions
 from tablestore.errors import (
     CommitConflictError,
@@ -179,7 +180,7 @@ def create_catalog_engine(uri: str) -> Engine:
 # -- the catalog -------------------------------------------------------------------------------
 
 
-class SqlCatalog(SqlViewsAndFunctions, Catalog):
+class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
     """An Iceberg catalog in a SQL database, interchangeable with pyiceberg's SqlCatalog.
 
     ``SqlCatalog(name, uri="sqlite:////abs/catalog.db" | "postgresql+psycopg2://...",

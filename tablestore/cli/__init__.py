@@ -2,6 +2,9 @@
 
     tablestore sql [-e "STATEMENTS" | -f FILE] [--format table|json|csv] [--config PATH]
     tablestore table describe|history|files|partitions|snapshots NAME [--config PATH]
+    tablestore catalog serve [--config PATH] [--host HOST] [--port 8181]
+    tablestore table expire-snapshots|remove-orphans|compact NAME [options]
+    tablestore erase --table db.t --column user_id (--values 1,2 | --values-from db.requests) --request-id ID
 
 Errors print one line naming what is wrong and exit non-zero; the failed statement commits nothing.
 """
@@ -13,6 +16,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from tablestore.cli.maintenance_args import MAINTENANCE_ACTIONS, add_erase_parser, add_table_options
 from tablestore.errors import ParseError, TableStoreError
 
 
@@ -31,9 +35,17 @@ def build_parser() -> argparse.ArgumentParser:
     sql.add_argument("--format", choices=("table", "json", "csv"), default="table", help="output format")
     table = sub.add_parser("table", help="table administration")
     _add_common(table)
-    table.add_argument("action", choices=("describe", "history", "snapshots", "files", "partitions"))
+    table.add_argument("action", choices=("describe", "history", "snapshots", "files", "partitions",
+                                          *MAINTENANCE_ACTIONS))
     table.add_argument("name", help="table name: table, db.table or catalog.db.table")
     table.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    catalog = sub.add_parser("catalog", help="the catalog service")
+    _add_common(catalog)
+    catalog.add_argument("action", choices=("serve",), help="serve: run the Iceberg REST catalog service")
+    catalog.add_argument("--host", help="address to listen on (default: server.host, else 127.0.0.1)")
+    catalog.add_argument("--port", type=int, help="port (default: server.port, else 8181)")
+    add_table_options(table)
+    add_erase_parser(sub)
     return parser
 
 
@@ -45,10 +57,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             from tablestore.cli.sql import run_sql
 
             return run_sql(args)
+        if args.command == "table" and args.action in MAINTENANCE_ACTIONS:
+            from tablestore.cli.maintenance import run_maintenance
+
+            return run_maintenance(args)
+        if args.command == "erase":
+            from tablestore.cli.maintenance import run_erase
+
+            return run_erase(args)
         if args.command == "table":
             from tablestore.cli.admin import run_table
 
             return run_table(args)
+        if args.command == "catalog":
+            from tablestore.config import load_config
+            from tablestore.rest.app import serve
+
+            serve(load_config(args.config), args.host, args.port)
+            return 0
     except ParseError as e:
         print(f"error: {e}", file=sys.stderr)
         if e.highlight:

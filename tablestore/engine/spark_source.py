@@ -41,7 +41,7 @@ import datetime
 import json
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -51,6 +51,7 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
     DataSourceReader,
+    DataSourceStreamWriter,
     DataSourceWriter,
     Filter,
     InputPartition,
@@ -90,9 +91,6 @@ SOURCE_NAME = "tablestore"
 # so that it never deletes the files of a commit that did land.
 WRITE_ID_PROPERTY = "tablestore.write-id"
 SNAPSHOT_PROPERTY_PREFIX = "snapshot-property."
-# A write task buffers this much Arrow data (or the table's target file size, if smaller)
-# before it writes files: big enough for large row groups, small enough for a worker's memory.
-MAX_WRITE_BUFFER_BYTES = 256 * 1024 * 1024
 
 
 # -- resolving tables on the driver ---------------------------------------------------------------
@@ -442,11 +440,6 @@ def resolve_write(options: Mapping[str, str], default_config: str | None) -> Wri
     )
 
 
-def _serial_map(fn: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
-    # A Spark task is already one of many in parallel; threads inside it would only contend.
-    return [fn(item) for item in items]
-
-
 def _delete_quietly(io: Any, paths: Iterable[str]) -> None:
     for path in paths:
         try:
@@ -455,6 +448,38 @@ def _delete_quietly(io: Any, paths: Iterable[str]) -> None:
             pass
         except OSError as e:  # remove_orphan_files catches whatever is left
             log.warning("could not delete uncommitted file %s: %s", path, e)
+
+
+def write_task(target: WriteTarget, iterator: Iterator[pa.RecordBatch]) -> TablestoreCommitMessage:
+    """One Spark write task: the task's batches into data files, streamed through the writer
+    the input calls for (single partition, clustered or fanout; see tablestore.table.writers).
+    On failure the task's files are deleted: they are in no commit message, so nobody else could.
+    """
+    from pyspark import TaskContext
+
+    from tablestore.io import load_file_io
+    from tablestore.table.conform import conform_to_schema
+    from tablestore.table.write import WriteContext, write_data_stream
+
+    task = TaskContext.get()
+    task_id = task.partitionId() if task is not None else 0
+    schema = target.schema()
+    io = load_file_io(target.io_properties)
+    # A fresh uuid per task attempt keeps a retried attempt from colliding with the files of
+    # the failed one.
+    ctx = WriteContext(io, target.location, schema, target.spec(), dict(target.properties),
+                       write_uuid=str(uuid.uuid4()))
+    rows = 0
+
+    def conformed() -> Iterator[pa.Table]:
+        nonlocal rows
+        for batch in iterator:
+            if batch.num_rows:
+                rows += batch.num_rows
+                yield conform_to_schema(from_spark_table(pa.Table.from_batches([batch]), schema), schema)
+
+    files = write_data_stream(ctx, conformed(), task_id)
+    return TablestoreCommitMessage(files, task_id, rows)
 
 
 class TablestoreWriter(DataSourceArrowWriter):
@@ -466,48 +491,7 @@ class TablestoreWriter(DataSourceArrowWriter):
 
     # -- on the executors ------------------------------------------------------------------
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TablestoreCommitMessage:
-        from pyspark import TaskContext
-
-        from tablestore.io import load_file_io
-        from tablestore.table.conform import conform_to_schema
-        from tablestore.table.write import WriteContext, write_data_files
-
-        task = TaskContext.get()
-        task_id = task.partitionId() if task is not None else 0
-        schema = self.target.schema()
-        io = load_file_io(self.target.io_properties)
-        # A fresh uuid per task attempt keeps a retried attempt from colliding with the files
-        # of the failed one.
-        ctx = WriteContext(io, self.target.location, schema, self.target.spec(), dict(self.target.properties),
-                           write_uuid=str(uuid.uuid4()))
-        limit = min(MAX_WRITE_BUFFER_BYTES, ctx.target_file_size)
-        files: list[DataFile] = []
-        rows = 0
-        buffer: list[pa.RecordBatch] = []
-        buffered = 0
-
-        def flush() -> None:
-            nonlocal buffer, buffered
-            data = from_spark_table(pa.Table.from_batches(buffer), schema)
-            buffer, buffered = [], 0
-            files.extend(write_data_files(ctx, conform_to_schema(data, schema), _serial_map))
-
-        try:
-            for batch in iterator:
-                if batch.num_rows == 0:
-                    continue
-                buffer.append(batch)
-                buffered += batch.nbytes
-                rows += batch.num_rows
-                if buffered >= limit:
-                    flush()
-            if buffer:
-                flush()
-        except BaseException:
-            # This task's files are in no commit message, so nobody else could delete them.
-            _delete_quietly(io, [f.file_path for f in files])
-            raise
-        return TablestoreCommitMessage(files, task_id, rows)
+        return write_task(self.target, iterator)
 
     # -- on the driver -----------------------------------------------------------------------
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
@@ -591,7 +575,8 @@ class TablestoreDataSource(DataSource):
     CatalogManager), ``catalog`` (then ``path`` is the identifier inside that catalog),
     ``config`` (LakehouseConfig JSON), ``snapshot-id``, ``as-of-timestamp`` (epoch ms or ISO),
     ``branch``/``tag``, ``columns``, ``filter`` (SQL), ``pushdown`` (true/false) for reads;
-    ``snapshot-property.<key>`` for writes.
+    ``snapshot-property.<key>`` for writes. ``df.writeStream.format("tablestore")`` is an
+    exactly-once streaming sink (see :mod:`tablestore.engine.spark_stream`).
     """
 
     # Set on the subclass that spark_session registers, so that the config given there reaches
@@ -629,6 +614,12 @@ class TablestoreDataSource(DataSource):
         target = resolve_write(self.options, self.default_config_json)
         check_write_schema(schema, target)
         return TablestoreWriter(target, overwrite)
+
+    def streamWriter(self, schema: st.StructType, overwrite: bool) -> DataSourceStreamWriter:
+        """The Structured Streaming sink: one exactly-once commit per micro-batch (spark_stream)."""
+        from tablestore.engine.spark_stream import stream_writer
+
+        return stream_writer(self.options, self.default_config_json, schema, overwrite)
 
 
 def configured_source(config: LakehouseConfig | None) -> type[TablestoreDataSource]:

@@ -404,9 +404,28 @@ def read_manifest(
     path = manifest_file.manifest_path
     data = io_.new_input(path).read()
     what = f"manifest {path}"
-    records, partition = _open(data, what, normalize_entry_schema)
-    converters = partition_converters(partition)
+    _, schema = read_schema(data, what)
+    if not isinstance(schema, dict) or schema.get("type") != "record":
+        raise CorruptMetadataError(f"{what} does not hold Avro records")
+    converters = partition_converters(normalize_entry_schema(schema))
     needs_conversion = any(c is not None for c in converters)
+    keep = None
+    if partition_filter is not None:
+        # Decided once per distinct partition, and entries of rejected partitions are stepped
+        # over undecoded: planning a selective scan costs little more than reading the bytes.
+        accept = partition_filter
+
+        def keep_partition(raw: tuple[Any, ...]) -> bool:
+            value = tuple(v if c is None or v is None else c(v)
+                          for c, v in zip(converters, raw, strict=True)) if needs_conversion else raw
+            return bool(accept(value))
+
+        keep = ("data_file", "partition", keep_partition)
+        partition_filter = None  # applied while decoding
+    try:
+        records = read_records(data, schema, what, keep)
+    except (KeyError, ValueError, TypeError) as e:
+        raise CorruptMetadataError(f"cannot read {what}: {type(e).__name__}: {e}") from e
     manifest_seq = manifest_file.sequence_number
     manifest_snapshot = manifest_file.added_snapshot_id
     spec_id = manifest_file.partition_spec_id

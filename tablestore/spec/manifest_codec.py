@@ -17,6 +17,7 @@ import bz2
 import json
 import lzma
 import os
+import re
 import struct
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -253,6 +254,173 @@ def _gen_read(
         raise CorruptMetadataError(f"unsupported Avro type {kind!r}")
 
 
+def _gen_skip(src: _Source, schema: AvroSchema, indent: int, named: _Named, ns: str | None) -> None:
+    """Emit code that steps ``pos`` over one value of ``schema`` without building it."""
+    schema = _unwrap(schema)
+    kind = _type_name(schema)
+    e = src.emit
+    if kind in ("int", "long", "enum"):
+        if kind == "enum":
+            named.register(schema, ns)
+        e(indent, "while buf[pos] >= 128: pos += 1")
+        e(indent, "pos += 1")
+    elif kind in ("null",):
+        pass
+    elif kind == "boolean":
+        e(indent, "pos += 1")
+    elif kind == "float":
+        e(indent, "pos += 4")
+    elif kind == "double":
+        e(indent, "pos += 8")
+    elif kind in ("bytes", "string"):
+        size = src.var("n")
+        _gen_read(src, "long", size, indent, named, ns)
+        e(indent, f"pos += {size}")
+    elif kind == "fixed":
+        named.register(schema, ns)
+        e(indent, f"pos += {int(schema['size'])}")
+    elif kind == "union":
+        if len(schema) > 63:
+            raise CorruptMetadataError("Avro unions of more than 63 branches are not supported")
+        idx = src.var("u")
+        e(indent, f"{idx} = buf[pos]; pos += 1")
+        branches = [(i, b) for i, b in enumerate(schema) if _type_name(_unwrap(b)) != "null"]
+        for n, (i, branch) in enumerate(branches):
+            e(indent, f"{'if' if n == 0 else 'elif'} {idx} == {2 * i}:")
+            _gen_skip(src, branch, indent + 1, named, ns)
+    elif kind in ("array", "map"):
+        count = src.var("n")
+        e(indent, "while True:")
+        _gen_read(src, "long", count, indent + 1, named, ns)
+        e(indent + 1, f"if {count} == 0: break")
+        e(indent + 1, f"if {count} < 0:")
+        size = src.var("s")
+        _gen_read(src, "long", size, indent + 2, named, ns)
+        e(indent + 2, f"pos += {size}; continue")  # a block with its byte size: jump over it
+        varints = _varints_per_item(schema, named, ns) if kind == "array" else None
+        if varints is not None:
+            # One regex match steps over every varint of the block (map<int, long> counts).
+            e(indent + 1, f"k = {count} * {varints}")
+            e(indent + 1, "pos = (_RUNS[k] if k < 64 else _varint_run(k))(buf, pos).end()")
+            return
+        e(indent + 1, f"for _ in range({count}):")
+        if kind == "map":
+            _gen_skip(src, "string", indent + 2, named, ns)
+            _gen_skip(src, schema["values"], indent + 2, named, ns)
+        else:
+            _gen_skip(src, schema["items"], indent + 2, named, ns)
+    elif kind == "record":
+        inner_ns = named.register(schema, ns)
+        for f in schema.get("fields", []):
+            _gen_skip(src, f["type"], indent, named, inner_ns)
+    elif isinstance(schema, str) and schema not in _PRIMITIVES:
+        _gen_skip(src, named.resolve(schema, ns), indent, named, ns)
+    else:
+        raise CorruptMetadataError(f"unsupported Avro type {kind!r}")
+
+
+FilteredDecoder = Callable[[bytes, int, Callable[[Any], bool], dict[Any, bool]], list[Any]]
+_VARINT_RUNS: dict[int, re.Pattern[bytes]] = {}
+
+
+def _varint_run(count: int) -> Callable[[bytes, int], re.Match[bytes]]:
+    """``match(buf, pos)`` of a pattern spanning ``count`` varints (its ``end()`` is past them;
+    a truncated block makes it None, and ``.end()`` then raises AttributeError)."""
+    pattern = _VARINT_RUNS.get(count)
+    if pattern is None:
+        pattern = _VARINT_RUNS[count] = re.compile(rb"(?:[\x80-\xff]*[\x00-\x7f]){%d}" % count)
+    return pattern.match  # type: ignore[return-value]
+
+
+_RUNS = [_varint_run(k) for k in range(64)]
+
+
+def _varints_per_item(schema: dict[str, Any], named: _Named, ns: str | None) -> int | None:
+    """How many varints one item of an array is, when its items are ints, longs or records of them."""
+    item = _unwrap(schema.get("items"))
+    if isinstance(item, str) and item not in _PRIMITIVES:
+        item = named.resolve(item, ns)
+    kind = _type_name(item)
+    if kind in ("int", "long"):
+        return 1
+    if kind == "record" and all(_type_name(_unwrap(f["type"])) in ("int", "long") for f in item.get("fields", [])):
+        named.register(item, ns)
+        return len(item.get("fields", []))
+    return None
+
+
+def compile_filtered_decoder(schema: AvroSchema, outer: str, inner: str) -> FilteredDecoder:
+    """A function ``(block, count, keep, verdicts) -> records`` that decodes the records of
+    ``schema`` for which ``keep(record[outer][inner])`` is true, and steps over the others
+    without building them: the manifest entries of other partitions cost a scan of their
+    bytes, nothing more. A record-typed ``inner`` reaches ``keep`` as the tuple of its values;
+    ``verdicts`` caches keep's answer per value (share it across blocks).
+
+    Each record is first stepped through up to ``record[outer][inner]``, which alone is decoded;
+    only a kept record is then decoded in full, from its start.
+    """
+    top = _unwrap(schema)
+    if _type_name(top) != "record":
+        raise CorruptMetadataError("a filtered Avro decoder needs a record schema")
+    named = _Named()
+    top_ns = named.register(top, None)
+    top_fields = top.get("fields", [])
+    position = next((i for i, f in enumerate(top_fields) if f["name"] == outer), None)
+    nested = _unwrap(top_fields[position]["type"]) if position is not None else None
+    if position is None or nested is None or _type_name(nested) != "record":
+        raise CorruptMetadataError(f"the Avro records have no record field {outer!r}")
+    nested_ns = named.register(nested, top_ns)
+    nested_fields = nested.get("fields", [])
+    inner_at = next((j for j, g in enumerate(nested_fields) if g["name"] == inner), None)
+    if inner_at is None:
+        raise CorruptMetadataError(f"the Avro field {outer!r} has no field {inner!r}")
+    src = _Source()
+    e = src.emit
+    e(0, "def decode(buf, count, keep, verdicts):")
+    e(1, "pos = 0")
+    e(1, "out = []")
+    e(1, "append = out.append")
+    e(1, "for _ in range(count):")
+    e(2, "start = pos")
+    for f in top_fields[:position]:
+        _gen_skip(src, f["type"], 2, named, top_ns)
+    for g in nested_fields[:inner_at]:
+        _gen_skip(src, g["type"], 2, named, nested_ns)
+    probe = src.var("p")
+    probed = _unwrap(nested_fields[inner_at]["type"])
+    if _type_name(probed) == "record":
+        # The probed record as a tuple of its values: hashable, so verdicts are cached per value.
+        values = []
+        for g in probed.get("fields", []):
+            value = src.var()
+            _gen_read(src, g["type"], value, 2, named, named.register(probed, nested_ns))
+            values.append(value)
+        e(2, f"{probe} = ({', '.join(values)}{',' if len(values) == 1 else ''})")
+    else:
+        _gen_read(src, probed, probe, 2, named, nested_ns)
+    e(2, f"verdict = verdicts.get({probe})")
+    e(2, "if verdict is None:")
+    e(3, f"verdict = verdicts[{probe}] = bool(keep({probe}))")
+    e(2, "if not verdict:")
+    for g in nested_fields[inner_at + 1:]:
+        _gen_skip(src, g["type"], 3, named, nested_ns)
+    for f in top_fields[position + 1:]:
+        _gen_skip(src, f["type"], 3, named, top_ns)
+    e(3, "continue")
+    e(2, "pos = start")
+    _gen_read(src, top, "rec", 2, _Named(), None)
+    e(2, "append(rec)")
+    e(1, "if pos != len(buf): raise _Corrupt('block has %d trailing bytes' % (len(buf) - pos))")
+    e(1, "return out")
+    namespace: dict[str, Any] = {
+        "_varint_tail": _varint_tail, "_RUNS": _RUNS, "_varint_run": _varint_run, "_FLOAT": _FLOAT, "_DOUBLE": _DOUBLE,
+        "_Corrupt": CorruptMetadataError, **src.consts,
+    }
+    exec(compile("\n".join(src.lines), "<filtered avro decoder>", "exec"), namespace)
+    decoder: FilteredDecoder = namespace["decode"]
+    return decoder
+
+
 def compile_decoder(schema: AvroSchema) -> Decoder:
     """A function ``(block, count) -> records`` decoding ``count`` records of ``schema``."""
     src = _Source()
@@ -377,6 +545,7 @@ def compile_encoder(schema: AvroSchema) -> Encoder:
 
 
 _DECODERS: dict[str, Decoder] = {}
+_FILTERED_DECODERS: dict[str, FilteredDecoder] = {}
 
 
 def decoder_for(schema: AvroSchema) -> Decoder:
@@ -479,16 +648,42 @@ def iter_blocks(data: bytes, what: str) -> Iterator[tuple[bytes, int]]:
             raise CorruptMetadataError(f"{what} has a block that cannot be decompressed: {e}") from e
 
 
-def read_records(data: bytes, schema: AvroSchema, what: str) -> list[Any]:
-    """Decode every record of the container ``data`` with the (compatible) ``schema``."""
-    decode = decoder_for(schema)
+def filtered_decoder_for(schema: AvroSchema, outer: str, inner: str) -> FilteredDecoder:
+    key = json.dumps([schema, outer, inner], sort_keys=True)
+    found = _FILTERED_DECODERS.get(key)
+    if found is None:
+        if len(_FILTERED_DECODERS) > 256:
+            _FILTERED_DECODERS.clear()
+        found = _FILTERED_DECODERS[key] = compile_filtered_decoder(schema, outer, inner)
+    return found
+
+
+def read_records(
+    data: bytes, schema: AvroSchema, what: str,
+    keep: tuple[str, str, Callable[[Any], bool]] | None = None,
+) -> list[Any]:
+    """Decode every record of the container ``data`` with the (compatible) ``schema``; with
+    ``keep = (outer, inner, predicate)`` only the records whose ``record[outer][inner]`` the
+    predicate accepts (the others are skipped undecoded)."""
+    decode: Decoder
+    if keep is not None:
+        filtered = filtered_decoder_for(schema, keep[0], keep[1])
+        predicate = keep[2]
+        verdicts: dict[Any, bool] = {}
+
+        def decode_kept(block: bytes, count: int) -> list[Any]:
+            return filtered(block, count, predicate, verdicts)
+
+        decode = decode_kept
+    else:
+        decode = decoder_for(schema)
     out: list[Any] = []
     for block, count in iter_blocks(data, what):
         try:
             out.extend(decode(block, count))
         except CorruptMetadataError as e:
             raise CorruptMetadataError(f"cannot read {what}: {e}") from e
-        except (IndexError, ValueError, struct.error, UnicodeDecodeError) as e:
+        except (IndexError, ValueError, AttributeError, struct.error, UnicodeDecodeError) as e:
             raise CorruptMetadataError(f"cannot read {what}: malformed Avro data ({type(e).__name__})") from e
     return out
 

@@ -349,7 +349,8 @@ class TableMetadata:
             first = history[0][0]
             raise NoSuchSnapshotError(
                 f"no snapshot at or before {_format_ms(timestamp_ms)} ({timestamp_ms} ms); "
-                f"the earliest snapshot is from {_format_ms(first)} ({first} ms)"
+                f"the earliest snapshot is from {_format_ms(first)} ({first} ms); older snapshots, if any, "
+                "were expired"
             )
         snap = self.snapshot_by_id(found)
         if snap is None:

@@ -1,10 +1,335 @@
 """Execution of row-level DML (issue 6): DELETE, UPDATE and MERGE.
 
 A mixin of :class:`tablestore.sql.session.SqlSession`: a statement class ``X`` runs in method ``_X``.
+
+- A DELETE whose WHERE is a plain filter on the table's columns runs in the table core, with
+  push-down (whole files and partitions dropped in metadata) and no Spark.
+- Anything else runs its condition and expressions in Spark: the target is read at its current
+  snapshot with two hidden columns, ``_file`` and ``_pos`` (the ``tablestore_rows`` source), the
+  statement becomes one Spark query over it (subqueries, joins and functions included) that
+  returns the affected rows' files and positions and their new values, and the table core
+  applies that as position deletes (merge-on-read) or file rewrites (copy-on-write) in one
+  commit, validated against the snapshot Spark read.
+
+The parts of a WHERE that are plain filters also prune the files Spark reads, and serve as the
+conflict-detection filter under serializable isolation.
 """
 
 from __future__ import annotations
 
+import itertools
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+from sqlglot import exp
+
+from tablestore.errors import FilterError, SchemaError, UnsupportedError, ValidationError
+from tablestore.spec.expression_parser import parse_filter
+from tablestore.spec.expressions import AlwaysTrue, BooleanExpression, bind
+from tablestore.spec.types import sql_type_name
+from tablestore.sql.parse_row_level import DeleteFrom, MergeClause, MergeInto, UpdateTable
+from tablestore.sql.query import QueryPlanner, parse_query, spark_errors
+from tablestore.sql.result import StatementResult
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from tablestore.table import Table
+
+STREAMING_ERROR = "DELETE/UPDATE TABLE is not supported for streaming mode now"
+TARGET_MARKER = "__tablestore_target__"
+_view_ids = itertools.count(1)
+
+
+class _TargetPlanner(QueryPlanner):
+    """A QueryPlanner that binds the marker name to the target's ``_file``/``_pos`` view."""
+
+    def __init__(self, base: QueryPlanner, view: str) -> None:
+        super().__init__(base.spark, base.manager, base.config_json)
+        self.view = view
+
+    def _bind_relation(self, parts: tuple[str, ...], version: Any) -> str:
+        if parts == (TARGET_MARKER,):
+            return self.view
+        return super()._bind_relation(parts, version)
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _conjuncts(sql: str) -> list[exp.Expr]:
+    tree = parse_query(f"SELECT 1 WHERE {sql}").args["where"].this
+    return list(tree.flatten()) if isinstance(tree, exp.And) else [tree]
+
+
+def _plain_filter(sql: str | None, qualifiers: set[str], table: Table) -> tuple[BooleanExpression | None, bool]:
+    """The plain-filter part of a WHERE (AND of what the table core can evaluate) and whether it is all of it."""
+    if sql is None:
+        return AlwaysTrue(), True
+    parts: list[BooleanExpression] = []
+    complete = True
+    for conjunct in _conjuncts(sql):
+        node = conjunct.copy()
+        if any(True for _ in node.find_all(exp.Subquery, exp.Exists, exp.Select)):
+            complete = False
+            continue
+        for column in node.find_all(exp.Column):
+            if column.table and column.table.lower() in qualifiers:
+                column.set("table", None)
+        try:
+            expr = parse_filter(node.sql(dialect="spark"))
+            bind(table.schema(), expr)
+        except (FilterError, ValidationError):
+            complete = False
+            continue
+        parts.append(expr)
+    if not parts:
+        return None, complete
+    out = parts[0]
+    for p in parts[1:]:
+        out = out & p
+    return out, complete
+
+
+def _positions_by_file(files: pa.ChunkedArray, positions: pa.ChunkedArray) -> tuple[dict[str, np.ndarray],
+                                                                                        dict[str, np.ndarray]]:
+    """Positions per data file, and the row indices of each file's rows in the input."""
+    names = np.asarray(files.to_pylist(), dtype=object)
+    pos = positions.to_numpy()
+    if len(names) == 0:
+        return {}, {}
+    unique, inverse = np.unique(names, return_inverse=True)
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(len(unique) + 1))
+    by_file, rows = {}, {}
+    for i, name in enumerate(unique):
+        index = order[bounds[i]:bounds[i + 1]]
+        by_file[str(name)] = pos[index]
+        rows[str(name)] = index
+    return by_file, rows
+
 
 class RowLevelStatements:
-    pass
+    # "batch", or "streaming" in a session that a streaming job runs: row-level DML is batch-only.
+    runtime_mode: str = "batch"
+
+    def _check_batch(self) -> None:
+        if str(self.runtime_mode).lower() == "streaming":
+            raise UnsupportedError(STREAMING_ERROR)
+
+    def _row_level_table(self, name: tuple[str, ...]) -> tuple[Any, tuple[str, ...], Table]:
+        catalog, identifier = self.manager.resolve_table(name)  # type: ignore[attr-defined]
+        return catalog, identifier, self._load_table(catalog, identifier)  # type: ignore[attr-defined]
+
+    def _target_planner(self, catalog: Any, identifier: tuple[str, ...], table: Table,
+                        prune: BooleanExpression | None) -> QueryPlanner:
+        from tablestore.engine.spark_row_source import SOURCE_NAME, register
+        from tablestore.engine.spark_source import quote_name
+
+        spark = self.spark  # type: ignore[attr-defined]
+        register(spark)
+        base: QueryPlanner = self.planner()  # type: ignore[attr-defined]
+        snapshot = table.current_snapshot()
+        assert snapshot is not None
+        reader = spark.read.format(SOURCE_NAME).option("config", base.config_json) \
+            .option("snapshot-id", str(snapshot.snapshot_id))
+        if prune is not None and not isinstance(prune, AlwaysTrue):
+            reader = reader.option("filter", str(prune))
+        view = f"__tablestore_rows_{next(_view_ids)}"
+        with spark_errors():
+            reader.load(quote_name((catalog.name, *identifier))).createOrReplaceTempView(view)
+        return _TargetPlanner(base, view)
+
+    def _collect(self, df: DataFrame) -> pa.Table:
+        with spark_errors():
+            return df.toArrow()
+
+    # -- DELETE ------------------------------------------------------------------------------------------
+    def _DeleteFrom(self, s: DeleteFrom) -> StatementResult:
+        from tablestore.table.row_level import apply_positions
+
+        self._check_batch()
+        catalog, identifier, table = self._row_level_table(s.name)
+        alias = s.alias or identifier[-1]
+        plain, complete = _plain_filter(s.where, {alias.lower(), identifier[-1].lower()}, table)
+        if complete:
+            assert plain is not None
+            return StatementResult(affected=table.delete(plain))
+        snapshot = table.current_snapshot()
+        if snapshot is None:
+            return StatementResult(affected=0)
+        planner = self._target_planner(catalog, identifier, table, plain)
+        df = planner.dataframe(f"SELECT `_file`, `_pos` FROM {TARGET_MARKER} AS {_quote(alias)} WHERE {s.where}")
+        selected = self._collect(df)
+        deleted, _ = _positions_by_file(selected.column("_file"), selected.column("_pos"))
+        affected = apply_positions(table, snapshot, "delete", deleted, conflict_filter=plain or AlwaysTrue())
+        return StatementResult(affected=affected)
+
+    # -- UPDATE ------------------------------------------------------------------------------------------
+    def _typed_columns(self, df: DataFrame, table: Table, names: list[str], what: str) -> DataFrame:
+        """``df`` with each named column checked against and cast to the table's column type."""
+        from pyspark.sql import functions as F
+
+        from tablestore.sql.dml import _assignable, _spark_cast_type
+
+        schema = table.schema()
+        spark_types = {f.name: f.dataType for f in df.schema.fields}
+        columns = []
+        for name in df.columns:
+            if name not in names:
+                columns.append(F.col(f"`{name}`"))
+                continue
+            t = schema.find_type(name)
+            if not _assignable(spark_types[name], t):
+                raise SchemaError(
+                    f"{what} of {table.name}: column {name!r} is {sql_type_name(t)} but the new value is "
+                    f"{spark_types[name].simpleString()}; add an explicit CAST"
+                )
+            cast_to = _spark_cast_type(t)
+            column = F.col(f"`{name}`")
+            columns.append((column.cast(cast_to) if cast_to else column).alias(name))
+        return df.select(*columns)
+
+    def _new_rows(self, arrow: pa.Table, table: Table) -> pa.Table:
+        from tablestore.engine.spark_convert import from_spark_table
+        from tablestore.table.conform import conform_to_schema
+
+        schema = table.schema()
+        data = arrow.select(schema.column_names)
+        return conform_to_schema(from_spark_table(data, schema), schema)
+
+    def _UpdateTable(self, s: UpdateTable) -> StatementResult:
+        from tablestore.table.row_level import apply_positions, check_assignable
+
+        self._check_batch()
+        catalog, identifier, table = self._row_level_table(s.name)
+        names = check_assignable(table, [c for c, _ in s.assignments])
+        values = dict(zip(names, (v for _, v in s.assignments), strict=True))
+        alias = s.alias or identifier[-1]
+        plain, _ = _plain_filter(s.where, {alias.lower(), identifier[-1].lower()}, table)
+        snapshot = table.current_snapshot()
+        planner = self._target_planner(catalog, identifier, table, plain) if snapshot is not None else None
+        select = ", ".join(
+            f"({values[c]}) AS {_quote(c)}" if c in values else f"{_quote(alias)}.{_quote(c)}"
+            for c in table.schema().column_names
+        )
+        where = f" WHERE {s.where}" if s.where else ""
+        if planner is None:
+            # An empty table: still check the statement (unknown columns, types) in Spark.
+            planner = self.planner()  # type: ignore[attr-defined]
+            from_clause = f"{'.'.join(_quote(p) for p in (catalog.name, *identifier))} AS {_quote(alias)}"
+        else:
+            from_clause = f"{TARGET_MARKER} AS {_quote(alias)}"
+        files = "`_file`, `_pos`, " if snapshot is not None else ""
+        df = planner.dataframe(f"SELECT {files}{select} FROM {from_clause}{where}")
+        df = self._typed_columns(df, table, names, "UPDATE")
+        if snapshot is None:
+            return StatementResult(affected=0)
+        selected = self._collect(df)
+        deleted, rows = _positions_by_file(selected.column("_file"), selected.column("_pos"))
+        new_rows = self._new_rows(selected, table)
+        replacements = {path: new_rows.take(pa.array(index)) for path, index in rows.items()}
+        affected = apply_positions(table, snapshot, "update", deleted, replacements,
+                                   conflict_filter=plain or AlwaysTrue())
+        return StatementResult(affected=affected)
+
+    # -- MERGE -------------------------------------------------------------------------------------------
+    def _MergeInto(self, s: MergeInto) -> StatementResult:
+        from tablestore.table.row_level import apply_positions, check_assignable
+
+        self._check_batch()
+        catalog, identifier, table = self._row_level_table(s.name)
+        schema = table.schema()
+        columns = schema.column_names
+        identifier_columns = {schema.find_column_name(i) for i in schema.identifier_field_ids}
+        t = s.alias or identifier[-1]
+        src = s.source_alias or "__source"
+        if t.lower() == src.lower():
+            raise ValidationError("the target and the source of MERGE need different aliases")
+        for clause in s.clauses:
+            if clause.action == "update" and clause.assignments is not None:
+                check_assignable(table, [c for c, _ in clause.assignments])
+        snapshot = table.current_snapshot()
+        if snapshot is None:
+            planner = self.planner()  # type: ignore[attr-defined]
+            target = f"(SELECT *, CAST(NULL AS STRING) AS `_file`, CAST(NULL AS BIGINT) AS `_pos` FROM " \
+                     f"{'.'.join(_quote(p) for p in (catalog.name, *identifier))})"
+        else:
+            planner = self._target_planner(catalog, identifier, table, None)
+            target = TARGET_MARKER
+        matched = f"{_quote(t)}.`_file` IS NOT NULL"
+
+        def when(clause: MergeClause) -> str:
+            condition = f" AND ({clause.condition})" if clause.condition else ""
+            return f"{matched if clause.matched else 'NOT (' + matched + ')'}{condition}"
+
+        def value(clause: MergeClause, column: str) -> str:
+            if clause.action == "delete":
+                return "NULL"
+            if clause.action == "update":
+                if clause.assignments is None:
+                    keep = column in identifier_columns
+                    return f"{_quote(t) if keep else _quote(src)}.{_quote(column)}"
+                given = {c.lower(): v for c, v in clause.assignments}
+                return f"({given[column.lower()]})" if column.lower() in given else f"{_quote(t)}.{_quote(column)}"
+            if clause.insert_values is None:
+                return f"{_quote(src)}.{_quote(column)}"
+            names = clause.insert_columns or tuple(columns)
+            if clause.insert_columns is None and len(clause.insert_values) != len(columns):
+                raise ValidationError(f"INSERT VALUES gives {len(clause.insert_values)} value(s) but {table.name} "
+                                      f"has {len(columns)} column(s); name the columns")
+            unknown = [n for n in names if n.lower() not in {c.lower() for c in columns}]
+            if unknown:
+                raise SchemaError(f"MERGE inserts unknown column(s) {', '.join(unknown)}; the columns are "
+                                  f"{', '.join(columns)}")
+            given = {n.lower(): v for n, v in zip(names, clause.insert_values, strict=True)}
+            return f"({given[column.lower()]})" if column.lower() in given else "NULL"
+
+        action = "CASE " + " ".join(f"WHEN {when(c)} THEN {i}" for i, c in enumerate(s.clauses)) + " ELSE -1 END"
+        values = [
+            "CASE " + " ".join(f"WHEN {when(c)} THEN {value(c, col)}" for c in s.clauses) + f" END AS {_quote(col)}"
+            for col in columns
+        ]
+        join = "RIGHT OUTER JOIN" if any(not c.matched for c in s.clauses) else "INNER JOIN"
+        query = (f"SELECT * FROM (SELECT {_quote(t)}.`_file` AS `__file`, {_quote(t)}.`_pos` AS `__pos`, "
+                 f"{action} AS `__action`, {', '.join(values)} FROM {target} AS {_quote(t)} {join} "
+                 f"{s.source} AS {_quote(src)} ON {s.on}) WHERE `__action` >= 0")
+        df = self._typed_columns(planner.dataframe(query), table, list(columns), "MERGE")
+        selected = self._collect(df)
+        kinds = np.array([c.action for c in s.clauses], dtype=object)
+        acts = kinds[selected.column("__action").to_numpy()] if selected.num_rows else np.array([], dtype=object)
+        is_matched = selected.column("__file").is_valid().to_numpy(zero_copy_only=False) if selected.num_rows \
+            else np.array([], dtype=bool)
+        counts = {k: int((acts == k).sum()) for k in ("update", "delete", "insert")}
+        matched_rows = selected.filter(pa.array(is_matched))
+        keys = list(zip(matched_rows.column("__file").to_pylist(), matched_rows.column("__pos").to_pylist(),
+                        strict=True))
+        if len(set(keys)) != len(keys):
+            raise ValidationError(
+                "MERGE matched a single row of the target table with several rows of the source; "
+                "make the source's keys unique (for example with a GROUP BY or a window)"
+            )
+        if snapshot is not None and matched_rows.num_rows:
+            deleted, rows = _positions_by_file(matched_rows.column("__file"), matched_rows.column("__pos"))
+            updates = self._new_rows(matched_rows, table)
+            update_mask = (acts[is_matched] == "update")
+            replacements = {}
+            for path, index in rows.items():
+                chosen = index[update_mask[index]]
+                if len(chosen):
+                    replacements[path] = updates.take(pa.array(chosen))
+        else:
+            deleted, replacements = {}, {}
+        inserted = self._new_rows(selected.filter(pa.array(acts == "insert")), table) if counts["insert"] else None
+        if snapshot is None:
+            if inserted is not None:
+                table.append(inserted)
+        else:
+            apply_positions(table, snapshot, "merge", deleted, replacements, inserted, conflict_filter=AlwaysTrue())
+        total = sum(counts.values())
+        return StatementResult(
+            ["num_affected_rows", "num_updated_rows", "num_deleted_rows", "num_inserted_rows"],
+            [[total, counts["update"], counts["delete"], counts["insert"]]], affected=total,
+        )

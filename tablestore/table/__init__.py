@@ -31,12 +31,15 @@ from tablestore.spec.updates import TableRequirement, TableUpdate
 from tablestore.table.conform import conform_to_schema, to_arrow_table
 from tablestore.table.scan import FileTask, TableScan, plan_files
 from tablestore.table.snapshot import FastAppend, OverwriteFiles, added_data_files
-from tablestore.table.write import WriteContext, write_data_files
+from tablestore.table.write import WriteContext, write_data_files, write_data_stream
 
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
     from tablestore.engine import Engine
+    from tablestore.maintenance import Maintenance
+    from tablestore.table.fragments import Fragment
     from tablestore.table.inspect import TableInspector
+    from tablestore.table.merge import MergeBuilder
     from tablestore.table.schema_update import UpdateSchema
     from tablestore.table.spec_update import UpdateSpec
 
@@ -131,6 +134,12 @@ class Table:
 
         return TableInspector(self)
 
+    def maintenance(self) -> Maintenance:
+        """Expire snapshots, remove orphan files, compact (see tablestore.maintenance)."""
+        from tablestore.maintenance import Maintenance
+
+        return Maintenance(self)
+
     def refresh(self) -> Table:
         self.metadata_location, self.metadata = self.catalog.load_table_metadata(self.identifier)
         return self
@@ -167,7 +176,14 @@ class Table:
         return WriteContext(self.io, self.location, self.schema(), self.spec(), self.properties)
 
     def write_files(self, data: Any) -> list[DataFile]:
-        """Write data files for ``data`` without committing them (a task's half of a write)."""
+        """Write data files for ``data`` without committing them (a task's half of a write).
+
+        A RecordBatchReader is written as it streams in, in bounded memory.
+        """
+        if isinstance(data, pa.RecordBatchReader):
+            schema = self.schema()
+            batches = (conform_to_schema(pa.Table.from_batches([b]), schema) for b in data)
+            return write_data_stream(self._write_context(), batches)
         rows = conform_to_schema(to_arrow_table(data), self.schema())
         return write_data_files(self._write_context(), rows, self.engine.map)
 
@@ -233,6 +249,33 @@ class Table:
             snapshot_properties={"replace-partitions": "true", **(snapshot_properties or {})},
         ).commit()
 
+    # -- column merges (tablestore.table.column_merge) --------------------------------------
+    def fragments(self, filter: str | Expression | None = None) -> list[Fragment]:
+        """The fragments (a data file with its deletes) of the current snapshot, for column merges."""
+        from tablestore.table.fragments import list_fragments
+
+        return list_fragments(self, filter)
+
+    def merge_columns(self, source: Any, on: str | list[str], columns: list[str] | None = None,
+                      duplicates: str = "error", filter: str | Expression | None = None) -> Snapshot | None:
+        """Add ``source``'s columns, joined on ``on``, in one commit with the schema change."""
+        from tablestore.table.column_merge import merge_table
+
+        return merge_table(self, source, on, columns, "merge", duplicates=duplicates, filter=filter)
+
+    def update_columns(self, source: Any, on: str | list[str], columns: list[str], null_policy: str = "keep",
+                       duplicates: str = "error", filter: str | Expression | None = None) -> Snapshot | None:
+        """Update ``columns`` from ``source`` joined on ``on``: NULL or absent new values keep the old."""
+        from tablestore.table.column_merge import merge_table
+
+        return merge_table(self, source, on, columns, "update", null_policy, duplicates, filter)
+
+    def commit_fragments(self, fragments: list[Fragment]) -> Snapshot | None:
+        """Commit fragments rewritten elsewhere (``Fragment.merge_columns``) in one snapshot."""
+        from tablestore.table.fragments import commit_fragments
+
+        return commit_fragments(self, fragments)
+
     def update_spec(self) -> UpdateSpec:
         """Partition evolution: ``with table.update_spec() as u: u.add_field("hours(ts)")``."""
         from tablestore.table.spec_update import UpdateSpec
@@ -265,21 +308,32 @@ class Table:
                 self.refresh()
 
     def delete(self, filter: str | Expression, snapshot_properties: dict[str, str] | None = None) -> int:
-        """Delete the rows matching ``filter``; returns how many rows were deleted."""
-        bound = bind(self.schema(), to_expression(filter))
-        if isinstance(bound, AlwaysFalse):
-            return 0
-        deleted, rewritten, scan_snapshot = self._plan_delete(bound)
-        removed = sum(f.record_count for f in deleted) - sum(f.record_count for f in rewritten)
-        if not deleted:
-            return 0
-        OverwriteFiles(
-            self, deleted, rewritten, "delete" if not rewritten else "overwrite",
-            scan_snapshot.snapshot_id if scan_snapshot else None,
-            conflict_check=self._conflicting_appends(bound),
-            snapshot_properties=snapshot_properties,
-        ).commit()
-        return removed
+        """Delete the rows matching ``filter``; returns how many rows were deleted.
+
+        Files that match as a whole are dropped in metadata only; others are rewritten
+        (``write.delete.mode=copy-on-write``, the default) or get position deletes
+        (``merge-on-read``). See docs/row-level-operations.md.
+        """
+        from tablestore.table.row_level import delete_rows
+
+        return delete_rows(self, filter, snapshot_properties)
+
+    def update(
+        self,
+        assignments: dict[str, Any],
+        filter: str | Expression | None = None,
+        snapshot_properties: dict[str, str] | None = None,
+    ) -> int:
+        """Set columns to SQL expressions (``{"name": "upper(name)"}``) where ``filter`` holds; returns the count."""
+        from tablestore.table.row_level import update_rows
+
+        return update_rows(self, assignments, filter, snapshot_properties)
+
+    def merge(self, source: Any, on: str, source_alias: str = "s", target_alias: str = "t") -> MergeBuilder:
+        """MERGE INTO this table USING ``source`` ON ``on``: a builder, run by ``.execute()``."""
+        from tablestore.table.merge import MergeBuilder
+
+        return MergeBuilder(self, source, on, source_alias, target_alias)
 
     def _plan_delete(self, bound: BoundExpression) -> tuple[list[DataFile], list[DataFile], Snapshot | None]:
         """Files to drop and the rewritten remainders of partially matching files."""

@@ -1,0 +1,241 @@
+"""Commit and load latency through the REST catalog service, as ratios to the in-process SQL catalog.
+
+The service (``tablestore catalog serve``) runs on PostgreSQL in its own process. 1, 4 and 16
+clients (threads, each with its own HTTP session and its own table, so that latency is not
+retries) commit metadata-only changes (``set-properties`` with an ``assert-table-uuid``
+requirement): the server checks the requirement, writes the next metadata file and
+compare-and-swaps the catalog row. The in-process contestant does the same commits with
+``SqlCatalog.commit_table`` on the same database, at the same concurrency. Load latency is
+``GET .../tables/{t}`` against ``load_table_metadata``. Figures are p50 and p99 of every
+request's latency; the ratio is REST / in-process. Target: at 4 clients, p50 within 1.5x.
+
+``python -m bench.rest_catalog [--commits N]`` or ``python -m bench.run --only rest_catalog``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import requests
+
+from bench.common import RESULTS_DIR, _git_commit
+
+CONCURRENCY = (1, 4, 16)
+TOKEN = "bench-token-0123456789abcdef"
+CATALOG = "bench"
+TARGET_P50_AT_4 = 1.5
+DEFAULT_COMMITS = 240  # per concurrency level, split over the clients
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _run_clients(clients: int, per_client: int, work: Callable[[int], Callable[[int], None]]) -> list[float]:
+    """Latencies (seconds) of ``per_client`` calls in each of ``clients`` threads, started together."""
+    latencies: list[float] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(clients)
+    errors: list[BaseException] = []
+
+    def client(index: int) -> None:
+        try:
+            call = work(index)
+            barrier.wait()
+            mine = []
+            for i in range(per_client):
+                started = time.perf_counter()
+                call(i)
+                mine.append(time.perf_counter() - started)
+            with lock:
+                latencies.extend(mine)
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return latencies
+
+
+def _start_service(workdir: Path, catalog_uri: str, warehouse: str) -> tuple[subprocess.Popen[bytes], str]:
+    from tests.services import free_port
+
+    config = workdir / "tablestore.yaml"
+    config.write_text(json.dumps({
+        "catalogs": [{"name": CATALOG, "type": "sql", "uri": catalog_uri, "warehouse": warehouse}],
+        "server": {"tokens": [{"token": TOKEN, "role": "write"}]},
+    }))
+    port = free_port()
+    log = open(workdir / "server.log", "wb")  # noqa: SIM115 - handed to the child
+    proc = subprocess.Popen([sys.executable, "-m", "tablestore.cli", "catalog", "serve", "--config", str(config),
+                             "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    log.close()
+    uri = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    request = urllib.request.Request(f"{uri}/v1/config", headers={"Authorization": f"Bearer {TOKEN}"})
+    while True:
+        try:
+            with urllib.request.urlopen(request, timeout=2):
+                return proc, uri
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError((workdir / "server.log").read_text()) from None
+            time.sleep(0.3)
+
+
+def measure_all(workdir: Path, commits: int, log: Callable[[str], None]) -> list[dict[str, Any]]:
+    from tablestore.catalog.sql import SqlCatalog
+    from tablestore.spec.updates import AssertTableUUID, SetPropertiesUpdate
+    from tests.services import start_postgres
+
+    pg_dir = Path(tempfile.mkdtemp(prefix="tablestore-bench-pg-"))
+    pg_dir.chmod(0o755)
+    pg = start_postgres(pg_dir)
+    proc = None
+    try:
+        catalog_uri = pg.create_database()
+        warehouse = str(workdir / "warehouse")
+        direct = SqlCatalog(CATALOG, uri=catalog_uri, warehouse=warehouse)
+        direct.create_namespace("b")
+        schema = pa.schema([pa.field("id", pa.int64())])
+        uuids = [direct.create_table(("b", f"t{i}"), schema).metadata.table_uuid for i in range(max(CONCURRENCY))]
+        proc, uri = _start_service(workdir, catalog_uri, warehouse)
+        log(f"rest_catalog: service on {uri}, PostgreSQL database ready")
+
+        def rest_commit(index: int) -> Callable[[int], None]:
+            session = requests.Session()
+            session.headers["Authorization"] = f"Bearer {TOKEN}"
+            url = f"{uri}/v1/{CATALOG}/namespaces/b/tables/t{index}"
+
+            def call(i: int) -> None:
+                response = session.post(url, json={
+                    "requirements": [{"type": "assert-table-uuid", "uuid": uuids[index]}],
+                    "updates": [{"action": "set-properties", "updates": {"rest": str(i)}}]})
+                if response.status_code != 200:
+                    raise RuntimeError(response.text)
+            return call
+
+        def direct_commit(index: int) -> Callable[[int], None]:
+            def call(i: int) -> None:
+                direct.commit_table(("b", f"t{index}"), [AssertTableUUID(uuids[index])],
+                                    [SetPropertiesUpdate({"direct": str(i)})])
+            return call
+
+        def rest_load(index: int) -> Callable[[int], None]:
+            session = requests.Session()
+            session.headers["Authorization"] = f"Bearer {TOKEN}"
+            url = f"{uri}/v1/{CATALOG}/namespaces/b/tables/t{index}"
+
+            def call(_: int) -> None:
+                if session.get(url).status_code != 200:
+                    raise RuntimeError("load failed")
+            return call
+
+        def direct_load(index: int) -> Callable[[int], None]:
+            return lambda _: direct.load_table_metadata(("b", f"t{index}")) and None
+
+        rows = []
+        for operation, rest_work, direct_work in (("commit", rest_commit, direct_commit),
+                                                  ("load", rest_load, direct_load)):
+            for clients in CONCURRENCY:
+                per_client = max(5, commits // clients)
+                _run_clients(clients, 3, rest_work)  # warm up connections and pools
+                _run_clients(clients, 3, direct_work)
+                # Interleaved halves, so drift on this shared machine hits both alike.
+                rest, local = [], []
+                for _ in range(2):
+                    rest += _run_clients(clients, per_client // 2, rest_work)
+                    local += _run_clients(clients, per_client // 2, direct_work)
+                row = {
+                    "operation": operation, "clients": clients, "requests": len(rest),
+                    "rest_p50_ms": 1000 * statistics.median(rest), "rest_p99_ms": 1000 * _percentile(rest, 0.99),
+                    "sql_p50_ms": 1000 * statistics.median(local), "sql_p99_ms": 1000 * _percentile(local, 0.99),
+                }
+                row["ratio_p50"] = row["rest_p50_ms"] / row["sql_p50_ms"]
+                row["ratio_p99"] = row["rest_p99_ms"] / row["sql_p99_ms"]
+                rows.append(row)
+                log(f"rest_catalog: {operation} x{clients}: rest p50 {row['rest_p50_ms']:.1f} ms, "
+                    f"sql p50 {row['sql_p50_ms']:.1f} ms")
+        direct.close()
+        return rows
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=30)
+        pg.stop()
+        shutil.rmtree(pg_dir, ignore_errors=True)
+
+
+def report(rows: list[dict[str, Any]], console: Any) -> None:
+    from rich.table import Table
+
+    table = Table(title="REST catalog service on PostgreSQL vs in-process SQL catalog (latency per request)",
+                  title_justify="left")
+    for column in ("operation", "clients", "requests", "rest p50 ms", "rest p99 ms", "sql p50 ms", "sql p99 ms",
+                   "p50 x sql", "p99 x sql"):
+        table.add_column(column, justify="left" if column == "operation" else "right")
+    for r in rows:
+        table.add_row(r["operation"], str(r["clients"]), str(r["requests"]), f"{r['rest_p50_ms']:.1f}",
+                      f"{r['rest_p99_ms']:.1f}", f"{r['sql_p50_ms']:.1f}", f"{r['sql_p99_ms']:.1f}",
+                      f"{r['ratio_p50']:.2f}", f"{r['ratio_p99']:.2f}")
+    at4 = next(r for r in rows if r["operation"] == "commit" and r["clients"] == 4)
+    verdict = "met" if at4["ratio_p50"] <= TARGET_P50_AT_4 else "MISSED"
+    table.caption = (f"commit at 4 clients: p50 REST / in-process = {at4['ratio_p50']:.2f} "
+                     f"(target <= {TARGET_P50_AT_4}): {verdict}")
+    table.caption_justify = "left"
+    console.print(table)
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    common = {"benchmark": "rest_catalog", "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+              "commit": _git_commit(), "cpus": os.cpu_count()}
+    with (RESULTS_DIR / "rest_catalog.jsonl").open("a", encoding="utf-8") as out:
+        for r in rows:
+            out.write(json.dumps({**common, **{k: round(v, 4) if isinstance(v, float) else v
+                                               for k, v in r.items()}}) + "\n")
+
+
+def run(workdir: Path, rounds: int | None, console: Any, log: Callable[[str], None]) -> None:
+    """The hook ``bench.run`` calls: ``rounds`` scales the number of requests (default 1)."""
+    directory = workdir / "rest_catalog"
+    directory.mkdir(parents=True, exist_ok=True)
+    report(measure_all(directory, DEFAULT_COMMITS * (rounds or 1), log), console)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from rich.console import Console
+
+    parser = argparse.ArgumentParser(prog="python -m bench.rest_catalog", description=__doc__)
+    parser.add_argument("--commits", type=int, default=DEFAULT_COMMITS, help="requests per concurrency level")
+    args = parser.parse_args(argv)
+    console = Console()
+    workdir = Path(tempfile.mkdtemp(prefix="tablestore-bench-rest-"))
+    try:
+        report(measure_all(workdir, args.commits, lambda m: console.log(m, highlight=False)), console)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,470 @@
+"""The ``rest`` catalog: tablestore's client of an Iceberg REST catalog service.
+
+``RestCatalog(name, uri="http://host:8181", token=... | credential="client-id:client-secret",
+warehouse=<served catalog>)``. The server hands out the file-IO settings (``s3.*``) in
+``/v1/config`` and in every LoadTableResult ``config``, so a client needs only the URI and a token.
+Data files are written by the client; metadata files and pointer swaps are the server's, so a
+commit is one request that the server makes atomic.
+
+Functions use tablestore's extension endpoints (``/v1/{prefix}/namespaces/{ns}/functions``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+from urllib.parse import quote
+
+import requests
+
+from tablestore.catalog import (
+    Catalog,
+    FunctionDef,
+    Identifier,
+    IdentifierLike,
+    PropertiesUpdateSummary,
+    _to_schema,
+    identifier_str,
+    to_function_identifier,
+    to_namespace,
+    to_table_identifier,
+    to_view_identifier,
+)
+from tablestore.errors import (
+    AlreadyExistsError,
+    CommitConflictError,
+    CommitStateUnknownError,
+    CorruptMetadataError,
+    FunctionAlreadyExistsError,
+    NamespaceAlreadyExistsError,
+    NamespaceNotEmptyError,
+    NoSuchFunctionError,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    NoSuchViewError,
+    NotFoundError,
+    TableAlreadyExistsError,
+    TableStoreError,
+    UnsupportedError,
+    ValidationError,
+    ViewAlreadyExistsError,
+)
+from tablestore.io import FileIO, load_file_io
+from tablestore.spec.metadata import TableMetadata
+from tablestore.spec.view import View, ViewMetadata, new_view_metadata
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from tablestore.spec.partitioning import PartitionSpec
+    from tablestore.spec.schema import Schema
+    from tablestore.spec.sorting import SortOrder
+    from tablestore.spec.updates import TableRequirement, TableUpdate
+    from tablestore.table import Table
+
+URI = "uri"
+TOKEN = "token"
+CREDENTIAL = "credential"
+SERVER_WAREHOUSE = "warehouse"  # for a REST catalog: which of the server's catalogs to use
+CONNECT_TIMEOUT_S = 10.0
+READ_TIMEOUT_S = 120.0
+_NOT_FOUND = {
+    "NoSuchNamespaceException": NoSuchNamespaceError,
+    "NoSuchTableException": NoSuchTableError,
+    "NoSuchViewException": NoSuchViewError,
+    "NoSuchFunctionException": NoSuchFunctionError,
+}
+
+
+def _seg(text: str) -> str:
+    return quote(text, safe="")
+
+
+class RestCatalog(Catalog):
+    """A catalog served by ``tablestore catalog serve`` (or any Iceberg REST catalog)."""
+
+    def __init__(self, name: str, **properties: str) -> None:
+        props = {k: str(v) for k, v in properties.items() if v is not None}
+        uri = props.get(URI, "").rstrip("/")
+        if not uri.startswith(("http://", "https://")):
+            raise ValidationError("a rest catalog needs uri=http(s)://host:port of the catalog service")
+        self.uri = uri
+        self.name = name  # set again by Catalog.__init__; here for reprs of errors raised before
+        self._session = requests.Session()
+        token = props.get(TOKEN)
+        # Kept to ask for a new token when the issued one expires (a 401 on a request).
+        self._credential = props.get(CREDENTIAL) if not token else None
+        if self._credential:
+            token = self._fetch_token(self._credential)
+        if token:
+            self._session.headers["Authorization"] = f"Bearer {token}"
+        params = {SERVER_WAREHOUSE: props[SERVER_WAREHOUSE]} if props.get(SERVER_WAREHOUSE) else None
+        config = self._request("GET", f"{self.uri}/v1/config", params=params)
+        overrides = dict(config.get("overrides") or {})
+        prefix = overrides.get("prefix") or props.get("prefix") or ""
+        self._base = f"{self.uri}/v1/{prefix}".rstrip("/")
+        merged = {**dict(config.get("defaults") or {}), **props, **overrides}
+        # The server owns the warehouse; locally the name would read as a path.
+        merged.pop(SERVER_WAREHOUSE, None)
+        merged = {k: v for k, v in merged.items() if k not in (TOKEN, CREDENTIAL)}
+        self._table_configs: dict[str, dict[str, str]] = {}
+        self._table_ios: dict[str, FileIO] = {}
+        super().__init__(name, **merged)
+
+    def __repr__(self) -> str:
+        return f"RestCatalog(name={self.name!r}, uri={self.uri!r})"
+
+    def close(self) -> None:
+        self._session.close()
+
+    # -- HTTP --------------------------------------------------------------------------------------
+    def _fetch_token(self, credential: str) -> str:
+        client_id, sep, secret = credential.partition(":")
+        if not sep:
+            raise ValidationError("credential must be 'client-id:client-secret'")
+        try:
+            response = self._session.post(
+                f"{self.uri}/v1/oauth/tokens",
+                data={"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret,
+                      "scope": "catalog"},
+                timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S),
+            )
+        except requests.RequestException as e:
+            raise TableStoreError(f"cannot reach the catalog service at {self.uri}: {type(e).__name__}") from None
+        if response.status_code != 200:
+            from tablestore.rest.security import NotAuthorizedError
+
+            raise NotAuthorizedError(f"the catalog service refused the client credentials of {client_id!r}")
+        return str(response.json()["access_token"])
+
+    def _request(
+        self,
+        method: str,
+        url: str,
+        json: Any = None,
+        params: Mapping[str, str] | None = None,
+        conflict: type[TableStoreError] = AlreadyExistsError,
+        commit: bool = False,
+    ) -> Any:
+        try:
+            response = self._session.request(method, url, json=json, params=params,
+                                             timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S))
+            if response.status_code == 401 and self._credential:
+                # The issued token expired (or the server's signing secret changed): a 401 means
+                # the request was not applied, so it is safe to send again with a new token.
+                self._session.headers["Authorization"] = f"Bearer {self._fetch_token(self._credential)}"
+                response = self._session.request(method, url, json=json, params=params,
+                                                 timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S))
+        except requests.RequestException as e:
+            if commit and not isinstance(e, requests.ConnectTimeout | requests.exceptions.SSLError):
+                # The request may have reached the server and been applied.
+                raise CommitStateUnknownError(
+                    f"commit to the catalog service at {self.uri} may or may not have been applied "
+                    f"({type(e).__name__}); reload the table to check"
+                ) from None
+            raise TableStoreError(f"cannot reach the catalog service at {self.uri}: {type(e).__name__}") from None
+        if response.status_code in (200, 204) or (method == "HEAD" and response.status_code < 300):
+            return response.json() if response.content else None
+        self._raise(response, conflict, commit)
+
+    def _raise(self, response: requests.Response, conflict: type[TableStoreError], commit: bool) -> NoReturn:
+        status = response.status_code
+        try:
+            error = response.json().get("error") or {}
+            message, kind = str(error.get("message") or ""), str(error.get("type") or "")
+        except (ValueError, AttributeError):
+            message, kind = response.text[:200], ""
+        message = message or f"the catalog service answered {status}"
+        from tablestore.rest.security import ForbiddenError, NotAuthorizedError
+
+        if status == 401:
+            raise NotAuthorizedError(f"not authorized by the catalog service: {message}")
+        if status == 403:
+            raise ForbiddenError(f"forbidden by the catalog service: {message}")
+        if status == 404:
+            raise _NOT_FOUND.get(kind, NotFoundError)(message)
+        if status == 409:
+            if kind == "CommitFailedException":
+                raise CommitConflictError(message)
+            if kind == "NamespaceNotEmptyException":
+                raise NamespaceNotEmptyError(message)
+            raise conflict(message)
+        if status == 406:
+            raise UnsupportedError(message)
+        if status == 422:
+            raise CorruptMetadataError(message)
+        if 400 <= status < 500:
+            raise ValidationError(message)
+        if commit:
+            raise CommitStateUnknownError(f"commit state unknown ({status}): {message}; reload the table to check")
+        raise TableStoreError(f"the catalog service failed ({status}): {message}")
+
+    def _ns_url(self, namespace: Identifier) -> str:
+        return f"{self._base}/namespaces/{'%1F'.join(_seg(level) for level in namespace)}"
+
+    def _object_url(self, identifier: Identifier, kind: str) -> str:
+        return f"{self._ns_url(identifier[:-1])}/{kind}/{_seg(identifier[-1])}"
+
+    def _exists(self, url: str) -> bool:
+        try:
+            self._request("HEAD", url)
+        except NotFoundError:
+            return False
+        return True
+
+    # -- namespaces ------------------------------------------------------------------------------
+    def create_namespace(self, namespace: IdentifierLike, properties: Mapping[str, str] | None = None) -> None:
+        ns = to_namespace(namespace)
+        self._request("POST", f"{self._base}/namespaces",
+                      json={"namespace": list(ns), "properties": dict(properties or {})},
+                      conflict=NamespaceAlreadyExistsError)
+
+    def drop_namespace(self, namespace: IdentifierLike) -> None:
+        self._request("DELETE", self._ns_url(to_namespace(namespace)))
+
+    def list_namespaces(self, parent: IdentifierLike = ()) -> list[Identifier]:
+        parent_ns = to_namespace(parent, allow_root=True)
+        params = {"parent": "\x1f".join(parent_ns)} if parent_ns else None
+        body = self._request("GET", f"{self._base}/namespaces", params=params)
+        return sorted(tuple(ns) for ns in body["namespaces"])
+
+    def load_namespace_properties(self, namespace: IdentifierLike) -> dict[str, str]:
+        body = self._request("GET", self._ns_url(to_namespace(namespace)))
+        return dict(body.get("properties") or {})
+
+    def update_namespace_properties(
+        self, namespace: IdentifierLike, removals: set[str] | None = None, updates: Mapping[str, str] | None = None
+    ) -> PropertiesUpdateSummary:
+        body = self._request("POST", f"{self._ns_url(to_namespace(namespace))}/properties",
+                             json={"removals": sorted(removals or ()), "updates": dict(updates or {})})
+        return PropertiesUpdateSummary(removed=list(body.get("removed") or []),
+                                       updated=list(body.get("updated") or []),
+                                       missing=list(body.get("missing") or []))
+
+    def namespace_exists(self, namespace: IdentifierLike) -> bool:
+        return self._exists(self._ns_url(to_namespace(namespace)))
+
+    # -- tables ----------------------------------------------------------------------------------
+    def list_tables(self, namespace: IdentifierLike) -> list[Identifier]:
+        body = self._request("GET", f"{self._ns_url(to_namespace(namespace))}/tables")
+        return sorted((*i["namespace"], i["name"]) for i in body["identifiers"])
+
+    def table_exists(self, identifier: IdentifierLike) -> bool:
+        return self._exists(self._object_url(to_table_identifier(identifier), "tables"))
+
+    def _remember(self, body: Mapping[str, Any]) -> tuple[str, TableMetadata]:
+        metadata = TableMetadata.from_json(body["metadata"])
+        if body.get("config") is not None:
+            self._table_configs[metadata.location] = {str(k): str(v) for k, v in body["config"].items()}
+            self._table_ios.pop(metadata.location, None)
+        return str(body["metadata-location"]), metadata
+
+    def load_table_metadata(self, identifier: IdentifierLike) -> tuple[str, TableMetadata]:
+        return self._remember(self._request("GET", self._object_url(to_table_identifier(identifier), "tables")))
+
+    def table_io(self, metadata: TableMetadata) -> FileIO:
+        """The FileIO for a table, from the ``config`` the server handed out with it."""
+        io = self._table_ios.get(metadata.location)
+        if io is None:
+            config = self._table_configs.get(metadata.location, {})
+            overrides = {k: v for k, v in metadata.properties.items() if k.startswith("s3.")}
+            props = {**self.properties, **config, **overrides}
+            io = self.io if props == self.properties else load_file_io(props, metadata.location)
+            self._table_ios[metadata.location] = io
+        return io
+
+    def create_table(
+        self,
+        identifier: IdentifierLike,
+        schema: Schema | pa.Schema,
+        partition_by: Sequence[str] | str | PartitionSpec | None = None,
+        sort_order: SortOrder | None = None,
+        properties: Mapping[str, str] | None = None,
+        location: str | None = None,
+    ) -> Table:
+        from tablestore.spec.partitioning import PartitionSpec, build_partition_spec
+
+        ident = to_table_identifier(identifier)
+        table_schema = _to_schema(schema)
+        request: dict[str, Any] = {"name": ident[-1], "schema": table_schema.to_json(),
+                                   "properties": {str(k): str(v) for k, v in (properties or {}).items()}}
+        if partition_by is not None:
+            if isinstance(partition_by, PartitionSpec):
+                spec = partition_by
+            else:
+                exprs = [partition_by] if isinstance(partition_by, str) else list(partition_by)
+                spec = build_partition_spec(table_schema, exprs)
+            request["partition-spec"] = spec.to_json()
+        if sort_order is not None:
+            request["write-order"] = sort_order.to_json()
+        if location:
+            request["location"] = location
+        body = self._request("POST", f"{self._ns_url(ident[:-1])}/tables", json=request,
+                             conflict=TableAlreadyExistsError)
+        metadata_location, metadata = self._remember(body)
+        return self._make_table(ident, metadata_location, metadata)
+
+    def register_table(self, identifier: IdentifierLike, metadata_location: str) -> Table:
+        ident = to_table_identifier(identifier)
+        body = self._request("POST", f"{self._ns_url(ident[:-1])}/register",
+                             json={"name": ident[-1], "metadata-location": metadata_location},
+                             conflict=TableAlreadyExistsError)
+        location, metadata = self._remember(body)
+        return self._make_table(ident, location, metadata)
+
+    def drop_table(self, identifier: IdentifierLike, purge: bool = False) -> None:
+        ident = to_table_identifier(identifier)
+        self._request("DELETE", self._object_url(ident, "tables"),
+                      params={"purgeRequested": "true" if purge else "false"})
+
+    def rename_table(self, from_identifier: IdentifierLike, to_identifier: IdentifierLike) -> Table:
+        src, dst = to_table_identifier(from_identifier), to_table_identifier(to_identifier)
+        self._request("POST", f"{self._base}/tables/rename", conflict=TableAlreadyExistsError, json={
+            "source": {"namespace": list(src[:-1]), "name": src[-1]},
+            "destination": {"namespace": list(dst[:-1]), "name": dst[-1]},
+        })
+        return self.load_table(dst)
+
+    def commit_table(
+        self, identifier: IdentifierLike, requirements: Sequence[TableRequirement], updates: Sequence[TableUpdate]
+    ) -> tuple[str, TableMetadata]:
+        ident = to_table_identifier(identifier)
+        body = self._request("POST", self._object_url(ident, "tables"), commit=True, conflict=CommitConflictError,
+                             json={"identifier": {"namespace": list(ident[:-1]), "name": ident[-1]},
+                                   "requirements": [r.to_json() for r in requirements],
+                                   "updates": [u.to_json() for u in updates]})
+        return self._remember(body)
+
+    def commit_tables(
+        self, changes: Sequence[tuple[IdentifierLike, Sequence[TableRequirement], Sequence[TableUpdate]]]
+    ) -> list[tuple[str, TableMetadata]]:
+        idents = [to_table_identifier(i) for i, _, _ in changes]
+        self._request("POST", f"{self._base}/transactions/commit", commit=True, conflict=CommitConflictError,
+                      json={"table-changes": [
+                          {"identifier": {"namespace": list(ident[:-1]), "name": ident[-1]},
+                           "requirements": [r.to_json() for r in reqs], "updates": [u.to_json() for u in ups]}
+                          for ident, (_, reqs, ups) in zip(idents, changes, strict=True)
+                      ]})
+        return [self.load_table_metadata(ident) for ident in idents]
+
+    def _create_table_entry(self, identifier: Identifier, metadata_location: str) -> None:
+        self.register_table(identifier, metadata_location)
+
+    def _drop_table_entry(self, identifier: Identifier) -> None:
+        self.drop_table(identifier)
+
+    # -- views -----------------------------------------------------------------------------------
+    def list_views(self, namespace: IdentifierLike) -> list[Identifier]:
+        body = self._request("GET", f"{self._ns_url(to_namespace(namespace))}/views")
+        return sorted((*i["namespace"], i["name"]) for i in body["identifiers"])
+
+    def view_exists(self, identifier: IdentifierLike) -> bool:
+        return self._exists(self._object_url(to_view_identifier(identifier), "views"))
+
+    def load_view_metadata(self, identifier: IdentifierLike) -> tuple[str, ViewMetadata]:
+        body = self._request("GET", self._object_url(to_view_identifier(identifier), "views"))
+        return str(body["metadata-location"]), ViewMetadata.from_json(body["metadata"])
+
+    def create_view(
+        self,
+        identifier: IdentifierLike,
+        sql: str,
+        schema: Schema | pa.Schema,
+        default_catalog: str | None = None,
+        default_namespace: IdentifierLike = (),
+        properties: Mapping[str, str] | None = None,
+        replace: bool = False,
+        comment: str | None = None,
+    ) -> View:
+        from tablestore.spec.view import COMMENT_PROPERTY
+
+        ident = to_view_identifier(identifier)
+        view_schema = _to_schema(schema)
+        props = {str(k): str(v) for k, v in (properties or {}).items()}
+        if comment is not None:
+            props[COMMENT_PROPERTY] = comment
+        namespace_default = to_namespace(default_namespace, allow_root=True)
+        if replace and self.view_exists(ident):
+            base_location, base = self.load_view_metadata(ident)
+            new = base.replace(sql, view_schema, namespace_default, default_catalog, props)
+            if new is base:
+                return View(ident, base_location, base)
+            version = new.current_version()
+            updates = [
+                {"action": "add-schema", "schema": new.schema_by_id(version.schema_id).to_json()},
+                {"action": "add-view-version", "view-version": {**version.to_json(), "schema-id": -1}},
+                {"action": "set-current-view-version", "view-version-id": -1},
+                {"action": "set-properties", "updates": new.properties},
+            ]
+            body = self._request("POST", self._object_url(ident, "views"), commit=True,
+                                 conflict=CommitConflictError, json={
+                                     "identifier": {"namespace": list(ident[:-1]), "name": ident[-1]},
+                                     "requirements": [{"type": "assert-view-uuid", "uuid": base.view_uuid}],
+                                     "updates": updates})
+        else:
+            draft = new_view_metadata("", view_schema, sql, namespace_default, default_catalog, props)
+            body = self._request("POST", f"{self._ns_url(ident[:-1])}/views", conflict=ViewAlreadyExistsError,
+                                 json={"name": ident[-1], "schema": draft.schemas[0].to_json(),
+                                       "view-version": draft.current_version().to_json(), "properties": props})
+        return View(ident, str(body["metadata-location"]), ViewMetadata.from_json(body["metadata"]))
+
+    def drop_view(self, identifier: IdentifierLike) -> None:
+        self._request("DELETE", self._object_url(to_view_identifier(identifier), "views"))
+
+    def rename_view(self, from_identifier: IdentifierLike, to_identifier: IdentifierLike) -> View:
+        src, dst = to_view_identifier(from_identifier), to_view_identifier(to_identifier)
+        self._request("POST", f"{self._base}/views/rename", conflict=ViewAlreadyExistsError, json={
+            "source": {"namespace": list(src[:-1]), "name": src[-1]},
+            "destination": {"namespace": list(dst[:-1]), "name": dst[-1]},
+        })
+        return self.load_view(dst)
+
+    def _create_view_entry(self, identifier: Identifier, metadata_location: str) -> None:
+        # create_view is overridden: the server writes view metadata files.
+        raise UnsupportedError("a rest catalog creates views through the service (create_view)")
+
+    def _swap_view_entry(self, identifier: Identifier, base_location: str, new_location: str) -> None:
+        raise UnsupportedError("a rest catalog replaces views through the service (create_view)")
+
+    # -- functions (tablestore extension) --------------------------------------------------------
+    def create_function(
+        self,
+        identifier: IdentifierLike,
+        class_name: str,
+        return_type: str | None = None,
+        replace: bool = False,
+        properties: Mapping[str, str] | None = None,
+    ) -> FunctionDef:
+        function = self._new_function_def(identifier, class_name, return_type, properties)
+        ident = function.identifier
+        body = self._request("POST", f"{self._ns_url(ident[:-1])}/functions", conflict=FunctionAlreadyExistsError,
+                             json={"name": ident[-1], "class-name": function.class_name,
+                                   "return-type": function.return_type, "properties": function.properties,
+                                   "replace": replace})
+        return _function(body)
+
+    def load_function(self, identifier: IdentifierLike) -> FunctionDef:
+        return _function(self._request("GET", self._object_url(to_function_identifier(identifier), "functions")))
+
+    def list_functions(self, namespace: IdentifierLike) -> list[Identifier]:
+        body = self._request("GET", f"{self._ns_url(to_namespace(namespace))}/functions")
+        return sorted((*i["namespace"], i["name"]) for i in body["identifiers"])
+
+    def function_exists(self, identifier: IdentifierLike) -> bool:
+        try:
+            self.load_function(identifier)
+        except NoSuchFunctionError:
+            return False
+        return True
+
+    def drop_function(self, identifier: IdentifierLike) -> None:
+        self._request("DELETE", self._object_url(to_function_identifier(identifier), "functions"))
+
+
+def _function(body: Mapping[str, Any]) -> FunctionDef:
+    ident = body["identifier"]
+    return FunctionDef((*ident["namespace"], ident["name"]), str(body["class-name"]), body.get("return-type"),
+                       dict(body.get("properties") or {}), int(body.get("created-ms") or 0))
+
+
+__all__ = ["RestCatalog", "identifier_str"]

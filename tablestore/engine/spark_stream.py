@@ -1,0 +1,258 @@
+"""The ``tablestore`` Structured Streaming sink: one table commit per micro-batch, exactly once.
+
+    (df.writeStream.format("tablestore")
+       .option("checkpointLocation", "/chk/events")
+       .outputMode("append")            # or "complete": every batch replaces the table
+       .start("cat.db.events"))
+
+Spark's micro-batch engine is at-least-once towards a sink: after a crash it replays the
+batches whose end it had not yet recorded in the checkpoint, including a batch the sink had
+already committed. So each commit records who made it, under the keys Iceberg's Spark sink
+uses, in the snapshot summary:
+
+- ``spark.sql.streaming.queryId``: the query's id, which Spark keeps in the checkpoint, so it
+  is the same after every restart from that checkpoint;
+- ``spark.sql.streaming.epochId``: the micro-batch id.
+
+Before committing batch N, the sink walks the table's history from the current snapshot back
+to the newest snapshot of the same query; if that snapshot's batch id is N or more, batch N
+was committed before and this one is a replay: its files are deleted and nothing is committed.
+The same check runs again on every commit retry, so a replay racing its original cannot land
+twice either.
+
+Where the query id comes from: Spark sets the local property ``sql.streaming.queryId`` on every
+task of a streaming query, so each write task puts it in its commit message; for a batch
+without tasks the driver reads it from the checkpoint's ``metadata`` file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from pyspark.sql import types as st
+from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
+
+from tablestore.engine.spark_source import (
+    TablestoreCommitMessage,
+    WriteTarget,
+    _delete_quietly,
+    check_write_schema,
+    resolve_write,
+    write_task,
+)
+from tablestore.errors import CommitConflictError, CommitStateUnknownError, TableStoreError
+from tablestore.spec.manifest import DataFile
+from tablestore.spec.metadata import Snapshot, TableMetadata
+from tablestore.table.snapshot import FastAppend, OverwriteFiles
+
+if TYPE_CHECKING:
+    from tablestore.table import Table
+
+log = logging.getLogger(__name__)
+
+# The snapshot summary keys of Iceberg's Spark streaming sink (SparkWrite.BaseStreamingWrite).
+QUERY_ID_PROPERTY = "spark.sql.streaming.queryId"
+EPOCH_ID_PROPERTY = "spark.sql.streaming.epochId"
+# Spark's StreamExecution.QUERY_ID_KEY: a local property on every task of a streaming query.
+QUERY_ID_LOCAL_PROPERTY = "sql.streaming.queryId"
+CHECKPOINT_OPTION = "checkpointLocation"
+
+
+@dataclass
+class StreamCommitMessage(TablestoreCommitMessage):
+    """A write task's files, with the id of the streaming query that wrote them."""
+
+    query_id: str | None = None
+
+
+class BatchAlreadyCommitted(TableStoreError):
+    """The micro-batch was committed before (a replay after a restart); nothing to do."""
+
+
+def last_committed_batch(metadata: TableMetadata, query_id: str) -> int | None:
+    """The batch id of the newest snapshot on main that the query committed, as Iceberg's sink
+    finds it: walk back from the current snapshot to the first one carrying the query id."""
+    snapshot = metadata.current_snapshot()
+    while snapshot is not None:
+        if snapshot.summary.get(QUERY_ID_PROPERTY) == query_id:
+            raw = snapshot.summary.get(EPOCH_ID_PROPERTY)
+            return int(raw) if raw is not None and raw.lstrip("-").isdigit() else None
+        parent = snapshot.parent_snapshot_id
+        snapshot = metadata.snapshot_by_id(parent) if parent is not None else None
+    return None
+
+
+class _ExactlyOnce:
+    """Mixed into a snapshot producer: refuse to commit a batch the query already committed,
+    checked on the first attempt and again on every retry (on the refreshed table)."""
+
+    query_id: str | None
+    batch_id: int
+
+    def validate(self, base: TableMetadata, parent: Snapshot | None) -> None:
+        if self.query_id is not None:
+            last = last_committed_batch(base, self.query_id)
+            if last is not None and self.batch_id <= last:
+                raise BatchAlreadyCommitted(
+                    f"batch {self.batch_id} of streaming query {self.query_id} was already committed "
+                    f"(the table holds up to batch {last})"
+                )
+        super().validate(base, parent)  # type: ignore[misc]
+
+
+class StreamingAppend(_ExactlyOnce, FastAppend):
+    def __init__(self, table: Table, files: list[DataFile], query_id: str | None, batch_id: int,
+                 properties: dict[str, str]) -> None:
+        super().__init__(table, files, properties)
+        self.query_id, self.batch_id = query_id, batch_id
+
+
+class StreamingOverwrite(_ExactlyOnce, OverwriteFiles):
+    """Complete mode: the batch's rows replace every row of the table."""
+
+    def __init__(self, table: Table, replaced: list[DataFile], files: list[DataFile], query_id: str | None,
+                 batch_id: int, properties: dict[str, str]) -> None:
+        snapshot = table.current_snapshot()
+
+        def nothing_new(newer: list[Snapshot]) -> None:
+            # The replaced files were listed on `snapshot`; a commit since may have added more.
+            raise CommitConflictError(
+                f"{len(newer)} commit(s) reached {table.name} while streaming batch {batch_id} replaced it; "
+                "the batch fails and Spark runs it again"
+            )
+
+        super().__init__(table, replaced, files, "overwrite", snapshot.snapshot_id if snapshot else None,
+                         conflict_check=nothing_new, snapshot_properties=properties)
+        self.query_id, self.batch_id = query_id, batch_id
+
+
+def commit_batch(
+    table: Table,
+    files: list[DataFile],
+    query_id: str | None,
+    batch_id: int,
+    complete: bool = False,
+    snapshot_properties: dict[str, str] | None = None,
+) -> Snapshot | None:
+    """Commit one micro-batch; None when it is a replay of a committed batch (its files are
+    deleted) or an empty append."""
+    if files and any(f.spec_id != table.spec().spec_id for f in files):
+        raise CommitConflictError(
+            f"the partition spec of {table.name} changed while streaming batch {batch_id} was written; "
+            "the batch fails and Spark runs it again with the new spec after a restart"
+        )
+    properties = {**(snapshot_properties or {}), EPOCH_ID_PROPERTY: str(batch_id)}
+    if query_id is not None:
+        properties[QUERY_ID_PROPERTY] = query_id
+    else:
+        log.warning("streaming batch %d has no query id: a replay of it could not be recognised", batch_id)
+    try:
+        if complete:
+            from tablestore.engine.local import LocalEngine
+            from tablestore.spec.expressions import AlwaysTrue
+            from tablestore.table.scan import plan_files
+
+            snapshot = table.current_snapshot()
+            replaced = [] if snapshot is None else [
+                t.file for t in plan_files(table.io, table.metadata, snapshot, table.schema(), AlwaysTrue(),
+                                           LocalEngine())
+            ]
+            return StreamingOverwrite(table, replaced, files, query_id, batch_id, properties).commit()
+        if not files:
+            return None  # an empty batch: nothing to add, nothing a replay could duplicate
+        return StreamingAppend(table, files, query_id, batch_id, properties).commit()
+    except BatchAlreadyCommitted as e:
+        log.info("skipping streaming batch: %s", e)  # the producer deleted the replay's files
+        return None
+
+
+def checkpoint_query_id(checkpoint: str | None, io_properties: Mapping[str, str]) -> str | None:
+    """The query id Spark keeps in ``<checkpoint>/metadata`` (``{"id": "..."}``), if readable."""
+    if not checkpoint:
+        return None
+    from tablestore.io import load_file_io
+
+    path = checkpoint.rstrip("/") + "/metadata"
+    try:
+        with load_file_io(dict(io_properties)).new_input(path).open() as stream:
+            text = stream.read().decode("utf-8")
+        return str(json.loads(text.splitlines()[0])["id"])
+    except (OSError, ValueError, KeyError, IndexError, TableStoreError) as e:
+        log.warning("could not read the streaming query id from %s: %s", path, e)
+        return None
+
+
+class TablestoreStreamWriter(DataSourceStreamArrowWriter):
+    """Tasks write data files as in a batch write; the driver commits each micro-batch once."""
+
+    def __init__(self, target: WriteTarget, complete: bool, checkpoint: str | None) -> None:
+        self.target = target
+        self.complete = complete
+        self.checkpoint = checkpoint
+
+    # -- on the executors ------------------------------------------------------------------
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> StreamCommitMessage:
+        from pyspark import TaskContext
+
+        message = write_task(self.target, iterator)
+        task = TaskContext.get()
+        query_id = task.getLocalProperty(QUERY_ID_LOCAL_PROPERTY) if task is not None else None
+        return StreamCommitMessage(message.files, message.task_id, message.rows, query_id)
+
+    # -- on the driver -----------------------------------------------------------------------
+    def query_id(self, messages: list[WriterCommitMessage | None]) -> str | None:
+        ids = {m.query_id for m in messages if isinstance(m, StreamCommitMessage) and m.query_id}
+        if len(ids) > 1:
+            raise CommitConflictError(f"write tasks of one micro-batch report different query ids: {sorted(ids)}")
+        return ids.pop() if ids else checkpoint_query_id(self.checkpoint, self.target.io_properties)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        files = [f for m in messages if isinstance(m, TablestoreCommitMessage) for f in m.files]
+        with self.target.open_table() as table:
+            try:
+                commit_batch(table, files, self.query_id(messages), batchId, self.complete,
+                             self.target.snapshot_properties)
+            except CommitStateUnknownError:
+                raise  # the commit may have landed: keep every file
+            except BaseException:
+                _delete_quietly(table.io, [f.file_path for f in files])
+                raise
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        from tablestore.io import load_file_io
+
+        files = [f.file_path for m in messages if isinstance(m, TablestoreCommitMessage) for f in m.files]
+        if not files:
+            return
+        query_id = self.query_id(messages)
+        try:
+            with self.target.open_table() as table:
+                last = last_committed_batch(table.metadata, query_id) if query_id else None
+        except Exception as e:  # cannot tell whether the batch landed: orphans are the safe side
+            log.warning("not deleting %d file(s) of aborted streaming batch %d: %s", len(files), batchId, e)
+            return
+        if last is None or last < batchId:
+            _delete_quietly(load_file_io(self.target.io_properties), files)
+
+
+def stream_writer(options: Mapping[str, str], default_config: str | None, schema: st.StructType,
+                  overwrite: bool) -> TablestoreStreamWriter:
+    """What ``TablestoreDataSource.streamWriter`` returns. Spark passes ``overwrite`` for the
+    complete output mode, where every batch holds the whole result."""
+    target = resolve_write(options, default_config)
+    check_write_schema(schema, target)
+    checkpoint = _option(options, CHECKPOINT_OPTION)
+    return TablestoreStreamWriter(target, overwrite, checkpoint)
+
+
+def _option(options: Mapping[str, Any], key: str) -> str | None:
+    value = options.get(key)
+    if value is None:  # Spark's options are case-insensitive, a plain dict is not
+        lowered = key.lower()
+        value = next((v for k, v in options.items() if k.lower() == lowered), None)
+    return str(value) if value is not None else None

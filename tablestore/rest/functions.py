@@ -1,0 +1,61 @@
+"""tablestore's extension endpoints for catalog functions (not in the Iceberg REST spec).
+
+``/v1/{prefix}/namespaces/{namespace}/functions[/{name}]``: list, create, load, drop. Listed in
+``/v1/config`` ``endpoints`` so a client can tell whether a server has them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Query, Response
+
+from tablestore.catalog import FunctionDef
+from tablestore.rest.access import ReadAccess, WriteAccess, parse_identifier, parse_namespace
+from tablestore.rest.models import CreateFunctionRequest
+from tablestore.rest.namespaces import page
+
+router = APIRouter(prefix="/v1/{prefix}", tags=["functions (tablestore extension)"])
+
+
+def function_json(function: FunctionDef) -> dict[str, Any]:
+    return {
+        "identifier": {"namespace": list(function.identifier[:-1]), "name": function.identifier[-1]},
+        "class-name": function.class_name,
+        "return-type": function.return_type,
+        "properties": dict(function.properties),
+        "created-ms": function.created_ms,
+    }
+
+
+@router.get("/namespaces/{namespace}/functions")
+def list_functions(
+    namespace: str,
+    access: ReadAccess,
+    page_token: str | None = Query(default=None, alias="pageToken"),
+    page_size: int | None = Query(default=None, alias="pageSize"),
+) -> dict[str, Any]:
+    found, token = page(access.catalog.list_functions(parse_namespace(namespace)), page_token, page_size)
+    return {"identifiers": [{"namespace": list(i[:-1]), "name": i[-1]} for i in found], "next-page-token": token}
+
+
+@router.post("/namespaces/{namespace}/functions")
+def create_function(namespace: str, body: CreateFunctionRequest, access: WriteAccess) -> dict[str, Any]:
+    ident = parse_identifier(namespace, body.name, "function")
+    function = access.catalog.create_function(ident, body.class_name, body.return_type, body.replace,
+                                              body.properties)
+    return function_json(function)
+
+
+@router.get("/namespaces/{namespace}/functions/{name}")
+def load_function(namespace: str, name: str, access: ReadAccess) -> dict[str, Any]:
+    return function_json(access.catalog.load_function(parse_identifier(namespace, name, "function")))
+
+
+@router.delete("/namespaces/{namespace}/functions/{name}", status_code=204)
+def drop_function(namespace: str, name: str, access: WriteAccess) -> Response:
+    access.catalog.drop_function(parse_identifier(namespace, name, "function"))
+    return Response(status_code=204)
+
+
+__all__ = ["function_json", "router"]

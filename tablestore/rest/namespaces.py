@@ -1,0 +1,82 @@
+"""Namespace endpoints: list (with ``parent``), create, load, exists, drop, update properties."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Query, Response
+
+from tablestore.catalog import LOCATION
+from tablestore.errors import ValidationError
+from tablestore.rest.access import ReadAccess, WriteAccess, parse_namespace
+from tablestore.rest.models import CreateNamespaceRequest, UpdateNamespacePropertiesRequest
+
+router = APIRouter(prefix="/v1/{prefix}", tags=["namespaces"])
+
+
+def page(items: list[Any], page_token: str | None, page_size: int | None) -> tuple[list[Any], str | None]:
+    """One page of ``items``; the token is the offset of the next page."""
+    if page_token in (None, "") and page_size is None:
+        return items, None
+    try:
+        start = int(page_token) if page_token else 0
+    except ValueError:
+        raise ValidationError(f"pageToken {page_token!r} is not one this server issued") from None
+    if start < 0 or (page_size is not None and page_size < 1):
+        raise ValidationError("pageToken must be a token this server issued and pageSize at least 1")
+    end = len(items) if page_size is None else start + page_size
+    return items[start:end], (str(end) if end < len(items) else None)
+
+
+@router.get("/namespaces")
+def list_namespaces(
+    access: ReadAccess,
+    parent: str | None = Query(default=None),
+    page_token: str | None = Query(default=None, alias="pageToken"),
+    page_size: int | None = Query(default=None, alias="pageSize"),
+) -> dict[str, Any]:
+    parent_ns = parse_namespace(parent) if parent else ()
+    found, token = page(access.catalog.list_namespaces(parent_ns), page_token, page_size)
+    return {"namespaces": [list(ns) for ns in found], "next-page-token": token}
+
+
+@router.post("/namespaces")
+def create_namespace(body: CreateNamespaceRequest, access: WriteAccess) -> dict[str, Any]:
+    namespace = tuple(body.namespace)
+    if LOCATION in body.properties:
+        access.check_location(body.properties[LOCATION], "namespace location")
+    access.catalog.create_namespace(namespace, body.properties)
+    return {"namespace": list(namespace), "properties": access.catalog.load_namespace_properties(namespace)}
+
+
+@router.get("/namespaces/{namespace}")
+def load_namespace(namespace: str, access: ReadAccess) -> dict[str, Any]:
+    ns = parse_namespace(namespace)
+    return {"namespace": list(ns), "properties": access.catalog.load_namespace_properties(ns)}
+
+
+@router.head("/namespaces/{namespace}", status_code=204)
+def namespace_exists(namespace: str, access: ReadAccess) -> Response:
+    exists = access.catalog.namespace_exists(parse_namespace(namespace))
+    return Response(status_code=204 if exists else 404)
+
+
+@router.delete("/namespaces/{namespace}", status_code=204)
+def drop_namespace(namespace: str, access: WriteAccess) -> Response:
+    access.catalog.drop_namespace(parse_namespace(namespace))
+    return Response(status_code=204)
+
+
+@router.post("/namespaces/{namespace}/properties")
+def update_namespace_properties(
+    namespace: str, body: UpdateNamespacePropertiesRequest, access: WriteAccess
+) -> dict[str, Any]:
+    if LOCATION in body.updates:
+        access.check_location(body.updates[LOCATION], "namespace location")
+    summary = access.catalog.update_namespace_properties(
+        parse_namespace(namespace), set(body.removals), body.updates
+    )
+    return {"updated": summary.updated, "removed": summary.removed, "missing": summary.missing}
+
+
+__all__ = ["page", "router"]

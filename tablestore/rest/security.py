@@ -1,0 +1,127 @@
+"""Who may do what: bearer tokens, OAuth2 client credentials, and where tables may live.
+
+Static tokens come from the config. Tokens issued at ``/v1/oauth/tokens`` are signed (HMAC-SHA256
+over the client id and expiry with ``server.token-secret``), so they need no server-side store
+and stay valid across restarts when the secret is configured. Tokens are compared in constant
+time and never logged.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import time
+
+from tablestore.errors import TableStoreError, ValidationError
+from tablestore.rest.settings import WRITE, Principal, ServerSettings
+
+ANONYMOUS = Principal("anonymous", {"*": WRITE})
+# The location properties that decide where a table writes files besides its location.
+LOCATION_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path",
+                       "write.folder-storage.path")
+
+
+class NotAuthorizedError(TableStoreError):
+    """No token, an unknown or expired token (401)."""
+
+
+class ForbiddenError(TableStoreError):
+    """A valid token without the role the request needs (403)."""
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class Authenticator:
+    """Turns an ``Authorization`` header into a Principal, and client credentials into tokens."""
+
+    def __init__(self, settings: ServerSettings) -> None:
+        self.settings = settings
+
+    def issue(self, client_id: str, client_secret: str) -> tuple[str, int]:
+        """A signed token for valid client credentials, and its lifetime in seconds."""
+        entry = self.settings.clients.get(client_id)
+        if entry is None or not hmac.compare_digest(entry[0].encode(), client_secret.encode()):
+            raise NotAuthorizedError("invalid client credentials")
+        ttl = self.settings.token_ttl_s
+        payload = _b64(json.dumps({"sub": client_id, "exp": int(time.time()) + ttl}).encode())
+        return f"ts1.{payload}.{self._sign(payload)}", ttl
+
+    def _sign(self, payload: str) -> str:
+        return _b64(hmac.new(self.settings.token_secret, payload.encode(), hashlib.sha256).digest())
+
+    def authenticate(self, authorization: str | None) -> Principal:
+        if not self.settings.auth_required:
+            return ANONYMOUS
+        if not authorization:
+            raise NotAuthorizedError("no bearer token; send 'Authorization: Bearer <token>'")
+        scheme, _, token = authorization.partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            raise NotAuthorizedError("the Authorization header must be 'Bearer <token>'")
+        for known, principal in self.settings.tokens.items():
+            if hmac.compare_digest(known.encode(), token.encode()):
+                return principal
+        if token.startswith("ts1."):
+            return self._verify_issued(token)
+        raise NotAuthorizedError("the bearer token is not valid")
+
+    def _verify_issued(self, token: str) -> Principal:
+        parts = token.split(".")
+        if len(parts) != 3 or not hmac.compare_digest(self._sign(parts[1]).encode(), parts[2].encode()):
+            raise NotAuthorizedError("the bearer token is not valid")
+        try:
+            claims = json.loads(_unb64(parts[1]))
+            client_id, expiry = str(claims["sub"]), int(claims["exp"])
+        except (ValueError, KeyError, TypeError):
+            raise NotAuthorizedError("the bearer token is not valid") from None
+        if expiry < time.time():
+            raise NotAuthorizedError("the bearer token has expired; request a new one at /v1/oauth/tokens")
+        entry = self.settings.clients.get(client_id)
+        if entry is None:
+            raise NotAuthorizedError("the bearer token's client is no longer configured")
+        return entry[1]
+
+    @staticmethod
+    def authorize(principal: Principal, catalog: str, role: str) -> None:
+        if not principal.can(catalog, role):
+            raise ForbiddenError(f"{principal.name!r} may not {role} in catalog {catalog!r}")
+
+
+def _local(location: str) -> str:
+    # file:///x, file:/x and /x name the same local path.
+    if location.startswith("file://"):
+        return location[len("file://"):]
+    return location.removeprefix("file:")
+
+
+def check_location(location: str, warehouse: str | None, allow_external: bool, what: str) -> None:
+    """ValidationError unless ``location`` is inside the warehouse (or external ones are allowed).
+
+    Relative segments are refused outright: ``<warehouse>/../other`` would pass a prefix check.
+    """
+    if allow_external:
+        return
+    segments = location.replace("\\", "/").split("/")
+    if any(s in ("..", ".") for s in segments) or any(ord(c) < 32 for c in location):
+        raise ValidationError(f"{what} {location!r} contains '.' or '..' segments or control characters")
+    if not warehouse:
+        raise ValidationError(f"{what} {location!r} cannot be checked: the catalog has no warehouse")
+    root = _local(warehouse).rstrip("/") + "/"
+    candidate = _local(location).rstrip("/") + "/"
+    if not candidate.startswith(root) or candidate == root:
+        raise ValidationError(
+            f"{what} {location!r} is outside the warehouse {warehouse}; put it under the warehouse "
+            "(or set server.allow-external-locations: true)"
+        )
+
+
+__all__ = ["ANONYMOUS", "LOCATION_PROPERTIES", "Authenticator", "ForbiddenError", "NotAuthorizedError",
+           "check_location"]

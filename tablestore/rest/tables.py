@@ -1,0 +1,210 @@
+"""Table endpoints: list, create (and stage-create), register, load (ETag), exists, commit,
+drop, rename, metrics, and the atomic multi-table ``transactions/commit``."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import replace
+from functools import partial
+from typing import Annotated, Any, TypeVar
+
+from fastapi import APIRouter, Body, Header, Query, Response
+from fastapi.responses import JSONResponse
+
+from tablestore.catalog import Catalog, Identifier, _normalize_location, read_metadata_file
+from tablestore.errors import TableStoreError, UnsupportedError, ValidationError
+from tablestore.rest.access import (
+    Access,
+    ReadAccess,
+    WriteAccess,
+    identifier_of,
+    parse_identifier,
+    parse_namespace,
+)
+from tablestore.rest.models import (
+    CommitTableRequest,
+    CommitTransactionRequest,
+    CreateTableRequest,
+    RegisterTableRequest,
+    RenameRequest,
+)
+from tablestore.rest.namespaces import page
+from tablestore.rest.security import LOCATION_PROPERTIES
+from tablestore.spec.metadata import TableMetadata, new_table_metadata
+from tablestore.spec.partitioning import UNPARTITIONED_SPEC, PartitionSpec
+from tablestore.spec.schema import Schema
+from tablestore.spec.sorting import UNSORTED_ORDER, SortOrder
+from tablestore.spec.updates import (
+    SetLocationUpdate,
+    SetPropertiesUpdate,
+    TableRequirement,
+    TableUpdate,
+    requirement_from_json,
+    update_from_json,
+)
+
+router = APIRouter(prefix="/v1/{prefix}", tags=["tables"])
+T = TypeVar("T")
+
+
+def parsed(what: str, parse: Callable[[], T]) -> T:
+    """``parse()``, with malformed JSON reported as a ValidationError (400) naming ``what``."""
+    try:
+        return parse()
+    except TableStoreError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+        raise ValidationError(f"malformed {what}: {type(e).__name__}: {e}") from None
+
+
+def load_result(access: Access, location: str | None, metadata: TableMetadata) -> dict[str, Any]:
+    return {
+        "metadata-location": location,
+        "metadata": metadata.to_json(),
+        "config": access.service.client_config(access.catalog),
+    }
+
+
+def _changes(access: Access, change: CommitTableRequest) -> tuple[list[TableRequirement], list[TableUpdate]]:
+    requirements = [parsed("requirement", partial(requirement_from_json, r)) for r in change.requirements]
+    updates = [parsed("update", partial(update_from_json, u)) for u in change.updates]
+    for update in updates:
+        if isinstance(update, SetLocationUpdate):
+            access.check_location(update.location, "table location")
+        elif isinstance(update, SetPropertiesUpdate):
+            for key in LOCATION_PROPERTIES:
+                if key in update.updates:
+                    access.check_location(update.updates[key], f"table property {key}")
+    return requirements, updates
+
+
+@router.get("/namespaces/{namespace}/tables")
+def list_tables(
+    namespace: str,
+    access: ReadAccess,
+    page_token: str | None = Query(default=None, alias="pageToken"),
+    page_size: int | None = Query(default=None, alias="pageSize"),
+) -> dict[str, Any]:
+    found, token = page(access.catalog.list_tables(parse_namespace(namespace)), page_token, page_size)
+    return {"identifiers": [{"namespace": list(i[:-1]), "name": i[-1]} for i in found], "next-page-token": token}
+
+
+@router.post("/namespaces/{namespace}/tables")
+def create_table(namespace: str, body: CreateTableRequest, access: WriteAccess) -> Response:
+    catalog = access.catalog
+    ident = parse_identifier(namespace, body.name)
+    schema = parsed("schema", lambda: Schema.from_json(body.schema_))
+    spec = parsed("partition-spec", partial(PartitionSpec.from_json, body.partition_spec)) \
+        if body.partition_spec else UNPARTITIONED_SPEC
+    order = parsed("write-order", partial(SortOrder.from_json, body.write_order)) \
+        if body.write_order else UNSORTED_ORDER
+    location = _normalize_location(body.location) if body.location else catalog.default_table_location(ident)
+    access.check_location(location, "table location")
+    for key in LOCATION_PROPERTIES:
+        if key in body.properties:
+            access.check_location(body.properties[key], f"table property {key}")
+    if body.stage_create:
+        # Nothing is written: the client commits the table later with assert-create.
+        if not catalog.namespace_exists(ident[:-1]):
+            catalog.load_namespace_properties(ident[:-1])  # raises NoSuchNamespaceError
+        metadata = new_table_metadata(schema, spec, order, location, dict(body.properties))
+        return JSONResponse(load_result(access, None, metadata))
+    table = catalog.create_table(ident, schema, spec, order, body.properties, location)
+    return JSONResponse(load_result(access, table.metadata_location, table.metadata))
+
+
+@router.post("/namespaces/{namespace}/register")
+def register_table(namespace: str, body: RegisterTableRequest, access: WriteAccess) -> Response:
+    ident = parse_identifier(namespace, body.name)
+    access.check_location(body.metadata_location, "metadata location")
+    if body.overwrite and access.catalog.table_exists(ident):
+        raise UnsupportedError("register with overwrite of an existing table is not supported; drop it first")
+    # Checked before registering: a table whose files live elsewhere must not enter the catalog.
+    access.check_location(read_metadata_file(access.catalog.io, body.metadata_location).location, "table location")
+    table = access.catalog.register_table(ident, body.metadata_location)
+    return JSONResponse(load_result(access, table.metadata_location, table.metadata))
+
+
+def _etag(metadata_location: str, snapshots: str) -> str:
+    return '"' + hashlib.sha256(f"{metadata_location}|{snapshots}".encode()).hexdigest()[:32] + '"'
+
+
+@router.get("/namespaces/{namespace}/tables/{table}")
+def load_table(
+    namespace: str,
+    table: str,
+    access: ReadAccess,
+    snapshots: str = Query(default="all", pattern="^(all|refs)$"),
+    if_none_match: str | None = Header(default=None),
+) -> Response:
+    ident = parse_identifier(namespace, table)
+    location, metadata = access.catalog.load_table_metadata(ident)
+    etag = _etag(location, snapshots)
+    if if_none_match and (if_none_match.strip() == "*" or etag in [t.strip() for t in if_none_match.split(",")]):
+        return Response(status_code=304, headers={"ETag": etag})
+    if snapshots == "refs":
+        referenced = {ref.snapshot_id for ref in metadata.refs.values()}
+        metadata = replace(metadata, snapshots=tuple(s for s in metadata.snapshots if s.snapshot_id in referenced))
+    return JSONResponse(load_result(access, location, metadata), headers={"ETag": etag})
+
+
+@router.head("/namespaces/{namespace}/tables/{table}", status_code=204)
+def table_exists(namespace: str, table: str, access: ReadAccess) -> Response:
+    exists = access.catalog.table_exists(parse_identifier(namespace, table))
+    return Response(status_code=204 if exists else 404)
+
+
+@router.post("/namespaces/{namespace}/tables/{table}")
+def commit_table(namespace: str, table: str, body: CommitTableRequest, access: WriteAccess) -> Response:
+    ident = parse_identifier(namespace, table)
+    requirements, updates = _changes(access, body)
+    location, metadata = access.catalog.commit_table(ident, requirements, updates)
+    # A response object skips FastAPI's jsonable_encoder, which costs more than the commit's SQL.
+    return JSONResponse({"metadata-location": location, "metadata": metadata.to_json()})
+
+
+@router.delete("/namespaces/{namespace}/tables/{table}", status_code=204)
+def drop_table(
+    namespace: str,
+    table: str,
+    access: WriteAccess,
+    purge_requested: bool = Query(default=False, alias="purgeRequested"),
+) -> Response:
+    access.catalog.drop_table(parse_identifier(namespace, table), purge=purge_requested)
+    return Response(status_code=204)
+
+
+@router.post("/tables/rename", status_code=204)
+def rename_table(body: RenameRequest, access: WriteAccess) -> Response:
+    source = identifier_of(body.source.namespace, body.source.name)
+    destination = identifier_of(body.destination.namespace, body.destination.name)
+    access.catalog.rename_table(source, destination)
+    return Response(status_code=204)
+
+
+@router.post("/namespaces/{namespace}/tables/{table}/metrics", status_code=204)
+def report_metrics(
+    namespace: str, table: str, access: ReadAccess, _body: Annotated[dict[str, Any] | None, Body()] = None
+) -> Response:
+    # Accepted and dropped: the spec makes reporting best-effort, and no one reads them here.
+    parse_identifier(namespace, table)
+    return Response(status_code=204)
+
+
+@router.post("/transactions/commit", status_code=204)
+def commit_transaction(body: CommitTransactionRequest, access: WriteAccess) -> Response:
+    changes: list[tuple[Identifier, list[TableRequirement], list[TableUpdate]]] = []
+    for change in body.table_changes:
+        if change.identifier is None:
+            raise ValidationError("every table change of a transaction needs its 'identifier'")
+        ident = identifier_of(change.identifier.namespace, change.identifier.name)
+        changes.append((ident, *_changes(access, change)))
+    if not changes:
+        raise ValidationError("a transaction needs at least one table change")
+    catalog: Catalog = access.catalog
+    catalog.commit_tables(changes)
+    return Response(status_code=204)
+
+
+__all__ = ["load_result", "parsed", "router"]

@@ -1,0 +1,121 @@
+"""View endpoints: list, create, load, exists, replace (commit), drop and rename."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fastapi import APIRouter, Query, Response
+
+from tablestore.catalog import (
+    _normalize_location,
+    new_metadata_location,
+    read_view_metadata_file,
+    write_view_metadata_file,
+)
+from tablestore.errors import NoSuchNamespaceError, ViewAlreadyExistsError
+from tablestore.rest.access import (
+    Access,
+    ReadAccess,
+    WriteAccess,
+    identifier_of,
+    parse_identifier,
+    parse_namespace,
+)
+from tablestore.rest.models import CommitViewRequest, CreateViewRequest, RenameRequest
+from tablestore.rest.namespaces import page
+from tablestore.rest.tables import parsed
+from tablestore.rest.view_updates import apply_view_updates, check_view_requirements, new_view_from_request
+from tablestore.spec.view import ViewMetadata
+
+router = APIRouter(prefix="/v1/{prefix}", tags=["views"])
+
+
+def _result(access: Access, location: str, metadata: ViewMetadata) -> dict[str, Any]:
+    return {"metadata-location": location, "metadata": metadata.to_json(),
+            "config": access.service.client_config(access.catalog)}
+
+
+@router.get("/namespaces/{namespace}/views")
+def list_views(
+    namespace: str,
+    access: ReadAccess,
+    page_token: str | None = Query(default=None, alias="pageToken"),
+    page_size: int | None = Query(default=None, alias="pageSize"),
+) -> dict[str, Any]:
+    found, token = page(access.catalog.list_views(parse_namespace(namespace)), page_token, page_size)
+    return {"identifiers": [{"namespace": list(i[:-1]), "name": i[-1]} for i in found], "next-page-token": token}
+
+
+@router.post("/namespaces/{namespace}/views")
+def create_view(namespace: str, body: CreateViewRequest, access: WriteAccess) -> dict[str, Any]:
+    catalog = access.catalog
+    ident = parse_identifier(namespace, body.name, "view")
+    if not catalog.namespace_exists(ident[:-1]):
+        raise NoSuchNamespaceError(f"cannot create view {'.'.join(ident)}: namespace does not exist; create it first")
+    if catalog.table_exists(ident) or catalog.view_exists(ident):
+        raise ViewAlreadyExistsError(f"a table or view named {'.'.join(ident)} already exists")
+    location = _normalize_location(body.location) if body.location else catalog.default_table_location(ident)
+    access.check_location(location, "view location")
+    metadata = parsed("view", lambda: new_view_from_request(
+        location, body.schema_, body.view_version, body.properties, time.time_ns() // 1_000_000
+    ))
+    metadata_location = new_metadata_location(metadata, None)
+    write_view_metadata_file(catalog.io, metadata_location, metadata)
+    try:
+        catalog._create_view_entry(ident, metadata_location)
+    except BaseException:
+        catalog.io.delete(metadata_location)
+        raise
+    return _result(access, metadata_location, metadata)
+
+
+@router.get("/namespaces/{namespace}/views/{view}")
+def load_view(namespace: str, view: str, access: ReadAccess) -> dict[str, Any]:
+    location, metadata = access.catalog.load_view_metadata(parse_identifier(namespace, view, "view"))
+    return _result(access, location, metadata)
+
+
+@router.head("/namespaces/{namespace}/views/{view}", status_code=204)
+def view_exists(namespace: str, view: str, access: ReadAccess) -> Response:
+    exists = access.catalog.view_exists(parse_identifier(namespace, view, "view"))
+    return Response(status_code=204 if exists else 404)
+
+
+@router.post("/namespaces/{namespace}/views/{view}")
+def replace_view(namespace: str, view: str, body: CommitViewRequest, access: WriteAccess) -> Any:
+    catalog = access.catalog
+    ident = parse_identifier(namespace, view, "view")
+    base_location, base = catalog.load_view_metadata(ident)
+    check_view_requirements(body.requirements, base)
+    metadata = parsed("view update", lambda: apply_view_updates(base, body.updates, time.time_ns() // 1_000_000))
+    if metadata is base:
+        return _result(access, base_location, base)
+    access.check_location(metadata.location, "view location")
+    location = new_metadata_location(metadata, base_location)
+    write_view_metadata_file(catalog.io, location, metadata)
+    try:
+        # Compare-and-swap: CommitConflictError (409) if another replace won meanwhile.
+        catalog._swap_view_entry(ident, base_location, location)
+    except BaseException:
+        catalog.io.delete(location)
+        raise
+    return _result(access, location, read_view_metadata_file(catalog.io, location))
+
+
+@router.delete("/namespaces/{namespace}/views/{view}", status_code=204)
+def drop_view(namespace: str, view: str, access: WriteAccess) -> Response:
+    access.catalog.drop_view(parse_identifier(namespace, view, "view"))
+    return Response(status_code=204)
+
+
+@router.post("/views/rename", status_code=204)
+def rename_view(body: RenameRequest, access: WriteAccess) -> Response:
+    access.catalog.rename_view(
+        identifier_of(body.source.namespace, body.source.name, "view"),
+        identifier_of(body.destination.namespace, body.destination.name, "view"),
+    )
+    return Response(status_code=204)
+
+
+__all__ = ["router"]

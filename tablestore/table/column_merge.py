@@ -1,0 +1,371 @@
+"""Column merges: add columns to (merge) or update columns of a table's rows from a keyed
+source, one fragment at a time, committed once.
+
+The rule of a partial update: a present non-null new value wins; an absent or NULL new value
+keeps the old one (``null_policy="overwrite"`` is Lance's rule: a matched NULL overwrites).
+A fragment no source row matches is left as it is: its file lacks the new columns' field
+ids, so they read NULL, as the merge asks.
+
+Each task gets only the source rows that can match its fragment: the source is sorted by the
+first key and sliced by the fragment's key bounds (locally, or per task in the Spark engine's
+map), or, for a Spark DataFrame source on the Spark engine, joined to the fragments' key
+ranges and shuffled so each partition holds its fragments' rows (``mapInArrow``).
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tablestore.errors import SchemaError, ValidationError
+from tablestore.spec import conversions
+from tablestore.spec.expressions import AlwaysTrue, Expression
+from tablestore.spec.metadata import Snapshot
+from tablestore.spec.schema import IdCounter, Schema, arrow_type_to_iceberg, type_to_arrow
+from tablestore.spec.types import IntegerType, LongType, NestedField
+from tablestore.table.conform import conform_to_schema, to_arrow_table
+from tablestore.table.fragments import (
+    LINEAGE_KEY,
+    Fragment,
+    FragmentContext,
+    _is_spark_dataframe,
+    commit_fragments,
+    commit_schema_only,
+    context_of,
+    list_fragments,
+    source_columns,
+)
+from tablestore.table.write import PartitionSlice, WriteContext, write_partition
+
+if TYPE_CHECKING:
+    from tablestore.table import Table
+
+MODES = ("merge", "update")
+NULL_POLICIES = ("keep", "overwrite")
+DUPLICATES = ("error", "first", "last")
+# A rewritten fragment stays one file, whatever the table's target file size.
+_ONE_FILE = str(2**62)
+TASKS_PER_CORE = 4
+
+
+def _names(value: str | list[str] | tuple[str, ...] | None, what: str) -> list[str] | None:
+    if value is None:
+        return None
+    names = [v.strip() for v in value.split(",")] if isinstance(value, str) else [str(v).strip() for v in value]
+    if not names or any(not n for n in names):
+        raise ValidationError(f"{what} must name at least one column, without empty names; got {value!r}")
+    if len(set(names)) != len(names):
+        raise ValidationError(f"{what} names a column twice: {value!r}")
+    return names
+
+
+@dataclass(frozen=True)
+class MergePlan:
+    """What every task of one merge applies: keys, columns, rules and the output schema."""
+
+    keys: tuple[str, ...]
+    columns: tuple[str, ...]
+    mode: str
+    null_policy: str
+    duplicates: str
+    schema: Schema
+    new_columns: tuple[str, ...]
+
+    @staticmethod
+    def build(
+        context: FragmentContext,
+        source: list[tuple[str, pa.DataType]],
+        on: str | list[str],
+        columns: str | list[str] | None,
+        mode: str,
+        null_policy: str = "keep",
+        duplicates: str = "error",
+    ) -> MergePlan:
+        if mode not in MODES:
+            raise ValidationError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+        if null_policy not in NULL_POLICIES:
+            raise ValidationError(f"null_policy must be 'keep' or 'overwrite'; got {null_policy!r}")
+        if duplicates not in DUPLICATES:
+            raise ValidationError(f"duplicates must be 'error', 'first' or 'last'; got {duplicates!r}")
+        table = context.table_schema
+        source_types = dict(source)
+        keys = _names(on, "on")
+        if keys is None:
+            raise ValidationError("on must name the key column(s)")
+        for k in keys:
+            if table.find_field_id(k) is None or table.parent_id(table.find_field(k).field_id) is not None:
+                raise SchemaError(f"the key column {k!r} is not a top-level column of the table; name one in `on`")
+            if k not in source_types:
+                raise SchemaError(f"the source has no key column {k!r}; its columns are {', '.join(source_types)}")
+        wanted = _names(columns, "columns")
+        if wanted is None:
+            if mode == "update":
+                raise ValidationError("update_columns needs the columns to update; pass columns=[...]")
+            wanted = [name for name, _ in source if name not in keys]
+        if not wanted:
+            raise ValidationError("the source has no column besides the key; nothing to merge")
+        for c in wanted:
+            if c in keys:
+                raise ValidationError(f"{c!r} is a key column; it cannot be merged or updated")
+            if c not in source_types:
+                raise SchemaError(f"the source has no column {c!r}; its columns are {', '.join(source_types)}")
+            exists = table.find_field_id(c) is not None
+            if mode == "merge" and exists:
+                raise SchemaError(f"the table already has a column {c!r}; use update_columns to change its values")
+            if mode == "update" and not exists:
+                raise SchemaError(f"the table has no column {c!r}; use merge_columns to add it")
+        schema = table
+        if mode == "merge":
+            counter = IdCounter(context.last_column_id)
+            added = []
+            for c in wanted:
+                fid = counter()
+                added.append(NestedField(fid, c, arrow_type_to_iceberg(source_types[c], counter), False))
+            schema = Schema((*table.fields, *added), context.next_schema_id, table.identifier_field_ids)
+        return MergePlan(tuple(keys), tuple(wanted), mode, null_policy, duplicates, schema,
+                         tuple(wanted) if mode == "merge" else ())
+
+    # -- the source --------------------------------------------------------------------------
+    def prepare_source(self, source: Any) -> pa.Table:
+        """The source as Arrow: keys and columns in the table's types, keys unique."""
+        if _is_spark_dataframe(source):
+            source = source.select(*self.keys, *self.columns).toArrow()
+        return self.prepare_arrow(to_arrow_table(source))
+
+    def prepare_arrow(self, data: pa.Table) -> pa.Table:
+        arrays = []
+        for name in (*self.keys, *self.columns):
+            target = type_to_arrow(self.schema.find_field(name).field_type)
+            column = data.column(name)
+            try:
+                arrays.append(column if column.type.equals(target) else column.cast(target))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                raise SchemaError(f"the source column {name!r} ({column.type}) cannot be read as {target}: {e}") \
+                    from None
+        data = pa.Table.from_arrays(arrays, names=[*self.keys, *self.columns])
+        return unique_keys(data, list(self.keys), self.duplicates)
+
+    def key_bounds(self, fragment: Fragment) -> tuple[int | None, int | None]:
+        """The fragment's bounds of the first key (integer keys only; None when unknown)."""
+        f = self.schema.find_field(self.keys[0])
+        if not isinstance(f.field_type, IntegerType | LongType):
+            return None, None
+        lower = (fragment.file.lower_bounds or {}).get(f.field_id)
+        upper = (fragment.file.upper_bounds or {}).get(f.field_id)
+        return (
+            conversions.from_bytes(f.field_type, lower) if lower is not None else None,
+            conversions.from_bytes(f.field_type, upper) if upper is not None else None,
+        )
+
+    def slices(self, source: pa.Table, fragments: list[Fragment]) -> list[tuple[Fragment, pa.Table]]:
+        """Each fragment with the source rows inside its key bounds (none: left out)."""
+        first = self.schema.find_field(self.keys[0])
+        if not isinstance(first.field_type, IntegerType | LongType) or source.num_rows == 0:
+            return [(f, source) for f in fragments] if source.num_rows else []
+        source = source.filter(pc.is_valid(source.column(self.keys[0])))
+        source = source.sort_by(self.keys[0])
+        keys = source.column(self.keys[0]).to_numpy()
+        out = []
+        for fragment in fragments:
+            lo, hi = self.key_bounds(fragment)
+            start = 0 if lo is None else int(np.searchsorted(keys, lo, "left"))
+            end = len(keys) if hi is None else int(np.searchsorted(keys, hi, "right"))
+            if end > start:
+                out.append((fragment, source.slice(start, end - start)))
+        return out
+
+
+def unique_keys(data: pa.Table, keys: list[str], duplicates: str) -> pa.Table:
+    """Rows with unique non-null keys: an error naming a duplicate, or its first/last row."""
+    valid = None
+    for k in keys:
+        v = pc.is_valid(data.column(k))
+        valid = v if valid is None else pc.and_(valid, v)
+    if valid is not None and data.num_rows and not pc.all(valid).as_py():
+        data = data.filter(valid)  # a NULL key matches no row (SQL equality)
+    if data.num_rows < 2:
+        return data
+    if duplicates == "error":
+        groups = data.select(keys).group_by(keys).aggregate([([], "count_all")])
+        if groups.num_rows == data.num_rows:
+            return data
+        dup = groups.filter(pc.greater(groups.column("count_all"), 1)).slice(0, 1).to_pylist()[0]
+        shown = ", ".join(f"{k}={dup[k]!r}" for k in keys)
+        raise ValidationError(
+            f"the source has {dup['count_all']} rows with the key {shown}; make the keys unique or pass "
+            "duplicates='first' or 'last'"
+        )
+    seq = pa.array(np.arange(data.num_rows, dtype=np.int64))
+    with_seq = data.select(keys).append_column("__seq", seq)
+    agg = "min" if duplicates == "first" else "max"
+    groups = with_seq.group_by(keys, use_threads=False).aggregate([("__seq", agg)])
+    if groups.num_rows == data.num_rows:
+        return data
+    return data.take(np.sort(groups.column(f"__seq_{agg}").to_numpy()))
+
+
+def match_indices(rows: pa.Table, source: pa.Table, keys: list[str]) -> pa.Array:
+    """For each row, the index of its source row with the same key (NULL where none)."""
+    if len(keys) == 1:
+        return pc.index_in(rows.column(keys[0]), value_set=source.column(keys[0]).combine_chunks())
+    left = rows.select(keys).append_column("__row", pa.array(np.arange(rows.num_rows, dtype=np.int64)))
+    right = source.select(keys).append_column("__src", pa.array(np.arange(source.num_rows, dtype=np.int64)))
+    joined = left.join(right, keys=keys, join_type="inner", use_threads=False)
+    out = np.full(rows.num_rows, -1, dtype=np.int64)
+    out[joined.column("__row").to_numpy()] = joined.column("__src").to_numpy()
+    return pa.array(out, mask=out < 0)
+
+
+def merged_rows(rows: pa.Table, source: pa.Table, plan: MergePlan, index: pa.Array) -> pa.Table:
+    """The fragment's rows with the plan's columns added or updated from the matched rows."""
+    matched = pc.is_valid(index)
+    arrays: dict[str, Any] = {name: rows.column(name) for name in rows.column_names}
+    for c in plan.columns:
+        new = source.column(c).take(index)
+        if plan.mode == "merge":
+            arrays[c] = new
+            continue
+        old = rows.column(c)
+        if plan.null_policy == "keep":
+            arrays[c] = pc.if_else(pc.is_valid(new), new, old)
+        else:
+            arrays[c] = pc.if_else(matched, new, old)
+    return pa.table({f.name: arrays[f.name] for f in plan.schema.fields if f.name in arrays})
+
+
+def rewrite_fragment(fragment: Fragment, plan: MergePlan, source: pa.Table, force: bool = False) -> Fragment | None:
+    """Merge one fragment with its source rows and write it as one new file.
+
+    Returns the new fragment, or None when no source row matched (and ``force`` is off): the
+    fragment then needs no rewrite.
+    """
+    from tablestore.table.read import read_task_table
+
+    context = fragment.context
+    table_schema = context.table_schema
+    rows = read_task_table(context.io, fragment.file, fragment.delete_files, fragment.spec, table_schema,
+                           table_schema, AlwaysTrue())
+    index = match_indices(rows, source, list(plan.keys))
+    if not force and index.null_count == len(index):
+        return None
+    if rows.num_rows == 0:
+        raise ValidationError(f"fragment {fragment.id} has no live rows; there is nothing to merge into")
+    out = conform_to_schema(merged_rows(rows, source, plan, index), plan.schema)
+    out = out.replace_schema_metadata({LINEAGE_KEY: fragment.id})
+    ctx = WriteContext(context.io, context.location, plan.schema, fragment.spec,
+                       {**context.properties, "write.target-file-size-bytes": _ONE_FILE})
+    (written,) = write_partition(ctx, PartitionSlice(fragment.partition, out))
+    return replace(fragment, file=written, delete_files=(), schema=plan.schema, replaces=fragment.id,
+                   replaced_file=fragment.file, new_columns=plan.new_columns, lineage=fragment.id)
+
+
+# -- a whole table -------------------------------------------------------------------------------
+
+
+def merge_table(
+    table: Table,
+    source: Any,
+    on: str | list[str],
+    columns: str | list[str] | None,
+    mode: str,
+    null_policy: str = "keep",
+    duplicates: str = "error",
+    filter: str | Expression | None = None,
+    snapshot_properties: dict[str, str] | None = None,
+) -> Snapshot | None:
+    """Merge or update columns of every fragment (matching ``filter``) in one commit.
+
+    Returns the new snapshot, or None when no fragment changed (new columns are still added to
+    the schema then, reading NULL everywhere).
+    """
+    fragments = list_fragments(table, filter)
+    context = fragments[0].context if fragments else context_of(table)
+    plan = MergePlan.build(context, source_columns(source), on, columns, mode, null_policy, duplicates)
+    rewritten = run_plan(table, plan, fragments, source)
+    props = {"column-merge": plan.mode, **(snapshot_properties or {})}
+    if not rewritten:
+        if plan.new_columns:
+            commit_schema_only(table, context, plan.schema)
+        return None
+    return commit_fragments(table, rewritten, props)
+
+
+def rewrite_fragments(
+    table: Table,
+    fragments: list[Fragment],
+    source: Any,
+    on: str | list[str],
+    columns: str | list[str] | None,
+    mode: str,
+    null_policy: str = "keep",
+    duplicates: str = "error",
+) -> list[Fragment]:
+    """Rewrite planned fragments on the table's engine without committing them (for
+    :meth:`Table.commit_fragments` later); fragments no source row matches are left out."""
+    if not fragments:
+        return []
+    plan = MergePlan.build(fragments[0].context, source_columns(source), on, columns, mode, null_policy, duplicates)
+    return run_plan(table, plan, fragments, source)
+
+
+def run_plan(table: Table, plan: MergePlan, fragments: list[Fragment], source: Any) -> list[Fragment]:
+    """One task per fragment with source rows: Spark's mapInArrow for a Spark DataFrame on the
+    Spark engine, else the engine's map over (fragment, source slice) pairs."""
+    engine = table.engine
+    # Checked by name: importing the Spark engine imports pyspark, which a local merge never needs.
+    on_spark = type(engine).__module__ == "tablestore.engine.spark" and type(engine).__name__ == "SparkEngine"
+    if _is_spark_dataframe(source) and on_spark and fragments:
+        return spark_rewrite(source, fragments, plan)
+    items = plan.slices(plan.prepare_source(source), fragments)
+    results = engine.map(lambda item: rewrite_fragment(item[0], plan, item[1]), items)
+    return [r for r in results if r is not None]
+
+
+def spark_rewrite(source: Any, fragments: list[Fragment], plan: MergePlan) -> list[Fragment]:
+    """Rewrite fragments on Spark executors: the source is joined to the fragments' key ranges
+    (a broadcast of one row per fragment), shuffled by fragment and merged in ``mapInArrow``."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegerType as SparkInt
+    from pyspark.sql.types import LongType as SparkLong
+    from pyspark.sql.types import StructField, StructType
+
+    spark = source.sparkSession
+    key = plan.keys[0]
+    bounds = [plan.key_bounds(f) for f in fragments]
+    spans = spark.createDataFrame(
+        [(i, lo, hi) for i, (lo, hi) in enumerate(bounds)],
+        StructType([StructField("__frag", SparkInt()), StructField("__lo", SparkLong()),
+                    StructField("__hi", SparkLong())]),
+    )
+    src = source.select(*plan.keys, *plan.columns).withColumn("__seq", F.monotonically_increasing_id())
+    condition = (F.col("__lo").isNull() | (F.col(key) >= F.col("__lo"))) & \
+        (F.col("__hi").isNull() | (F.col(key) <= F.col("__hi")))
+    joined = src.join(F.broadcast(spans), condition).drop("__lo", "__hi")
+    # A task per fragment, up to a few per core: a Python task costs a worker round trip, and a
+    # task given several fragments merges them one after the other.
+    parallelism = max(1, spark.sparkContext.defaultParallelism)
+    shuffled = joined.repartition(min(len(fragments), parallelism * TASKS_PER_CORE), "__frag")
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        collected = list(batches)
+        if not collected:
+            return
+        data = pa.Table.from_batches(collected)
+        for frag in pc.unique(data.column("__frag")).to_pylist():
+            part = data.filter(pc.equal(data.column("__frag"), frag))
+            part = part.sort_by("__seq").drop_columns(["__frag", "__seq"])
+            out = rewrite_fragment(fragments[frag], plan, plan.prepare_arrow(part))
+            if out is not None:
+                yield pa.record_batch({"payload": pa.array([pickle.dumps(out)], pa.binary())})
+
+    rows = shuffled.mapInArrow(task, "payload binary").collect()
+    return [pickle.loads(r["payload"]) for r in rows]
+
+
+__all__ = ["MergePlan", "match_indices", "merge_table", "rewrite_fragment", "rewrite_fragments", "unique_keys"]

@@ -1,0 +1,564 @@
+"""Row-level DELETE and UPDATE: planning, the per-file work, and the one commit.
+
+The plan is Iceberg's (and Spark's) for row-level commands:
+
+1. Plan the files the condition may touch, at the current snapshot (the scan's snapshot, which
+   travels to the commit for validation).
+2. Push-down: a file with no delete files whose partition values and column bounds prove that
+   every row matches is dropped in metadata only (DELETE).
+3. Every other candidate file is read with its row positions and its existing deletes applied;
+   the condition selects the affected rows. Then, by the table's mode for the operation
+   (``write.delete.mode``, ``write.update.mode``, ``write.merge.mode``):
+
+   - ``copy-on-write`` (the default, as in Iceberg): the file is replaced by a rewrite without
+     the deleted rows and with the updated ones;
+   - ``merge-on-read``: a position delete file marks the affected rows, and updated rows go
+     to new data files. A file whose every live row is affected is dropped instead.
+
+4. One :class:`~tablestore.table.row_delta.RowDelta` commit, validated under the table's
+   isolation level (``write.<op>.isolation-level``: ``serializable`` or ``snapshot``).
+
+The per-file work runs on the table's engine (threads, or Spark executors): it takes only plain
+data (:class:`RowLevelContext`, :class:`~tablestore.table.scan.FileTask`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tablestore.errors import SchemaError, ValidationError
+from tablestore.io import FileIO
+from tablestore.spec.evaluators import _decode_bound, referenced_field_ids, test_value, to_arrow_expression
+from tablestore.spec.expressions import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    BooleanExpression,
+    BoundExpression,
+    BoundLiteralPredicate,
+    BoundPredicate,
+    BoundSetPredicate,
+    Expression,
+    Or,
+    bind,
+    to_expression,
+)
+from tablestore.spec.manifest import DataFile, DataFileContent
+from tablestore.spec.metadata import Snapshot
+from tablestore.spec.partitioning import PartitionSpec
+from tablestore.spec.schema import Schema
+from tablestore.spec.transforms import IdentityTransform
+from tablestore.spec.types import DateType, DecimalType, IntegerType, LongType, TimestampType, TimestamptzType
+from tablestore.table.conform import conform_to_schema
+from tablestore.table.position_deletes import delete_file_path, write_position_deletes
+from tablestore.table.read import read_position_deletes, read_task_table
+from tablestore.table.row_delta import ISOLATION_LEVELS, SERIALIZABLE, RowDelta
+from tablestore.table.scan import FileTask, plan_files
+from tablestore.table.write import WriteContext, write_data_files
+
+if TYPE_CHECKING:
+    from tablestore.table import Table
+
+COPY_ON_WRITE = "copy-on-write"
+MERGE_ON_READ = "merge-on-read"
+MODES = (COPY_ON_WRITE, MERGE_ON_READ)
+OPERATIONS = ("delete", "update", "merge")
+
+
+def write_mode(properties: Mapping[str, str], operation: str) -> str:
+    """The table's ``write.<operation>.mode`` (copy-on-write when unset, as in Iceberg)."""
+    key = f"write.{operation}.mode"
+    mode = properties.get(key, COPY_ON_WRITE).strip().lower()
+    if mode not in MODES:
+        raise ValidationError(f"table property {key}={mode!r} must be copy-on-write or merge-on-read")
+    return mode
+
+
+def isolation_level(properties: Mapping[str, str], operation: str) -> str:
+    """The table's ``write.<operation>.isolation-level`` (serializable when unset, as in Iceberg)."""
+    key = f"write.{operation}.isolation-level"
+    level = properties.get(key, SERIALIZABLE).strip().lower()
+    if level not in ISOLATION_LEVELS:
+        raise ValidationError(f"table property {key}={level!r} must be serializable or snapshot")
+    return level
+
+
+@dataclass
+class RowLevelContext:
+    """What every per-file job of one operation shares; plain data, so it ships to executors."""
+
+    io: FileIO
+    location: str
+    schema: Schema
+    spec: PartitionSpec
+    specs: dict[int, PartitionSpec]
+    properties: dict[str, str]
+    mode: str
+
+    @staticmethod
+    def of(table: Table, mode: str) -> RowLevelContext:
+        return RowLevelContext(table.io, table.location, table.schema(), table.spec(), table.specs(),
+                               table.properties, mode)
+
+    def write_context(self) -> WriteContext:
+        # A fresh name prefix per job: jobs on different executors must never collide.
+        return WriteContext(self.io, self.location, self.schema, self.spec, self.properties,
+                            write_uuid=str(uuid.uuid4()), _counter=itertools.count(1))
+
+    def write_rows(self, rows: pa.Table) -> list[DataFile]:
+        if rows.num_rows == 0:
+            return []
+        serial = lambda fn, items: [fn(i) for i in items]  # noqa: E731  (already on an engine worker)
+        return write_data_files(self.write_context(), conform_to_schema(rows, self.schema), serial)
+
+    def write_deletes(self, data_file: DataFile, positions: np.ndarray) -> DataFile:
+        spec = self.specs[data_file.spec_id]
+        ctx = self.write_context()
+        path = delete_file_path(ctx.data_location, spec, self.schema, data_file)
+        return write_position_deletes(self.io, path, data_file, positions, ctx.codec)
+
+
+@dataclass
+class FileChange:
+    """What one job did to one data file: rows affected and files written."""
+
+    data_file: DataFile
+    affected: int = 0
+    removed: bool = False
+    added_data: list[DataFile] = field(default_factory=list)
+    added_deletes: list[DataFile] = field(default_factory=list)
+
+
+# -- reading rows with their positions ---------------------------------------------------------------
+
+
+def read_live_rows(
+    ctx: RowLevelContext, task: FileTask, columns: set[int] | None = None
+) -> tuple[pa.Table, np.ndarray]:
+    """The live rows of a data file (its deletes applied), and their positions.
+
+    ``columns`` (field ids) narrows the read to what a condition needs; the columns of equality
+    deletes are read too, to apply them.
+    """
+    from tablestore.table.read import _equality_matches
+
+    spec = ctx.specs[task.spec_id]
+    projected = ctx.schema
+    if columns is not None:
+        wanted = set(columns)
+        for delete in task.delete_files:
+            wanted.update(delete.equality_ids or [])
+        projected = Schema(tuple(f for f in ctx.schema.fields if f.field_id in wanted), ctx.schema.schema_id)
+    rows = read_task_table(ctx.io, task.file, (), spec, ctx.schema, projected, AlwaysTrue())
+    positions = np.arange(rows.num_rows, dtype=np.int64)
+    if not task.delete_files:
+        return rows, positions
+    keep = np.ones(rows.num_rows, dtype=bool)
+    fields = {f.field_id: pa.field(f.name, pa.null()) for f in projected.fields}
+    for delete in task.delete_files:
+        if delete.content == DataFileContent.POSITION_DELETES:
+            deleted = read_position_deletes(ctx.io, delete, task.file.file_path)
+            keep[deleted[deleted < rows.num_rows]] = False
+        else:
+            keep &= ~_equality_matches(ctx.io, rows, delete, fields, ctx.schema)
+    if keep.all():
+        return rows, positions
+    return rows.filter(pa.array(keep)), positions[keep]
+
+
+def condition_mask(rows: pa.Table, bound: BoundExpression, schema: Schema) -> pa.Array:
+    """True where the condition is true (false and unknown rows are not affected)."""
+    if isinstance(bound, AlwaysTrue):
+        return pa.array(np.ones(rows.num_rows, dtype=bool))
+    import pyarrow.dataset as ds
+
+    expr = to_arrow_expression(bound, schema)
+    matches = ds.dataset(rows).to_table(columns={"__m": expr}).column("__m")
+    return pc.fill_null(matches.combine_chunks(), False)
+
+
+# -- push-down: files that match as a whole ------------------------------------------------------------
+
+_EXACT_BOUND_TYPES = (IntegerType, LongType, DateType, TimestampType, TimestamptzType, DecimalType)
+
+
+def all_rows_match(bound: BooleanExpression, task: FileTask, spec: PartitionSpec) -> bool:
+    """Whether partition values and column bounds prove that every row of the file matches.
+
+    Only exact bounds count: identity partition values, and the bounds of integer, date,
+    timestamp and decimal columns (string bounds may be truncated, floats may hold NaN).
+    """
+    if task.delete_files or task.file.record_count is None or task.file.record_count < 0:
+        return False
+    identity = {pf.source_id: value for pf, value in zip(spec.fields, task.file.partition, strict=False)
+                if isinstance(pf.transform, IdentityTransform)}
+    return _strict(bound, task.file, identity)
+
+
+def _strict(expr: BooleanExpression, f: DataFile, identity: dict[int, Any]) -> bool:
+    if isinstance(expr, AlwaysTrue):
+        return True
+    if isinstance(expr, AlwaysFalse):
+        return False
+    if isinstance(expr, And):
+        return _strict(expr.left, f, identity) and _strict(expr.right, f, identity)
+    if isinstance(expr, Or):
+        return _strict(expr.left, f, identity) or _strict(expr.right, f, identity)
+    if not isinstance(expr, BoundPredicate):
+        return False
+    fid = expr.field_id
+    if fid in identity:
+        return test_value(expr, identity[fid])
+    t = expr.field.field_type
+    values = (f.value_counts or {}).get(fid)
+    nulls = (f.null_value_counts or {}).get(fid)
+    if values is None or nulls is None or values != f.record_count:
+        return False
+    if expr.op == "is_null":
+        return nulls == values
+    if expr.op == "not_null":
+        return nulls == 0
+    if nulls != 0 or not isinstance(t, _EXACT_BOUND_TYPES):
+        return False
+    lower = _decode_bound(t, (f.lower_bounds or {}).get(fid))
+    upper = _decode_bound(t, (f.upper_bounds or {}).get(fid))
+    if lower is None or upper is None:
+        return False
+    if isinstance(expr, BoundSetPredicate):
+        if expr.op == "in":
+            return bool(lower == upper and lower in expr.literals)
+        return all(v < lower or v > upper for v in expr.literals)
+    if not isinstance(expr, BoundLiteralPredicate):
+        return False
+    lit = expr.literal
+    checks: dict[str, Callable[[], bool]] = {
+        "lt": lambda: bool(upper < lit), "lt_eq": lambda: bool(upper <= lit),
+        "gt": lambda: bool(lower > lit), "gt_eq": lambda: bool(lower >= lit),
+        "eq": lambda: bool(lower == upper == lit), "not_eq": lambda: bool(lit < lower or lit > upper),
+    }
+    check = checks.get(expr.op)
+    return check() if check is not None else False
+
+
+# -- applying a change to one file ---------------------------------------------------------------------
+
+
+def change_file(
+    ctx: RowLevelContext,
+    task: FileTask,
+    live: pa.Table,
+    positions: np.ndarray,
+    affected: np.ndarray,
+    replacement: pa.Table | None = None,
+) -> FileChange | None:
+    """Remove the ``affected`` live rows (a boolean mask over ``live``) and add ``replacement``.
+
+    Copy-on-write rewrites the file; merge-on-read writes a position delete file, unless every
+    live row goes, when the file is dropped instead (no delete file needed).
+    """
+    count = int(affected.sum())
+    if count == 0:
+        return None
+    change = FileChange(task.file, affected=count)
+    new_rows = replacement if replacement is not None and replacement.num_rows else None
+    if ctx.mode == COPY_ON_WRITE or count == live.num_rows:
+        kept = live.filter(pa.array(~affected))
+        if new_rows is not None:
+            kept = pa.concat_tables([kept, new_rows.select(kept.column_names).cast(kept.schema)])
+        change.removed = True
+        change.added_data = ctx.write_rows(kept)
+        return change
+    change.added_deletes = [ctx.write_deletes(task.file, positions[affected])]
+    if new_rows is not None:
+        change.added_data = ctx.write_rows(new_rows)
+    return change
+
+
+def delete_job(ctx: RowLevelContext, bound: BoundExpression) -> Callable[[FileTask], FileChange | None]:
+    def run(task: FileTask) -> FileChange | None:
+        if all_rows_match(bound, task, ctx.specs[task.spec_id]):
+            return FileChange(task.file, affected=task.file.record_count, removed=True)
+        if ctx.mode == MERGE_ON_READ:
+            # Position deletes need only the condition's columns, not whole rows.
+            live, positions = read_live_rows(ctx, task, _top_level_ids(ctx.schema, referenced_field_ids(bound)))
+            mask = condition_mask(live, bound, ctx.schema).to_numpy(zero_copy_only=False)
+            count = int(mask.sum())
+            if count == 0:
+                return None
+            if count == live.num_rows:
+                return FileChange(task.file, affected=count, removed=True)
+            return FileChange(task.file, affected=count, added_deletes=[ctx.write_deletes(task.file, positions[mask])])
+        live, positions = read_live_rows(ctx, task)
+        mask = condition_mask(live, bound, ctx.schema).to_numpy(zero_copy_only=False)
+        return change_file(ctx, task, live, positions, mask)
+
+    return run
+
+
+def _top_level_ids(schema: Schema, ids: set[int]) -> set[int]:
+    out = set()
+    for fid in ids:
+        current: int | None = fid
+        while current is not None:
+            top = current
+            current = schema.parent_id(current)
+        out.add(top)
+    return out
+
+
+def commit_changes(
+    table: Table,
+    changes: list[FileChange],
+    scan_snapshot: Snapshot | None,
+    operation: str,
+    conflict_filter: BooleanExpression | None,
+    extra_data: list[DataFile] | None = None,
+    snapshot_properties: dict[str, str] | None = None,
+) -> Snapshot | None:
+    """One RowDelta commit of every file's change (none if nothing changed)."""
+    removed = [c.data_file for c in changes if c.removed]
+    referenced = [c.data_file for c in changes if c.added_deletes]
+    added = [f for c in changes for f in c.added_data] + list(extra_data or [])
+    deletes = [f for c in changes for f in c.added_deletes]
+    if not removed and not added and not deletes:
+        return None
+    producer = RowDelta(
+        table, removed, added, deletes, scan_snapshot.snapshot_id if scan_snapshot else None,
+        isolation=isolation_level(table.properties, operation), conflict_filter=conflict_filter,
+        referenced=referenced, snapshot_properties=snapshot_properties,
+    )
+    return producer.commit()
+
+
+def _discard(ctx: RowLevelContext, changes: list[FileChange], extra: list[DataFile] | None = None) -> None:
+    """Delete the files an operation wrote when it does not commit."""
+    files = [f for c in changes for f in (*c.added_data, *c.added_deletes)] + list(extra or [])
+    for f in files:
+            with contextlib.suppress(OSError):  # remove_orphan_files catches what is left
+                ctx.io.delete(f.file_path)
+
+
+def run_changes(
+    table: Table,
+    job: Callable[[FileTask], FileChange | None],
+    tasks: list[FileTask],
+    ctx: RowLevelContext,
+) -> list[FileChange]:
+    results = table.engine.map(job, tasks)
+    return [c for c in results if c is not None]
+
+
+# -- DELETE ---------------------------------------------------------------------------------------------
+
+
+def delete_rows(table: Table, filter: str | Expression, snapshot_properties: dict[str, str] | None = None) -> int:
+    """DELETE FROM table WHERE filter; returns the number of deleted rows."""
+    bound = bind(table.schema(), to_expression(filter))
+    snapshot = table.current_snapshot()
+    if snapshot is None or isinstance(bound, AlwaysFalse):
+        return 0
+    ctx = RowLevelContext.of(table, write_mode(table.properties, "delete"))
+    tasks = plan_files(table.io, table.metadata, snapshot, ctx.schema, bound, table.engine)
+    changes = run_changes(table, delete_job(ctx, bound), tasks, ctx)
+    try:
+        commit_changes(table, changes, snapshot, "delete", bound, snapshot_properties=snapshot_properties)
+    except BaseException:
+        _discard(ctx, changes)
+        raise
+    return sum(c.affected for c in changes)
+
+
+# -- UPDATE ---------------------------------------------------------------------------------------------
+
+
+def check_assignable(table: Table, columns: list[str]) -> list[str]:
+    """The table's names of the assigned columns; unknown and identifier columns are errors."""
+    schema = table.schema()
+    names = []
+    identifier = {schema.find_column_name(i) for i in schema.identifier_field_ids}
+    for column in columns:
+        fid = schema.find_field_id(column, case_sensitive=False)
+        if fid is None or schema.find_column_name(fid) not in schema.column_names:
+            raise SchemaError(
+                f"UPDATE sets unknown column {column!r} of {table.name}; its columns are "
+                f"{', '.join(schema.column_names)}"
+            )
+        name = schema.find_column_name(fid)
+        assert name is not None
+        if name in identifier:
+            raise ValidationError(
+                f"cannot UPDATE {name!r}: it is part of the primary key (identifier fields) of {table.name}; "
+                "delete the row and insert it with the new key instead"
+            )
+        names.append(name)
+    if len(set(names)) != len(names):
+        raise ValidationError(f"UPDATE sets a column twice: {', '.join(columns)}")
+    return names
+
+
+def updated_rows(rows: pa.Table, values: dict[str, Any], schema: Schema) -> pa.Table:
+    """``rows`` with the assigned columns replaced by ``values`` (arrays or scalars), cast to the column types.
+
+    A value of another type is cast only where SQL's store assignment allows (conform's rules);
+    anything else is a SchemaError.
+    """
+    out = rows
+    for name, value in values.items():
+        index = out.schema.get_field_index(name)
+        target = out.schema.field(index)
+        array = value if not isinstance(value, pa.Scalar) else pa.array([value.as_py()] * rows.num_rows, value.type)
+        if array.type == pa.null():
+            array = pa.nulls(rows.num_rows, target.type)
+        single = pa.table({name: array})
+        try:
+            conformed = conform_to_schema(single, schema.select([name]))
+        except SchemaError as e:
+            raise SchemaError(f"UPDATE SET {name}: {e}") from None
+        column = conformed.column(name)
+        if not target.nullable and column.null_count:
+            raise SchemaError(f"UPDATE SET {name}: the column is required but the new value is NULL")
+        out = out.set_column(index, target, column.cast(target.type))
+    return out
+
+
+def _resolver(rows: pa.Table, table_name: str) -> Callable[[str | None, str], pa.ChunkedArray]:
+    names = {n.lower(): n for n in rows.column_names}
+
+    def resolve(qualifier: str | None, name: str) -> pa.ChunkedArray:
+        if qualifier is not None and qualifier.lower() != table_name.lower():
+            raise ValidationError(f"unknown table alias {qualifier!r} in {qualifier}.{name}; use {table_name}.{name}")
+        found = names.get(name.lower())
+        if found is None:
+            raise SchemaError(f"unknown column {name!r}; the columns are {', '.join(rows.column_names)}")
+        return rows.column(found)
+
+    return resolve
+
+
+def assignment_values(
+    rows: pa.Table, assignments: dict[str, str], table_name: str
+) -> dict[str, Any]:
+    """Evaluate the SET expressions (SQL text) on ``rows``."""
+    from tablestore.table.row_expressions import ArrowEvaluator, parse_expression
+
+    evaluator = ArrowEvaluator(_resolver(rows, table_name), rows.num_rows)
+    return {name: evaluator.array(parse_expression(sql)) for name, sql in assignments.items()}
+
+
+def _as_sql(value: Any) -> str:
+    """A Python value as a SQL literal (strings given to update() are expressions, not values)."""
+    from tablestore.spec.expressions import format_literal
+
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "NULL"
+    return format_literal(value)
+
+
+def update_rows(
+    table: Table,
+    assignments: Mapping[str, Any],
+    filter: str | Expression | None = None,
+    snapshot_properties: dict[str, str] | None = None,
+) -> int:
+    """UPDATE table SET col = expr, ... WHERE filter; returns the number of updated rows.
+
+    Values are SQL expressions as text (``"name": "upper(name)"``, ``"name": "'u1'"``) or
+    Python values (``"amount": 5``).
+    """
+    if not assignments:
+        raise ValidationError("update() needs at least one column to set")
+    names = check_assignable(table, list(assignments))
+    sql = {name: _as_sql(v) for name, v in zip(names, assignments.values(), strict=True)}
+    schema = table.schema()
+    bound = bind(schema, to_expression(filter))
+    short_name = table.identifier[-1]
+    # Check every expression and its type on no rows, before a file is written.
+    empty = schema.as_arrow().empty_table()
+    updated_rows(empty, assignment_values(empty, sql, short_name), schema)
+    snapshot = table.current_snapshot()
+    if snapshot is None or isinstance(bound, AlwaysFalse):
+        return 0
+    ctx = RowLevelContext.of(table, write_mode(table.properties, "update"))
+    tasks = plan_files(table.io, table.metadata, snapshot, schema, bound, table.engine)
+
+    def run(task: FileTask) -> FileChange | None:
+        live, positions = read_live_rows(ctx, task)
+        mask = condition_mask(live, bound, ctx.schema)
+        if not pc.any(mask).as_py():
+            return None
+        matched = live.filter(mask)
+        new = updated_rows(matched, assignment_values(matched, sql, short_name), ctx.schema)
+        return change_file(ctx, task, live, positions, mask.to_numpy(zero_copy_only=False), new)
+
+    changes = run_changes(table, run, tasks, ctx)
+    try:
+        commit_changes(table, changes, snapshot, "update", bound, snapshot_properties=snapshot_properties)
+    except BaseException:
+        _discard(ctx, changes)
+        raise
+    return sum(c.affected for c in changes)
+
+
+# -- applying changes that an engine (Spark SQL) selected by file and position -------------------------------
+
+
+def apply_positions(
+    table: Table,
+    snapshot: Snapshot,
+    operation: str,
+    deleted: dict[str, np.ndarray],
+    replacements: dict[str, pa.Table] | None = None,
+    inserted: pa.Table | None = None,
+    conflict_filter: BooleanExpression | None = None,
+) -> int:
+    """Delete the rows at ``deleted`` (data file path → positions), put ``replacements`` (the
+    updated rows of each file) and ``inserted`` in, and commit once. Returns the rows deleted
+    or replaced.
+
+    Copy-on-write rewrites each file with its replacement rows; merge-on-read writes position
+    deletes without reading the data file, and all new rows together.
+    """
+    ctx = RowLevelContext.of(table, write_mode(table.properties, operation))
+    replacements = replacements or {}
+    tasks = [t for t in plan_files(table.io, table.metadata, snapshot, ctx.schema, AlwaysTrue(), table.engine)
+             if t.file.file_path in deleted] if deleted else []
+    missing = set(deleted) - {t.file.file_path for t in tasks}
+    if missing:
+        raise ValidationError(f"{len(missing)} data file(s) selected for the change are not in snapshot "
+                              f"{snapshot.snapshot_id} (for example {sorted(missing)[0]})")
+    mode = ctx.mode
+
+    def run(task: FileTask) -> FileChange | None:
+        positions = np.unique(deleted[task.file.file_path])
+        if mode == COPY_ON_WRITE:
+            live, live_positions = read_live_rows(ctx, task)
+            mask = np.isin(live_positions, positions)
+            return change_file(ctx, task, live, live_positions, mask, replacements.get(task.file.file_path))
+        if not task.delete_files and len(positions) == task.file.record_count:
+            return FileChange(task.file, affected=len(positions), removed=True)
+        return FileChange(task.file, affected=len(positions), added_deletes=[ctx.write_deletes(task.file, positions)])
+
+    changes = [c for c in table.engine.map(run, tasks) if c is not None]
+    extra: list[DataFile] = []
+    try:
+        new_rows = [*([] if mode == COPY_ON_WRITE else replacements.values()),
+                    *([inserted] if inserted is not None else [])]
+        new_rows = [r for r in new_rows if r.num_rows]
+        if new_rows:
+            extra = ctx.write_rows(pa.concat_tables(new_rows))
+        commit_changes(table, changes, snapshot, operation, conflict_filter, extra_data=extra)
+    except BaseException:
+        _discard(ctx, changes, extra)
+        raise
+    return sum(c.affected for c in changes)

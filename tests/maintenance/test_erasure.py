@@ -1,0 +1,160 @@
+"""Verified erasure: no Parquet file under the location holds an erased subject afterwards."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import tablestore
+from tablestore.catalog.sql import SqlCatalog
+from tablestore.cli import main
+from tablestore.errors import NoSuchSnapshotError, ValidationError
+from tablestore.maintenance.erasure import ErasureVerificationError
+from tablestore.spec.expressions import AlwaysTrue
+from tablestore.table.scan import plan_files
+from tests.conftest import Warehouse
+from tests.maintenance.helpers import SCHEMA, add_position_deletes, rows, subject_rows_in_files
+
+SUBJECTS = [3, 17, 42, 99]
+
+
+def _history(catalog: SqlCatalog) -> tablestore.Table:
+    catalog.create_namespace("db")
+    table = catalog.create_table("db.users", schema=SCHEMA, partition_by=["country"])
+    for start in range(0, 120, 30):
+        table.append(rows(30, start))
+    table.delete("user_id >= 90 AND user_id < 95")  # copy-on-write history
+    table.append(rows(10, 200))
+    return table
+
+
+def _expected(table: tablestore.Table, subjects: list[int]) -> list[int]:
+    return sorted(v for v in table.scan().to_arrow().column("user_id").to_pylist() if v not in subjects)
+
+
+def test_erasure_leaves_no_row_of_a_subject_in_any_parquet_file(catalog: SqlCatalog, warehouse: Warehouse) -> None:
+    table = _history(catalog)
+    field_id = table.schema().find_field("user_id").field_id
+    before = subject_rows_in_files(table.location, field_id, SUBJECTS, warehouse.properties)
+    assert sum(before.values()) >= 4  # the subjects are there, in several files
+    old_snapshots = [s.snapshot_id for s in table.snapshots()]
+    expected = _expected(table, SUBJECTS)
+
+    report = tablestore.erase(catalog, "db.users", "user_id", "REQ-1", values=SUBJECTS)
+
+    assert report.verified and report.residue == []
+    assert report.rows_removed == 4
+    assert report.files_rewritten >= 3 and report.files_removed > 0
+    assert subject_rows_in_files(table.location, field_id, SUBJECTS, warehouse.properties) == {}
+    table.refresh()
+    assert sorted(table.scan().to_arrow().column("user_id").to_pylist()) == expected
+    assert len(table.snapshots()) == 1
+    audit = catalog.load_table("db.erasure_audit").scan().to_arrow().to_pylist()
+    assert len(audit) == 1
+    record = audit[0]
+    assert record["request_id"] == "REQ-1" and record["tables"] == ["db.users"]
+    assert record["rows_removed"] == 4 and record["verified"] is True and record["residue"] == []
+    assert record["files_removed"] == report.files_removed and record["erased_at"] is not None
+
+    # No way back: time travel to a pre-erasure snapshot fails and says why.
+    with pytest.raises(NoSuchSnapshotError, match="expired"):
+        table.scan(snapshot_id=old_snapshots[0]).to_arrow()
+    with pytest.raises(NoSuchSnapshotError, match="expired"):
+        table.scan(as_of_timestamp=table.snapshots()[0].timestamp_ms - 1).to_arrow()
+
+
+def test_erasure_rewrites_files_whose_subject_rows_are_only_masked_by_position_deletes(tmp_path: Path) -> None:
+    catalog = tablestore.load_catalog("c", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "w"))
+    catalog.create_namespace("db")
+    table = catalog.create_table("db.users", schema=SCHEMA, partition_by=["country"])
+    table.append(rows(60))
+    table.append(rows(30, 60))
+    # Merge-on-read history: subject 42's row is masked by a position delete, not removed.
+    task = next(t for t in plan_files(table.io, table.metadata, table.current_snapshot(), table.schema(),
+                                       AlwaysTrue(), table.engine)
+                if 42 in pq.read_table(table.io.filesystem_for(t.file.file_path)[1]).column("user_id").to_pylist())
+    ids = pq.read_table(table.io.filesystem_for(task.file.file_path)[1]).column("user_id").to_pylist()
+    add_position_deletes(table, task.file, [ids.index(42), ids.index(45)])
+    assert 42 not in table.scan().to_arrow().column("user_id").to_pylist()
+    field_id = table.schema().find_field("user_id").field_id
+    assert subject_rows_in_files(table.location, field_id, [42]) != {}  # bytes still there
+    expected = _expected(table, SUBJECTS)
+
+    report = tablestore.erase(catalog, ["db.users"], "user_id", "REQ-2", values=SUBJECTS)
+
+    assert report.verified
+    assert report.rows_removed == 2  # 3 and 17 were live; 42 was already masked; 99 never existed
+    assert subject_rows_in_files(table.location, field_id, SUBJECTS) == {}
+    table.refresh()
+    assert sorted(table.scan().to_arrow().column("user_id").to_pylist()) == expected
+    files = table.inspect.files().to_pylist()
+    assert all(f["content"] == 0 for f in files)  # no delete file is left either
+
+
+def test_erasure_reports_residue_and_exits_non_zero(tmp_path: Path) -> None:
+    config = tmp_path / "tablestore.yaml"
+    config.write_text(textwrap.dedent(f"""
+        default-catalog: cat
+        catalogs:
+          - {{name: cat, type: sql, uri: "sqlite:///{tmp_path}/c.db", warehouse: "{tmp_path}/w"}}
+    """))
+    catalog = tablestore.load_catalog("cat", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "w"))
+    catalog.create_namespace("db")
+    table = catalog.create_table("db.users", schema=SCHEMA)
+    table.append(rows(20))
+    requests = catalog.create_table("db.erasure_requests", schema=pa.schema([("request_id", pa.string()),
+                                                                               ("user_id", pa.int64())]))
+    requests.append(pa.table({"request_id": ["R1", "R1", "R2"], "user_id": [3, 5, 7]}))
+    # A stray copy of a subject's row under the table location, written "after" the erasure
+    # started (so it is not the erasure's garbage to delete): verification must catch it.
+    stray = Path(table.location) / "data" / "stray-copy.parquet"
+    pq.write_table(table.scan().to_arrow().slice(3, 1).cast(table.scan().arrow_schema), stray)
+    future = time.time() + 3600
+    os.utime(stray, (future, future))
+    field_id = table.schema().find_field("user_id").field_id
+    pq.write_table(pa.table({"user_id": pa.array([3], pa.int64())}).cast(pa.schema([
+        pa.field("user_id", pa.int64(), metadata={b"PARQUET:field_id": str(field_id).encode()})])), stray)
+    os.utime(stray, (future, future))
+
+    code = main(["erase", "--table", "db.users", "--column", "user_id", "--values-from", "db.erasure_requests",
+                 "--request-id", "R1", "--config", str(config)])
+    assert code == 2
+    audit = catalog.load_table("db.erasure_audit").scan().to_arrow().to_pylist()
+    assert audit[0]["verified"] is False and audit[0]["rows_removed"] == 2  # only R1's subjects: 3 and 5
+    assert audit[0]["residue"] == [f"{stray}: 1 row(s)"]
+    assert sorted(catalog.load_table("db.users").scan().to_arrow().column("user_id").to_pylist()) == [
+        i for i in range(20) if i not in (3, 5)]
+    with pytest.raises(ErasureVerificationError, match="stray-copy.parquet"):
+        tablestore.erase(catalog, "db.users", "user_id", "R3", values=[3])
+    stray.unlink()
+    report = tablestore.erase(catalog, "db.users", "user_id", "R4", values=[3])
+    assert report.verified and report.rows_removed == 0
+
+
+def test_erasure_refuses_tables_with_tags_unless_told(tmp_path: Path) -> None:
+    catalog = tablestore.load_catalog("c", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "w"))
+    catalog.create_namespace("db")
+    table = catalog.create_table("db.users", schema=SCHEMA)
+    table.append(rows(10))
+    from tablestore.spec.updates import AssertTableUUID, SetSnapshotRefUpdate
+
+    table._commit([AssertTableUUID(table.metadata.table_uuid)],
+                  [SetSnapshotRefUpdate("audit-2024", table.current_snapshot().snapshot_id, "tag")])
+    table.append(rows(10, 10))
+    with pytest.raises(ValidationError, match="audit-2024"):
+        tablestore.erase(catalog, "db.users", "user_id", "R1", values=[3])
+    assert 3 in catalog.load_table("db.users").scan().to_arrow().column("user_id").to_pylist()  # nothing changed
+    with pytest.raises(ValidationError, match="user_id"):
+        tablestore.erase(catalog, "db.users", "user_id", "R1", values=["not-a-number"])
+    report = tablestore.erase(catalog, "db.users", "user_id", "R1", values=[3], remove_refs=True)
+    assert report.verified
+    table.refresh()
+    assert list(table.metadata.refs) == ["main"]
+    field_id = table.schema().find_field("user_id").field_id
+    assert subject_rows_in_files(table.location, field_id, [3]) == {}

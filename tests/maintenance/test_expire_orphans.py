@@ -1,0 +1,139 @@
+"""expire_snapshots and remove_orphan_files: what they keep, what they delete, and when."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+import tablestore
+from tablestore.catalog.sql import SqlCatalog
+from tablestore.errors import NoSuchSnapshotError, ValidationError
+from tablestore.maintenance.orphans import referenced_files
+from tablestore.maintenance.reachable import normalize_path
+from tablestore.spec.updates import AssertTableUUID, SetSnapshotRefUpdate
+from tests.conftest import Warehouse
+from tests.maintenance.helpers import SCHEMA, rows
+
+
+def _catalog(tmp_path: Path) -> tablestore.Catalog:
+    catalog = tablestore.load_catalog("c", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "w"))
+    catalog.create_namespace("db")
+    return catalog
+
+
+def _history(catalog: tablestore.Catalog) -> tablestore.Table:
+    table = catalog.create_table("db.t", schema=SCHEMA, partition_by=["country"])
+    table.append(rows(30))
+    table.append(rows(30, 30))
+    table.delete("user_id < 10")
+    table.append(rows(30, 60))
+    return table
+
+
+def _listed(table: tablestore.Table) -> set[str]:
+    return {normalize_path(f.path) for f in table.io.list_prefix(table.location)}
+
+
+def _ids(table: tablestore.Table, snapshot_id: int | None = None) -> list[int]:
+    return sorted(table.scan(snapshot_id=snapshot_id).to_arrow().column("user_id").to_pylist())
+
+
+def test_expire_keeps_the_last_snapshots_and_deletes_only_unreferenced_files(catalog: SqlCatalog) -> None:
+    catalog.create_namespace("db")
+    table = _history(catalog)
+    snaps = table.snapshots()
+    assert len(snaps) == 4
+    current = _ids(table)
+    files_before = _listed(table)
+
+    result = table.maintenance().expire_snapshots(older_than=int(time.time() * 1000) + 1, retain_last=2)
+
+    assert result.expired_snapshot_ids == [snaps[0].snapshot_id, snaps[1].snapshot_id]
+    table.refresh()
+    assert [s.snapshot_id for s in table.snapshots()] == [snaps[2].snapshot_id, snaps[3].snapshot_id]
+    assert _ids(table) == current
+    assert _ids(table, snaps[2].snapshot_id) == [i for i in range(10, 60)]
+    # Deleted: the 3 data files the delete rewrote away, 2 manifest lists and their manifests.
+    assert result.deleted_data_files_count == 3
+    assert result.deleted_manifest_lists_count == 2
+    assert result.deleted_manifest_files_count >= 1
+    gone = files_before - _listed(table)
+    assert gone == {normalize_path(p) for p in result.deleted_paths}
+    assert not (gone & referenced_files(table, include_deleted_entries=False))
+    with pytest.raises(NoSuchSnapshotError, match="expired"):
+        table.scan(snapshot_id=snaps[0].snapshot_id).to_arrow()
+
+
+def test_default_age_keeps_recent_snapshots_and_properties_set_a_floor(tmp_path: Path) -> None:
+    table = _history(_catalog(tmp_path))
+    assert table.maintenance().expire_snapshots().expired_snapshot_ids == []  # all younger than 5 days
+    table.update_properties({"history.expire.min-snapshots-to-keep": "3"})
+    result = table.maintenance().expire_snapshots(older_than=int(time.time() * 1000) + 1, retain_last=1)
+    assert len(result.expired_snapshot_ids) == 1 and len(table.refresh().snapshots()) == 3
+    # Only an explicit override (what an erasure does) goes below the table's minimum.
+    result = table.maintenance().expire_snapshots(older_than=int(time.time() * 1000) + 1, retain_last=1,
+                                                  override_retention=True)
+    assert len(result.expired_snapshot_ids) == 2 and len(table.refresh().snapshots()) == 1
+
+
+def test_tags_and_branches_keep_their_snapshots(tmp_path: Path) -> None:
+    table = _history(_catalog(tmp_path))
+    first = table.snapshots()[0].snapshot_id
+    table._commit([AssertTableUUID(table.metadata.table_uuid)], [SetSnapshotRefUpdate("v1", first, "tag")])
+    result = table.maintenance().expire_snapshots(older_than=int(time.time() * 1000) + 1, retain_last=1)
+    assert first not in result.expired_snapshot_ids and len(result.expired_snapshot_ids) == 2
+    assert _ids(table.refresh(), first) == list(range(30))
+    with pytest.raises(ValidationError, match="head of v1"):
+        table.maintenance().expire_snapshots(snapshot_ids=[first])
+
+
+def test_expire_by_id_and_dry_run(tmp_path: Path) -> None:
+    table = _history(_catalog(tmp_path))
+    snaps = table.snapshots()
+    listed = _listed(table)
+    dry = table.maintenance().expire_snapshots(snapshot_ids=[snaps[1].snapshot_id], dry_run=True)
+    assert dry.expired_snapshot_ids == [snaps[1].snapshot_id] and dry.deleted_manifest_lists_count == 1
+    assert _listed(table) == listed and len(table.refresh().snapshots()) == 4
+    table.maintenance().expire_snapshots(snapshot_ids=[snaps[1].snapshot_id])
+    assert [s.snapshot_id for s in table.refresh().snapshots()] == [snaps[i].snapshot_id for i in (0, 2, 3)]
+    with pytest.raises(ValidationError, match="retain_last"):
+        table.maintenance().expire_snapshots(retain_last=0)
+
+
+def test_remove_orphan_files_only_deletes_old_unreferenced_files(catalog: SqlCatalog, warehouse: Warehouse) -> None:
+    catalog.create_namespace("db")
+    table = _history(catalog)
+    table.maintenance().expire_snapshots(older_than=int(time.time() * 1000) + 1, retain_last=1)
+    junk = f"{table.location}/data/country=de/junk-from-a-failed-writer.parquet"
+    table.io.new_output(junk).write(b"not committed")
+    referenced = referenced_files(table.refresh(), include_deleted_entries=False)
+
+    # Default threshold: 3 days. The junk is new, so it stays (a writer may still commit it).
+    assert table.maintenance().remove_orphan_files().orphan_file_locations == []
+    future = int(time.time() * 1000) + 5000
+    dry = table.maintenance().remove_orphan_files(older_than=future, dry_run=True)
+    assert [normalize_path(p) for p in dry.orphan_file_locations] == [normalize_path(junk)]
+    assert table.io.new_input(junk).exists()
+    done = table.maintenance().remove_orphan_files(older_than=future)
+    assert done.orphan_file_locations == dry.orphan_file_locations
+    assert not table.io.new_input(junk).exists()
+    # Every referenced file is still there (a version hint is protected but SQL catalogs write none).
+    assert {p for p in referenced if not p.endswith("version-hint.text")} <= _listed(table)
+    assert _ids(table) == list(range(10, 90))
+
+
+def test_orphans_by_file_age(tmp_path: Path) -> None:
+    table = _history(_catalog(tmp_path))
+    old = Path(table.location) / "data" / "old-junk.parquet"
+    new = Path(table.location) / "data" / "new-junk.parquet"
+    old.write_bytes(b"x")
+    new.write_bytes(b"x")
+    four_days_ago = time.time() - 4 * 24 * 3600
+    os.utime(old, (four_days_ago, four_days_ago))
+    assert table.maintenance().remove_orphan_files().orphan_file_locations == [str(old)]
+    assert new.exists() and not old.exists()
+    with pytest.raises(ValidationError, match="not under the table location"):
+        table.maintenance().remove_orphan_files(location=str(tmp_path))

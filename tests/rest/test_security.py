@@ -1,0 +1,178 @@
+"""Auth: tokens, roles, OAuth2 client credentials; secrets never in the log; settings validation."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import requests
+
+from tablestore.config import parse_config
+from tablestore.errors import ConfigError
+from tablestore.rest.security import ForbiddenError, NotAuthorizedError
+from tablestore.rest.settings import ServerSettings, server_settings
+from tests.rest.conftest import (
+    CATALOG,
+    CLIENT_ID,
+    CLIENT_SECRET,
+    READ_TOKEN,
+    WRITE_TOKEN,
+    RestService,
+)
+
+
+def _get(service: RestService, path: str, headers: dict[str, str] | None = None) -> requests.Response:
+    return requests.get(f"{service.uri}/v1/{path}", headers=headers or {}, timeout=30)
+
+
+def test_missing_or_wrong_tokens_get_401(rest_service: RestService) -> None:
+    for headers in ({}, {"Authorization": "Bearer wrong-token-xxxxxxxxxxxxxxxx"}, {"Authorization": "Basic abc"},
+                    {"Authorization": "Bearer ts1.eyJzdWIiOiJldGwiLCJleHAiOjk5OTk5OTk5OTl9.forged"}):
+        for path in ("config", f"{CATALOG}/namespaces", f"{CATALOG}/namespaces/x/tables/y", "nothere/namespaces"):
+            response = _get(rest_service, path, headers)
+            assert response.status_code == 401, (headers, path)
+            assert response.json()["error"]["type"] == "NotAuthorizedException"
+            assert response.headers["WWW-Authenticate"] == "Bearer"
+
+
+def test_a_read_only_token_reads_but_cannot_commit(rest_service: RestService) -> None:
+    from pyiceberg.exceptions import ForbiddenError as PyForbiddenError
+
+    writer = rest_service.client()
+    writer.create_namespace("sec")
+    import pyarrow as pa
+
+    schema = pa.schema([pa.field("id", pa.int64())])
+    writer.create_table("sec.t", schema).append(pa.table({"id": [1]}, schema=schema))
+    writer.close()
+
+    reader = rest_service.client(READ_TOKEN)
+    try:
+        table = reader.load_table("sec.t")
+        assert table.scan().to_arrow().column("id").to_pylist() == [1]
+        with pytest.raises(ForbiddenError):
+            table.append(pa.table({"id": [2]}, schema=schema))
+        with pytest.raises(ForbiddenError):
+            reader.create_namespace("sec2")
+        with pytest.raises(ForbiddenError):
+            reader.drop_table("sec.t")
+    finally:
+        reader.close()
+    py = rest_service.pyiceberg(READ_TOKEN)
+    with pytest.raises(PyForbiddenError):
+        py.load_table("sec.t").append(pa.table({"id": [3]}, schema=schema))
+    response = requests.post(f"{rest_service.uri}/v1/{CATALOG}/namespaces/sec/tables/t", timeout=30,
+                             headers={"Authorization": f"Bearer {READ_TOKEN}"}, json={"updates": []})
+    assert response.status_code == 403 and response.json()["error"]["type"] == "ForbiddenException"
+    assert rest_service.client().load_table("sec.t").scan().to_arrow().column("id").to_pylist() == [1]
+
+
+def test_oauth2_client_credentials(rest_service: RestService) -> None:
+    url = f"{rest_service.uri}/v1/oauth/tokens"
+    good = {"grant_type": "client_credentials", "client_id": CLIENT_ID, "client_secret": CLIENT_SECRET}
+    response = requests.post(url, data=good, timeout=30)
+    assert response.status_code == 200
+    body = response.json()
+    assert body["token_type"] == "bearer" and body["expires_in"] == 3600
+    assert _get(rest_service, "config", {"Authorization": f"Bearer {body['access_token']}"}).status_code == 200
+
+    bad = requests.post(url, data={**good, "client_secret": "nope"}, timeout=30)
+    assert bad.status_code == 401 and bad.json()["error"] == "invalid_client"
+    assert requests.post(url, data={**good, "grant_type": "password"}, timeout=30).status_code == 400
+
+    from tablestore.catalog.rest import RestCatalog
+
+    with RestCatalog("c", uri=rest_service.uri, credential=f"{CLIENT_ID}:{CLIENT_SECRET}") as catalog:
+        catalog.create_namespace("oauth_ns")
+    from pyiceberg.catalog.rest import RestCatalog as PyRestCatalog
+
+    py = PyRestCatalog("p", uri=rest_service.uri, credential=f"{CLIENT_ID}:{CLIENT_SECRET}",
+                       **{"oauth2-server-uri": url})
+    assert ("oauth_ns",) in py.list_namespaces()
+    with pytest.raises(NotAuthorizedError):
+        RestCatalog("c", uri=rest_service.uri, credential=f"{CLIENT_ID}:wrong")
+
+
+def test_secrets_never_appear_in_the_log(rest_service: RestService) -> None:
+    requests.post(f"{rest_service.uri}/v1/oauth/tokens", timeout=30,
+                  data={"grant_type": "client_credentials", "client_id": CLIENT_ID, "client_secret": CLIENT_SECRET})
+    _get(rest_service, "config", {"Authorization": f"Bearer {WRITE_TOKEN}"})
+    _get(rest_service, "config", {"Authorization": "Bearer wrong-token-xxxxxxxxxxxxxxxx"})
+    log = rest_service.log()
+    for secret in (WRITE_TOKEN, READ_TOKEN, CLIENT_SECRET, "wrong-token-xxxxxxxxxxxxxxxx", "test-signing-secret"):
+        assert secret not in log
+
+
+def _settings(server: str) -> ServerSettings:
+    config = parse_config(f"""
+catalogs:
+  - {{name: lake, type: sql, uri: "sqlite:////tmp/x.db", warehouse: /tmp/wh}}
+server:
+{server}
+""")
+    return server_settings(config)
+
+
+@pytest.mark.parametrize(("server", "message"), [
+    ("  port: 1", "no tokens and no clients"),
+    ("  tokens: [{token: short, role: write}]", "shorter than 16"),
+    ("  tokens: [{token: aaaaaaaaaaaaaaaaaaaa, role: admin}]", "not one of read, write"),
+    ("  tokens: [{token: aaaaaaaaaaaaaaaaaaaa, roles: {other: read}}]", "not served"),
+    ("  catalogs: [nope]\n  auth: none", "not a defined catalog"),
+    ("  clients: [{client-id: x}]", "client-secret"),
+    ("  prot: 1", "unknown key server.prot"),
+])
+def test_invalid_server_settings_are_reported(server: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        _settings(server)
+
+
+def test_settings_repr_hides_tokens() -> None:
+    settings = _settings("  tokens: [{name: spark, token: aaaaaaaaaaaaaaaaaaaa-secret, role: write}]")
+    assert "aaaaaaaaaaaaaaaaaaaa-secret" not in repr(settings) and "spark" in repr(settings)
+
+
+def test_a_client_with_credentials_gets_a_new_token_when_its_token_is_refused(rest_service: RestService) -> None:
+    from tablestore.catalog.rest import RestCatalog
+
+    with RestCatalog("c", uri=rest_service.uri, credential=f"{CLIENT_ID}:{CLIENT_SECRET}") as catalog:
+        # As if the issued token had expired: the next request gets a 401 and is sent again.
+        catalog._session.headers["Authorization"] = "Bearer ts1.eyJzdWIiOiJldGwiLCJleHAiOjF9.expired"
+        catalog.create_namespace("refreshed")
+        assert catalog.namespace_exists("refreshed")
+        assert catalog._session.headers["Authorization"].startswith("Bearer ts1.")
+        assert "expired" not in catalog._session.headers["Authorization"]
+
+
+def test_issued_tokens_expire_and_cannot_be_forged() -> None:
+    import dataclasses
+
+    from tablestore.rest.security import Authenticator
+
+    settings = _settings("  clients: [{client-id: etl, client-secret: s3cr3t-s3cr3t, role: read}]")
+    auth = Authenticator(settings)
+    token, _ = auth.issue("etl", "s3cr3t-s3cr3t")
+    principal = auth.authenticate(f"Bearer {token}")
+    assert principal.name == "etl" and principal.can("lake", "read") and not principal.can("lake", "write")
+    header, payload, signature = token.split(".")
+    with pytest.raises(NotAuthorizedError, match="not valid"):
+        auth.authenticate(f"Bearer {header}.{payload}.{signature[:-2]}xx")
+    with pytest.raises(NotAuthorizedError, match="invalid client credentials"):
+        auth.issue("etl", "wrong")
+    expired = Authenticator(dataclasses.replace(settings, token_ttl_s=-10))
+    old, _ = expired.issue("etl", "s3cr3t-s3cr3t")
+    with pytest.raises(NotAuthorizedError, match="expired"):
+        expired.authenticate(f"Bearer {old}")
+    with pytest.raises(ForbiddenError):
+        Authenticator.authorize(principal, "lake", "write")
+
+
+def test_serve_refuses_to_start_without_tokens(tmp_path: Path) -> None:
+    config = tmp_path / "tablestore.yaml"
+    config.write_text(f"catalogs:\n  - {{name: lake, type: sql, warehouse: {tmp_path / 'wh'}}}\n")
+    result = subprocess.run([sys.executable, "-m", "tablestore.cli", "catalog", "serve", "--config", str(config),
+                             "--port", "1"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert result.returncode == 1
+    assert "the server has no tokens and no clients" in result.stderr

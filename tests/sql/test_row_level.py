@@ -1,0 +1,195 @@
+"""DELETE, UPDATE and MERGE statements, run for real (Spark for subqueries), in both modes."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from tablestore.config import parse_config
+from tablestore.errors import QueryError, SchemaError, UnsupportedError, ValidationError
+from tablestore.spec.schema import Schema
+from tablestore.spec.types import LongType, NestedField, StringType
+from tablestore.sql.session import SqlSession
+
+pytestmark = pytest.mark.spark
+
+MODES = ["copy-on-write", "merge-on-read"]
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    from tablestore.engine.spark import spark_session
+
+    yield spark_session(None, app_name="tablestore-row-level-tests")
+
+
+@pytest.fixture
+def session(tmp_path: Path, spark: Any) -> SqlSession:
+    config = parse_config(textwrap.dedent(f"""
+        default-catalog: c
+        catalogs:
+          - name: c
+            type: sql
+            uri: sqlite:///{tmp_path}/c.db
+            warehouse: {tmp_path}/wh
+            default-database: db
+    """))
+    s = SqlSession(config, spark=spark)
+    s.execute("CREATE DATABASE db")
+    return s
+
+
+def _props(mode: str) -> str:
+    return ", ".join(f"'write.{op}.mode'='{mode}'" for op in ("delete", "update", "merge"))
+
+
+def _setup(session: SqlSession, mode: str) -> None:
+    session.execute(f"""
+        CREATE TABLE user (id BIGINT, name STRING, region STRING) PARTITIONED BY (region)
+          TBLPROPERTIES ({_props(mode)});
+        INSERT INTO user SELECT id, concat('n', id), IF(id % 2 = 0, 'us', 'eu') FROM range(1, 21);
+        CREATE TABLE employee (id BIGINT);
+        INSERT INTO employee SELECT id FROM range(1, 16);
+    """)
+
+
+def _users(session: SqlSession) -> list[list[Any]]:
+    return session.execute("SELECT id, name, region FROM user ORDER BY id")[-1].rows
+
+
+def _summary(session: SqlSession) -> dict[str, str]:
+    catalog, identifier = session.manager.resolve_table(("user",))
+    snapshot = catalog.load_table(identifier).current_snapshot()
+    assert snapshot is not None
+    return dict(snapshot.summary)
+
+
+def test_design_statements_in_both_modes_give_equal_rows_and_counts(session: SqlSession) -> None:
+    outcomes = []
+    for mode in MODES:
+        session.execute("DROP TABLE IF EXISTS user; DROP TABLE IF EXISTS employee")
+        _setup(session, mode)
+        counts = [session.execute_one(sql).affected for sql in (
+            "DELETE FROM user WHERE id = -1",
+            "DELETE FROM user WHERE id > (SELECT count(*) FROM employee)",
+            "UPDATE user SET name = 'u1' WHERE id > 10",
+            "UPDATE user SET name = 'u1' WHERE id > (SELECT count(*) FROM employee)",
+        )]
+        outcomes.append((counts, _users(session)))
+    assert outcomes[0] == outcomes[1]
+    counts, rows = outcomes[0]
+    assert counts == [0, 5, 5, 0]
+    assert [r[0] for r in rows] == list(range(1, 16))
+    assert [r[1] for r in rows] == [f"n{i}" for i in range(1, 11)] + ["u1"] * 5
+
+
+def test_merge_on_read_delete_with_a_subquery_writes_position_deletes(session: SqlSession) -> None:
+    _setup(session, "merge-on-read")
+    result = session.execute_one("DELETE FROM user WHERE id IN (SELECT id * 3 FROM employee) AND region = 'eu'")
+    assert result.affected == 3  # 3, 9, 15
+    summary = _summary(session)
+    assert summary["added-position-deletes"] == "3" and "added-data-files" not in summary
+    assert [r[0] for r in _users(session)] == [i for i in range(1, 21) if i not in (3, 9, 15)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_deleting_a_whole_partition_in_sql_is_pushed_down(session: SqlSession, mode: str) -> None:
+    _setup(session, mode)
+    assert session.execute_one("DELETE FROM user WHERE region = 'us'").affected == 10
+    summary = _summary(session)
+    assert summary["operation"] == "delete" and summary["deleted-data-files"] == "1"
+    assert "added-data-files" not in summary and "added-delete-files" not in summary
+
+
+def test_update_with_column_references_correlated_exists_and_scalar_subqueries(session: SqlSession) -> None:
+    _setup(session, "merge-on-read")
+    result = session.execute_one(
+        "UPDATE user u SET name = concat(upper(name), '-', (SELECT max(id) FROM employee)) "
+        "WHERE EXISTS (SELECT 1 FROM employee e WHERE e.id = u.id * 2)"
+    )
+    assert result.affected == 7
+    rows = {r[0]: r[1] for r in _users(session)}
+    assert rows[1] == "N1-15" and rows[7] == "N7-15" and rows[8] == "n8"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_merge_statement_counts_and_rows(session: SqlSession, mode: str) -> None:
+    _setup(session, mode)
+    result = session.execute_one("""
+        MERGE INTO user t USING (SELECT id, concat('m', id) AS name, 'apac' AS region FROM range(18, 24)) s
+        ON t.id = s.id
+        WHEN MATCHED AND s.id = 18 THEN DELETE
+        WHEN MATCHED THEN UPDATE SET name = s.name
+        WHEN NOT MATCHED AND s.id < 23 THEN INSERT *
+    """)
+    assert result.rows == [[5, 2, 1, 2]] and result.affected == 5
+    rows = {r[0]: r for r in _users(session)}
+    assert 18 not in rows and rows[19] == [19, "m19", "eu"] and rows[22] == [22, "m22", "apac"]
+    assert 23 not in rows and len(rows) == 21
+
+
+def test_bad_statements_give_clear_errors_and_commit_nothing(session: SqlSession) -> None:
+    _setup(session, "merge-on-read")
+    before = _summary(session)
+    with pytest.raises(SchemaError, match="'id' is bigint"):
+        session.execute_one("UPDATE user SET id = 'x' || name WHERE id = 1")
+    with pytest.raises(SchemaError, match="unknown column 'nope'"):
+        session.execute_one("UPDATE user SET nope = 1 WHERE id = 1")
+    with pytest.raises(QueryError):
+        session.execute_one("DELETE FROM user WHERE missing > (SELECT 1)")
+    with pytest.raises(ValidationError, match="several rows of the source"):
+        session.execute_one("MERGE INTO user t USING (SELECT 1L AS id UNION ALL SELECT 1L) s ON t.id = s.id "
+                            "WHEN MATCHED THEN DELETE")
+    assert _summary(session) == before
+
+
+def test_updating_a_primary_key_column_is_rejected(session: SqlSession) -> None:
+    catalog = session.manager.catalog()
+    schema = Schema((NestedField(1, "id", LongType(), required=True), NestedField(2, "name", StringType())),
+                    identifier_field_ids=(1,))
+    table = catalog.create_table(("db", "pk"), schema=schema)
+    table.append(pa.table({"id": pa.array([1], pa.int64()), "name": ["a"]},
+                          schema=pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.string())])))
+    with pytest.raises(ValidationError, match="primary key"):
+        session.execute_one("UPDATE pk SET id = id + 1")
+    assert len(catalog.load_table(("db", "pk")).snapshots()) == 1
+
+
+def test_row_level_statements_fail_in_a_streaming_session(session: SqlSession) -> None:
+    _setup(session, "merge-on-read")
+    session.runtime_mode = "streaming"
+    for sql in ("DELETE FROM user WHERE id = 1", "UPDATE user SET name = 'x'"):
+        with pytest.raises(UnsupportedError) as error:
+            session.execute_one(sql)
+        assert str(error.value) == "DELETE/UPDATE TABLE is not supported for streaming mode now"
+    session.runtime_mode = "batch"
+    assert session.execute_one("DELETE FROM user WHERE id = 1").affected == 1
+
+
+def test_merge_builder_refuses_a_streaming_source(session: SqlSession, spark: Any) -> None:
+    _setup(session, "merge-on-read")
+    catalog, identifier = session.manager.resolve_table(("user",))
+    stream = spark.readStream.format("rate").load()
+    with pytest.raises(UnsupportedError, match="not supported for streaming mode now"):
+        catalog.load_table(identifier).merge(stream, on="t.id = s.value")
+
+
+def test_python_api_runs_its_file_work_on_the_spark_engine(session: SqlSession, spark: Any) -> None:
+    from tablestore.engine.spark import SparkEngine
+
+    _setup(session, "merge-on-read")
+    catalog, identifier = session.manager.resolve_table(("user",))
+    table = catalog.load_table(identifier).with_engine(SparkEngine(spark))
+    assert table.delete("id IN (1, 2, 3)") == 3
+    assert table.update({"name": "upper(name)"}, "id > 18") == 2
+    result = (table.merge(pa.table({"id": pa.array([4, 50], pa.int64()), "name": ["m", "new"], "region": ["us", "eu"]}),
+                          on="t.id = s.id").when_matched_update({"name": "s.name"}).when_not_matched_insert_all()
+              .execute())
+    assert (result.updated, result.inserted) == (1, 1)
+    rows = {r[0]: r[1] for r in _users(session)}
+    assert 1 not in rows and rows[4] == "m" and rows[19] == "N19" and rows[50] == "new" and len(rows) == 18

@@ -1,0 +1,254 @@
+"""Column merges and partial updates: the design document's incremental scenario, the update
+rule, duplicate keys, sources of every kind, Spark tasks committing once, and interop."""
+
+from __future__ import annotations
+
+import glob
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import tablestore
+from tablestore.catalog import Catalog
+from tablestore.errors import CommitConflictError, ValidationError
+from tablestore.table import Table
+from tablestore.table.column_merge import rewrite_fragments
+from tests import oracle
+from tests.values import oracle_rows
+
+IDS = pa.int64()
+
+
+def _catalog(root: Path) -> Catalog:
+    catalog = tablestore.load_catalog("c", type="sql", uri=f"sqlite:///{root}/c.db", warehouse=str(root / "w"))
+    catalog.create_namespace("db")
+    return catalog
+
+
+def users_table(catalog: Catalog, name: str = "db.users", files: int = 4, n: int = 200) -> Table:
+    """Users 1..n in ``files`` files of consecutive ids."""
+    table = catalog.create_table(name, schema=pa.schema([("user_id", IDS), ("name", pa.string())]))
+    per = n // files
+    for lo in range(1, n + 1, per):
+        ids = list(range(lo, lo + per))
+        table.append(pa.table({"user_id": pa.array(ids, IDS), "name": [f"u{i}" for i in ids]}))
+    return table
+
+
+def by_key(table: Table, *columns: str) -> dict[int, tuple[Any, ...]]:
+    return {r["user_id"]: tuple(r[c] for c in columns) for r in table.scan().to_arrow().to_pylist()}
+
+
+def segment_c(i: int) -> str | None:
+    """Job C's segment for user i: NULL for every third user."""
+    return None if i % 3 == 0 else f"c{i}"
+
+
+def run_scenario(table: Table, source: Any = pa.table) -> None:
+    """Job A adds segment for 1-100, job B ltv for 50-150, job C updates segment for 80-120."""
+    a = range(1, 101)
+    table.merge_columns(source({"user_id": pa.array(a, IDS), "segment": [f"a{i}" for i in a]}), on="user_id")
+    b = range(50, 151)
+    table.merge_columns(source({"user_id": pa.array(b, IDS), "ltv": [i * 1.5 for i in b]}), on="user_id")
+    c = range(80, 121)
+    table.update_columns(source({"user_id": pa.array(c, IDS), "segment": pa.array([segment_c(i) for i in c],
+                                                                                    pa.string())}),
+                         on="user_id", columns=["segment"])
+
+
+def expected_scenario(i: int) -> tuple[Any, ...]:
+    segment = f"a{i}" if i <= 100 else None
+    if 80 <= i <= 120 and segment_c(i) is not None:
+        segment = segment_c(i)
+    return f"u{i}", segment, (i * 1.5 if 50 <= i <= 150 else None)
+
+
+def test_incremental_scenario_keeps_old_values_where_the_new_is_null_or_absent(tmp_path: Path) -> None:
+    table = users_table(_catalog(tmp_path))
+    run_scenario(table)
+    assert table.schema().column_names == ["user_id", "name", "segment", "ltv"]
+    assert [table.schema().find_field(c).field_id for c in ("segment", "ltv")] == [3, 4]
+    got = by_key(table, "name", "segment", "ltv")
+    assert got == {i: expected_scenario(i) for i in range(1, 201)}
+    assert got[90] == ("u90", "a90", 135.0)  # C's NULL kept A's value
+    assert got[91] == ("u91", "c91", 136.5)  # C's value won
+    assert got[102] == ("u102", None, 153.0)  # C's NULL for a row without a segment: NULL
+    assert got[110] == ("u110", "c110", 165.0)  # C set a value A never had
+    ops = [s.summary["operation"] for s in table.snapshots()]
+    assert ops == ["append"] * 4 + ["overwrite"] * 3  # one commit per job
+    assert [s.summary.get("column-merge") for s in table.snapshots()[4:]] == ["merge", "merge", "update"]
+
+
+def test_scenario_from_pandas_sources(tmp_path: Path) -> None:
+    table = users_table(_catalog(tmp_path))
+    run_scenario(table, lambda cols: pd.DataFrame({k: pa.array(v).to_pylist() for k, v in cols.items()}))
+    assert by_key(table, "name", "segment", "ltv") == {i: expected_scenario(i) for i in range(1, 201)}
+
+
+def test_fragments_without_matching_keys_are_not_rewritten(tmp_path: Path) -> None:
+    table = users_table(_catalog(tmp_path))
+    before = {f.id for f in table.fragments()}
+    snapshot = table.merge_columns(pa.table({"user_id": pa.array([10, 20], IDS), "tier": ["g", "s"]}), on="user_id")
+    assert snapshot is not None and snapshot.summary["deleted-data-files"] == "1"
+    assert len(before & {f.id for f in table.fragments()}) == 3
+    assert table.merge_columns(pa.table({"user_id": pa.array([999], IDS), "x": [1]}), on="user_id") is None
+    assert table.schema().column_names[-1] == "x"  # only the schema changed: every row reads NULL
+    assert set(by_key(table, "x").values()) == {(None,)}
+
+
+def test_overwrite_null_policy_lets_a_matched_null_win(tmp_path: Path) -> None:
+    table = users_table(_catalog(tmp_path))
+    table.update_columns(pa.table({"user_id": pa.array([1, 2], IDS), "name": pa.array([None, "z"], pa.string())}),
+                         on="user_id", columns=["name"], null_policy="overwrite")
+    got = by_key(table, "name")
+    assert got[1] == (None,) and got[2] == ("z",) and got[3] == ("u3",)
+
+
+def test_duplicate_keys_fail_naming_one_or_keep_the_first_or_last(tmp_path: Path) -> None:
+    table = users_table(_catalog(tmp_path))
+    dup = pa.table({"user_id": pa.array([5, 6, 5, 7], IDS), "tier": ["first", "x", "last", "y"]})
+    with pytest.raises(ValidationError, match="2 rows with the key user_id=5; make the keys unique or pass"):
+        table.merge_columns(dup, on="user_id")
+    assert len(table.snapshots()) == 4 and "tier" not in table.schema().column_names
+    table.merge_columns(dup, on="user_id", duplicates="first")
+    assert by_key(table, "tier")[5] == ("first",)
+    table.update_columns(dup, on="user_id", columns=["tier"], duplicates="last")
+    got = by_key(table, "tier")
+    assert got[5] == ("last",) and got[6] == ("x",) and got[8] == (None,)
+
+
+def test_composite_keys_and_null_keys(tmp_path: Path) -> None:
+    catalog = _catalog(tmp_path)
+    table = catalog.create_table("db.k", schema=pa.schema([("a", IDS), ("b", pa.string()), ("v", IDS)]))
+    table.append(pa.table({"a": pa.array([1, 1, 2, None], IDS), "b": ["x", "y", "x", "x"], "v": [1, 2, 3, 4]}))
+    source = pa.table({"a": pa.array([1, 2, None], IDS), "b": ["y", "x", "x"], "w": ["1y", "2x", "null-x"]})
+    table.merge_columns(source, on=["a", "b"])
+    rows = sorted(table.scan().to_arrow().to_pylist(), key=lambda r: r["v"])
+    assert [r["w"] for r in rows] == [None, "1y", "2x", None]  # a NULL key matches nothing
+
+
+def test_merge_only_into_fragments_matching_a_filter(tmp_path: Path) -> None:
+    table = users_table(_catalog(tmp_path))
+    table.merge_columns(pa.table({"user_id": pa.array([1, 199], IDS), "t": ["a", "b"]}), on="user_id",
+                        filter="user_id > 150")
+    got = by_key(table, "t")
+    assert got[1] == (None,) and got[199] == ("b",)
+
+
+# -- Spark: tasks on executors, one commit ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    pytest.importorskip("pyspark")
+    from tablestore.config import parse_config
+    from tablestore.engine.spark import spark_session
+
+    root = tmp_path_factory.mktemp("merge-spark")
+    config = parse_config(textwrap.dedent(f"""
+        default-catalog: c
+        catalogs:
+          - {{name: c, type: sql, uri: "sqlite:///{root}/s.db", warehouse: "{root}/w"}}
+        spark: {{master: "local[2]"}}
+    """), source=str(root / "tablestore.yaml"))
+    session = spark_session(config, app_name="tablestore-column-merge-tests")
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+def spark_table(tmp_path: Path, spark: Any) -> Table:
+    from tablestore.engine.spark import SparkEngine
+
+    return users_table(_catalog(tmp_path), files=2).with_engine(SparkEngine(spark))
+
+
+def test_two_spark_tasks_merge_different_fragments_in_one_snapshot(tmp_path: Path, spark: Any) -> None:
+    table = spark_table(tmp_path, spark)
+    source = spark.createDataFrame([(i, f"s{i}") for i in (5, 60, 150, 190)], "user_id bigint, segment string")
+    fragments = table.fragments()
+    rewritten = rewrite_fragments(table, fragments, source, on="user_id", columns=None, mode="merge")
+    assert sorted(f.replaces for f in rewritten if f.replaces) == sorted(f.id for f in fragments)
+    before = len(table.snapshots())
+    snapshot = table.commit_fragments(rewritten)
+    assert snapshot is not None and len(table.refresh().snapshots()) == before + 1
+    got = by_key(table, "segment")
+    assert {k: v for k, v in got.items() if v != (None,)} == {5: ("s5",), 60: ("s60",), 150: ("s150",),
+                                                               190: ("s190",)}
+    # The same through the table-level call: Spark source, Spark engine, one snapshot per job.
+    update = spark.createDataFrame([(5, None), (150, "u150")], "user_id bigint, segment string")
+    table.update_columns(update, on="user_id", columns=["segment"])
+    got = by_key(table, "segment")
+    assert got[5] == ("s5",) and got[150] == ("u150",) and len(table.snapshots()) == before + 2
+
+
+def test_a_concurrent_delete_fails_the_commit_of_spark_tasks(tmp_path: Path, spark: Any) -> None:
+    table = spark_table(tmp_path, spark)
+    source = spark.createDataFrame([(i, i * 2.0) for i in (10, 110)], "user_id bigint, ltv double")
+    rewritten = rewrite_fragments(table, table.fragments(), source, on="user_id", columns=["ltv"], mode="merge")
+    assert len(rewritten) == 2
+    table.catalog.load_table("db.users").delete("user_id = 150")  # another writer touches a fragment
+    with pytest.raises(CommitConflictError):
+        table.commit_fragments(rewritten)
+    assert "ltv" not in table.refresh().schema().column_names and len(by_key(table)) == 199
+
+
+def test_spark_duplicates_are_found_in_the_tasks(tmp_path: Path, spark: Any) -> None:
+    table = spark_table(tmp_path, spark)
+    source = spark.createDataFrame([(7, "a"), (7, "b")], "user_id bigint, t string")
+    with pytest.raises(Exception, match="2 rows with the key user_id=7"):
+        table.merge_columns(source, on="user_id")
+    table.merge_columns(source, on="user_id", duplicates="last")
+    assert by_key(table, "t")[7] == ("b",)
+
+
+def test_a_spark_dataframe_merges_on_the_local_engine(tmp_path: Path, spark: Any) -> None:
+    table = users_table(_catalog(tmp_path))
+    table.merge_columns(spark.createDataFrame([(3, "x")], "user_id bigint, t string"), on="user_id")
+    assert by_key(table, "t")[3] == ("x",)
+
+
+# -- interop -------------------------------------------------------------------------------------
+
+
+@pytest.mark.oracle
+def test_the_java_oracle_and_pyiceberg_read_merged_tables_identically(tmp_path: Path) -> None:
+    from pyiceberg.table import StaticTable
+
+    catalog = _catalog(tmp_path)
+    table = users_table(catalog)
+    run_scenario(table)
+    # A Java merge-on-read table: its position deletes are applied by the rewrite.
+    java_dir = tmp_path / "java"
+    batch = oracle.OracleBatch(warehouse=str(java_dir))
+    batch.sql(
+        "CREATE TABLE ref.db.j (user_id bigint, name string) USING iceberg "
+        "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')",
+        "INSERT INTO ref.db.j VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd')",
+        "DELETE FROM ref.db.j WHERE user_id = 2",
+        "SELECT 1",
+    )
+    oracle.check(batch.run()[0])
+    metadata = max(glob.glob(str(java_dir / "db" / "j" / "metadata" / "v*.metadata.json")),
+                   key=lambda p: int(Path(p).name[1:].split(".")[0]))
+    java = catalog.register_table("db.j", metadata)
+    with_deletes = [f for f in java.fragments() if f.delete_files]
+    assert len(with_deletes) == 1 and with_deletes[0].record_count > 1
+    java.merge_columns(pa.table({"user_id": pa.array([2, 3], IDS), "score": pa.array([20, 30], pa.int32())}),
+                       on="user_id")
+    assert sorted(java.scan().to_arrow().to_pylist(), key=lambda r: r["user_id"]) == [
+        {"user_id": 1, "name": "a", "score": None}, {"user_id": 3, "name": "c", "score": 30},
+        {"user_id": 4, "name": "d", "score": None}]
+    check = oracle.OracleBatch()
+    jobs = {t.name: (t, check.read(t.metadata_location)) for t in (table, java)}
+    results = check.run()
+    for table_, job in jobs.values():
+        ours = oracle_rows(table_.scan().to_arrow())
+        assert oracle.check(results[job])["rows"] == ours
+        assert oracle_rows(StaticTable.from_metadata(table_.metadata_location).scan().to_arrow()) == ours

@@ -1,0 +1,279 @@
+"""Row-level DELETE, UPDATE and MERGE through the Python API on the local engine, in both modes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyiceberg.table import StaticTable
+
+import tablestore
+from tablestore.errors import CommitConflictError, SchemaError, ValidationError
+from tablestore.spec.manifest import ManifestContent, read_manifest, snapshot_manifests
+from tablestore.spec.schema import Schema
+from tablestore.spec.types import LongType, NestedField, StringType
+from tablestore.table import Table
+
+MODES = ["copy-on-write", "merge-on-read"]
+
+
+def _catalog(tmp_path: Path) -> Any:
+    catalog = tablestore.load_catalog("c", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    catalog.create_namespace("db")
+    return catalog
+
+
+def _mode_properties(mode: str, isolation: str | None = None) -> dict[str, str]:
+    props = {f"write.{op}.mode": mode for op in ("delete", "update", "merge")}
+    if isolation:
+        props.update({f"write.{op}.isolation-level": isolation for op in ("delete", "update", "merge")})
+    return props
+
+
+def _users(catalog: Any, mode: str, name: str = "user", isolation: str | None = None) -> Table:
+    table = catalog.create_table(
+        f"db.{name}", schema=pa.schema([("id", pa.int64()), ("name", pa.string()), ("region", pa.string())]),
+        partition_by=["region"], properties=_mode_properties(mode, isolation),
+    )
+    table.append(pa.table({"id": pa.array(range(1, 21), pa.int64()), "name": [f"n{i}" for i in range(1, 21)],
+                           "region": ["eu" if i % 2 else "us" for i in range(1, 21)]}))
+    return table
+
+
+def _rows(table: Table) -> list[tuple[Any, ...]]:
+    data = table.scan().to_arrow()
+    return sorted(zip(*(data.column(n).to_pylist() for n in data.column_names), strict=True))
+
+
+def _pyiceberg_rows(table: Table) -> list[tuple[Any, ...]]:
+    data = StaticTable.from_metadata(table.metadata_location).scan().to_arrow()
+    return sorted(zip(*(data.column(n).to_pylist() for n in data.column_names), strict=True))
+
+
+def _delete_manifest_files(table: Table) -> list[Any]:
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+    out = []
+    for m in snapshot_manifests(table.io, snapshot):
+        if m.content == ManifestContent.DELETES:
+            out.extend(e.data_file for e in read_manifest(table.io, m))
+    return out
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_design_statements_give_equal_results_and_counts_in_both_modes(tmp_path: Path, mode: str) -> None:
+    table = _users(_catalog(tmp_path), mode)
+    assert table.delete("id = -1") == 0
+    assert table.update({"name": "'u1'"}, "id > 10") == 10
+    assert table.delete("id > 17") == 3
+    expected = sorted([(i, f"n{i}", "eu" if i % 2 else "us") for i in range(1, 11)]
+                      + [(i, "u1", "eu" if i % 2 else "us") for i in range(11, 18)])
+    assert _rows(table) == expected
+    assert _pyiceberg_rows(table) == expected
+
+
+def test_merge_on_read_writes_position_delete_files_copy_on_write_rewrites(tmp_path: Path) -> None:
+    catalog = _catalog(tmp_path)
+    mor = _users(catalog, "merge-on-read", "mor")
+    cow = _users(catalog, "copy-on-write", "cow")
+    for table in (mor, cow):
+        assert table.delete("id IN (3, 4)") == 2
+    summary = mor.current_snapshot().summary  # type: ignore[union-attr]
+    assert summary["operation"] == "delete"
+    assert summary["added-position-deletes"] == "2"
+    assert summary["added-delete-files"] == "2"
+    assert "added-data-files" not in summary
+    deletes = _delete_manifest_files(mor)
+    assert sorted(f.content.value for f in deletes) == [1, 1]
+    assert all(f.record_count == 1 for f in deletes)
+    summary = cow.current_snapshot().summary  # type: ignore[union-attr]
+    assert summary["operation"] == "overwrite"
+    assert summary["deleted-data-files"] == "2" and summary["added-data-files"] == "2"
+    assert "added-delete-files" not in summary
+    assert _rows(mor) == _rows(cow) == _pyiceberg_rows(mor)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_deleting_whole_partitions_writes_no_data_or_delete_file(tmp_path: Path, mode: str) -> None:
+    table = _users(_catalog(tmp_path), mode)
+    assert table.delete("region = 'us'") == 10
+    summary = table.current_snapshot().summary  # type: ignore[union-attr]
+    assert summary["operation"] == "delete"
+    assert summary["deleted-data-files"] == "1" and summary["deleted-records"] == "10"
+    assert "added-data-files" not in summary and "added-delete-files" not in summary
+    assert [r[0] for r in _rows(table)] == list(range(1, 21, 2))
+
+
+def test_a_range_covering_whole_files_by_bounds_is_dropped_in_metadata(tmp_path: Path) -> None:
+    table = _users(_catalog(tmp_path), "merge-on-read")
+    assert table.delete("id >= 1 AND region = 'eu'") == 10
+    summary = table.current_snapshot().summary  # type: ignore[union-attr]
+    assert "added-delete-files" not in summary and summary["deleted-data-files"] == "1"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_update_with_expressions_and_a_second_update_on_top_of_deletes(tmp_path: Path, mode: str) -> None:
+    table = _users(_catalog(tmp_path), mode)
+    assert table.delete("id = 5") == 1
+    assert table.update({"name": "upper(name) || '-' || CAST(id * 2 AS STRING)"}, "id <= 6") == 5
+    assert table.update({"name": "CASE WHEN id % 2 = 0 THEN lower(name) ELSE name END"}, "region = 'us'") == 10
+    rows = {r[0]: r[1] for r in _rows(table)}
+    assert rows[1] == "N1-2" and rows[2] == "n2-4" and rows[6] == "n6-12" and rows[7] == "n7"
+    assert 5 not in rows and len(rows) == 19
+    assert sorted(_pyiceberg_rows(table)) == _rows(table)
+
+
+def test_updating_the_partition_column_moves_rows(tmp_path: Path) -> None:
+    table = _users(_catalog(tmp_path), "merge-on-read")
+    assert table.update({"region": "'apac'"}, "id IN (1, 2)") == 2
+    assert [r for r in _rows(table) if r[2] == "apac"] == [(1, "n1", "apac"), (2, "n2", "apac")]
+    assert table.scan(filter="region = 'apac'").to_arrow().num_rows == 2
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_merge_updates_deletes_and_inserts_with_counts(tmp_path: Path, mode: str) -> None:
+    table = _users(_catalog(tmp_path), mode)
+    source = pa.table({"id": pa.array([1, 2, 3, 100, 101], pa.int64()), "name": ["a", "b", "drop", "new", "skip"],
+                       "region": ["eu", "us", "eu", "eu", "us"]})
+    result = (table.merge(source, on="t.id = s.id")
+              .when_matched_delete("s.name = 'drop'")
+              .when_matched_update({"name": "concat(s.name, '!')"})
+              .when_not_matched_insert_all("s.name <> 'skip'")
+              .execute())
+    assert (result.updated, result.deleted, result.inserted, result.affected) == (2, 1, 1, 4)
+    rows = {r[0]: r for r in _rows(table)}
+    assert rows[1] == (1, "a!", "eu") and rows[2] == (2, "b!", "us") and 3 not in rows
+    assert rows[100] == (100, "new", "eu") and 101 not in rows and len(rows) == 20
+    assert _pyiceberg_rows(table) == _rows(table)
+
+
+def test_merge_with_several_source_rows_for_one_target_row_fails_and_commits_nothing(tmp_path: Path) -> None:
+    table = _users(_catalog(tmp_path), "merge-on-read")
+    before = table.current_snapshot().snapshot_id  # type: ignore[union-attr]
+    source = pa.table({"id": pa.array([1, 1], pa.int64()), "name": ["a", "b"]})
+    with pytest.raises(ValidationError, match="several rows of the source"):
+        table.merge(source, on="t.id = s.id").when_matched_update({"name": "s.name"}).execute()
+    assert table.refresh().current_snapshot().snapshot_id == before  # type: ignore[union-attr]
+
+
+def test_merge_insert_values_and_a_residual_on_condition(tmp_path: Path) -> None:
+    table = _users(_catalog(tmp_path), "copy-on-write")
+    source = pa.table({"key": pa.array([1, 2, 50], pa.int64()), "label": ["x", "y", "z"]})
+    result = (table.merge(source, on="t.id = s.key AND t.region = 'eu'")
+              .when_matched_update({"name": "s.label"})
+              .when_not_matched_insert({"id": "s.key + 1000", "name": "upper(s.label)", "region": "'apac'"})
+              .execute())
+    # id 2 is in 'us', so it does not match and is inserted as 1002.
+    assert (result.updated, result.inserted) == (1, 2)
+    rows = {r[0]: r for r in _rows(table)}
+    assert rows[1] == (1, "x", "eu") and rows[1002] == (1002, "Y", "apac") and rows[1050] == (1050, "Z", "apac")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_bad_updates_give_clear_errors_and_commit_nothing(tmp_path: Path, mode: str) -> None:
+    catalog = _catalog(tmp_path)
+    table = _users(catalog, mode)
+    before = table.current_snapshot().snapshot_id  # type: ignore[union-attr]
+    with pytest.raises(SchemaError, match="name"):
+        table.update({"name": "id + 1"}, "id = 1")  # a number into a string column
+    with pytest.raises(SchemaError, match="id"):
+        table.update({"id": "'abc'"}, "id = 1")  # text into a bigint column
+    with pytest.raises(SchemaError, match="unknown column 'nope'"):
+        table.update({"nope": "1"}, "id = 1")
+    with pytest.raises(SchemaError, match="unknown column 'missing'"):
+        table.update({"name": "missing"}, "id = 1")
+    with pytest.raises(ValidationError, match="local engine does not evaluate"):
+        table.update({"name": "sha1(name)"}, "id = 1")
+    assert table.refresh().current_snapshot().snapshot_id == before  # type: ignore[union-attr]
+    assert len(list((tmp_path / "wh").rglob("*-deletes.parquet"))) == 0
+
+
+def test_updating_a_primary_key_column_is_rejected(tmp_path: Path) -> None:
+    catalog = _catalog(tmp_path)
+    schema = Schema((NestedField(1, "id", LongType(), required=True), NestedField(2, "name", StringType())),
+                    identifier_field_ids=(1,))
+    table = catalog.create_table("db.pk", schema=schema)
+    table.append(pa.table({"id": pa.array([1, 2], pa.int64()), "name": ["a", "b"]},
+                          schema=pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.string())])))
+    before = table.current_snapshot().snapshot_id  # type: ignore[union-attr]
+    with pytest.raises(ValidationError, match="primary key"):
+        table.update({"id": "id + 10"}, "id = 1")
+    with pytest.raises(ValidationError, match="primary key"):
+        table.merge(pa.table({"id": pa.array([1], pa.int64())}), on="t.id = s.id") \
+            .when_matched_update({"id": "s.id + 1"}).execute()
+    assert table.update({"name": "'z'"}, "id = 1") == 1
+    assert table.refresh().current_snapshot().snapshot_id != before  # type: ignore[union-attr]
+
+
+def _stale_copy(catalog: Any, name: str) -> Table:
+    return catalog.load_table(f"db.{name}")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_concurrent_delete_of_the_same_rows_conflicts(tmp_path: Path, mode: str) -> None:
+    catalog = _catalog(tmp_path)
+    first = _users(catalog, mode)
+    second = _stale_copy(catalog, "user")  # read the same snapshot
+    assert first.delete("id IN (1, 3)") == 2
+    before = first.current_snapshot().snapshot_id  # type: ignore[union-attr]
+    with pytest.raises(CommitConflictError):
+        second.delete("id IN (3, 5)")
+    assert second.refresh().current_snapshot().snapshot_id == before  # type: ignore[union-attr]
+    assert 5 in [r[0] for r in _rows(second)]
+
+
+def test_serializable_delete_conflicts_with_a_concurrent_append_of_matching_rows(tmp_path: Path) -> None:
+    catalog = _catalog(tmp_path)
+    table = _users(catalog, "merge-on-read")
+    stale = _stale_copy(catalog, "user")
+    table.append(pa.table({"id": pa.array([30], pa.int64()), "name": ["late"], "region": ["eu"]}))
+    with pytest.raises(CommitConflictError, match="serializable"):
+        stale.update({"name": "'x'"}, "region = 'eu' AND id > 15")
+
+
+def test_snapshot_isolation_allows_a_concurrent_append_of_matching_rows(tmp_path: Path) -> None:
+    catalog = _catalog(tmp_path)
+    table = _users(catalog, "merge-on-read", isolation="snapshot")
+    stale = _stale_copy(catalog, "user")
+    table.append(pa.table({"id": pa.array([30], pa.int64()), "name": ["late"], "region": ["eu"]}))
+    assert stale.delete("region = 'eu' AND id > 15") == 2
+    ids = [r[0] for r in _rows(stale)]
+    assert 30 in ids and 17 not in ids and 19 not in ids
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_concurrent_append_to_another_partition_does_not_conflict(tmp_path: Path, mode: str) -> None:
+    catalog = _catalog(tmp_path)
+    table = _users(catalog, mode)
+    stale = _stale_copy(catalog, "user")
+    table.append(pa.table({"id": pa.array([40], pa.int64()), "name": ["other"], "region": ["us"]}))
+    assert stale.delete("region = 'eu' AND id < 6") == 3
+    ids = [r[0] for r in _rows(stale)]
+    assert 40 in ids and not {1, 3, 5} & set(ids)
+    assert len(stale.snapshots()) == 3  # append, the concurrent append, the delete
+
+
+def test_isolation_and_mode_properties_are_checked(tmp_path: Path) -> None:
+    catalog = _catalog(tmp_path)
+    table = _users(catalog, "copy-on-write")
+    table.update_properties({"write.delete.mode": "merge-on-write"})
+    with pytest.raises(ValidationError, match="write.delete.mode"):
+        table.delete("id = 1")
+    table.update_properties({"write.delete.mode": "merge-on-read", "write.delete.isolation-level": "strict"})
+    with pytest.raises(ValidationError, match="isolation-level"):
+        table.delete("id = 1")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_upsert_with_update_all_and_insert_all(tmp_path: Path, mode: str) -> None:
+    table = _users(_catalog(tmp_path), mode)
+    source = pa.table({"id": pa.array([2, 4, 99], pa.int64()), "name": ["two", "four", "ninety-nine"],
+                       "region": ["us", "eu", "eu"]})
+    result = table.merge(source, on="t.id = s.id").when_matched_update_all().when_not_matched_insert_all().execute()
+    assert (result.updated, result.deleted, result.inserted) == (2, 0, 1)
+    rows = {r[0]: r for r in _rows(table)}
+    assert rows[2] == (2, "two", "us") and rows[4] == (4, "four", "eu") and rows[99] == (99, "ninety-nine", "eu")
+    assert rows[3] == (3, "n3", "eu") and len(rows) == 21
+    assert _pyiceberg_rows(table) == _rows(table)
