@@ -97,8 +97,11 @@ def run_pipeline(
     root: str | None = None,
     log: Callable[[str], None] = print,
     stop_on_failure: bool = True,
+    log_level: str = "DEBUG",
 ) -> PipelineRun:
-    """Materialize every asset once, in order; returns what each step did and every check."""
+    """Materialize every asset once, in order; returns what each step did and every check.
+
+    ``log_level`` is the level of Dagster's console logger (the demo shows warnings only)."""
     settings = load_settings(settings_file, root)
     assets = build_assets(settings)
     checks = build_checks()
@@ -112,6 +115,7 @@ def run_pipeline(
         result = dg.materialize(
             [*assets, *checks], selection=dg.AssetSelection.assets(*keys), partition_key=partition_key,
             resources=res, instance=instance, tags=tags, raise_on_error=False,
+            run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
         )
         outcome = _outcome(label, result)
         run.steps.append(outcome)

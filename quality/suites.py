@@ -75,8 +75,9 @@ class SuiteRun:
         for r in self.result.results:
             if not r.success:
                 config = r.expectation_config
-                failed.append(f"{config.type}({', '.join(f'{k}={v!r}' for k, v in config.kwargs.items() if k != 'batch_id')})"
-                              f": observed {r.result.get('observed_value', r.result.get('partial_unexpected_list'))!r}")
+                kwargs = ", ".join(f"{k}={v!r}" for k, v in config.kwargs.items() if k != "batch_id")
+                observed = r.result.get("observed_value", r.result.get("partial_unexpected_list"))
+                failed.append(f"{config.type}({kwargs}): observed {observed!r}")
         return failed
 
     def describe(self) -> str:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 _spark_lock = threading.Lock()
 
 
-class TableStoreResource(dg.ConfigurableResource):  # type: ignore[misc]
+class TableStoreResource(dg.ConfigurableResource):
     """The tablestore catalog ``lakehouse`` (database ``shop``) from the environment's settings.
 
     ``settings_file`` and ``root`` default to what ``$LAKEHOUSE_ENV`` / ``$LAKEHOUSE_ROOT`` select.
@@ -67,7 +67,7 @@ class TableStoreResource(dg.ConfigurableResource):  # type: ignore[misc]
         return SqlSession(self.settings.tablestore, self.manager, spark)
 
 
-class SparkResource(dg.ConfigurableResource):  # type: ignore[misc]
+class SparkResource(dg.ConfigurableResource):
     """A SparkSession for the tablestore config: ``local[2]`` embedded, the cluster in the stack."""
 
     tablestore: TableStoreResource

@@ -42,34 +42,11 @@ def merge_feature(table: Table, source: pa.Table, column: str) -> tuple[str, int
     """Add ``column`` from ``source`` (joined on user_id), or refresh it if the table has it."""
     exists = column in [f.name for f in table.schema().fields]
     action = "update_columns" if exists else "merge_columns"
-    if not hasattr(table, "merge_columns"):
-        # STAND-IN until Table.merge_columns/update_columns (issue 7) are on main: a full rewrite.
-        return f"{action} (stand-in: rewrite)", _rewrite_feature(table, source, column, exists)
     if exists:
         snapshot = table.update_columns(source, on="user_id", columns=[column])
     else:
         snapshot = table.merge_columns(source, on="user_id", columns=[column])
     return action, snapshot.snapshot_id if snapshot is not None else None
-
-
-def _rewrite_feature(table: Table, source: pa.Table, column: str, exists: bool) -> int:
-    """STAND-IN for merge_columns/update_columns: join, coalesce new over old, rewrite the table."""
-    import pyarrow.compute as pc
-
-    from tablestore.spec.schema import arrow_to_schema
-
-    if not exists:
-        field_type = arrow_to_schema(pa.schema([source.schema.field(column)])).fields[0].field_type
-        with table.update_schema() as update:
-            update.add_column(column, field_type)
-    current = table.scan().to_arrow()
-    joined = current.join(source.rename_columns([f"__new_{n}" for n in source.column_names]),
-                          keys="user_id", right_keys="__new_user_id", join_type="left outer")
-    merged = pc.coalesce(joined.column(f"__new_{column}").cast(current.schema.field(column).type),
-                         joined.column(column))
-    rows = joined.select(current.column_names).set_column(current.column_names.index(column), column, merged)
-    snapshot = table.overwrite(rows)
-    return snapshot.snapshot_id
 
 
 def build_customer_assets() -> list[dg.AssetsDefinition]:

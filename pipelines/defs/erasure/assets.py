@@ -10,7 +10,6 @@ ingestion, so re-running the pipeline never brings an erased subject back.
 
 import datetime
 import json
-from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -20,6 +19,7 @@ from pipelines.defs.customers.assets import LTV_KEY
 from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVENTS_KEY, REQUESTS_LANDING_KEY
 from pipelines.defs.resources import SparkResource, TableStoreResource
 from pipelines.settings import PipelineSettings, table_name
+from tablestore.maintenance.erasure import erase
 from tablestore.sql.session import SqlSession
 
 REQUESTS_KEY = dg.AssetKey(["lakehouse", "shop", "erasure_requests"])
@@ -103,49 +103,24 @@ def run_erasure(store: TableStoreResource, spark: SparkResource) -> dict[str, An
     request_ids = sorted(r["request_id"] for r in requests)
     sql = store.sql(spark.session())
     deleted = delete_subjects(sql, store, users)
-    import tablestore
-
     request_id = ",".join(request_ids)
     tables = [f"shop.{t}" for t in ERASED_TABLES if store.exists(t)]
-    if hasattr(tablestore, "erase"):
-        report: Any = tablestore.erase(
-            store.catalog(), tables, column="user_id", request_id=request_id, values=users,
-            audit_table="shop.erasure_audit",
-        )
-    else:
-        report = _verify_only(store, tables, users)
+    report = erase(
+        store.catalog(), tables, column="user_id", request_id=request_id, values=users,
+        audit_table="shop.erasure_audit",
+    )
     mark_done(store, request_ids)
     return {
         "pending": len(requests),
         "request_ids": request_ids,
         "users": users,
         "rows_deleted": deleted,
-        "rows_removed_by_erase": int(getattr(report, "rows_removed", 0)),
-        "files_rewritten": int(getattr(report, "files_rewritten", 0)),
-        "files_removed": int(getattr(report, "files_removed", 0)),
-        "verified": bool(getattr(report, "verified", False)),
+        "rows_removed_by_erase": report.rows_removed,
+        "files_rewritten": report.files_rewritten,
+        "files_removed": report.files_removed,
+        "verified": report.verified,
         "audit_table": "lakehouse.shop.erasure_audit",
     }
-
-
-def _verify_only(store: TableStoreResource, tables: list[str], users: list[int]) -> Any:
-    """STAND-IN until tablestore.erase (issue 9) is on main: no expiry or orphan removal exists
-    yet, so this only reads every Parquet file under each table location and reports residue."""
-    import types
-
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    residue = []
-    for name in tables:
-        table = store.catalog().load_table(tuple(name.split(".")))
-        root = table.location.removeprefix("file://")
-        for path in sorted(Path(root).rglob("*.parquet")):
-            column = pq.read_table(path, columns=["user_id"]).column("user_id")
-            if pc.any(pc.is_in(column, pa.array(users, pa.int64()))).as_py():
-                residue.append(str(path))
-    return types.SimpleNamespace(rows_removed=0, files_rewritten=0, files_removed=0, verified=not residue,
-                                 residue=residue)
 
 
 def build_erasure_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]:
