@@ -89,8 +89,10 @@ def browser() -> Iterator[object]:
 
 
 def test_materialize_an_asset_from_the_dagster_ui(dagster_ui: str, browser: object) -> None:
-    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.common.exceptions import ElementClickInterceptedException, StaleElementReferenceException
+    from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.remote.webdriver import WebDriver
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -105,11 +107,19 @@ def test_materialize_an_asset_from_the_dagster_ui(dagster_ui: str, browser: obje
                     return True
         except StaleElementReferenceException:
             pass
+        except ElementClickInterceptedException:
+            # A dialog (Dagster's first-visit notices) covers the page: close it and try again.
+            ActionChains(d).send_keys(Keys.ESCAPE).perform()
+            for close in d.find_elements(By.XPATH, "//div[contains(@class,'bp5-dialog')]//button"):
+                if close.is_displayed() and close.text.strip().lower() in ("close", "dismiss", "got it", "ok", ""):
+                    close.click()
+                    break
         return False
 
     WebDriverWait(browser, 180, poll_frequency=1).until(click_materialize)
     WebDriverWait(browser, 60).until(lambda d: "run" in d.find_element(By.TAG_NAME, "body").text.lower())
     # The launched run appears in the runs list; it must reach Success.
+    browser.save_screenshot(str(Path(os.environ.get("TMPDIR", "/tmp")) / "dagster-ui-after-click.png"))
     browser.get(f"{dagster_ui}/runs")
     WebDriverWait(browser, 300, poll_frequency=2).until(
         lambda d: (d.refresh() or True) and "Success" in d.find_element(By.TAG_NAME, "body").text
