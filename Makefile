@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 UV := python3 -m uv
 PYTEST_ARGS ?=
 
-.PHONY: install demo test lint bench clean up down logs ps e2e-stack
+.PHONY: install demo dagster quality test lint bench clean up down logs ps e2e-stack
 
 $(VENV)/.installed: pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
@@ -14,14 +14,26 @@ $(VENV)/.installed: pyproject.toml uv.lock
 
 install: $(VENV)/.installed
 
+# The lakehouse pipeline end to end on embedded defaults (no Docker, no network).
 demo: install
-	$(PY) -m tablestore.demo
+	$(PY) -m pipelines.demo
+
+# The Dagster UI on the same embedded configuration: http://127.0.0.1:3000
+DAGSTER_PORT ?= 3000
+dagster: install
+	mkdir -p warehouse/dagster-home
+	DAGSTER_HOME=$(abspath warehouse/dagster-home) LAKEHOUSE_ROOT=$(abspath warehouse/demo) \
+		$(VENV)/bin/dagster dev -m pipelines.definitions -p $(DAGSTER_PORT)
+
+# The Great Expectations suites alone, on what `make demo` left.
+quality: install
+	$(PY) -m quality
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: install
-	$(VENV)/bin/ruff check tablestore tests bench infra
+	$(VENV)/bin/ruff check tablestore pipelines quality tests bench infra
 	$(VENV)/bin/mypy
 
 bench: install

@@ -1,0 +1,1 @@
+"""The lakehouse pipeline: a Dagster code location over tablestore (see pipelines.definitions)."""

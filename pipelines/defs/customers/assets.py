@@ -1,0 +1,98 @@
+"""The customers dimension and the features merged into it.
+
+``customers`` is rebuilt from the events; ``customer_segments`` and ``customer_lifetime_value``
+add their column with ``Table.merge_columns`` the first time, and afterwards refresh it with
+``Table.update_columns`` (a partial update: customers absent from the source keep their value).
+"""
+
+
+import dagster as dg
+import pyarrow as pa
+
+from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVENTS_KEY
+from pipelines.defs.resources import SparkResource, TableStoreResource
+from pipelines.settings import table_name
+from tablestore.table import Table
+
+CUSTOMERS_KEY = dg.AssetKey(["lakehouse", "shop", "customers"])
+SEGMENTS_KEY = dg.AssetKey(["lakehouse", "shop", "customer_segments"])
+LTV_KEY = dg.AssetKey(["lakehouse", "shop", "customer_lifetime_value"])
+CUSTOMERS = table_name("customers")
+EVENTS = table_name("events")
+BASE_COLUMNS = "user_id BIGINT NOT NULL, email STRING, country_code STRING, first_seen TIMESTAMP"
+
+SEGMENT_SQL = f"""
+SELECT user_id,
+       CASE WHEN count_if(event_type = 'purchase') >= 8 THEN 'vip'
+            WHEN count_if(event_type = 'purchase') >= 3 THEN 'regular'
+            WHEN count_if(event_type = 'purchase') >= 1 THEN 'occasional'
+            ELSE 'browser' END AS segment
+FROM {EVENTS} GROUP BY user_id
+"""
+# Only customers who bought have a lifetime value; the others keep what they had (NULL).
+LTV_SQL = f"""
+SELECT user_id,
+       CAST(sum(CASE WHEN event_type = 'purchase' THEN amount ELSE -amount END) AS DECIMAL(14,2)) AS lifetime_value
+FROM {EVENTS} WHERE event_type IN ('purchase', 'refund') GROUP BY user_id
+HAVING count_if(event_type = 'purchase') > 0
+"""
+
+
+def merge_feature(table: Table, source: pa.Table, column: str) -> tuple[str, int | None]:
+    """Add ``column`` from ``source`` (joined on user_id), or refresh it if the table has it."""
+    exists = column in [f.name for f in table.schema().fields]
+    action = "update_columns" if exists else "merge_columns"
+    if exists:
+        snapshot = table.update_columns(source, on="user_id", columns=[column])
+    else:
+        snapshot = table.merge_columns(source, on="user_id", columns=[column])
+    return action, snapshot.snapshot_id if snapshot is not None else None
+
+
+def build_customer_assets() -> list[dg.AssetsDefinition]:
+    @dg.asset(key=CUSTOMERS_KEY, deps=[EVENTS_KEY, EVENTS_HOURLY_KEY], group_name="customers",
+              kinds={"iceberg", "spark"})
+    def customers(tablestore: TableStoreResource, spark: SparkResource) -> dg.MaterializeResult:
+        """``lakehouse.shop.customers``: one row per user seen in the events (identifier user_id).
+        Rebuilt with INSERT OVERWRITE; the feature columns are refilled by the assets after it."""
+        sql = tablestore.sql(spark.session())
+        if not tablestore.exists("customers"):
+            sql.execute_one(f"CREATE TABLE {CUSTOMERS} ({BASE_COLUMNS})")
+            sql.execute_one(f"ALTER TABLE {CUSTOMERS} SET IDENTIFIER FIELDS user_id")
+        table = tablestore.table("customers")
+        extra = [f.name for f in table.schema().fields][4:]
+        nulls = "".join(f", NULL AS {name}" for name in extra)
+        sql.execute_one(
+            f"INSERT OVERWRITE {CUSTOMERS} SELECT user_id, min_by(email, event_ts), min_by(country_code, event_ts), "
+            f"min(event_ts){nulls} FROM {EVENTS} GROUP BY user_id"
+        )
+        table.refresh()
+        snapshot = table.current_snapshot()
+        return dg.MaterializeResult(metadata={
+            "rows": int(snapshot.summary.get("total-records", "0")) if snapshot else 0,
+            "snapshot_id": str(snapshot.snapshot_id) if snapshot else "none",
+        })
+
+    @dg.asset(key=SEGMENTS_KEY, deps=[CUSTOMERS_KEY], group_name="customers", kinds={"iceberg", "spark"})
+    def customer_segments(tablestore: TableStoreResource, spark: SparkResource) -> dg.MaterializeResult:
+        """``segment`` (vip, regular, occasional, browser) from purchase counts, merged into
+        ``customers`` with merge_columns (update_columns once the column exists)."""
+        source = tablestore.sql(spark.session()).query_arrow(SEGMENT_SQL)
+        action, snapshot_id = merge_feature(tablestore.table("customers"), source, "segment")
+        counts = source.group_by("segment").aggregate([("user_id", "count")]).to_pylist()
+        return dg.MaterializeResult(metadata={
+            "action": action, "snapshot_id": str(snapshot_id), "source_rows": source.num_rows,
+            "segments": {r["segment"]: r["user_id_count"] for r in counts},
+        })
+
+    @dg.asset(key=LTV_KEY, deps=[SEGMENTS_KEY], group_name="customers", kinds={"iceberg", "spark"})
+    def customer_lifetime_value(tablestore: TableStoreResource, spark: SparkResource) -> dg.MaterializeResult:
+        """``lifetime_value`` (purchases minus refunds) for customers who bought: a partial update,
+        so customers without purchases keep NULL."""
+        source = tablestore.sql(spark.session()).query_arrow(LTV_SQL)
+        action, snapshot_id = merge_feature(tablestore.table("customers"), source, "lifetime_value")
+        return dg.MaterializeResult(metadata={
+            "action": action, "snapshot_id": str(snapshot_id), "source_rows": source.num_rows,
+        })
+
+    return [customers, customer_segments, customer_lifetime_value]

@@ -1,0 +1,142 @@
+"""GDPR erasure: requests land as a file, fill ``erasure_requests``, and an asset executes them.
+
+The execution deletes the subjects' rows from events and customers, then runs tablestore's
+verified erasure (rewrite every file that held them, expire older snapshots, remove orphan
+files, read every Parquet file back to prove they are gone, append the audit record), and
+finally marks the requests done. The requests table doubles as the suppression list of
+ingestion, so re-running the pipeline never brings an erased subject back.
+"""
+
+
+import datetime
+import json
+from typing import Any
+
+import dagster as dg
+import pyarrow as pa
+
+from pipelines.defs.customers.assets import LTV_KEY
+from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVENTS_KEY, REQUESTS_LANDING_KEY
+from pipelines.defs.resources import SparkResource, TableStoreResource
+from pipelines.settings import PipelineSettings, table_name
+from tablestore.maintenance.erasure import erase
+from tablestore.sql.session import SqlSession
+
+REQUESTS_KEY = dg.AssetKey(["lakehouse", "shop", "erasure_requests"])
+ERASURE_KEY = dg.AssetKey(["lakehouse", "shop", "gdpr_erasure"])
+REQUESTS = table_name("erasure_requests")
+ERASED_TABLES = ("events", "customers")
+REQUEST_SCHEMA = pa.schema([
+    pa.field("request_id", pa.string(), nullable=False),
+    ("user_id", pa.int64()),
+    ("requested_at", pa.timestamp("us")),
+    ("status", pa.string()),
+    ("completed_at", pa.timestamp("us")),
+])
+PENDING = f"SELECT user_id FROM {REQUESTS} WHERE status = 'pending'"
+
+
+def load_requests(store: TableStoreResource, settings: PipelineSettings) -> tuple[int, int]:
+    """Add the requests of the landing file that the table does not hold yet; (new, total)."""
+    catalog = store.catalog()
+    if not store.exists("erasure_requests"):
+        catalog.create_table(("shop", "erasure_requests"), schema=REQUEST_SCHEMA)
+        with store.table("erasure_requests").update_schema() as update:
+            update.set_identifier_fields("request_id")
+    table = store.table("erasure_requests")
+    known = set(table.scan(columns=["request_id"]).to_arrow().column("request_id").to_pylist())
+    new = []
+    for path in sorted(settings.requests_landing.glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            request = json.loads(line)
+            if request["request_id"] in known:
+                continue
+            known.add(request["request_id"])
+            new.append({
+                "request_id": request["request_id"], "user_id": int(request["user_id"]),
+                "requested_at": datetime.datetime.fromisoformat(request["requested_at"]),
+                "status": "pending", "completed_at": None,
+            })
+    if new:
+        table.append(pa.Table.from_pylist(new, schema=REQUEST_SCHEMA))
+    return len(new), len(known)
+
+
+def delete_subjects(sql: SqlSession, store: TableStoreResource, users: list[int]) -> dict[str, int]:
+    """``DELETE FROM t WHERE user_id IN (SELECT user_id FROM erasure_requests WHERE status = 'pending')``."""
+    deleted = {}
+    for name in ERASED_TABLES:
+        if not store.exists(name):
+            continue
+        if _sql_delete_available(sql):
+            result = sql.execute_one(f"DELETE FROM {table_name(name)} WHERE user_id IN ({PENDING})")
+            deleted[name] = int(result.affected or 0) if hasattr(result, "affected") else -1
+        else:
+            # STAND-IN until SQL DELETE (issue 6) is on main: the same delete through Table.delete
+            # with the pending subjects read from the requests table.
+            deleted[name] = store.table(name).delete(f"user_id IN ({', '.join(str(u) for u in users)})")
+    return deleted
+
+
+def _sql_delete_available(sql: SqlSession) -> bool:
+    return hasattr(sql, "_Delete")
+
+
+def mark_done(store: TableStoreResource, request_ids: list[str]) -> None:
+    table = store.table("erasure_requests")
+    rows = table.scan(filter="status = 'pending'").to_arrow().to_pylist()
+    now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+    done = [{**r, "status": "done", "completed_at": now} for r in rows if r["request_id"] in request_ids]
+    # One overwrite replaces exactly these requests' rows, atomically.
+    ids = ", ".join(f"'{i}'" for i in request_ids)
+    table.overwrite(pa.Table.from_pylist(done, schema=REQUEST_SCHEMA), filter=f"request_id IN ({ids})")
+
+
+def run_erasure(store: TableStoreResource, spark: SparkResource) -> dict[str, Any]:
+    """Execute the pending requests; returns the erasure report as plain data."""
+    requests = store.table("erasure_requests").scan(filter="status = 'pending'").to_arrow().to_pylist()
+    if not requests:
+        return {"pending": 0, "message": "no pending erasure requests"}
+    users = sorted({int(r["user_id"]) for r in requests})
+    request_ids = sorted(r["request_id"] for r in requests)
+    sql = store.sql(spark.session())
+    deleted = delete_subjects(sql, store, users)
+    request_id = ",".join(request_ids)
+    tables = [f"shop.{t}" for t in ERASED_TABLES if store.exists(t)]
+    report = erase(
+        store.catalog(), tables, column="user_id", request_id=request_id, values=users,
+        audit_table="shop.erasure_audit",
+    )
+    mark_done(store, request_ids)
+    return {
+        "pending": len(requests),
+        "request_ids": request_ids,
+        "users": users,
+        "rows_deleted": deleted,
+        "rows_removed_by_erase": report.rows_removed,
+        "files_rewritten": report.files_rewritten,
+        "files_removed": report.files_removed,
+        "verified": report.verified,
+        "audit_table": "lakehouse.shop.erasure_audit",
+    }
+
+
+def build_erasure_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]:
+    @dg.asset(key=REQUESTS_KEY, deps=[REQUESTS_LANDING_KEY], group_name="erasure", kinds={"iceberg"})
+    def erasure_requests(tablestore: TableStoreResource) -> dg.MaterializeResult:
+        """``lakehouse.shop.erasure_requests``: the landed requests, status ``pending`` until executed."""
+        new, total = load_requests(tablestore, settings)
+        return dg.MaterializeResult(metadata={"new_requests": new, "requests": total})
+
+    @dg.asset(key=ERASURE_KEY, deps=[REQUESTS_KEY, EVENTS_KEY, EVENTS_HOURLY_KEY, LTV_KEY], group_name="erasure",
+              kinds={"iceberg", "spark"})
+    def gdpr_erasure(tablestore: TableStoreResource, spark: SparkResource) -> dg.MaterializeResult:
+        """Delete the pending subjects from events and customers, erase them physically (rewrite,
+        expire, remove orphans, verify), write the audit record and mark the requests done."""
+        report = run_erasure(tablestore, spark)
+        return dg.MaterializeResult(metadata={k: dg.MetadataValue.json(v) if isinstance(v, (list, dict)) else v
+                                              for k, v in report.items()})
+
+    return [erasure_requests, gdpr_erasure]

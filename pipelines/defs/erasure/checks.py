@@ -1,0 +1,15 @@
+"""Checks on erasure: no erased subject remains; landing minus erased rows equals events."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from pipelines.defs.erasure.assets import ERASURE_KEY
+from quality.checks import suite_check
+
+
+def build_erasure_checks() -> list[dg.AssetChecksDefinition]:
+    return [
+        suite_check("erased_users_gone", ERASURE_KEY),
+        suite_check("landing_reconciles", ERASURE_KEY),
+    ]

@@ -1,0 +1,132 @@
+"""Ingestion assets: landing files, daily then hourly events, schema evolution, rollover.
+
+The order the dates impose (config ``evolution.at`` and ``rollover.cutover``)::
+
+    landing ─▶ events (daily, up to the cut-over) ─▶ schema evolution (after the days before
+    ``evolution.at``) ─▶ rollover (after every daily partition) ─▶ events_hourly (from the cut-over)
+"""
+
+
+import datetime
+
+import dagster as dg
+from dagster import AssetExecutionContext
+
+from pipelines.defs.ingest import events as ev
+from pipelines.defs.ingest.landing import write_erasure_requests, write_landing_day
+from pipelines.defs.resources import SparkResource, TableStoreResource
+from pipelines.settings import PipelineSettings
+
+LANDING_KEY = dg.AssetKey(["landing", "events"])
+EVENTS_KEY = dg.AssetKey(["lakehouse", "shop", "events"])
+EVENTS_HOURLY_KEY = dg.AssetKey(["lakehouse", "shop", "events_hourly"])
+EVOLUTION_KEY = dg.AssetKey(["lakehouse", "shop", "events_schema_evolution"])
+ROLLOVER_KEY = dg.AssetKey(["lakehouse", "shop", "events_rollover"])
+REQUESTS_LANDING_KEY = dg.AssetKey(["landing", "erasure_requests"])
+
+
+def daily_partitions(settings: PipelineSettings) -> dg.DailyPartitionsDefinition:
+    return dg.DailyPartitionsDefinition(
+        start_date=settings.data.start.isoformat(), end_date=settings.cutover.isoformat()
+    )
+
+
+def hourly_partitions(settings: PipelineSettings) -> dg.HourlyPartitionsDefinition:
+    return dg.HourlyPartitionsDefinition(
+        start_date=f"{settings.cutover.isoformat()}-00:00", end_date=f"{settings.data.end.isoformat()}-00:00"
+    )
+
+
+def _naive(value: datetime.datetime) -> datetime.datetime:
+    return value.astimezone(datetime.UTC).replace(tzinfo=None)
+
+
+def _ingest_result(result: ev.IngestResult, store: TableStoreResource) -> dg.MaterializeResult:
+    table = store.table("events")
+    return dg.MaterializeResult(metadata={
+        "window": f"{result.start:%Y-%m-%d %H:%M} .. {result.end:%Y-%m-%d %H:%M}",
+        "rows": result.rows,
+        "action": result.action,
+        "snapshot_id": str(result.snapshot_id) if result.snapshot_id is not None else "none (unchanged)",
+        "partition_spec": str(table.spec()),
+        "schema_id": table.schema().schema_id,
+    })
+
+
+def build_ingest_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]:
+    daily = daily_partitions(settings)
+    before_evolution = [d.isoformat() for d in settings.daily_dates if d < settings.evolution_at]
+
+    @dg.asset(key=LANDING_KEY, group_name="ingest", kinds={"parquet"})
+    def landing_events(tablestore: TableStoreResource, spark: SparkResource) -> dg.MaterializeResult:
+        """Synthetic shop events as Hive-style Parquet (``landing/events/dt=YYYY-MM-DD/``), registered
+        in the external table ``lakehouse.shop.landing_events``."""
+        written = [write_landing_day(settings, day) for day in settings.data.dates]
+        files_added = ev.register_landing(tablestore.sql(None), settings)
+        return dg.MaterializeResult(metadata={
+            "days": len(written),
+            "rows": sum(rows for _, rows, _ in written),
+            "files_changed": sum(1 for *_, changed in written if changed),
+            "files_registered": files_added,
+            "path": str(settings.events_landing),
+        })
+
+    @dg.asset(key=EVENTS_KEY, deps=[LANDING_KEY], partitions_def=daily, group_name="ingest", kinds={"iceberg", "spark"})
+    def events(context: AssetExecutionContext, tablestore: TableStoreResource,
+               spark: SparkResource) -> dg.MaterializeResult:
+        """``lakehouse.shop.events`` by day, partitioned by ``days(event_ts)``: one landing day per
+        partition, written with INSERT OVERWRITE so a re-run replaces the day."""
+        window = context.partition_time_window
+        result = ev.ingest(tablestore.sql(spark.session()), _naive(window.start), _naive(window.end), ev.DAY_FIELD)
+        return _ingest_result(result, tablestore)
+
+    @dg.asset(
+        key=EVOLUTION_KEY, group_name="ingest", kinds={"iceberg"},
+        deps=[dg.AssetDep(EVENTS_KEY, partition_mapping=dg.SpecificPartitionsPartitionMapping(before_evolution))],
+    )
+    def events_schema_evolution(tablestore: TableStoreResource) -> dg.MaterializeResult:
+        """Evolve ``events`` before the days that carry ``device`` land: ADD COLUMN device, widen
+        quantity, price and amount, RENAME country TO country_code. Metadata only."""
+        ran = ev.evolve_schema(tablestore.sql(None))
+        table = tablestore.table("events")
+        return dg.MaterializeResult(metadata={
+            "statements": dg.MetadataValue.md("\n".join(f"- `{s}`" for s in ran) or "already evolved"),
+            "schema_id": table.schema().schema_id,
+            "schema": dg.MetadataValue.md(
+                "\n".join(f"- {f.name}: {f.field_type}" for f in table.schema().fields)
+            ),
+        })
+
+    @dg.asset(key=ROLLOVER_KEY, deps=[EVENTS_KEY, EVOLUTION_KEY], group_name="ingest", kinds={"iceberg"})
+    def events_rollover(tablestore: TableStoreResource) -> dg.MaterializeResult:
+        """At the cut-over, REPLACE PARTITION FIELD days(event_ts) WITH hours(event_ts). Files
+        written before keep the day spec; metadata only."""
+        ran = ev.roll_over(tablestore.sql(None))
+        table = tablestore.table("events")
+        return dg.MaterializeResult(metadata={
+            "statement": ran or "already rolled over",
+            "spec_id": table.spec().spec_id,
+            "spec": str(table.spec()),
+        })
+
+    @dg.asset(
+        key=EVENTS_HOURLY_KEY, deps=[ROLLOVER_KEY, EVOLUTION_KEY], partitions_def=hourly_partitions(settings),
+        backfill_policy=dg.BackfillPolicy.single_run(), group_name="ingest", kinds={"iceberg", "spark"},
+    )
+    def events_hourly(context: AssetExecutionContext, tablestore: TableStoreResource,
+                      spark: SparkResource) -> dg.MaterializeResult:
+        """``lakehouse.shop.events`` by hour from the cut-over, partitioned by ``hours(event_ts)``.
+        A range of hours runs as one INSERT OVERWRITE."""
+        window = context.partition_time_window
+        result = ev.ingest(tablestore.sql(spark.session()), _naive(window.start), _naive(window.end), ev.HOUR_FIELD)
+        return _ingest_result(result, tablestore)
+
+    @dg.asset(key=REQUESTS_LANDING_KEY, group_name="erasure", kinds={"json"})
+    def landing_erasure_requests() -> dg.MaterializeResult:
+        """The privacy desk's export of GDPR erasure requests (``landing/erasure_requests``)."""
+        path, changed = write_erasure_requests(settings)
+        return dg.MaterializeResult(metadata={"path": str(path), "requests": len(settings.erasure_users),
+                                              "changed": changed})
+
+    return [landing_events, events, events_schema_evolution, events_rollover, events_hourly,
+            landing_erasure_requests]

@@ -1,0 +1,16 @@
+"""Checks on ingestion: NULL device before the evolution, widened types, specs by cut-over."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVOLUTION_KEY
+from quality.checks import suite_check
+
+
+def build_ingest_checks() -> list[dg.AssetChecksDefinition]:
+    return [
+        suite_check("null_device_before_evolution", EVOLUTION_KEY),
+        suite_check("evolved_types", EVOLUTION_KEY),
+        suite_check("partition_specs_by_cutover", EVENTS_HOURLY_KEY),
+    ]

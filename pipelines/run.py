@@ -1,0 +1,147 @@
+"""Materialize the whole asset graph in order, in-process, with ``dagster.materialize``.
+
+The order follows the dates of the settings: landing; the daily partitions before the
+evolution; the evolution (with its checks); the remaining daily partitions; the rollover; every
+hour from the cut-over in one run; the customers and their features; the erasure (with its
+checks); the Trino reconciliation. ``make demo`` and the e2e test run this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import dagster as dg
+
+from pipelines.definitions import build_assets, build_checks
+from pipelines.defs.customers.assets import CUSTOMERS_KEY, LTV_KEY, SEGMENTS_KEY
+from pipelines.defs.erasure.assets import ERASURE_KEY, REQUESTS_KEY
+from pipelines.defs.ingest.assets import (
+    EVENTS_HOURLY_KEY,
+    EVENTS_KEY,
+    EVOLUTION_KEY,
+    LANDING_KEY,
+    REQUESTS_LANDING_KEY,
+    ROLLOVER_KEY,
+    hourly_partitions,
+)
+from pipelines.defs.reconcile.assets import RECONCILE_KEY
+from pipelines.defs.resources import resources
+from pipelines.settings import PipelineSettings, load_settings
+
+
+@dataclass
+class CheckOutcome:
+    asset: str
+    name: str
+    passed: bool
+    description: str
+    metadata: dict[str, object]
+
+
+@dataclass
+class StepOutcome:
+    label: str
+    success: bool
+    materializations: dict[str, dict[str, object]] = field(default_factory=dict)
+    checks: list[CheckOutcome] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass
+class PipelineRun:
+    settings: PipelineSettings
+    steps: list[StepOutcome] = field(default_factory=list)
+
+    @property
+    def success(self) -> bool:
+        return all(s.success for s in self.steps) and all(c.passed for c in self.checks)
+
+    @property
+    def checks(self) -> list[CheckOutcome]:
+        return [c for s in self.steps for c in s.checks]
+
+    def metadata(self, key: dg.AssetKey) -> dict[str, object]:
+        """The metadata of the last materialization of ``key`` in this run."""
+        for step in reversed(self.steps):
+            if key.to_user_string() in step.materializations:
+                return step.materializations[key.to_user_string()]
+        return {}
+
+
+def _plain(value: object) -> object:
+    return getattr(value, "value", value)
+
+
+def _outcome(label: str, result: dg.ExecuteInProcessResult) -> StepOutcome:
+    outcome = StepOutcome(label, result.success)
+    for event in result.get_asset_materialization_events():
+        materialization = event.materialization
+        outcome.materializations[materialization.asset_key.to_user_string()] = {
+            k: _plain(v) for k, v in materialization.metadata.items()
+        }
+    for evaluation in result.get_asset_check_evaluations():
+        outcome.checks.append(CheckOutcome(
+            evaluation.asset_key.to_user_string(), evaluation.check_name, evaluation.passed,
+            evaluation.description or "", {k: _plain(v) for k, v in evaluation.metadata.items()},
+        ))
+    if not result.success:
+        failures = [e for e in result.all_events if e.is_step_failure]
+        outcome.error = "; ".join(str(e.step_failure_data.error.message).strip() for e in failures
+                                  if e.step_failure_data and e.step_failure_data.error) or "run failed"
+    return outcome
+
+
+def run_pipeline(
+    settings_file: str | None = None,
+    root: str | None = None,
+    log: Callable[[str], None] = print,
+    stop_on_failure: bool = True,
+    log_level: str = "DEBUG",
+) -> PipelineRun:
+    """Materialize every asset once, in order; returns what each step did and every check.
+
+    ``log_level`` is the level of Dagster's console logger (the demo shows warnings only)."""
+    settings = load_settings(settings_file, root)
+    assets = build_assets(settings)
+    checks = build_checks()
+    res = resources(settings_file, str(settings.root))
+    instance = dg.DagsterInstance.ephemeral()
+    run = PipelineRun(settings)
+
+    def step(label: str, keys: list[dg.AssetKey], partition_key: str | None = None,
+             tags: dict[str, str] | None = None) -> bool:
+        log(f"materializing {label}")
+        result = dg.materialize(
+            [*assets, *checks], selection=dg.AssetSelection.assets(*keys), partition_key=partition_key,
+            resources=res, instance=instance, tags=tags, raise_on_error=False,
+            run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
+        )
+        outcome = _outcome(label, result)
+        run.steps.append(outcome)
+        for check in outcome.checks:
+            log(f"  check {check.name}: {'passed' if check.passed else 'FAILED'} ({check.description})")
+        if outcome.error:
+            log(f"  failed: {outcome.error}")
+        return outcome.success
+
+    hours = hourly_partitions(settings).get_partition_keys()
+    plan: list[tuple[str, list[dg.AssetKey], str | None, dict[str, str] | None]] = [
+        ("landing", [LANDING_KEY, REQUESTS_LANDING_KEY], None, None),
+        *[(f"events {d}", [EVENTS_KEY], d.isoformat(), None) for d in settings.daily_dates
+          if d < settings.evolution_at],
+        ("schema evolution", [EVOLUTION_KEY], None, None),
+        *[(f"events {d}", [EVENTS_KEY], d.isoformat(), None) for d in settings.daily_dates
+          if d >= settings.evolution_at],
+        ("rollover", [ROLLOVER_KEY], None, None),
+        (f"events_hourly {hours[0]} .. {hours[-1]}", [EVENTS_HOURLY_KEY], None,
+         {"dagster/asset_partition_range_start": hours[0], "dagster/asset_partition_range_end": hours[-1]}),
+        ("erasure requests", [REQUESTS_KEY], None, None),
+        ("customers and features", [CUSTOMERS_KEY, SEGMENTS_KEY, LTV_KEY], None, None),
+        ("gdpr erasure", [ERASURE_KEY], None, None),
+        ("trino reconciliation", [RECONCILE_KEY], None, None),
+    ]
+    for label, keys, partition_key, tags in plan:
+        if not step(label, keys, partition_key, tags) and stop_on_failure:
+            break
+    return run

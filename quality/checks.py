@@ -1,0 +1,39 @@
+"""The GX suites as Dagster asset checks. A blocking check that fails stops downstream assets."""
+
+
+import dagster as dg
+
+from pipelines.defs.resources import SparkResource, TableStoreResource
+from quality.suites import SUITES, Lakehouse, SuiteRun
+
+
+def lakehouse(tablestore: TableStoreResource, spark: SparkResource) -> Lakehouse:
+    return Lakehouse(tablestore.settings, tablestore.manager, spark.session())
+
+
+def check_result(run: SuiteRun) -> dg.AssetCheckResult:
+    evaluated = len(run.result.results)
+    failed = run.failed_expectations()
+    return dg.AssetCheckResult(
+        passed=run.success,
+        severity=dg.AssetCheckSeverity.ERROR,
+        description=f"GX suite {run.name}: {evaluated - len(failed)} of {evaluated} expectations met",
+        metadata={
+            "suite": run.name,
+            "expectations": evaluated,
+            "failed": dg.MetadataValue.json(failed),
+            "observed": dg.MetadataValue.json({k: v if isinstance(v, int | str | list | dict) else str(v)
+                                               for k, v in run.observed.items()}),
+        },
+    )
+
+
+def suite_check(suite: str, asset: dg.AssetKey, blocking: bool = True) -> dg.AssetChecksDefinition:
+    """An asset check on ``asset`` that runs the GX suite ``suite`` (see quality.suites.SUITES)."""
+    run_suite = SUITES[suite]
+
+    @dg.asset_check(asset=asset, name=suite, blocking=blocking, description=run_suite.__doc__)
+    def _check(tablestore: TableStoreResource, spark: SparkResource) -> dg.AssetCheckResult:
+        return check_result(run_suite(lakehouse(tablestore, spark)))
+
+    return _check

@@ -1,0 +1,246 @@
+"""Great Expectations suites over the lakehouse, run on Spark DataFrames from tablestore scans.
+
+Each suite is a function ``(Lakehouse) -> SuiteRun``: it builds the DataFrame it needs, an
+expectation suite, and validates the one against the other with GX Core. The Dagster asset
+checks (``pipelines/defs/*/checks.py``) and ``make quality`` both call these functions.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import great_expectations as gx
+import great_expectations.expectations as gxe
+from great_expectations.data_context.types.base import ProgressBarsConfig
+
+from pipelines.settings import CATALOG, DATABASE, PipelineSettings
+from tablestore.catalog.manager import CatalogManager
+from tablestore.engine.spark import register_table_view
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+# GX logs every data source and suite it adds at INFO; the results are what matters here.
+logging.getLogger("great_expectations").setLevel(logging.WARNING)
+
+EPOCH = datetime.datetime(1970, 1, 1)
+
+
+@dataclass
+class Lakehouse:
+    """What a suite reads: the settings, the catalogs and a SparkSession."""
+
+    settings: PipelineSettings
+    manager: CatalogManager
+    spark: SparkSession
+
+    def table_df(self, name: str) -> DataFrame:
+        view = f"quality_{name}_{uuid.uuid4().hex[:8]}"
+        return register_table_view(self.spark, self.manager, (CATALOG, DATABASE, name), view)
+
+    def exists(self, name: str) -> bool:
+        return self.manager.catalog(CATALOG).table_exists((DATABASE, name))
+
+    def landing_df(self) -> DataFrame:
+        """The landing files as the source system wrote them, read directly (not via a table)."""
+        root = self.settings.events_landing
+        # Only the dt=... directories: the external landing table keeps its metadata/ beside them.
+        days = sorted(str(p) for p in root.glob("dt=*") if p.is_dir())
+        return self.spark.read.option("basePath", str(root)).option("mergeSchema", "true").parquet(*days)
+
+    def erased_users(self) -> list[int]:
+        """Users whose erasure request is done."""
+        if not self.exists("erasure_requests"):
+            return []
+        rows = self.table_df("erasure_requests").where("status = 'done'").select("user_id").collect()
+        return sorted(int(r.user_id) for r in rows)
+
+
+@dataclass
+class SuiteRun:
+    """The outcome of one suite: GX's validation result and what the suite looked at."""
+
+    name: str
+    success: bool
+    result: Any  # great_expectations ExpectationSuiteValidationResult
+    observed: dict[str, Any] = field(default_factory=dict)
+
+    def failed_expectations(self) -> list[str]:
+        failed = []
+        for r in self.result.results:
+            if not r.success:
+                config = r.expectation_config
+                kwargs = ", ".join(f"{k}={v!r}" for k, v in config.kwargs.items() if k != "batch_id")
+                observed = r.result.get("observed_value", r.result.get("partial_unexpected_list"))
+                failed.append(f"{config.type}({kwargs}): observed {observed!r}")
+        return failed
+
+    def describe(self) -> str:
+        return str(self.result.describe())
+
+
+def validate(name: str, df: DataFrame, expectations: list[Any], observed: dict[str, Any] | None = None) -> SuiteRun:
+    """Validate ``df`` against ``expectations`` as the GX suite ``name`` (an ephemeral context)."""
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
+    source = context.data_sources.add_spark(name="lakehouse")
+    asset = source.add_dataframe_asset(name=name)
+    batch_definition = asset.add_batch_definition_whole_dataframe(f"{name}_batch")
+    suite = context.suites.add(gx.ExpectationSuite(name=name, expectations=expectations))
+    batch = batch_definition.get_batch(batch_parameters={"dataframe": df})
+    result = batch.validate(suite)
+    return SuiteRun(name, bool(result.success), result, observed or {})
+
+
+# -- the suites --------------------------------------------------------------------------------------
+
+
+def null_device_before_evolution(lake: Lakehouse) -> SuiteRun:
+    """Rows ingested before the schema evolution read NULL for the added column ``device``."""
+    start = lake.settings.evolution_at
+    df = lake.table_df("events").where(f"event_ts < TIMESTAMP '{start.isoformat()} 00:00:00'").select("device")
+    return validate("null_device_before_evolution", df, [
+        gxe.ExpectTableRowCountToBeBetween(min_value=1),  # the suite must look at some rows
+        gxe.ExpectColumnValuesToBeNull(column="device"),
+    ], {"rows_before": start.isoformat()})
+
+
+EVOLVED_TYPES = {"quantity": "LongType", "price": "DoubleType", "amount": "DecimalType"}
+EVOLVED_TYPE_NAMES = {"quantity": "bigint", "price": "double", "amount": "decimal(12,2)"}
+
+
+def evolved_types(lake: Lakehouse) -> SuiteRun:
+    """The widened columns have their new Spark types, and rows written before the evolution read
+    the same values as the landing files they came from."""
+    from pyspark.sql import functions as F
+
+    events = lake.table_df("events")
+    types = {f.name: f.dataType for f in events.schema.fields}
+    observed: dict[str, Any] = {name: repr(types.get(name)) for name in EVOLVED_TYPES}
+    before = f"TIMESTAMP '{lake.settings.evolution_at.isoformat()} 00:00:00'"
+    old = events.where(f"event_ts < {before}")
+    landing = lake.landing_df().where(f"event_ts < {before}").select(
+        "event_id",
+        F.col("quantity").cast("bigint").alias("landing_quantity"),
+        F.col("price").cast("double").alias("landing_price"),
+        F.col("amount").cast("decimal(12,2)").alias("landing_amount"),
+        F.col("country").alias("landing_country"),
+    )
+    joined = old.join(landing, "event_id", "inner").select(
+        F.col("quantity").cast("bigint").alias("quantity"), "landing_quantity",
+        F.col("price").cast("double").alias("price"), "landing_price",
+        F.col("amount").cast("decimal(12,2)").alias("amount"), "landing_amount",
+        F.col("country_code") if "country_code" in types else F.lit(None).alias("country_code"), "landing_country",
+    )
+    old_rows = old.count()
+    observed["old_rows"] = old_rows
+    # Types are checked on the table's own DataFrame; values on the join (the casts there only
+    # make the comparison possible when a type was left unwidened).
+    # GX compares Spark type classes only, so the precision and scale of the decimal are checked
+    # on a DataFrame of the table's Spark type names (``decimal(12,2)``) as well.
+    type_names = lake.spark.createDataFrame(
+        [(name, types[name].simpleString() if name in types else "missing", expected)
+         for name, expected in EVOLVED_TYPE_NAMES.items()],
+        "column_name string, spark_type string, expected_type string",
+    )
+    class_run = validate("evolved_types_classes", events.limit(1000), [
+        gxe.ExpectColumnValuesToBeOfType(column=name, type_=spark_type) for name, spark_type in EVOLVED_TYPES.items()
+    ])
+    names_run = validate("evolved_types_names", type_names, [
+        gxe.ExpectColumnPairValuesToBeEqual(column_A="spark_type", column_B="expected_type"),
+    ])
+    type_run = class_run
+    type_run.result.results.extend(names_run.result.results)
+    type_run.success = class_run.success and names_run.success
+    value_run = validate("evolved_types_values", joined, [
+        gxe.ExpectTableRowCountToEqual(value=old_rows),  # every old row has its landing row
+        gxe.ExpectColumnPairValuesToBeEqual(column_A="quantity", column_B="landing_quantity"),
+        gxe.ExpectColumnPairValuesToBeEqual(column_A="price", column_B="landing_price"),
+        gxe.ExpectColumnPairValuesToBeEqual(column_A="amount", column_B="landing_amount"),
+        gxe.ExpectColumnPairValuesToBeEqual(column_A="country_code", column_B="landing_country"),
+    ])
+    merged = type_run.result
+    merged.results.extend(value_run.result.results)
+    merged.success = type_run.success and value_run.success
+    return SuiteRun("evolved_types", type_run.success and value_run.success, merged, observed)
+
+
+ERASABLE_TABLES = ("events", "customers")
+
+
+def erased_users_gone(lake: Lakehouse) -> SuiteRun:
+    """No user whose erasure request is done appears in any table of the shop that holds users."""
+    from pyspark.sql import functions as F
+
+    erased = lake.erased_users()
+    frames = [lake.table_df(t).select(F.lit(t).alias("table_name"), "user_id") for t in ERASABLE_TABLES
+              if lake.exists(t)]
+    df = frames[0]
+    for other in frames[1:]:
+        df = df.unionByName(other)
+    return validate("erased_users_gone", df, [
+        gxe.ExpectColumnValuesToNotBeInSet(column="user_id", value_set=erased),
+    ], {"erased_users": erased, "tables": [t for t in ERASABLE_TABLES if lake.exists(t)]})
+
+
+def landing_reconciles(lake: Lakehouse) -> SuiteRun:
+    """Landing rows minus the erased subjects' rows equal the rows of ``events``."""
+    from pyspark.sql import functions as F
+
+    erased = lake.erased_users()
+    landing = lake.landing_df()
+    expected = landing.where(~F.col("user_id").isin(erased)).count() if erased else landing.count()
+    events = lake.table_df("events").select("event_id")
+    return validate("landing_reconciles", events, [
+        gxe.ExpectTableRowCountToEqual(value=expected),
+        gxe.ExpectColumnValuesToBeUnique(column="event_id"),
+    ], {"landing_rows": landing.count(), "erased_users": erased, "expected_events": expected})
+
+
+def partition_specs_by_cutover(lake: Lakehouse) -> SuiteRun:
+    """Data files from before the cut-over are under the day spec, later ones under the hour spec."""
+    import pyarrow as pa
+
+    table = lake.manager.catalog(CATALOG).load_table((DATABASE, "events"))
+    specs = table.specs()
+    cutover = datetime.datetime.combine(lake.settings.cutover, datetime.time())
+    rows = []
+    for f in table.inspect.data_files().to_pylist():
+        spec = specs[f["spec_id"]]
+        name = spec.fields[0].name if spec.fields else "unpartitioned"
+        value = f["partition"].get(name) if f["partition"] else None
+        if name.endswith("_day") and value is not None:
+            start = datetime.datetime.combine(value, datetime.time())
+            kind = "day"
+        elif name.endswith("_hour") and value is not None:
+            start = EPOCH + datetime.timedelta(hours=int(value))
+            kind = "hour"
+        else:
+            start, kind = None, "other"
+        expected = None if start is None else ("day" if start < cutover else "hour")
+        rows.append({"file_path": f["file_path"], "spec_id": f["spec_id"], "spec_kind": kind,
+                     "expected_kind": expected, "partition_start": start})
+    arrow = pa.Table.from_pylist(rows, schema=pa.schema([
+        ("file_path", pa.string()), ("spec_id", pa.int32()), ("spec_kind", pa.string()),
+        ("expected_kind", pa.string()), ("partition_start", pa.timestamp("us")),
+    ]))
+    df = lake.spark.createDataFrame(arrow.to_pandas())
+    counts = {k: sum(1 for r in rows if r["spec_kind"] == k) for k in ("day", "hour")}
+    return validate("partition_specs_by_cutover", df, [
+        gxe.ExpectColumnPairValuesToBeEqual(column_A="spec_kind", column_B="expected_kind"),
+        gxe.ExpectColumnDistinctValuesToEqualSet(column="spec_kind", value_set=["day", "hour"]),
+    ], {"files_per_spec": counts, "cutover": lake.settings.cutover.isoformat()})
+
+
+SUITES: dict[str, Callable[[Lakehouse], SuiteRun]] = {
+    "null_device_before_evolution": null_device_before_evolution,
+    "evolved_types": evolved_types,
+    "erased_users_gone": erased_users_gone,
+    "landing_reconciles": landing_reconciles,
+    "partition_specs_by_cutover": partition_specs_by_cutover,
+}

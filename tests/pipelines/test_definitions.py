@@ -1,0 +1,67 @@
+"""The code location loads, with the assets, checks and settings the pipeline relies on."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from pipelines.definitions import build_definitions
+from pipelines.defs.ingest.landing import events_for_day, write_landing_day
+from pipelines.settings import CONFIG_DIR, load_settings
+from tablestore.errors import ConfigError
+
+
+def test_definitions_load_with_every_asset_and_blocking_check(tmp_path: Path) -> None:
+    defs = build_definitions(root=str(tmp_path))
+    keys = {spec.key.to_user_string() for spec in defs.resolve_all_asset_specs()}
+    assert keys == {
+        "landing/events", "landing/erasure_requests", "lakehouse/shop/events", "lakehouse/shop/events_hourly",
+        "lakehouse/shop/events_schema_evolution", "lakehouse/shop/events_rollover", "lakehouse/shop/customers",
+        "lakehouse/shop/customer_segments", "lakehouse/shop/customer_lifetime_value",
+        "lakehouse/shop/erasure_requests", "lakehouse/shop/gdpr_erasure", "lakehouse/shop/trino_reconciliation",
+    }
+    graph = defs.resolve_asset_graph()
+    checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
+    assert checks == {
+        ("lakehouse/shop/events_schema_evolution", "null_device_before_evolution"),
+        ("lakehouse/shop/events_schema_evolution", "evolved_types"),
+        ("lakehouse/shop/events_hourly", "partition_specs_by_cutover"),
+        ("lakehouse/shop/gdpr_erasure", "erased_users_gone"),
+        ("lakehouse/shop/gdpr_erasure", "landing_reconciles"),
+    }
+    assert all(graph.get_check_spec(k).blocking for k in graph.asset_check_keys)
+    daily = graph.get(dg.AssetKey(["lakehouse", "shop", "events"])).partitions_def
+    assert daily is not None
+    assert daily.get_partition_keys() == ["2026-11-01", "2026-11-02", "2026-11-03"]
+
+
+def test_landing_is_deterministic_and_gains_device_at_the_evolution(tmp_path: Path) -> None:
+    settings = load_settings(root=str(tmp_path))
+    before = events_for_day(settings, datetime.date(2026, 11, 1))
+    assert before.equals(events_for_day(settings, datetime.date(2026, 11, 1)))
+    assert "device" not in before.column_names
+    after = events_for_day(settings, datetime.date(2026, 11, 3))
+    assert after.column("device").null_count == 0
+    assert str(before.schema.field("amount").type) == "decimal128(10, 2)"
+    path, rows, changed = write_landing_day(settings, datetime.date(2026, 11, 1))
+    assert (rows, changed) == (settings.data.events_per_day, True)
+    assert path.parent.name == "dt=2026-11-01"
+    assert write_landing_day(settings, datetime.date(2026, 11, 1))[2] is False
+
+
+def test_settings_refuse_dates_out_of_order(tmp_path: Path) -> None:
+    text = (CONFIG_DIR / "embedded.yaml").read_text().replace("cutover: 2026-11-04", "cutover: 2026-11-02")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text)
+    with pytest.raises(ConfigError, match=r"evolution.at <= rollover.cutover"):
+        load_settings(bad, root=tmp_path)
+
+
+def test_unknown_environment_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAKEHOUSE_ENV", "prod")
+    monkeypatch.delenv("LAKEHOUSE_SETTINGS", raising=False)
+    with pytest.raises(ConfigError, match="embedded, stack"):
+        load_settings()

@@ -1,0 +1,208 @@
+"""The whole asset graph, twice, on the embedded configuration; then the Java oracle reads the
+events table; then one thing at a time is broken and the matching GX check must fail.
+
+One lakehouse (module fixture) serves the module: a run of the graph takes a few minutes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pyarrow as pa
+import pytest
+
+from pipelines.definitions import build_assets, build_checks
+from pipelines.defs.erasure.assets import ERASURE_KEY
+from pipelines.defs.ingest import events as ev
+from pipelines.defs.ingest.assets import EVENTS_KEY, EVOLUTION_KEY, LANDING_KEY
+from pipelines.defs.resources import resources
+from pipelines.run import PipelineRun, run_pipeline
+from pipelines.settings import DATABASE, load_settings
+from tests import oracle
+
+pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+
+TABLES = ("events", "customers", "erasure_requests", "landing_events", "erasure_audit")
+ALL_CHECKS = {"null_device_before_evolution", "evolved_types", "partition_specs_by_cutover", "erased_users_gone",
+              "landing_reconciles"}
+
+
+@dataclass
+class State:
+    rows: dict[str, list[dict[str, Any]]]
+    snapshots: dict[str, list[int]]
+
+
+@dataclass
+class Lake:
+    root: Path
+    first: PipelineRun
+    second: PipelineRun
+    after_first: State
+    after_second: State
+
+
+def state(root: Path) -> State:
+    res = resources(root=str(root))
+    catalog = res["tablestore"].catalog()
+    rows, snapshots = {}, {}
+    for name in TABLES:
+        table = catalog.load_table((DATABASE, name))
+        data = table.scan().to_arrow()
+        key = "event_id" if "event_id" in data.column_names else data.column_names[0]
+        # completed_at and the audit's erased_at are wall-clock times, not data.
+        data = data.drop_columns([c for c in ("completed_at", "erased_at") if c in data.column_names])
+        rows[name] = data.sort_by(key).to_pylist()
+        snapshots[name] = [s.snapshot_id for s in table.snapshots()]
+    return State(rows, snapshots)
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
+    root = tmp_path_factory.mktemp("lakehouse")
+    first = run_pipeline(root=str(root))
+    after_first = state(root)
+    second = run_pipeline(root=str(root))
+    yield Lake(root, first, second, after_first, state(root))
+
+
+def checks_of(run: PipelineRun) -> dict[str, bool]:
+    return {c.name: c.passed for c in run.checks}
+
+
+def test_first_run_materializes_everything_and_every_check_passes(lake: Lake) -> None:
+    assert [s.label for s in lake.first.steps if not s.success] == []
+    assert checks_of(lake.first) == dict.fromkeys(ALL_CHECKS, True)
+    erasure = lake.first.metadata(ERASURE_KEY)
+    assert erasure["users"] == [7, 42, 101]
+    assert erasure["verified"] is True
+    settings = load_settings(root=str(lake.root))
+    assert len(lake.after_first.rows["landing_events"]) == settings.data.days * settings.data.events_per_day
+    erased = {7, 42, 101}
+    expected = [r["event_id"] for r in lake.after_first.rows["landing_events"] if r["user_id"] not in erased]
+    assert [r["event_id"] for r in lake.after_first.rows["events"]] == sorted(expected)
+    assert {r["status"] for r in lake.after_first.rows["erasure_requests"]} == {"done"}
+    assert [r["verified"] for r in lake.after_first.rows["erasure_audit"]] == [True]
+    customers = lake.after_first.rows["customers"]
+    assert erased.isdisjoint(r["user_id"] for r in customers)
+    assert {r["segment"] for r in customers} <= {"vip", "regular", "occasional", "browser"}
+    # lifetime_value is a partial update: customers who never bought keep NULL.
+    assert all(r["lifetime_value"] is None for r in customers if r["segment"] == "browser")
+    assert all(r["lifetime_value"] is not None for r in customers if r["segment"] in ("vip", "regular"))
+
+
+def test_second_run_is_idempotent(lake: Lake) -> None:
+    assert [s.label for s in lake.second.steps if not s.success] == []
+    assert checks_of(lake.second) == checks_of(lake.first)
+    for name in TABLES:
+        assert lake.after_second.rows[name] == lake.after_first.rows[name], name
+    new = {n: lake.after_second.snapshots[n][len(lake.after_first.snapshots[n]):] for n in TABLES}
+    # Old snapshots stay; nothing is committed where nothing changed: no new landing files, no
+    # new requests, no erasure, and the days under the day spec are left as they are.
+    for name in TABLES:
+        assert lake.after_second.snapshots[name][:len(lake.after_first.snapshots[name])] == \
+            lake.after_first.snapshots[name]
+    assert new["landing_events"] == [] and new["erasure_requests"] == [] and new["erasure_audit"] == []
+    daily = [s for s in lake.second.steps if s.label.startswith("events 2")]
+    assert {s.materializations["lakehouse/shop/events"]["action"] for s in daily} == {"unchanged"}
+    # Only the hourly overwrite commits to events; customers is rebuilt and its features refreshed.
+    assert len(new["events"]) == 1
+    assert len(new["customers"]) == 3
+
+
+def test_java_oracle_reads_both_specs_null_device_and_widened_types(lake: Lake) -> None:
+    if not oracle.available():
+        pytest.skip("../shared/iceberg-oracle is not present")
+    table = resources(root=str(lake.root))["tablestore"].table("events")
+    settings = load_settings(root=str(lake.root))
+    batch = oracle.OracleBatch()
+    everything = batch.read(table.metadata_location)
+    old = batch.read(table.metadata_location, columns=["device"],
+                     where=f"event_ts < TIMESTAMP '{settings.evolution_at} 00:00:00'")
+    new = batch.read(table.metadata_location, columns=["device"],
+                     where=f"event_ts >= TIMESTAMP '{settings.evolution_at} 00:00:00'")
+    files = batch.meta(table.metadata_location, "files")
+    results = batch.run()
+
+    read = oracle.check(results[everything])
+    types = {c["name"]: c["type"] for c in read["columns"]}
+    assert (types["quantity"], types["price"], types["amount"]) == ("bigint", "double", "decimal(12,2)")
+    assert "country_code" in types and "country" not in types
+    assert len(read["rows"]) == len(lake.after_second.rows["events"])
+    assert {row[0] for row in oracle.check(results[old])["rows"]} == {None}
+    assert None not in {row[0] for row in oracle.check(results[new])["rows"]}
+    meta = oracle.check(results[files])
+    spec_ids = {row[[c["name"] for c in meta["columns"]].index("spec_id")] for row in meta["rows"]}
+    assert spec_ids == {0, 1}
+
+
+# -- breaking one thing at a time -----------------------------------------------------------------
+
+
+def run_check(root: Path, asset: dg.AssetKey, name: str) -> dg.AssetCheckEvaluation:
+    """Run one asset check alone through Dagster and return its evaluation."""
+    settings = load_settings(root=str(root))
+    result = dg.materialize(
+        [*build_assets(settings), *build_checks()],
+        selection=dg.AssetSelection.checks(dg.AssetCheckKey(asset, name)),
+        resources=resources(root=str(root)), raise_on_error=False,
+    )
+    (evaluation,) = result.get_asset_check_evaluations()
+    return evaluation
+
+
+def test_check_fails_when_an_erased_user_is_reinserted(lake: Lake) -> None:
+    table = resources(root=str(lake.root))["tablestore"].table("events")
+    row = dict(lake.after_second.rows["events"][0])
+    full = table.scan(filter=f"event_id = {row['event_id']}").to_arrow()
+    reinserted = full.set_column(full.column_names.index("user_id"), "user_id", pa.array([42], pa.int64()))
+    reinserted = reinserted.set_column(reinserted.column_names.index("event_id"), "event_id",
+                                       pa.array([999_999_999], pa.int64()))
+    table.append(reinserted)
+    try:
+        evaluation = run_check(lake.root, ERASURE_KEY, "erased_users_gone")
+        assert evaluation.passed is False
+        assert any("42" in str(f) for f in evaluation.metadata["failed"].value)
+    finally:
+        table.refresh().delete("event_id = 999999999")
+    assert run_check(lake.root, ERASURE_KEY, "erased_users_gone").passed is True
+
+
+def test_check_fails_when_an_old_row_gets_a_device(lake: Lake) -> None:
+    table = resources(root=str(lake.root))["tablestore"].table("events")
+    event_id = lake.after_second.rows["events"][0]["event_id"]
+    original = table.scan(filter=f"event_id = {event_id}").to_arrow()
+    assert original.column("device").to_pylist() == [None]
+    changed = original.set_column(original.column_names.index("device"), "device", pa.array(["ios"]))
+    table.overwrite(changed, filter=f"event_id = {event_id}")
+    try:
+        evaluation = run_check(lake.root, EVOLUTION_KEY, "null_device_before_evolution")
+        assert evaluation.passed is False
+        assert any("device" in str(f) for f in evaluation.metadata["failed"].value)
+    finally:
+        table.refresh().overwrite(original, filter=f"event_id = {event_id}")
+    assert run_check(lake.root, EVOLUTION_KEY, "null_device_before_evolution").passed is True
+
+
+def test_check_fails_when_a_column_is_left_unwidened(tmp_path: Path) -> None:
+    settings = load_settings(root=str(tmp_path))
+    res = resources(root=str(tmp_path))
+    assets = [*build_assets(settings), *build_checks()]
+    assert dg.materialize(assets, selection=[LANDING_KEY], resources=res).success
+    for day in settings.daily_dates:
+        if day < settings.evolution_at:
+            assert dg.materialize(assets, selection=[EVENTS_KEY], partition_key=day.isoformat(),
+                                  resources=res).success
+    store = res["tablestore"]
+    ran = ev.evolve_schema(store.sql(res["spark"].session()), skip=("quantity",))
+    assert not any("quantity" in s for s in ran)
+    evaluation = run_check(tmp_path, EVOLUTION_KEY, "evolved_types")
+    assert evaluation.passed is False
+    failed = evaluation.metadata["failed"].value
+    assert any("quantity" in f and "LongType" in f for f in failed)
+    assert not any("'price'" in f or "'amount'" in f for f in failed if "of_type" in f)
+    assert store.table("events").schema().find_field("quantity").field_type.__class__.__name__ == "IntegerType"
