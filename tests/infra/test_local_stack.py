@@ -34,8 +34,15 @@ def config(stack: LocalStack) -> LakehouseConfig:
 
 @pytest.fixture(scope="module")
 def spark(config: LakehouseConfig) -> Iterator[Any]:
+    from pyspark.sql import SparkSession
+
     from tablestore.engine.spark import spark_session
 
+    # An earlier module's local session would be returned unchanged by getOrCreate; this module
+    # needs a session on the standalone master.
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
     session = spark_session(config, app_name="lakehouse-local-stack")
     try:
         yield session
