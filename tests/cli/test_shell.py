@@ -19,7 +19,13 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux drives the terminal")
+
+@pytest.fixture(scope="module", autouse=True)
+def tmux() -> None:
+    """tmux drives the terminal; installed from Debian when missing, like the suite's other services."""
+    if shutil.which("tmux") is None:
+        subprocess.run(["apt-get", "install", "-y", "tmux"], capture_output=True, timeout=600)
+    assert shutil.which("tmux"), "tmux is needed to drive the shell: apt-get install tmux"
 
 
 class Terminal:

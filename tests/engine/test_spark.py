@@ -34,8 +34,6 @@ from tests.values import oracle_rows
 
 pytestmark = pytest.mark.spark
 
-pyspark = pytest.importorskip("pyspark")
-
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import datasource as sds  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402

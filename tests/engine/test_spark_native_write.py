@@ -25,7 +25,6 @@ from tests.values import oracle_rows
 
 pytestmark = pytest.mark.spark
 
-pytest.importorskip("pyspark")
 
 from pyspark.sql import SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402

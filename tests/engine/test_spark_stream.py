@@ -28,8 +28,6 @@ from tests.engine.stream_schema import INPUT_SCHEMA
 
 pytestmark = pytest.mark.spark
 
-pyspark = pytest.importorskip("pyspark")
-
 from pyspark.sql import SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 

@@ -13,7 +13,6 @@ from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
 from tests.maintenance.helpers import SCHEMA, rows, subject_rows_in_files
 
 pytestmark = pytest.mark.spark
-pytest.importorskip("pyspark")
 
 from pyspark.sql import SparkSession  # noqa: E402
 

@@ -145,7 +145,6 @@ def test_merge_only_into_fragments_matching_a_filter(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    pytest.importorskip("pyspark")
     from tablestore.config import parse_config
     from tablestore.engine.spark import spark_session
 
