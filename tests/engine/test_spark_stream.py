@@ -134,12 +134,18 @@ def test_a_killed_query_restarted_from_its_checkpoint_writes_every_row_exactly_o
 
     # The window the sink guards: Spark commits the table, then notes the batch in its commit
     # log. Take the newest committed batch out of that log, as if the driver had died between
-    # the two; the restarted query must run it again and the sink must skip it.
-    commit_log = checkpoint / "commits"
+    # the two; the restarted query must run it again and the sink must skip it. The kill may
+    # land after Spark planned a later batch (its offsets written): drop those plans too, or
+    # Spark resumes at the newest plan and never replays the committed batch.
+    commit_log, offset_log = checkpoint / "commits", checkpoint / "offsets"
     logged = max(int(p.name) for p in commit_log.iterdir() if p.name.isdigit())
     assert logged <= committed
-    for path in (commit_log / str(committed), commit_log / f".{committed}.crc"):
-        path.unlink(missing_ok=True)
+    for log in (commit_log, offset_log):
+        for entry in list(log.iterdir()):
+            batch = entry.name.lstrip(".").split(".")[0]
+            if batch.isdigit() and int(batch) >= committed + (log is offset_log):
+                entry.unlink()
+    assert (offset_log / str(committed)).exists(), "the committed batch's plan stays for the replay"
 
     # The restart replays the logged batch as it was, then takes the rest of the input at once.
     query = (spark.readStream.schema(INPUT_SCHEMA).parquet(str(tmp_path / "in"))
