@@ -10,17 +10,13 @@ import datetime
 import decimal
 import os
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
-from tablestore.catalog import Catalog
 from tablestore.catalog.manager import CatalogManager
-from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
 from tablestore.spec.schema import Schema, arrow_to_schema
 from tablestore.spec.types import NestedField, StringType
 from tablestore.spec.updates import (
@@ -30,6 +26,7 @@ from tablestore.spec.updates import (
     SetSnapshotRefUpdate,
 )
 from tablestore.table import Table
+from tests.engine.conftest import Lake
 from tests.values import oracle_rows
 
 pytestmark = pytest.mark.spark
@@ -41,49 +38,9 @@ from pyspark.sql import functions as F  # noqa: E402
 from tablestore.engine.spark import (  # noqa: E402
     SparkEngine,
     register_table_view,
-    spark_session,
 )
 from tablestore.engine.spark_convert import filter_to_expression  # noqa: E402
 from tablestore.engine.spark_source import WRITE_ID_PROPERTY, parse_name, quote_name  # noqa: E402
-
-
-@dataclass
-class Lake:
-    root: Path
-    config: LakehouseConfig
-    manager: CatalogManager
-
-    @property
-    def catalog(self) -> Catalog:
-        return self.manager.catalog()
-
-    def create(self, name: str, schema: pa.Schema, partition_by: list[str] | None = None) -> Table:
-        return self.catalog.create_table(f"db.{name}", schema=schema, partition_by=partition_by)
-
-    def load(self, name: str) -> Table:
-        return self.catalog.load_table(f"db.{name}")
-
-
-@pytest.fixture(scope="module")
-def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
-    root = tmp_path_factory.mktemp("spark-lake")
-    catalog = CatalogConfig("lake", "sql", {"uri": f"sqlite:///{root}/catalog.db", "warehouse": str(root / "wh")}, "db")
-    config = LakehouseConfig("lake", {"lake": catalog}, SparkConfig("local[2]", {"spark.sql.shuffle.partitions": "4"}))
-    manager = CatalogManager(config)
-    manager.catalog().create_namespace("db")
-    try:
-        yield Lake(root, config, manager)
-    finally:
-        manager.close()
-
-
-@pytest.fixture(scope="module")
-def spark(lake: Lake) -> Iterator[SparkSession]:
-    session = spark_session(lake.config, app_name="tablestore-tests")
-    try:
-        yield session
-    finally:
-        session.stop()
 
 
 def read(spark: SparkSession, name: str, **options: Any) -> DataFrame:

@@ -13,17 +13,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tablestore.catalog.manager import CatalogManager
-from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
 from tablestore.table import Table
+from tests.engine.conftest import Lake
 from tests.engine.stream_schema import INPUT_SCHEMA
 
 pytestmark = pytest.mark.spark
@@ -31,7 +28,6 @@ pytestmark = pytest.mark.spark
 from pyspark.sql import SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
-from tablestore.engine.spark import spark_session  # noqa: E402
 from tablestore.engine.spark_convert import spark_schema  # noqa: E402
 from tablestore.engine.spark_source import TablestoreDataSource  # noqa: E402
 from tablestore.engine.spark_stream import (  # noqa: E402
@@ -43,41 +39,6 @@ from tablestore.engine.spark_stream import (  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 ARROW_SCHEMA = pa.schema([("id", pa.int64()), ("grp", pa.string()), ("payload", pa.string())])
-
-
-@dataclass
-class Lake:
-    root: Path
-    config: LakehouseConfig
-    manager: CatalogManager
-
-    def create(self, name: str, schema: pa.Schema = ARROW_SCHEMA, partition_by: list[str] | None = None) -> Table:
-        return self.manager.catalog().create_table(f"db.{name}", schema=schema, partition_by=partition_by)
-
-    def load(self, name: str) -> Table:
-        return self.manager.catalog().load_table(f"db.{name}")
-
-
-@pytest.fixture(scope="module")
-def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
-    root = tmp_path_factory.mktemp("stream-lake")
-    catalog = CatalogConfig("lake", "sql", {"uri": f"sqlite:///{root}/catalog.db", "warehouse": str(root / "wh")}, "db")
-    config = LakehouseConfig("lake", {"lake": catalog}, SparkConfig("local[2]", {"spark.sql.shuffle.partitions": "2"}))
-    manager = CatalogManager(config)
-    manager.catalog().create_namespace("db")
-    try:
-        yield Lake(root, config, manager)
-    finally:
-        manager.close()
-
-
-@pytest.fixture(scope="module")
-def spark(lake: Lake) -> Iterator[SparkSession]:
-    session = spark_session(lake.config, app_name="tablestore-stream-tests")
-    try:
-        yield session
-    finally:
-        session.stop()
 
 
 def input_files(directory: Path, files: int, rows_per_file: int) -> set[int]:
@@ -107,7 +68,7 @@ def checkpoint_query_id(checkpoint: Path) -> str:
 def test_a_killed_query_restarted_from_its_checkpoint_writes_every_row_exactly_once(
     lake: Lake, spark: SparkSession, tmp_path: Path,
 ) -> None:
-    table = lake.create("killed", partition_by=["grp"])
+    table = lake.create("killed", ARROW_SCHEMA, partition_by=["grp"])
     expected = input_files(tmp_path / "in", files=10, rows_per_file=400)
     checkpoint = tmp_path / "checkpoint"
     log_path = tmp_path / "job.log"
@@ -184,7 +145,7 @@ def _task(writer: TablestoreStreamWriter, ids: range, query_id: str) -> StreamCo
 
 
 def test_a_replayed_batch_id_is_skipped_and_its_files_deleted(lake: Lake) -> None:
-    table = lake.create("replay")
+    table = lake.create("replay", ARROW_SCHEMA)
     writer = _writer(lake, "replay")
     writer.commit([_task(writer, range(0, 10), "q-1")], 0)
     writer.commit([_task(writer, range(10, 20), "q-1")], 1)
@@ -209,7 +170,7 @@ def test_a_replayed_batch_id_is_skipped_and_its_files_deleted(lake: Lake) -> Non
 
 
 def test_an_aborted_batch_deletes_its_files_unless_it_was_committed(lake: Lake) -> None:
-    table = lake.create("aborted")
+    table = lake.create("aborted", ARROW_SCHEMA)
     writer = _writer(lake, "aborted")
     failed = _task(writer, range(0, 5), "q-3")
     writer.abort([failed, None], 0)
