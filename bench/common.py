@@ -16,6 +16,7 @@ import platform
 import shutil
 import statistics
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -205,22 +206,47 @@ class Benchmark:
     cleanup: Callable[[], None] | None = None  # frees the benchmark's scratch files afterwards
 
 
-def process_tree_cpu_seconds() -> float:
-    """CPU seconds of this process and every descendant (Spark's JVM and its Python workers,
-    a catalog service started as a child): the work a contestant costs, whoever does it.
-    ``process_time`` alone misses everything outside the driver. Children already reaped are in
-    their parent's ``children_*`` times, so nothing is counted twice."""
-    import psutil
+class ProcessTreeCPU:
+    """CPU seconds of this process and every descendant (Spark's JVM and its Python workers, a
+    catalog service started as a child) over a span: the work a contestant costs, whoever does
+    it. ``process_time`` alone misses everything outside the driver. Descendants can exit
+    mid-span (Spark's Python workers do), taking their CPU with them, so a sampler thread notes
+    every process's CPU while it lives and the span counts each process's last figure. Reaped
+    children's ``children_*`` times are left out: they would count a sampled child twice; a
+    process living less than one interval is missed."""
 
-    me = psutil.Process()
-    total = 0.0
-    for process in (me, *me.children(recursive=True)):
-        try:
-            times = process.cpu_times()
-        except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
-            continue
-        total += times.user + times.system + times.children_user + times.children_system
-    return total
+    def __init__(self, interval: float = 0.25) -> None:
+        import psutil
+
+        self._psutil = psutil
+        self._interval = interval
+        self._start = self._snapshot()
+        self._last = dict(self._start)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _snapshot(self) -> dict[tuple[int, float], float]:
+        me = self._psutil.Process()
+        seen: dict[tuple[int, float], float] = {}
+        for process in (me, *me.children(recursive=True)):
+            try:
+                # (pid, start time) names a process even if its pid is reused.
+                times, created = process.cpu_times(), process.create_time()
+            except (self._psutil.NoSuchProcess, self._psutil.ZombieProcess, self._psutil.AccessDenied):
+                continue
+            seen[(process.pid, created)] = times.user + times.system
+        return seen
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self._interval):
+            self._last.update(self._snapshot())
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        self._last.update(self._snapshot())
+        return sum(cpu - self._start.get(key, 0.0) for key, cpu in self._last.items())
 
 
 def measure(case: Case, log: Callable[[str], None]) -> list[Measurement]:
@@ -232,9 +258,9 @@ def measure(case: Case, log: Callable[[str], None]) -> list[Measurement]:
             if m.contestant.setup is not None:
                 m.contestant.setup()
             gc.collect()
-            started, cpu_started = time.perf_counter(), process_tree_cpu_seconds()
+            started, cpu_span = time.perf_counter(), ProcessTreeCPU()
             rows = m.contestant.run()
-            elapsed, cpu = time.perf_counter() - started, process_tree_cpu_seconds() - cpu_started
+            elapsed, cpu = time.perf_counter() - started, cpu_span.stop()
             if m.seconds and rows != m.rows:
                 raise AssertionError(f"{case.name}/{m.contestant.name}: {rows} rows, earlier {m.rows}")
             m.rows = rows
