@@ -135,3 +135,13 @@ def test_column_merge_keeps_every_value(catalog: Catalog, tmp_path: Path, how: s
     expected = [{**r, "tier": tiers.get(r["id"])} for r in original_rows()]
     assert rows(table) == expected
     assert pyiceberg_rows(table) == expected
+
+
+def test_partition_rename_moves_every_value(catalog: Catalog, tmp_path: Path) -> None:
+    from tablestore.table.partitions import rename_partition
+
+    table = imported_table(catalog, tmp_path, "msck")
+    assert rename_partition(table, [("country", "de")], [("country", "at")]) == 4
+    expected = [{**r, "country": "at" if r["country"] == "de" else r["country"]} for r in original_rows()]
+    assert rows(table) == expected
+    assert pyiceberg_rows(table) == expected
