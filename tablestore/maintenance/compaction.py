@@ -41,7 +41,8 @@ from tablestore.spec.manifest import (
 from tablestore.spec.metadata import Snapshot
 from tablestore.spec.types import LongType, StringType
 from tablestore.table.conform import conform_to_schema
-from tablestore.table.read import DELETE_FILE_PATH_ID, DELETE_POS_ID, read_task_table
+from tablestore.table.file_rows import read_file_rows
+from tablestore.table.read import DELETE_FILE_PATH_ID, DELETE_POS_ID
 from tablestore.table.scan import FileTask, _path_in_bounds, plan_files
 from tablestore.table.write import WriteContext, write_data_files
 
@@ -204,11 +205,10 @@ def rewrite_data_files(
             result.removed_delete_files_count = remove_dangling_deletes(table)
         return result
 
-    io, specs = table.io, {s.spec_id: s for s in table.metadata.partition_specs}
+    io, specs, properties = table.io, {s.spec_id: s for s in table.metadata.partition_specs}, table.properties
 
     def rewrite_group(group: list[FileTask]) -> list[DataFile]:
-        parts = [read_task_table(io, t.file, t.delete_files, specs[t.spec_id], schema, schema, AlwaysTrue())
-                 for t in group]
+        parts = [read_file_rows(io, properties, t.file, t.delete_files, specs[t.spec_id], schema) for t in group]
         rows = pa.concat_tables(parts) if parts else schema_empty(schema)
         if sort_keys and rows.num_rows:
             order = pc.sort_indices(rows, sort_keys=sort_keys)

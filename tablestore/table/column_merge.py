@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from tablestore.errors import SchemaError, ValidationError
 from tablestore.spec import conversions
-from tablestore.spec.expressions import AlwaysTrue, Expression
+from tablestore.spec.expressions import Expression
 from tablestore.spec.metadata import Snapshot
 from tablestore.spec.schema import IdCounter, Schema, arrow_type_to_iceberg, type_to_arrow
 from tablestore.spec.types import IntegerType, LongType, NestedField
@@ -245,12 +245,12 @@ def rewrite_fragment(fragment: Fragment, plan: MergePlan, source: pa.Table, forc
     Returns the new fragment, or None when no source row matched (and ``force`` is off): the
     fragment then needs no rewrite.
     """
-    from tablestore.table.read import read_task_table
+    from tablestore.table.file_rows import read_file_rows
 
     context = fragment.context
     table_schema = context.table_schema
-    rows = read_task_table(context.io, fragment.file, fragment.delete_files, fragment.spec, table_schema,
-                           table_schema, AlwaysTrue())
+    rows = read_file_rows(context.io, context.properties, fragment.file, fragment.delete_files, fragment.spec,
+                          table_schema)
     index = match_indices(rows, source, list(plan.keys))
     if not force and index.null_count == len(index):
         return None

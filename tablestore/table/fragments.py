@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 
 from tablestore.errors import CommitConflictError, ValidationError
 from tablestore.io import FileIO
-from tablestore.spec.expressions import AlwaysTrue, Expression, bind, to_expression
+from tablestore.spec.expressions import Expression, bind, to_expression
 from tablestore.spec.manifest import DataFile, DataFileContent
 from tablestore.spec.metadata import Snapshot, TableMetadata
 from tablestore.spec.partitioning import PartitionSpec
@@ -85,10 +85,10 @@ class Fragment:
 
     def to_arrow(self) -> pa.Table:
         """The fragment's live rows (deletes applied) in the schema it was planned or written in."""
-        from tablestore.table.read import read_task_table
+        from tablestore.table.file_rows import read_file_rows
 
         schema = self.schema if self.replaces is not None else self.context.table_schema
-        return read_task_table(self.context.io, self.file, self.delete_files, self.spec, schema, schema, AlwaysTrue())
+        return read_file_rows(self.context.io, self.context.properties, self.file, self.delete_files, self.spec, schema)
 
     def merge_columns(
         self, source: Any, on: str | list[str], columns: list[str] | None = None, duplicates: str = "error",

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from tablestore.errors import CommitConflictError, SchemaError, ValidationError
 from tablestore.spec import conversions
 from tablestore.spec.manifest import DataFile, DataFileContent, FileFormat
-from tablestore.spec.name_mapping import MappedField, NameMapping, name_mapping_of
+from tablestore.spec.name_mapping import DEFAULT_NAME_MAPPING, MappedField, NameMapping, name_mapping_of
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import PARQUET_FIELD_ID, Schema, arrow_type_to_iceberg
 from tablestore.spec.transforms import IdentityTransform
@@ -420,6 +420,10 @@ def import_files(
             values = _partition_from_any_path(columns, relative, path)
         todo.append(FileToRegister(path, _file_size(table, path), values))
     files = data_files_for(table, todo)
+    if DEFAULT_NAME_MAPPING not in table.properties:
+        # As Iceberg's add_files: record today's names, so files without field ids still map to
+        # their columns (in every reader and rewrite) after a column is renamed.
+        table.update_properties({DEFAULT_NAME_MAPPING: NameMapping.from_schema(table.schema()).to_json()})
     return RegisterFiles(table, files, snapshot_properties=snapshot_properties).commit()
 
 

@@ -244,11 +244,11 @@ def _split_rows(rows: pa.Table, keys_list: Sequence[Sequence[PartitionKey]],
 
 
 def _read_all(table: Table, task: FileTask) -> pa.Table:
-    from tablestore.table.read import read_task_table
+    from tablestore.table.file_rows import read_file_rows
 
     schema = table.schema()
     spec = table.metadata.spec_for(task.spec_id)
-    rows = read_task_table(table.io, task.file, task.delete_files, spec, schema, schema, AlwaysTrue())
+    rows = read_file_rows(table.io, table.properties, task.file, task.delete_files, spec, schema)
     return conform_to_schema(rows, schema)
 
 

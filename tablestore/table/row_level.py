@@ -59,8 +59,9 @@ from tablestore.spec.schema import Schema
 from tablestore.spec.transforms import IdentityTransform
 from tablestore.spec.types import DateType, DecimalType, IntegerType, LongType, TimestampType, TimestamptzType
 from tablestore.table.conform import conform_to_schema
+from tablestore.table.file_rows import read_file_rows
 from tablestore.table.position_deletes import delete_file_path, write_position_deletes
-from tablestore.table.read import read_position_deletes, read_task_table
+from tablestore.table.read import read_position_deletes
 from tablestore.table.row_delta import ISOLATION_LEVELS, SERIALIZABLE, RowDelta
 from tablestore.table.scan import FileTask, plan_files
 from tablestore.table.write import WriteContext, write_data_files
@@ -158,7 +159,7 @@ def read_live_rows(
         for delete in task.delete_files:
             wanted.update(delete.equality_ids or [])
         projected = Schema(tuple(f for f in ctx.schema.fields if f.field_id in wanted), ctx.schema.schema_id)
-    rows = read_task_table(ctx.io, task.file, (), spec, ctx.schema, projected, AlwaysTrue())
+    rows = read_file_rows(ctx.io, ctx.properties, task.file, (), spec, ctx.schema, projected)
     positions = np.arange(rows.num_rows, dtype=np.int64)
     if not task.delete_files:
         return rows, positions

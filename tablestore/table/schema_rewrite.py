@@ -143,7 +143,7 @@ class _Converter:
     ctx: WriteContext
 
     def __call__(self, task: FileTask) -> tuple[DataFile, list[DataFile]] | _Failure | None:
-        from tablestore.table.read import read_task_table
+        from tablestore.table.file_rows import read_file_rows
 
         stale = False
         for change in self.changes:
@@ -153,7 +153,7 @@ class _Converter:
         if not stale:
             return None
         spec = self.base.spec_for(task.spec_id)
-        rows = read_task_table(self.io, task.file, task.delete_files, spec, self.bridge, self.bridge, AlwaysTrue())
+        rows = read_file_rows(self.io, self.base.properties, task.file, task.delete_files, spec, self.bridge)
         for change in self.changes:
             name = self.new.find_column_name(change.field_id)
             assert name is not None

@@ -1,0 +1,40 @@
+"""Reading the rows of one data file for a rewrite (compaction, DELETE/UPDATE, partition
+overwrite, schema rewrites, column merges), with the table's name mapping.
+
+Files registered from other tools (MSCK REPAIR, ADD PARTITION, ``import_files``) carry no
+Parquet field ids; their columns are found through the table's ``schema.name-mapping.default``.
+Without it a reader falls back to the current column names, which loses a renamed column's
+data. The scan path passes the mapping; every path that reads a file to write it again goes
+through ``read_file_rows`` so none of them can forget it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pyarrow as pa
+
+from tablestore.io import FileIO
+from tablestore.spec.expressions import AlwaysTrue
+from tablestore.spec.manifest import DataFile
+from tablestore.spec.name_mapping import DEFAULT_NAME_MAPPING
+from tablestore.spec.partitioning import PartitionSpec
+from tablestore.spec.schema import Schema
+from tablestore.table.read import read_task_table
+
+
+def read_file_rows(
+    io: FileIO,
+    properties: Mapping[str, str],
+    data_file: DataFile,
+    delete_files: tuple[DataFile, ...],
+    spec: PartitionSpec,
+    table_schema: Schema,
+    projected: Schema | None = None,
+) -> pa.Table:
+    """Every live row of ``data_file`` (its ``delete_files`` applied) in ``projected`` (default:
+    the whole ``table_schema``), columns matched through the name mapping in ``properties``
+    when the file has no field ids."""
+    return read_task_table(io, data_file, tuple(delete_files), spec, table_schema,
+                           projected if projected is not None else table_schema, AlwaysTrue(),
+                           properties.get(DEFAULT_NAME_MAPPING))
