@@ -304,10 +304,14 @@ class RestCatalog(Catalog):
         metadata_location, metadata = self._remember(body)
         return self._make_table(ident, metadata_location, metadata)
 
-    def register_table(self, identifier: IdentifierLike, metadata_location: str) -> Table:
+    def register_table(self, identifier: IdentifierLike, metadata_location: str, overwrite: bool = False) -> Table:
+        """Add a table by its metadata file; with ``overwrite``, an existing table of that name
+        is pointed at the file instead (the REST spec's RegisterTableRequest ``overwrite``)."""
         ident = to_table_identifier(identifier)
-        body = self._request("POST", f"{self._ns_url(ident[:-1])}/register",
-                             json={"name": ident[-1], "metadata-location": metadata_location},
+        request: dict[str, Any] = {"name": ident[-1], "metadata-location": metadata_location}
+        if overwrite:
+            request["overwrite"] = True
+        body = self._request("POST", f"{self._ns_url(ident[:-1])}/register", json=request,
                              conflict=TableAlreadyExistsError)
         location, metadata = self._remember(body)
         return self._make_table(ident, location, metadata)

@@ -31,6 +31,7 @@ from tablestore.rest.models import (
 )
 from tablestore.rest.namespaces import page
 from tablestore.rest.security import LOCATION_PROPERTIES
+from tablestore.rest.served_catalog import ServedSqlCatalog
 from tablestore.spec.metadata import TableMetadata, new_table_metadata
 from tablestore.spec.partitioning import UNPARTITIONED_SPEC, PartitionSpec
 from tablestore.spec.schema import Schema
@@ -118,11 +119,15 @@ def create_table(namespace: str, body: CreateTableRequest, access: WriteAccess) 
 def register_table(namespace: str, body: RegisterTableRequest, access: WriteAccess) -> Response:
     ident = parse_identifier(namespace, body.name)
     access.check_location(body.metadata_location, "metadata location")
-    if body.overwrite and access.catalog.table_exists(ident):
-        raise UnsupportedError("register with overwrite of an existing table is not supported; drop it first")
     # Checked before registering: a table whose files live elsewhere must not enter the catalog.
     access.check_location(read_metadata_file(access.catalog.io, body.metadata_location).location, "table location")
-    table = access.catalog.register_table(ident, body.metadata_location)
+    catalog = access.catalog
+    if body.overwrite:
+        if not isinstance(catalog, ServedSqlCatalog):
+            raise UnsupportedError("this catalog cannot register with overwrite; drop the table first")
+        table = catalog.register_table_overwrite(ident, body.metadata_location)
+    else:
+        table = catalog.register_table(ident, body.metadata_location)
     return JSONResponse(load_result(access, table.metadata_location, table.metadata))
 
 
