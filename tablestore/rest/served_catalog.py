@@ -1,32 +1,35 @@
 """The SQL catalog as the service runs it: cached metadata files and one-statement commits.
 
 Metadata files are immutable (a commit writes a new one and swaps the pointer), so a parsed
-file can be kept under its location for as long as anyone asks for it. The service also
-remembers where each table pointed when it last loaded or committed it. A commit then starts
-from that remembered state: it checks the requirements, writes the next metadata file and
-compare-and-swaps the row with a single UPDATE. The swap only succeeds if the row still points
-at the remembered location, and the file there is the one cached, so a success means the commit
-was checked against the table's current state, exactly as in ``SqlCatalog.commit_table``. When
-anything differs (another writer moved the table, a requirement fails on the remembered state,
-the next file name is taken, the commit changes nothing), the new file is deleted and the commit
-runs the ordinary way, which reads the row and decides.
+file can be kept under its location for as long as anyone asks for it (and its JSON, as the
+responses embed it). The service also remembers where each table pointed when it last loaded
+or committed it. On PostgreSQL a commit starts from that remembered state: it checks the
+requirements, writes the next metadata file and compare-and-swaps the row with a single
+UPDATE. The swap only succeeds if the row still points at the remembered location, and the file
+there is the one cached, so a success means the commit was checked against the table's current
+state, exactly as in ``SqlCatalog.commit_table``. If another writer moved the table meanwhile,
+the new file is deleted and the same is done once more from the current row. Anything else (a
+requirement that fails, a create, a second lost race) takes the ordinary path, which decides.
 
-That saves the read of every commit. On PostgreSQL, reads and that swap run on autocommit
-connections: one statement is one round trip, where a transaction costs a BEGIN and a COMMIT
-more (psycopg2 sends each on its own). Every statement still runs at READ COMMITTED and every
-swap is durable when acknowledged, as before. On SQLite (a local file: no round trips to save)
-commits take the ordinary path.
+A commit so costs one round trip to PostgreSQL besides the pool's ping, where the ordinary
+path reads the row in one transaction and swaps it in another, each a BEGIN, a statement and a
+COMMIT (psycopg2 sends each on its own). The lookup of the row that every load makes runs on
+autocommit connections without the ping (it is repeated once if the connection turns out
+dead). Every statement still runs at READ COMMITTED and every swap is durable when
+acknowledged, as before. On SQLite (a local file: no round trips to save) commits take the
+ordinary path.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, create_engine, update
+from sqlalchemy import Connection, Engine, Update, bindparam, create_engine, select, update
 from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
 
 from tablestore.catalog import Identifier, IdentifierLike, identifier_str, read_metadata_file
@@ -60,15 +63,51 @@ class ServedSqlCatalog(SqlCatalog):
         self._cache_lock = threading.Lock()
         # psycopg2 opens a transaction with a separate BEGIN round trip; single statements need
         # none. SQLite keeps the transactions (BEGIN IMMEDIATE orders its writers; no round trips).
-        self._autocommit = (
-            create_engine(self.engine.url, pool_pre_ping=True, isolation_level="AUTOCOMMIT")
-            if self.engine.dialect.name == "postgresql" else None
+        self._autocommit: Engine | None = None
+        self._lookups: Engine = self.engine
+        if self.engine.dialect.name == "postgresql":
+            self._autocommit = create_engine(self.engine.url, pool_pre_ping=True, isolation_level="AUTOCOMMIT")
+            # The pointer lookup of every load and commit, without the pool's ping (a round trip
+            # as long as the lookup): a connection that died is found by the lookup itself,
+            # which is then made once more on a new one (a read is safe to repeat).
+            self._lookups = create_engine(self.engine.url, pool_pre_ping=False, isolation_level="AUTOCOMMIT")
+        t = ICEBERG_TABLES.c
+        key = [t.catalog_name == bindparam("catalog"), t.table_namespace == bindparam("namespace"),
+               t.table_name == bindparam("table")]
+        # Built once: building and cache-keying a statement per request costs more CPU than
+        # PostgreSQL spends running it.
+        self._lookup_statement = select(t.metadata_location).where(*key, *self._table_filter())
+        self._swap_statement: Update = (
+            update(ICEBERG_TABLES)
+            .where(*key, t.metadata_location == bindparam("base"))
+            .values(metadata_location=bindparam("new"), previous_metadata_location=bindparam("base"))
         )
+        self._bodies: OrderedDict[str, bytes] = OrderedDict()
 
     def close(self) -> None:
-        if self._autocommit is not None:
-            self._autocommit.dispose()
+        for engine in (self._autocommit, self._lookups):
+            if engine is not None and engine is not self.engine:
+                engine.dispose()
         super().close()
+
+    def _key_params(self, ident: Identifier) -> dict[str, str]:
+        return {"catalog": self.name, "namespace": self._ns_str(ident[:-1]), "table": ident[-1]}
+
+    def _current_location(self, ident: Identifier) -> str:
+        params = self._key_params(ident)
+        for attempt in range(2):
+            try:
+                with self._lookups.connect() as conn:
+                    row = conn.execute(self._lookup_statement, params).first()
+                break
+            except DBAPIError as e:
+                if attempt or not e.connection_invalidated:
+                    raise
+        if row is None:
+            raise self._no_such_table(ident)
+        if not row[0]:
+            return super()._current_location(ident)  # raises the error naming the problem
+        return str(row[0])
 
     @contextmanager
     def _read(self) -> Iterator[Connection]:
@@ -106,6 +145,21 @@ class ServedSqlCatalog(SqlCatalog):
             location = self._pointers.get(ident)
             metadata = self._metadata_cache.get(location) if location is not None else None
         return (location, metadata) if location is not None and metadata is not None else None
+
+    def metadata_json(self, location: str, metadata: TableMetadata) -> bytes:
+        """The JSON of the metadata file at ``location``, as the REST responses embed it
+        (serialized once per file: metadata files never change)."""
+        with self._cache_lock:
+            body = self._bodies.get(location)
+            if body is not None:
+                self._bodies.move_to_end(location)
+                return body
+        body = json.dumps(metadata.to_json(), separators=(",", ":")).encode("utf-8")
+        with self._cache_lock:
+            self._bodies[location] = body
+            while len(self._bodies) > CACHE_ENTRIES:
+                self._bodies.popitem(last=False)
+        return body
 
     def _forget(self, ident: Identifier) -> None:
         with self._cache_lock:
@@ -155,36 +209,51 @@ class ServedSqlCatalog(SqlCatalog):
         self, identifier: IdentifierLike, requirements: Sequence[TableRequirement], updates: Sequence[TableUpdate]
     ) -> tuple[str, TableMetadata]:
         ident = self._table_ident(identifier)
-        committed = self._commit_from_last_seen(ident, requirements, updates)
+        committed: tuple[str, TableMetadata] | None = None
+        if self._autocommit is not None:
+            last_seen = self._last_seen(ident)
+            if last_seen is not None:
+                committed = self._swap_from(ident, last_seen, requirements, updates)
+            if committed is None:
+                # Not seen yet, or another writer moved the table since: the current state.
+                try:
+                    current = self.load_table_metadata(ident)
+                except NoSuchTableError:
+                    current = None  # a create (assert-create) or the error: the ordinary path's
+                if current is not None:
+                    committed = self._swap_from(ident, current, requirements, updates, fresh=True)
         if committed is None:
+            # SQLite (a local file: no round trips to save), failed requirements (to be told
+            # against the table's current state), creates, and commits that lost a race.
             self._forget(ident)
             committed = super().commit_table(ident, requirements, updates)
         self._remember(ident, *committed)
         return committed
 
-    def _commit_from_last_seen(
-        self, ident: Identifier, requirements: Sequence[TableRequirement], updates: Sequence[TableUpdate]
+    def _swap_from(
+        self,
+        ident: Identifier,
+        base: tuple[str, TableMetadata],
+        requirements: Sequence[TableRequirement],
+        updates: Sequence[TableUpdate],
+        fresh: bool = False,
     ) -> tuple[str, TableMetadata] | None:
-        """The commit made from the remembered state, or None if the ordinary path must decide."""
-        base = self._last_seen(ident)
-        if base is None or self._autocommit is None:
-            # SQLite: a local file, where the read saved is cheap; its commits stay as they are.
-            return None
+        """The commit made on ``base`` with one compare-and-swap UPDATE, or None if the ordinary
+        path must decide (``fresh``: ``base`` was just read from the catalog)."""
+        assert self._autocommit is not None
         try:
             staged = self._new_metadata(ident, base, requirements, updates)
         except TableStoreError:
             # A failed requirement or update may be the stale state's fault: judged afresh.
             return None
         if staged is None:
-            return None  # A commit that changes nothing: the ordinary path confirms the state.
+            # A commit that changes nothing: the state it was checked on is current, or is
+            # confirmed by the ordinary path.
+            return base if fresh else None
         new_location, new_metadata = staged
         io = self.table_io(new_metadata)
         name = identifier_str(ident)
-        statement = (
-            update(ICEBERG_TABLES)
-            .where(*self._table_key(ident), ICEBERG_TABLES.c.metadata_location == base[0])
-            .values(metadata_location=new_location, previous_metadata_location=base[0])
-        )
+        params = {**self._key_params(ident), "base": base[0], "new": new_location}
         try:
             conn = self._autocommit.connect()  # pings: a dead connection fails here, unsent
         except SQLAlchemyError as e:
@@ -195,7 +264,7 @@ class ServedSqlCatalog(SqlCatalog):
             ) from e
         try:
             with conn:
-                swapped = conn.execute(statement).rowcount == 1
+                swapped = conn.execute(self._swap_statement, params).rowcount == 1
         except SQLAlchemyError as e:
             if isinstance(e, OperationalError) or (isinstance(e, DBAPIError) and e.connection_invalidated):
                 # The statement may have reached the database and committed.
