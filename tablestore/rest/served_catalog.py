@@ -11,26 +11,28 @@ state, exactly as in ``SqlCatalog.commit_table``. If another writer moved the ta
 the new file is deleted and the same is done once more from the current row. Anything else (a
 requirement that fails, a create, a second lost race) takes the ordinary path, which decides.
 
-A commit so costs one round trip to PostgreSQL besides the pool's ping, where the ordinary
-path reads the row in one transaction and swaps it in another, each a BEGIN, a statement and a
-COMMIT (psycopg2 sends each on its own). The lookup of the row that every load makes runs on
-autocommit connections without the ping (it is repeated once if the connection turns out
-dead). Every statement still runs at READ COMMITTED and every swap is durable when
-acknowledged, as before. On SQLite (a local file: no round trips to save) commits take the
-ordinary path.
+A commit so costs one round trip to PostgreSQL, where the ordinary path pings the pooled
+connection, reads the row in one transaction, pings again and swaps it in another, each a
+BEGIN, a statement and a COMMIT (psycopg2 sends each on its own). Pooled connections are not
+pinged but checked locally for having been closed by the server (``_drop_if_closed_by_server``);
+the lookup of the row that every load makes is repeated once if its connection turns out dead,
+and a swap whose connection fails mid-way is reported as of unknown state, as before. Every
+statement still runs at READ COMMITTED and every swap is durable when acknowledged. On SQLite
+(a local file: no round trips to save) commits take the ordinary path.
 """
 
 from __future__ import annotations
 
 import json
+import select as select_module
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Engine, Update, bindparam, create_engine, select, update
-from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
+from sqlalchemy import Connection, Engine, Update, bindparam, create_engine, event, select, update
+from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError, SQLAlchemyError
 
 from tablestore.catalog import Identifier, IdentifierLike, identifier_str, read_metadata_file
 from tablestore.catalog.sql import ICEBERG_TABLES, SqlCatalog
@@ -53,6 +55,22 @@ CACHE_ENTRIES = 512
 OVERWRITE_ATTEMPTS = 5
 
 
+def _drop_if_closed_by_server(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    """Refuse a pooled connection that PostgreSQL has closed (a restart, an idle timeout).
+
+    The service's connections are idle between statements, so anything readable on one is
+    the server's goodbye (or a rare notice, costing a reconnect). Looking is a local system
+    call, where the pool's usual ping is a round trip to the database on every checkout, as
+    long as the one statement a commit sends.
+    """
+    try:
+        readable = bool(select_module.select([dbapi_connection.fileno()], [], [], 0)[0])
+    except (OSError, ValueError):
+        readable = True
+    if readable:
+        raise DisconnectionError("the catalog database closed this connection")
+
+
 class ServedSqlCatalog(SqlCatalog):
     """A SqlCatalog that caches parsed metadata files and commits from the last state it saw."""
 
@@ -66,11 +84,13 @@ class ServedSqlCatalog(SqlCatalog):
         self._autocommit: Engine | None = None
         self._lookups: Engine = self.engine
         if self.engine.dialect.name == "postgresql":
-            self._autocommit = create_engine(self.engine.url, pool_pre_ping=True, isolation_level="AUTOCOMMIT")
-            # The pointer lookup of every load and commit, without the pool's ping (a round trip
-            # as long as the lookup): a connection that died is found by the lookup itself,
-            # which is then made once more on a new one (a read is safe to repeat).
-            self._lookups = create_engine(self.engine.url, pool_pre_ping=False, isolation_level="AUTOCOMMIT")
+            self._autocommit = create_engine(self.engine.url, isolation_level="AUTOCOMMIT")
+            event.listen(self._autocommit, "checkout", _drop_if_closed_by_server)
+            # The pointer lookup of every load and commit. A connection that died unnoticed
+            # is found by the lookup itself, which is then made once more on a new one (a
+            # read is safe to repeat).
+            self._lookups = create_engine(self.engine.url, isolation_level="AUTOCOMMIT")
+            event.listen(self._lookups, "checkout", _drop_if_closed_by_server)
         t = ICEBERG_TABLES.c
         key = [t.catalog_name == bindparam("catalog"), t.table_namespace == bindparam("namespace"),
                t.table_name == bindparam("table")]
@@ -255,7 +275,7 @@ class ServedSqlCatalog(SqlCatalog):
         name = identifier_str(ident)
         params = {**self._key_params(ident), "base": base[0], "new": new_location}
         try:
-            conn = self._autocommit.connect()  # pings: a dead connection fails here, unsent
+            conn = self._autocommit.connect()  # a connection the database closed is replaced here
         except SQLAlchemyError as e:
             io.delete(new_location)
             raise CommitFailedError(
