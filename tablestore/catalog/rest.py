@@ -11,6 +11,7 @@ Functions use tablestore's extension endpoints (``/v1/{prefix}/namespaces/{ns}/f
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import quote
@@ -80,6 +81,19 @@ def _seg(text: str) -> str:
     return quote(text, safe="")
 
 
+def _session_for(uri: str) -> requests.Session:
+    """An HTTP session to the service, with the environment's proxy and CA bundle settings
+    resolved once: every request goes to the same host, and requests would otherwise scan the
+    whole environment (and ~/.netrc) again on each one, which costs more CPU than the request."""
+    session = requests.Session()
+    session.proxies.update(requests.utils.get_environ_proxies(uri))
+    bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+    if bundle:
+        session.verify = bundle
+    session.trust_env = False
+    return session
+
+
 class RestCatalog(Catalog):
     """A catalog served by ``tablestore catalog serve`` (or any Iceberg REST catalog)."""
 
@@ -90,7 +104,7 @@ class RestCatalog(Catalog):
             raise ValidationError("a rest catalog needs uri=http(s)://host:port of the catalog service")
         self.uri = uri
         self.name = name  # set again by Catalog.__init__; here for reprs of errors raised before
-        self._session = requests.Session()
+        self._session = _session_for(uri)
         token = props.get(TOKEN)
         # Kept to ask for a new token when the issued one expires (a 401 on a request).
         self._credential = props.get(CREDENTIAL) if not token else None
@@ -304,10 +318,14 @@ class RestCatalog(Catalog):
         metadata_location, metadata = self._remember(body)
         return self._make_table(ident, metadata_location, metadata)
 
-    def register_table(self, identifier: IdentifierLike, metadata_location: str) -> Table:
+    def register_table(self, identifier: IdentifierLike, metadata_location: str, overwrite: bool = False) -> Table:
+        """Add a table by its metadata file; with ``overwrite``, an existing table of that name
+        is pointed at the file instead (the REST spec's RegisterTableRequest ``overwrite``)."""
         ident = to_table_identifier(identifier)
-        body = self._request("POST", f"{self._ns_url(ident[:-1])}/register",
-                             json={"name": ident[-1], "metadata-location": metadata_location},
+        request: dict[str, Any] = {"name": ident[-1], "metadata-location": metadata_location}
+        if overwrite:
+            request["overwrite"] = True
+        body = self._request("POST", f"{self._ns_url(ident[:-1])}/register", json=request,
                              conflict=TableAlreadyExistsError)
         location, metadata = self._remember(body)
         return self._make_table(ident, location, metadata)

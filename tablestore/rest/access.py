@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
-from fastapi.security import HTTPBearer
 
 from tablestore.catalog import Catalog, Identifier, to_namespace, validate_name
 from tablestore.errors import NoSuchCatalogError, ValidationError
@@ -20,8 +19,23 @@ from tablestore.rest.settings import READ, WRITE, Principal, ServerSettings
 
 # The REST spec joins namespace levels in a path segment with the unit separator (%1F).
 NAMESPACE_SEPARATOR = "\x1f"
-# Declares the bearer scheme in the OpenAPI document; the header itself is read below.
-bearer_scheme = HTTPBearer(auto_error=False)
+# The bearer scheme of the OpenAPI document. Operations name it there (``declare_bearer_auth``)
+# rather than as a dependency, which FastAPI would resolve on every request for nothing: the
+# header itself is read below.
+BEARER_SCHEME = "HTTPBearer"
+
+
+def declare_bearer_auth(schema: dict[str, Any]) -> None:
+    """Declare bearer tokens in an OpenAPI document: the scheme, and every operation needs it
+    (the token endpoint excepted: it is how clients get one)."""
+    components = schema.setdefault("components", {})
+    components.setdefault("securitySchemes", {})[BEARER_SCHEME] = {"type": "http", "scheme": "bearer"}
+    for path, item in schema.get("paths", {}).items():
+        if path == "/v1/oauth/tokens":
+            continue
+        for operation in item.values():
+            if isinstance(operation, dict):
+                operation["security"] = [{BEARER_SCHEME: []}]
 
 
 @dataclass
@@ -71,7 +85,7 @@ def authenticate(request: Request) -> Principal:
 def _access(role: str) -> Callable[..., Awaitable[Access]]:
     # Async although it awaits nothing: it only checks the token and looks up the catalog, and a
     # sync dependency would cost a thread-pool hop per request (the endpoints need their own).
-    async def dependency(request: Request, prefix: str, _scheme: Annotated[Any, Depends(bearer_scheme)]) -> Access:
+    async def dependency(request: Request, prefix: str) -> Access:
         service = service_of(request)
         principal = service.auth.authenticate(request.headers.get("authorization"))
         catalog = service.catalogs.get(prefix)
@@ -117,7 +131,7 @@ __all__ = [
     "Service",
     "WriteAccess",
     "authenticate",
-    "bearer_scheme",
+    "declare_bearer_auth",
     "identifier_json",
     "identifier_of",
     "parse_identifier",

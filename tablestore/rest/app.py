@@ -11,17 +11,17 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from typing import Any
 from urllib.parse import parse_qs
 
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse
 
 from tablestore.catalog import Catalog
 from tablestore.config import LakehouseConfig
 from tablestore.errors import NoSuchCatalogError
 from tablestore.rest import functions, namespaces, tables, views
-from tablestore.rest.access import NAMESPACE_SEPARATOR, Service, authenticate, bearer_scheme, service_of
+from tablestore.rest.access import NAMESPACE_SEPARATOR, Service, authenticate, declare_bearer_auth, service_of
 from tablestore.rest.errors import install_error_handlers
 from tablestore.rest.security import NotAuthorizedError
 from tablestore.rest.served_catalog import ServedSqlCatalog
@@ -92,7 +92,7 @@ def create_app(
 
     @app.get("/v1/config", tags=["config"])
     def get_config(
-        request: Request, _scheme: Annotated[Any, Depends(bearer_scheme)], warehouse: str | None = Query(default=None)
+        request: Request, warehouse: str | None = Query(default=None)
     ) -> dict[str, Any]:
         principal = authenticate(request)
         svc = service_of(request)
@@ -137,12 +137,14 @@ def create_app(
 
 
 def _document_prefixes(app: FastAPI, prefixes: list[str]) -> None:
-    """Make the OpenAPI document name the served prefixes (an enum of the ``prefix`` parameter)."""
+    """Make the OpenAPI document name the served prefixes (an enum of the ``prefix`` parameter)
+    and declare the bearer tokens."""
     generate = app.openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             schema = generate()
+            declare_bearer_auth(schema)
             for item in schema.get("paths", {}).values():
                 for operation in item.values():
                     for parameter in operation.get("parameters", []) if isinstance(operation, dict) else []:

@@ -4,6 +4,7 @@ drop, rename, metrics, and the atomic multi-table ``transactions/commit``."""
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
@@ -31,6 +32,7 @@ from tablestore.rest.models import (
 )
 from tablestore.rest.namespaces import page
 from tablestore.rest.security import LOCATION_PROPERTIES
+from tablestore.rest.served_catalog import ServedSqlCatalog
 from tablestore.spec.metadata import TableMetadata, new_table_metadata
 from tablestore.spec.partitioning import UNPARTITIONED_SPEC, PartitionSpec
 from tablestore.spec.schema import Schema
@@ -64,6 +66,28 @@ def load_result(access: Access, location: str | None, metadata: TableMetadata) -
         "metadata": metadata.to_json(),
         "config": access.service.client_config(access.catalog),
     }
+
+
+def _metadata_json(access: Access, location: str, metadata: TableMetadata) -> bytes:
+    catalog = access.catalog
+    if isinstance(catalog, ServedSqlCatalog):
+        return catalog.metadata_json(location, metadata)
+    return json.dumps(metadata.to_json(), separators=(",", ":")).encode("utf-8")
+
+
+def table_response(access: Access, location: str, metadata: TableMetadata, with_config: bool = True,
+                   headers: dict[str, str] | None = None) -> Response:
+    """A LoadTableResult (or, without config, a CommitTableResponse) for a committed metadata file.
+
+    The metadata's JSON is spliced in as bytes serialized once per file, which is most of the
+    cost of answering a load.
+    """
+    parts = [b'{"metadata-location":', json.dumps(location).encode("utf-8"),
+             b',"metadata":', _metadata_json(access, location, metadata)]
+    if with_config:
+        parts += [b',"config":', json.dumps(access.service.client_config(access.catalog)).encode("utf-8")]
+    parts.append(b"}")
+    return Response(b"".join(parts), media_type="application/json", headers=headers)
 
 
 def _changes(access: Access, change: CommitTableRequest) -> tuple[list[TableRequirement], list[TableUpdate]]:
@@ -111,19 +135,23 @@ def create_table(namespace: str, body: CreateTableRequest, access: WriteAccess) 
         metadata = new_table_metadata(schema, spec, order, location, dict(body.properties))
         return JSONResponse(load_result(access, None, metadata))
     table = catalog.create_table(ident, schema, spec, order, body.properties, location)
-    return JSONResponse(load_result(access, table.metadata_location, table.metadata))
+    return table_response(access, table.metadata_location, table.metadata)
 
 
 @router.post("/namespaces/{namespace}/register")
 def register_table(namespace: str, body: RegisterTableRequest, access: WriteAccess) -> Response:
     ident = parse_identifier(namespace, body.name)
     access.check_location(body.metadata_location, "metadata location")
-    if body.overwrite and access.catalog.table_exists(ident):
-        raise UnsupportedError("register with overwrite of an existing table is not supported; drop it first")
     # Checked before registering: a table whose files live elsewhere must not enter the catalog.
     access.check_location(read_metadata_file(access.catalog.io, body.metadata_location).location, "table location")
-    table = access.catalog.register_table(ident, body.metadata_location)
-    return JSONResponse(load_result(access, table.metadata_location, table.metadata))
+    catalog = access.catalog
+    if body.overwrite:
+        if not isinstance(catalog, ServedSqlCatalog):
+            raise UnsupportedError("this catalog cannot register with overwrite; drop the table first")
+        table = catalog.register_table_overwrite(ident, body.metadata_location)
+    else:
+        table = catalog.register_table(ident, body.metadata_location)
+    return table_response(access, table.metadata_location, table.metadata)
 
 
 def _etag(metadata_location: str, snapshots: str) -> str:
@@ -146,7 +174,8 @@ def load_table(
     if snapshots == "refs":
         referenced = {ref.snapshot_id for ref in metadata.refs.values()}
         metadata = replace(metadata, snapshots=tuple(s for s in metadata.snapshots if s.snapshot_id in referenced))
-    return JSONResponse(load_result(access, location, metadata), headers={"ETag": etag})
+        return JSONResponse(load_result(access, location, metadata), headers={"ETag": etag})
+    return table_response(access, location, metadata, headers={"ETag": etag})
 
 
 @router.head("/namespaces/{namespace}/tables/{table}", status_code=204)
@@ -161,7 +190,7 @@ def commit_table(namespace: str, table: str, body: CommitTableRequest, access: W
     requirements, updates = _changes(access, body)
     location, metadata = access.catalog.commit_table(ident, requirements, updates)
     # A response object skips FastAPI's jsonable_encoder, which costs more than the commit's SQL.
-    return JSONResponse({"metadata-location": location, "metadata": metadata.to_json()})
+    return table_response(access, location, metadata, with_config=False)
 
 
 @router.delete("/namespaces/{namespace}/tables/{table}", status_code=204)
@@ -207,4 +236,4 @@ def commit_transaction(body: CommitTransactionRequest, access: WriteAccess) -> R
     return Response(status_code=204)
 
 
-__all__ = ["load_result", "parsed", "router"]
+__all__ = ["load_result", "parsed", "router", "table_response"]
