@@ -9,8 +9,8 @@ Three writers, as in Iceberg's Spark and Flink sinks, and one that picks among t
   a time; a partition's file is closed when the next partition starts.
 - :class:`FanoutWriter`: input in any order. Every partition seen keeps a buffer and an open
   file; when the buffers and open files outgrow the memory budget
-  (``write.fanout.memory-budget-bytes``, default 256 MiB) it flushes the largest buffers to
-  their files, and past that closes (rolls) the least recently used files.
+  (``write.fanout.memory-budget-bytes``, default 256 MiB) it writes every buffer out to its
+  file, and past that closes (rolls) the least recently used files.
 
 :class:`PartitionedWriter` chooses automatically. It starts as a single-partition writer,
 becomes clustered when a second partition arrives in its own run, and becomes fanout when the
@@ -453,7 +453,13 @@ class FanoutWriter:
 
     def write_pieces(self, table: pa.Table, pieces: list[tuple[tuple[Any, ...], int, int]]) -> None:
         """Buffer the rows ``table[offset:offset + length]`` of each ``(partition, offset, length)``."""
-        chunk = _Chunk(table, table.get_total_buffer_size(), refs=1)  # held while it is distributed
+        size = table.get_total_buffer_size()
+        if size > 2 * table.nbytes + 4096:
+            # A slice of a larger table keeps all of it alive: copy the rows, so that what is
+            # held is what the budget counts.
+            table = table.take(pa.array(np.arange(table.num_rows)))
+            size = table.get_total_buffer_size()
+        chunk = _Chunk(table, size, refs=1)  # held while it is distributed
         self.buffered += chunk.size
         for partition, offset, length in pieces:
             part = self.open.get(partition)

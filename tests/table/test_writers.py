@@ -225,6 +225,20 @@ def test_a_routed_batch_is_accounted_once_whatever_its_partitions(catalog: table
     assert read_back(table, files).equals(data)
 
 
+def test_batches_sliced_from_a_larger_table_are_not_accounted_as_all_of_it(catalog: tablestore.Catalog) -> None:
+    table = make_table(catalog, ["region"], {"write.spark.fanout.enabled": "true"})
+    n = 20_000
+    data = conform_to_schema(rows(np.arange(n), [f"r{i // 4_000}" for i in range(n)]), table.schema())
+    writer = PartitionedWriter(context(table))
+    for batch in batches_of(data, 1_000):  # each a slice holding all of ``data``'s buffers
+        writer.write(batch)
+    fanout = writer._writer
+    assert isinstance(fanout, FanoutWriter)
+    assert fanout.stats.budget_flushes == 0
+    assert data.nbytes <= fanout.buffered <= 2 * data.nbytes
+    assert read_back(table, writer.close()).equals(data)
+
+
 def test_fanout_enabled_property_starts_with_the_fanout_writer(catalog: tablestore.Catalog) -> None:
     table = make_table(catalog, ["region"], {"write.spark.fanout.enabled": "true"})
     data = rows(np.arange(3_000), ["a"] * 1_000 + ["b"] * 2_000)
