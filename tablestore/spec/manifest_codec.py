@@ -88,6 +88,7 @@ class _Source:
         self.lines: list[str] = []
         self.counter = 0
         self.consts: dict[str, Any] = {}
+        self.counters: list[str] = []  # locals set to 0 at the top of the generated function
 
     def var(self, prefix: str = "v") -> str:
         self.counter += 1
@@ -349,6 +350,39 @@ def _varints_per_item(schema: dict[str, Any], named: _Named, ns: str | None) -> 
     return None
 
 
+def _gen_fast_skip(src: _Source, fields: list[tuple[AvroSchema, str | None]], indent: int, named: _Named) -> None:
+    """Step over consecutive fields: runs of them with one regular-expression match each (see
+    ``avro_skip``), in generated Python where a match fails (a value past the patterns' bounds)
+    and for plain string fields. A run whose pattern failed 32 times in a block is no longer tried
+    in that block (a table whose stats are all past the bounds pays little for the attempt)."""
+    from tablestore.spec import avro_skip
+
+    run: list[tuple[AvroSchema, str | None, bytes]] = []
+
+    def flush() -> None:
+        if not run:
+            return
+        match, misses = src.const(avro_skip.compile_skip([p for _, _, p in run])), src.var("miss")
+        src.counters.append(misses)
+        m = src.var("m")
+        src.emit(indent, f"{m} = {match}(buf, pos) if {misses} < 32 else None")
+        src.emit(indent, f"if {m} is not None: pos = {m}.end()")
+        src.emit(indent, "else:")
+        src.emit(indent + 1, f"{misses} += 1")
+        for schema, ns, _ in run:
+            _gen_skip(src, schema, indent + 1, named, ns)
+        run.clear()
+
+    for schema, ns in fields:
+        pattern = None if avro_skip.long_string(schema) else avro_skip.skip_pattern(schema, named, ns)
+        if pattern is None:
+            flush()
+            _gen_skip(src, schema, indent, named, ns)
+        else:
+            run.append((schema, ns, pattern))
+    flush()
+
+
 def compile_filtered_decoder(schema: AvroSchema, outer: str, inner: str) -> FilteredDecoder:
     """A function ``(block, count, keep, verdicts) -> records`` that decodes the records of
     ``schema`` for which ``keep(record[outer][inner])`` is true, and steps over the others
@@ -382,36 +416,40 @@ def compile_filtered_decoder(schema: AvroSchema, outer: str, inner: str) -> Filt
     e(1, "append = out.append")
     e(1, "for _ in range(count):")
     e(2, "start = pos")
-    for f in top_fields[:position]:
-        _gen_skip(src, f["type"], 2, named, top_ns)
-    for g in nested_fields[:inner_at]:
-        _gen_skip(src, g["type"], 2, named, nested_ns)
+    _gen_fast_skip(src, [(f["type"], top_ns) for f in top_fields[:position]]
+                   + [(g["type"], nested_ns) for g in nested_fields[:inner_at]], 2, named)
     probe = src.var("p")
     probed = _unwrap(nested_fields[inner_at]["type"])
+    # Verdicts are cached per encoded partition (the encoding is canonical), so a partition
+    # already decided is neither decoded nor evaluated again.
+    e(2, "probe_start = pos")
+    _gen_fast_skip(src, [(probed, nested_ns)], 2, named)
+    e(2, "verdict = verdicts.get(buf[probe_start:pos])")
+    e(2, "if verdict is None:")
+    e(3, "probe_end = pos")
+    e(3, "pos = probe_start")
     if _type_name(probed) == "record":
-        # The probed record as a tuple of its values: hashable, so verdicts are cached per value.
+        # The probed record reaches keep as the tuple of its values.
         values = []
         for g in probed.get("fields", []):
             value = src.var()
-            _gen_read(src, g["type"], value, 2, named, named.register(probed, nested_ns))
+            _gen_read(src, g["type"], value, 3, named, named.register(probed, nested_ns))
             values.append(value)
-        e(2, f"{probe} = ({', '.join(values)}{',' if len(values) == 1 else ''})")
+        e(3, f"{probe} = ({', '.join(values)}{',' if len(values) == 1 else ''})")
     else:
-        _gen_read(src, probed, probe, 2, named, nested_ns)
-    e(2, f"verdict = verdicts.get({probe})")
-    e(2, "if verdict is None:")
-    e(3, f"verdict = verdicts[{probe}] = bool(keep({probe}))")
+        _gen_read(src, probed, probe, 3, named, nested_ns)
+    e(3, "if pos != probe_end: raise _Corrupt('inconsistent partition encoding')")
+    e(3, f"verdict = verdicts[buf[probe_start:pos]] = bool(keep({probe}))")
     e(2, "if not verdict:")
-    for g in nested_fields[inner_at + 1:]:
-        _gen_skip(src, g["type"], 3, named, nested_ns)
-    for f in top_fields[position + 1:]:
-        _gen_skip(src, f["type"], 3, named, top_ns)
+    _gen_fast_skip(src, [(g["type"], nested_ns) for g in nested_fields[inner_at + 1:]]
+                   + [(f["type"], top_ns) for f in top_fields[position + 1:]], 3, named)
     e(3, "continue")
     e(2, "pos = start")
     _gen_read(src, top, "rec", 2, _Named(), None)
     e(2, "append(rec)")
     e(1, "if pos != len(buf): raise _Corrupt('block has %d trailing bytes' % (len(buf) - pos))")
     e(1, "return out")
+    src.lines[1:1] = [f"    {c} = 0" for c in src.counters]
     namespace: dict[str, Any] = {
         "_varint_tail": _varint_tail, "_RUNS": _RUNS, "_varint_run": _varint_run, "_FLOAT": _FLOAT, "_DOUBLE": _DOUBLE,
         "_Corrupt": CorruptMetadataError, **src.consts,

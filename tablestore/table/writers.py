@@ -9,8 +9,8 @@ Three writers, as in Iceberg's Spark and Flink sinks, and one that picks among t
   a time; a partition's file is closed when the next partition starts.
 - :class:`FanoutWriter`: input in any order. Every partition seen keeps a buffer and an open
   file; when the buffers and open files outgrow the memory budget
-  (``write.fanout.memory-budget-bytes``, default 256 MiB) it flushes the largest buffers to
-  their files, and past that closes (rolls) the least recently used files.
+  (``write.fanout.memory-budget-bytes``, default 256 MiB) it writes every buffer out to its
+  file, and past that closes (rolls) the least recently used files.
 
 :class:`PartitionedWriter` chooses automatically. It starts as a single-partition writer,
 becomes clustered when a second partition arrives in its own run, and becomes fanout when the
@@ -28,10 +28,13 @@ Writers never commit; :meth:`close` returns the DataFiles for a snapshot produce
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import enum
 import itertools
 import logging
-from collections.abc import Iterable
+import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,10 +65,15 @@ DEFAULT_FANOUT_BUDGET = 256 * 1024 * 1024
 FANOUT_ENABLED_PROPERTY = "write.spark.fanout.enabled"
 DISTRIBUTION_MODE_PROPERTY = "write.distribution-mode"
 DISTRIBUTION_MODES = ("none", "hash", "range")
-# What an open file costs besides its buffered rows: the Parquet writer's encoders and footer
-# builder, and for S3 the multipart part that the output stream fills before it uploads.
-LOCAL_OPEN_FILE_OVERHEAD = 256 * 1024
+# What an open file costs besides its buffered rows, measured with pyarrow 2x on Linux: the
+# Parquet writer's column encoders (dictionary memo tables, page builders) take about 12 KiB per
+# column, 8 of them from Arrow's pool, plus a fixed part; for S3 add the multipart part that the
+# output stream fills before it uploads. The footer grows by about a kilobyte per column chunk
+# (statistics included) until the file is closed.
+LOCAL_OPEN_FILE_OVERHEAD = 16 * 1024
+OPEN_FILE_BYTES_PER_COLUMN = 12 * 1024
 REMOTE_OPEN_FILE_OVERHEAD = 10 * 1024 * 1024
+FOOTER_BYTES_PER_COLUMN_CHUNK = 1024
 
 
 class WriterKind(enum.StrEnum):
@@ -99,6 +107,27 @@ def fanout_forced(properties: dict[str, str]) -> bool:
     return raw == "true"
 
 
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        trim: Callable[[int], int] = libc.malloc_trim  # glibc only
+        return trim
+    except (OSError, AttributeError):
+        return None
+
+
+_MALLOC_TRIM = _malloc_trim() if sys.platform.startswith("linux") else None
+
+
+def release_memory() -> None:
+    """Hand memory freed by the writers back to the operating system: Arrow's pool keeps freed
+    blocks for reuse, and so does glibc's heap (the Parquet encoders and compressors allocate
+    there), so without this the process stays at its high-water mark after a flush."""
+    pa.default_memory_pool().release_unused()
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
+
+
 # -- one partition's files ---------------------------------------------------------------------
 
 
@@ -117,6 +146,7 @@ class RollingFileWriter:
         self._path = ""
         self._nan_counts: dict[int, int] = {}
         self._use_dictionary: bool | list[str] | None = None
+        self.row_groups = 0  # in the open file: its footer metadata is held until close
 
     @property
     def is_open(self) -> bool:
@@ -130,6 +160,7 @@ class RollingFileWriter:
             self._open(rows)
         assert self._writer is not None
         self._writer.write_table(rows, row_group_size=rows.num_rows)
+        self.row_groups += 1
         for fid, count in float_nan_counts(rows, self.ctx.schema).items():
             self._nan_counts[fid] = self._nan_counts.get(fid, 0) + count
         if self._stream.tell() >= self.ctx.target_file_size:
@@ -163,6 +194,7 @@ class RollingFileWriter:
         if writer is None:
             return
         self._writer, self._stream = None, None
+        self.row_groups = 0
         try:
             writer.close()
             metadata = writer.writer.metadata
@@ -200,30 +232,66 @@ class RollingFileWriter:
         return paths
 
 
+@dataclass(eq=False)
+class _Chunk:
+    """A routed batch that buffered rows point into. Its memory is the batch's, and it is freed
+    when the last partition holding rows of it has written them."""
+
+    table: pa.Table
+    size: int
+    refs: int = 0
+
+
 @dataclass
 class _PartitionBuffer:
-    """Rows of one partition waiting to become a row group, and the files they go to."""
+    """Rows of one partition waiting to become a row group, and the files they go to.
+
+    The rows are kept as (chunk, offset, length) pieces of routed batches rather than as Arrow
+    slices: a thousand partitions times a dozen batches would otherwise be tens of thousands of
+    small Table objects, memory that no byte count of the data sees.
+    """
 
     files: RollingFileWriter
-    batches: list[pa.Table] = field(default_factory=list)
-    buffered: int = 0
+    pieces: list[tuple[_Chunk, int, int]] = field(default_factory=list)
+    buffered: int = 0  # bytes of the rows waiting (their share of their chunks): the row-group size
     last_write: int = 0
 
     @property
     def partition(self) -> tuple[Any, ...]:
         return self.files.partition
 
-    def add(self, rows: pa.Table) -> None:
-        self.batches.append(rows)
-        self.buffered += rows.nbytes
+    def add(self, rows: pa.Table) -> int:
+        """Buffer a table of its own; returns the memory it holds."""
+        # A slice holds its parent's buffers (the memory), but its row group is its own size.
+        chunk = _Chunk(rows, rows.get_total_buffer_size())
+        self.add_piece(chunk, 0, rows.num_rows, rows.nbytes)
+        return chunk.size
+
+    def add_piece(self, chunk: _Chunk, offset: int, length: int, nbytes: int | None = None) -> None:
+        chunk.refs += 1
+        self.pieces.append((chunk, offset, length))
+        rows = chunk.table.num_rows
+        self.buffered += nbytes if nbytes is not None else chunk.size * length // rows if rows else 0
+
+    def held(self) -> int:
+        """The memory of the chunks only this buffer holds on to."""
+        return sum(c.size for c, _, _ in self.pieces if c.refs == 1)
 
     def flush(self) -> int:
-        """Write the buffer as one row group; returns the bytes freed."""
-        if not self.batches:
+        """Write the buffer as one row group; returns the memory freed (chunks no longer held)."""
+        if not self.pieces:
             return 0
-        freed = self.buffered
-        rows = pa.concat_tables(self.batches) if len(self.batches) > 1 else self.batches[0]
-        self.batches, self.buffered = [], 0
+        pieces = self.pieces
+        self.pieces, self.buffered = [], 0
+        slices = [c.table.slice(o, n) for c, o, n in pieces]
+        rows = pa.concat_tables(slices) if len(slices) > 1 else slices[0]
+        del slices
+        freed = 0
+        for chunk, _, _ in pieces:
+            chunk.refs -= 1
+            if chunk.refs == 0:
+                freed += chunk.size
+        del pieces
         self.files.write(rows)
         return freed
 
@@ -329,11 +397,16 @@ class ClusteredWriter:
 class FanoutWriter:
     """Input in any order: a buffer and an open file per partition, within a memory budget.
 
-    Accounted memory is the buffered Arrow bytes plus an estimate per open file. Past the
-    budget, the largest buffers are written out (as row groups of their open files) until the
-    buffers take at most half the budget; if the open files alone still take more than half,
-    the least recently written ones are closed, and their partitions start new files when rows
-    come again.
+    Accounted memory is what the buffered rows hold (the routed batches they point into, each
+    counted once, by its real buffer size) plus, per open file, the Parquet writer's state and
+    the footer it accumulates (see ``LOCAL_OPEN_FILE_OVERHEAD``). Past the budget every buffer
+    is written out as a row group of its open file, which frees every batch, and the memory
+    pool returns the freed memory to the operating system. If the open files alone then take
+    more than half of the budget, the least recently written ones are closed, and their
+    partitions start new files when rows come again.
+
+    What the accounting leaves out is small and fixed: the batch being routed (and its sorted
+    copy), one partition's row group while it is encoded, and the interpreter.
     """
 
     kind = WriterKind.FANOUT
@@ -344,56 +417,83 @@ class FanoutWriter:
         self.task_id = task_id
         self.budget = budget if budget is not None else fanout_budget(ctx.properties)
         self.limit = min(_row_group_limit(ctx), max(1, self.budget // 2))
-        self.overhead = open_file_overhead(ctx.data_location)
+        columns = max(1, sum(1 for _ in ctx.schema.all_fields()))  # nested: a little over the leaves
+        self.overhead = open_file_overhead(ctx.data_location) + OPEN_FILE_BYTES_PER_COLUMN * columns
+        self.footer_bytes = FOOTER_BYTES_PER_COLUMN_CHUNK * columns
         self.open: dict[tuple[Any, ...], _PartitionBuffer] = {}
-        self.buffered = 0
+        self.buffered = 0  # memory of the chunks the buffers hold
         self.files: list[DataFile] = []
         self.stats = stats or WriterStats(WriterKind.FANOUT)
         self._clock = itertools.count(1)
 
     def adopt(self, part: _PartitionBuffer) -> None:
         self.open[part.partition] = part
-        self.buffered += part.buffered
+        self.buffered += part.held()
 
     @property
     def open_files(self) -> int:
         return sum(1 for p in self.open.values() if p.files.is_open)
 
+    def _file_cost(self, part: _PartitionBuffer) -> int:
+        """An open file's cost; a partition with rows waiting but no open file reserves one,
+        because writing the rows out (when the budget is reached) opens it."""
+        files = part.files
+        if files.is_open:
+            return self.overhead + files.row_groups * self.footer_bytes
+        return self.overhead if part.pieces else 0
+
+    def open_file_bytes(self) -> int:
+        return sum(self._file_cost(p) for p in self.open.values())
+
     def accounted(self) -> int:
-        return self.buffered + self.open_files * self.overhead
+        return self.buffered + self.open_file_bytes()
 
     def write_partition(self, partition: tuple[Any, ...], rows: pa.Table) -> None:
-        if rows.get_total_buffer_size() > 2 * rows.nbytes + 4096:
-            # A slice keeps its whole parent batch alive, which the budget would not see: copy.
-            rows = rows.take(pa.array(np.arange(rows.num_rows)))
-        part = self.open.get(partition)
-        if part is None:
-            part = self.open[partition] = _PartitionBuffer(RollingFileWriter(self.ctx, partition, self.task_id))
-        part.add(rows)
-        part.last_write = next(self._clock)
-        self.buffered += rows.nbytes
-        if part.buffered >= self.limit:
-            self.buffered -= part.flush()
+        self.write_pieces(rows, [(partition, 0, rows.num_rows)])
+
+    def write_pieces(self, table: pa.Table, pieces: list[tuple[tuple[Any, ...], int, int]]) -> None:
+        """Buffer the rows ``table[offset:offset + length]`` of each ``(partition, offset, length)``."""
+        size = table.get_total_buffer_size()
+        if size > 2 * table.nbytes + 4096:
+            # A slice of a larger table keeps all of it alive: copy the rows, so that what is
+            # held is what the budget counts.
+            table = table.take(pa.array(np.arange(table.num_rows)))
+            size = table.get_total_buffer_size()
+        chunk = _Chunk(table, size, refs=1)  # held while it is distributed
+        self.buffered += chunk.size
+        for partition, offset, length in pieces:
+            part = self.open.get(partition)
+            if part is None:
+                part = self.open[partition] = _PartitionBuffer(RollingFileWriter(self.ctx, partition, self.task_id))
+            part.add_piece(chunk, offset, length)
+            part.last_write = next(self._clock)
+            if part.buffered >= self.limit:
+                self.buffered -= part.flush()
+        chunk.refs -= 1
+        if chunk.refs == 0:
+            self.buffered -= chunk.size
+        del chunk
         accounted = self.accounted()
         self.stats.peak_accounted_bytes = max(self.stats.peak_accounted_bytes, accounted)
         if accounted > self.budget:
             self._relieve()
 
     def _relieve(self) -> None:
+        for part in self.open.values():
+            if part.pieces:
+                self.buffered -= part.flush()
+                self.stats.budget_flushes += 1
         half = self.budget // 2
-        for part in sorted(self.open.values(), key=lambda p: p.buffered, reverse=True):
-            if self.buffered <= half or part.buffered == 0:
-                break
-            self.buffered -= part.flush()
-            self.stats.budget_flushes += 1
-        if self.open_files * self.overhead > half:
+        file_bytes = self.open_file_bytes()
+        if file_bytes > half:
             for part in sorted(self.open.values(), key=lambda p: p.last_write):
-                if self.open_files * self.overhead <= half:
+                if file_bytes <= half:
                     break
                 if part.files.is_open:
-                    self.buffered -= part.flush()
+                    file_bytes -= self._file_cost(part)
                     part.files.close_file()
                     self.stats.budget_rolls += 1
+        release_memory()
 
     def close(self) -> list[DataFile]:
         for part in self.open.values():
@@ -413,40 +513,56 @@ class FanoutWriter:
 # -- routing and the automatic choice -------------------------------------------------------
 
 
-def route_batch(
+def route_pieces(
     ctx: WriteContext, result_types: list[IcebergType], data: pa.Table
-) -> tuple[list[tuple[tuple[Any, ...], pa.Table]], bool]:
-    """The batch's rows by partition, and whether the batch is clustered (each partition in one
-    contiguous run). Clustered batches are returned in input order as zero-copy slices;
-    otherwise the partitions are gathered (copied) in order of first appearance.
+) -> tuple[pa.Table, list[tuple[tuple[Any, ...], int, int]], bool]:
+    """The batch's rows by partition as ``(partition, offset, length)`` runs of a table, and
+    whether the batch is clustered (each partition in one contiguous run). A clustered batch is
+    its own table; otherwise the rows are gathered (one copy) in partition order, and the runs
+    are listed in the order of each partition's first row in the batch.
     """
     keys = [_combine(k) for k in partition_keys(ctx.spec, ctx.schema, data)]
     if all(_is_constant(k) for k in keys):
-        return [(_partition_tuple(keys, 0, result_types), data)], True
+        return data, [(_partition_tuple(keys, 0, result_types), 0, data.num_rows)], True
     grouped = _group_codes(keys)
     if grouped is None:  # a key type without dictionary encoding: fall back to sorting
         from tablestore.table.write import split_by_partition
 
-        return [(p.partition, p.rows) for p in split_by_partition(ctx.spec, ctx.schema, data)], False
+        parts = [(p.partition, p.rows) for p in split_by_partition(ctx.spec, ctx.schema, data)]
+        table = pa.concat_tables([rows for _, rows in parts]) if parts else data
+        pieces, offset = [], 0
+        for partition, rows in parts:
+            pieces.append((partition, offset, rows.num_rows))
+            offset += rows.num_rows
+        return table, pieces, False
     codes, _ = grouped
     starts, ends = _runs(codes)
     run_codes = codes[starts]
     _, first_run = np.unique(run_codes, return_index=True)
     if len(first_run) == len(run_codes):
-        return [
-            (_partition_tuple(keys, int(s), result_types), data.slice(int(s), int(e - s)))
+        return data, [
+            (_partition_tuple(keys, int(s), result_types), int(s), int(e - s))
             for s, e in zip(starts, ends, strict=True)
         ], True
     order = np.argsort(codes, kind="stable")
-    sorted_codes = codes[order]
-    group_starts, group_ends = _runs(sorted_codes)
+    group_starts, group_ends = _runs(codes[order])
     # Groups in order of their first row in the batch, so output follows input.
     firsts = order[group_starts]
-    out = []
-    for g in np.argsort(firsts, kind="stable"):
-        indices = pa.array(order[group_starts[g]:group_ends[g]])
-        out.append((_partition_tuple(keys, int(firsts[g]), result_types), data.take(indices)))
-    return out, False
+    gathered = data.take(pa.array(order))
+    return gathered, [
+        (_partition_tuple(keys, int(firsts[g]), result_types), int(group_starts[g]),
+         int(group_ends[g] - group_starts[g]))
+        for g in np.argsort(firsts, kind="stable")
+    ], False
+
+
+def route_batch(
+    ctx: WriteContext, result_types: list[IcebergType], data: pa.Table
+) -> tuple[list[tuple[tuple[Any, ...], pa.Table]], bool]:
+    """The batch's rows by partition as tables (slices of :func:`route_pieces`' table), and
+    whether the batch is clustered."""
+    table, pieces, clustered = route_pieces(ctx, result_types, data)
+    return [(partition, table.slice(offset, length)) for partition, offset, length in pieces], clustered
 
 
 class PartitionedWriter:
@@ -497,29 +613,37 @@ class PartitionedWriter:
             assert isinstance(self._writer, SinglePartitionWriter)
             self._writer._add(data)
             return
-        parts, clustered = route_batch(self.ctx, self.result_types, data)
-        if self.forced == WriterKind.SINGLE and (len(parts) > 1 or (
-                self._writer is not None and parts[0][0] != self._writer.current.partition)):  # type: ignore[union-attr]
+        table, pieces, clustered = route_pieces(self.ctx, self.result_types, data)
+        del data  # the routed table replaces it (or is it)
+        if self.forced == WriterKind.SINGLE and (len(pieces) > 1 or (
+                self._writer is not None and pieces[0][0] != self._writer.current.partition)):  # type: ignore[union-attr]
             raise ValidationError("the single-partition writer was asked for, but the input holds rows of "
                                   "several partitions; let the writer choose")
         if self._writer is None:
-            if len(parts) == 1:
-                self._set(SinglePartitionWriter(self.ctx, parts[0][0], self.task_id))
+            if len(pieces) == 1:
+                self._set(SinglePartitionWriter(self.ctx, pieces[0][0], self.task_id))
             elif clustered:
                 self._set(ClusteredWriter(self.ctx, self.task_id))
             else:
                 self._set(FanoutWriter(self.ctx, self.task_id, stats=self.stats))
         if not clustered and not isinstance(self._writer, FanoutWriter):
             self._to_fanout()
-        for partition, rows in parts:
+        if isinstance(self._writer, FanoutWriter):
+            self._writer.write_pieces(table, pieces)
+            return
+        for i, (partition, offset, length) in enumerate(pieces):
+            rows = table.slice(offset, length)
             try:
                 self._writer.write_partition(partition, rows)  # type: ignore[union-attr]
             except _NotClustered:
                 if isinstance(self._writer, SinglePartitionWriter) and self.forced != WriterKind.SINGLE:
                     self._set(ClusteredWriter(self.ctx, self.task_id, self._writer.current))
+                    self._writer.write_partition(partition, rows)
                 else:
                     self._to_fanout()
-                self._writer.write_partition(partition, rows)  # type: ignore[union-attr]
+                    assert isinstance(self._writer, FanoutWriter)
+                    self._writer.write_pieces(table, pieces[i:])  # the rest shares one chunk
+                    return
 
     def _to_fanout(self) -> None:
         current = self._writer
@@ -578,5 +702,6 @@ __all__ = [
     "WriterKind",
     "WriterStats",
     "route_batch",
+    "route_pieces",
     "write_batches",
 ]

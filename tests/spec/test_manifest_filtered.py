@@ -77,3 +77,27 @@ def test_a_truncated_manifest_fails_as_corrupt_with_a_filter(tmp_path: Path) -> 
     path.write_bytes(data[: len(data) - 40])
     with pytest.raises(CorruptMetadataError):
         read_manifest(io, manifest, partition_filter=lambda p: False)
+
+
+def _wide(i: int) -> dict[str, Any]:
+    """Stats past the skip patterns' bounds (more than 16 map items, bounds longer than 16 bytes)
+    on every other entry, so both the regular-expression and the Python skip run."""
+    if i % 2:
+        return {}
+    return {"column_sizes": {k: k + i for k in range(1, 41)}, "value_counts": {k: 10 for k in range(1, 20)},
+            "lower_bounds": {1: b"x" * 100, 4: b"a" * (i % 40)}, "key_metadata": b"k" * 70,
+            "split_offsets": list(range(0, 4000, 100))}
+
+
+@pytest.mark.parametrize("entries", [300, 1500], ids=["mixed", "past-the-miss-limit"])
+def test_values_past_the_skip_patterns_bounds_are_stepped_over_in_python(tmp_path: Path, entries: int) -> None:
+    io = LocalIO()
+    partitions = [P1, P2, P3]
+    written = [ManifestEntry(ManifestEntryStatus.ADDED, None, None, None, _file(i, partitions[i % 3], **_wide(i)))
+               for i in range(entries)]
+    manifest = write_manifest(io, str(tmp_path / "m.avro"), SPEC, SCHEMA, 7, written)
+    everything = read_manifest(io, manifest)
+    for predicate in (lambda p: p[2] == "zz", lambda p: p[0] is None, lambda p: False):
+        expected = [_key(e) for e in everything if predicate(e.data_file.partition)]
+        assert expected or predicate(P1) is False
+        assert [_key(e) for e in read_manifest(io, manifest, partition_filter=predicate)] == expected

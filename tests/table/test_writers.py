@@ -20,6 +20,7 @@ from tablestore.table.conform import conform_to_schema
 from tablestore.table.write import WriteContext
 from tablestore.table.writers import (
     FANOUT_BUDGET_PROPERTY,
+    FanoutWriter,
     PartitionedWriter,
     WriterKind,
     write_batches,
@@ -183,7 +184,7 @@ def test_a_small_budget_makes_the_fanout_writer_flush_and_stay_within_it(catalog
     assert big[0] == 0 and big[2] == partitions and big[3] == partitions
     assert small[0] > 0, "the small budget forces early flushes"
     assert small[3] > big[3], "early flushes write more, smaller row groups"
-    # 20 open files at 256 KiB each stay under half of 16 MiB: the files are kept open.
+    # 20 open files at 64 KiB each (four columns) stay under half of 16 MiB: the files are kept open.
     assert small[1] == 0 and small[2] == partitions
 
 
@@ -192,7 +193,7 @@ def test_open_files_past_the_budget_are_rolled(catalog: tablestore.Catalog) -> N
     regions = [f"r{i % partitions:02d}" for i in range(n)]
     data = rows(np.arange(n), regions)
     assert data.nbytes > 4 * 1024 * 1024
-    # 4 MiB: half of it holds 8 open files at 256 KiB, far fewer than 50 partitions.
+    # 4 MiB: half of it holds 32 open files at 64 KiB (four columns), fewer than 50 partitions.
     table = make_table(catalog, ["region"], {FANOUT_BUDGET_PROPERTY: str(4 * 1024 * 1024)})
     files, writer = write(table, batches_of(data, 1_000))
     assert writer.kind == WriterKind.FANOUT
@@ -200,6 +201,42 @@ def test_open_files_past_the_budget_are_rolled(catalog: tablestore.Catalog) -> N
     assert len(files) > partitions, "rolled partitions continue in new files"
     assert sum(f.record_count for f in files) == n
     assert read_back(table, files).equals(data)
+
+
+def test_a_routed_batch_is_accounted_once_whatever_its_partitions(catalog: tablestore.Catalog) -> None:
+    """Buffered rows point into their routed batch, which the budget counts once by its real
+    buffer size (not once per partition slice), and which is freed when written out."""
+    table = make_table(catalog, ["region"])
+    n, partitions = 5_000, 100
+    data = conform_to_schema(rows(np.arange(n), [f"r{i % partitions:03d}" for i in range(n)]), table.schema())
+    writer = PartitionedWriter(context(table))
+    for batch in batches_of(data, 1_000):
+        writer.write(batch)
+    fanout = writer._writer
+    assert isinstance(fanout, FanoutWriter)
+    chunks = {id(c): c.size for part in fanout.open.values() for c, _, _ in part.pieces}
+    assert len(chunks) == 5, "one chunk per batch, shared by its 100 partitions"
+    assert fanout.buffered == sum(chunks.values())
+    assert data.nbytes <= fanout.buffered <= 2 * data.nbytes
+    assert fanout.accounted() == fanout.buffered + partitions * fanout.overhead  # a file reserved per partition
+    files = writer.close()
+    assert fanout.buffered == 0
+    assert sum(f.record_count for f in files) == n
+    assert read_back(table, files).equals(data)
+
+
+def test_batches_sliced_from_a_larger_table_are_not_accounted_as_all_of_it(catalog: tablestore.Catalog) -> None:
+    table = make_table(catalog, ["region"], {"write.spark.fanout.enabled": "true"})
+    n = 20_000
+    data = conform_to_schema(rows(np.arange(n), [f"r{i // 4_000}" for i in range(n)]), table.schema())
+    writer = PartitionedWriter(context(table))
+    for batch in batches_of(data, 1_000):  # each a slice holding all of ``data``'s buffers
+        writer.write(batch)
+    fanout = writer._writer
+    assert isinstance(fanout, FanoutWriter)
+    assert fanout.stats.budget_flushes == 0
+    assert data.nbytes <= fanout.buffered <= 2 * data.nbytes
+    assert read_back(table, writer.close()).equals(data)
 
 
 def test_fanout_enabled_property_starts_with_the_fanout_writer(catalog: tablestore.Catalog) -> None:
