@@ -44,7 +44,9 @@ def test_retention_drops_whole_old_partitions_of_both_specs_in_metadata_only(tmp
                               "event_ts_hour=2026-11-04-00"]
     assert (result.deleted_rows, result.files_removed, result.files_rewritten) == (7, 4, 0)
     table.refresh()
-    summary = table.current_snapshot().summary
+    current = table.current_snapshot()
+    assert current is not None
+    summary = current.summary
     assert summary["deleted-data-files"] == "4" and "added-data-files" not in summary
     assert summary["retention"] == "true"
     # Metadata only: the files left are files that were there before, none written.
