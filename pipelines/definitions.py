@@ -9,14 +9,15 @@ from pipelines.defs.erasure.assets import build_erasure_assets
 from pipelines.defs.erasure.checks import build_erasure_checks
 from pipelines.defs.ingest.assets import build_ingest_assets
 from pipelines.defs.ingest.checks import build_ingest_checks
+from pipelines.defs.ingest.retention import build_retention_assets
 from pipelines.defs.reconcile.assets import build_reconcile_assets
 from pipelines.defs.resources import resources
 from pipelines.settings import PipelineSettings, load_settings
 
 
 def build_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]:
-    return [*build_ingest_assets(settings), *build_customer_assets(), *build_erasure_assets(settings),
-            *build_reconcile_assets()]
+    return [*build_ingest_assets(settings), *build_retention_assets(settings), *build_customer_assets(),
+            *build_erasure_assets(settings), *build_reconcile_assets()]
 
 
 def build_checks() -> list[dg.AssetChecksDefinition]:

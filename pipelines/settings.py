@@ -60,6 +60,8 @@ class PipelineSettings:
     erasure_users: tuple[int, ...]
     trino: dict[str, Any] | None
     source: str
+    # Days of events to keep (counted back from the end of the landed data); None: no retention.
+    retention_days: int | None = None
 
     @property
     def events_landing(self) -> Path:
@@ -92,6 +94,15 @@ def _date(value: Any, where: str, source: str) -> datetime.date:
         return datetime.date.fromisoformat(str(value))
     except ValueError:
         raise ConfigError(f"{source}: {where} must be a date (YYYY-MM-DD), got {value!r}") from None
+
+
+def _retention_days(section: Any, source: str) -> int | None:
+    days = section.get("days") if isinstance(section, dict) else None
+    if days is None:
+        return None
+    if isinstance(days, bool) or not isinstance(days, int) or days < 1:
+        raise ConfigError(f"{source}: retention.days must be a whole number of days >= 1, got {days!r}")
+    return days
 
 
 def load_settings(
@@ -135,6 +146,7 @@ def load_settings(
         erasure_users=tuple(int(u) for u in doc["erasure"].get("requested-users") or ()),
         trino=doc.get("trino"),
         source=source,
+        retention_days=_retention_days(doc.get("retention"), source),
     )
     if not data_settings.start < settings.evolution_at <= settings.cutover < data_settings.end:
         raise ConfigError(

@@ -22,6 +22,7 @@ def test_definitions_load_with_every_asset_and_blocking_check(tmp_path: Path) ->
         "lakehouse/shop/events_schema_evolution", "lakehouse/shop/events_rollover", "lakehouse/shop/customers",
         "lakehouse/shop/customer_segments", "lakehouse/shop/customer_lifetime_value",
         "lakehouse/shop/erasure_requests", "lakehouse/shop/gdpr_erasure", "lakehouse/shop/trino_reconciliation",
+        "lakehouse/shop/events_retention",
     }
     graph = defs.resolve_asset_graph()
     checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
