@@ -1,29 +1,39 @@
-"""Column merges on Spark executors: fragments rewritten in ``mapInArrow`` tasks, committed once.
+"""Column merges on Spark executors: fragments rewritten in Python tasks, committed once.
 
-The driver plans the fragments; the JVM tags each source row with the fragment whose key
-range holds it and shuffles the rows straight to the task that owns that fragment
+Disjoint integer key ranges (a table written in key order, the common case for keyed data):
+:func:`staged_rewrite`, no JVM shuffle: the source goes to Python once, columnar to Arrow,
+each row finds its fragment by a vectorised binary search, and the rows travel to the task
+owning the fragment as Arrow IPC files under the table's location. Measured on Spark
+local[2] at 1M rows, this took about half the wall time of the JVM shuffle below, whose
+per-row cost (row format, shuffle write and read, row-to-Arrow) is what made Spark many
+times slower than a pyarrow rewrite.
+
+Otherwise: the driver plans the fragments; the JVM tags each source row with the fragment
+whose key range holds it and shuffles the rows straight to the task that owns that fragment
 (``repartitionById``); each Python task receives only its fragments' source rows as Arrow,
 merges every fragment with the same vectorised code as the local engine
 (:func:`tablestore.table.column_merge.rewrite_fragment`: read the file with pyarrow, match,
 write with field ids) and returns only the new fragments (a few hundred bytes each) for the
 driver's single commit.
 
-Tagging: when the fragments' key ranges are known and disjoint (a table written in key
-order, the common case for keyed data) the fragment is found by a binary search compiled
-into one ``CASE WHEN`` tree, which Spark code-generates: no join. Otherwise (ranges overlap or
-are unknown) the source is joined to a broadcast of one row per fragment (a row may then go
-to several fragments).
+Tagging in the JVM: when the fragments' key ranges are known and disjoint the fragment is
+found by a binary search compiled into one ``CASE WHEN`` tree, which Spark code-generates: no
+join. When they overlap or are unknown the source is joined to a broadcast of one row per
+fragment (a row may then go to several fragments).
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import pickle
+import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -111,6 +121,9 @@ def spark_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan)
     """Rewrite the fragments that have source rows on Spark executors; the new fragments."""
     from tablestore.table.column_merge import rewrite_fragment
 
+    staged = staged_rewrite(source, fragments, plan)
+    if staged is not None:
+        return staged
     spark = source.sparkSession
     tasks = max(1, min(len(fragments), spark.sparkContext.defaultParallelism * TASKS_PER_CORE))
     tagged = tag_fragments(source, fragments, plan, tasks)
@@ -137,3 +150,104 @@ def spark_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan)
     shuffled = tagged.repartitionById(tasks, TASK).drop(TASK)
     rows = shuffled.mapInArrow(task, "payload binary").collect()
     return [pickle.loads(r["payload"]) for r in rows]
+
+
+def staged_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan) -> list[Fragment] | None:
+    """The same rewrite without a JVM shuffle, for disjoint integer key ranges (else None).
+
+    Stage 1 (``mapInArrow`` over the source's own partitions: the cheapest way from the JVM to
+    Python, columnar to Arrow) finds each row's fragment with a vectorised binary search and
+    writes one Arrow IPC file per (source partition, task) under the table's location. Stage 2
+    (one Python task per group of neighbouring fragments) reads its files, merges and writes
+    the fragments. Only file names and new fragments travel through the driver; the staged
+    files are deleted afterwards.
+    """
+    from tablestore.table.column_merge import rewrite_fragment
+    from tablestore.table.fragments import source_columns
+
+    if not pa.types.is_integer(dict(source_columns(source))[plan.keys[0]]):
+        return None  # the JVM path casts it, with the merge's own error for a bad value
+    bounds = [plan.key_bounds(f) for f in fragments]
+    order = disjoint_order(bounds)
+    if order is None:
+        return None
+    spark = source.sparkSession
+    sc = spark.sparkContext
+    tasks = max(1, min(len(fragments), sc.defaultParallelism * TASKS_PER_CORE))
+    task_of = np.array(assign_tasks(order, [f.record_count for f in fragments], tasks), dtype=np.int32)
+    lows = np.array([bounds[i][0] for i in order], dtype=np.int64)
+    highs = np.array([bounds[i][1] for i in order], dtype=np.int64)
+    sorted_frags = np.array(order, dtype=np.int32)
+    context = fragments[0].context
+    io = context.io
+    staging = f"{context.location}/data/.column-merge-{uuid.uuid4().hex}"
+    columns = [*plan.keys, *plan.columns]
+    key = plan.keys[0]
+    ordered = plan.duplicates != "error"
+    src = source.select(*columns)
+    if ordered:
+        from pyspark.sql import functions as F
+
+        src = src.withColumn(SEQ, F.monotonically_increasing_id())
+
+    def stage(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        collected = [b for b in batches if b.num_rows]
+        if not collected:
+            return
+        data = pa.Table.from_batches(collected)
+        keys = data.column(key)
+        valid = pc.is_valid(keys).to_numpy(zero_copy_only=False)
+        values = pc.fill_null(keys, 0).cast(pa.int64()).to_numpy()
+        pos = np.searchsorted(lows, values, "right") - 1
+        inside = valid & (pos >= 0)
+        pos = np.maximum(pos, 0)
+        inside &= values <= highs[pos]
+        rows = np.flatnonzero(inside)
+        frag = sorted_frags[pos[rows]]
+        task = task_of[frag]
+        by_task = np.argsort(task, kind="stable")
+        rows, frag, task = rows[by_task], frag[by_task], task[by_task]
+        starts = np.flatnonzero(np.r_[True, task[1:] != task[:-1]]) if len(task) else np.array([], np.int64)
+        ends = np.r_[starts[1:], len(task)]
+        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+            piece = data.take(rows[start:end]).append_column(FRAG, pa.array(frag[start:end]))
+            path = f"{staging}/task-{int(task[start])}/{uuid.uuid4().hex}.arrow"
+            with io.new_output(path).create() as stream, pa.ipc.new_file(stream, piece.schema) as writer:
+                writer.write_table(piece)
+            yield pa.RecordBatch.from_arrays([pa.array([int(task[start])], pa.int32()), pa.array([path])],
+                                             ["task", "path"])
+
+    def merge(paths: list[str]) -> list[bytes]:
+        pieces = []
+        for path in paths:
+            with io.new_input(path).open() as stream:
+                pieces.append(pa.ipc.open_file(stream).read_all())
+        data = pa.concat_tables(pieces)
+        frag = data.column(FRAG).to_numpy()
+        order_ = np.lexsort((data.column(SEQ).to_numpy(), frag)) if ordered else np.argsort(frag, kind="stable")
+        data, frag = data.select(columns).take(order_), frag[order_]
+        starts = np.flatnonzero(np.r_[True, frag[1:] != frag[:-1]])
+        ends = np.r_[starts[1:], len(frag)]
+        out = []
+        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+            part = plan.prepare_arrow(data.slice(start, end - start))
+            new = rewrite_fragment(fragments[int(frag[start])], plan, part)
+            if new is not None:
+                out.append(pickle.dumps(new))
+        return out
+
+    try:
+        staged = [(r["task"], r["path"]) for r in src.mapInArrow(stage, "task int, path string").collect()]
+        groups: dict[int, list[str]] = {}
+        for task_id, path in staged:
+            groups.setdefault(task_id, []).append(path)
+        work = list(groups.values())
+        if not work:
+            return []
+        results = sc.parallelize(work, len(work)).map(merge).collect()
+        return [pickle.loads(p) for batch in results for p in batch]
+    finally:
+        # The whole staging directory: also what failed or retried task attempts wrote.
+        fs, local = io.filesystem_for(staging)
+        with contextlib.suppress(FileNotFoundError, OSError):
+            fs.delete_dir(local)

@@ -185,6 +185,9 @@ def test_two_spark_tasks_merge_different_fragments_in_one_snapshot(tmp_path: Pat
     table.update_columns(update, on="user_id", columns=["segment"])
     got = by_key(table, "segment")
     assert got[5] == ("s5",) and got[150] == ("u150",) and len(table.snapshots()) == before + 2
+    # The rows the tasks exchanged through staged Arrow files are gone.
+    data_dir = Path(table.location.removeprefix("file://")) / "data"
+    assert data_dir.is_dir() and not list(data_dir.glob(".column-merge-*"))
 
 
 def test_a_concurrent_delete_fails_the_commit_of_spark_tasks(tmp_path: Path, spark: Any) -> None:
