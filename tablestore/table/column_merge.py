@@ -8,14 +8,12 @@ ids, so they read NULL, as the merge asks.
 
 Each task gets only the source rows that can match its fragment: the source is sorted by the
 first key and sliced by the fragment's key bounds (locally, or per task in the Spark engine's
-map), or, for a Spark DataFrame source on the Spark engine, joined to the fragments' key
-ranges and shuffled so each partition holds its fragments' rows (``mapInArrow``).
+map), or, for a Spark DataFrame source on the Spark engine, tagged with its fragment in the
+JVM and shuffled to the task that owns it (:mod:`tablestore.engine.spark_column_merge`).
 """
 
 from __future__ import annotations
 
-import pickle
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -51,7 +49,6 @@ NULL_POLICIES = ("keep", "overwrite")
 DUPLICATES = ("error", "first", "last")
 # A rewritten fragment stays one file, whatever the table's target file size.
 _ONE_FILE = str(2**62)
-TASKS_PER_CORE = 4
 
 
 def _names(value: str | list[str] | tuple[str, ...] | None, what: str) -> list[str] | None:
@@ -321,51 +318,12 @@ def run_plan(table: Table, plan: MergePlan, fragments: list[Fragment], source: A
     # Checked by name: importing the Spark engine imports pyspark, which a local merge never needs.
     on_spark = type(engine).__module__ == "tablestore.engine.spark" and type(engine).__name__ == "SparkEngine"
     if _is_spark_dataframe(source) and on_spark and fragments:
+        from tablestore.engine.spark_column_merge import spark_rewrite
+
         return spark_rewrite(source, fragments, plan)
     items = plan.slices(plan.prepare_source(source), fragments)
     results = engine.map(lambda item: rewrite_fragment(item[0], plan, item[1]), items)
     return [r for r in results if r is not None]
-
-
-def spark_rewrite(source: Any, fragments: list[Fragment], plan: MergePlan) -> list[Fragment]:
-    """Rewrite fragments on Spark executors: the source is joined to the fragments' key ranges
-    (a broadcast of one row per fragment), shuffled by fragment and merged in ``mapInArrow``."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import IntegerType as SparkInt
-    from pyspark.sql.types import LongType as SparkLong
-    from pyspark.sql.types import StructField, StructType
-
-    spark = source.sparkSession
-    key = plan.keys[0]
-    bounds = [plan.key_bounds(f) for f in fragments]
-    spans = spark.createDataFrame(
-        [(i, lo, hi) for i, (lo, hi) in enumerate(bounds)],
-        StructType([StructField("__frag", SparkInt()), StructField("__lo", SparkLong()),
-                    StructField("__hi", SparkLong())]),
-    )
-    src = source.select(*plan.keys, *plan.columns).withColumn("__seq", F.monotonically_increasing_id())
-    condition = (F.col("__lo").isNull() | (F.col(key) >= F.col("__lo"))) & \
-        (F.col("__hi").isNull() | (F.col(key) <= F.col("__hi")))
-    joined = src.join(F.broadcast(spans), condition).drop("__lo", "__hi")
-    # A task per fragment, up to a few per core: a Python task costs a worker round trip, and a
-    # task given several fragments merges them one after the other.
-    parallelism = max(1, spark.sparkContext.defaultParallelism)
-    shuffled = joined.repartition(min(len(fragments), parallelism * TASKS_PER_CORE), "__frag")
-
-    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        collected = list(batches)
-        if not collected:
-            return
-        data = pa.Table.from_batches(collected)
-        for frag in pc.unique(data.column("__frag")).to_pylist():
-            part = data.filter(pc.equal(data.column("__frag"), frag))
-            part = part.sort_by("__seq").drop_columns(["__frag", "__seq"])
-            out = rewrite_fragment(fragments[frag], plan, plan.prepare_arrow(part))
-            if out is not None:
-                yield pa.record_batch({"payload": pa.array([pickle.dumps(out)], pa.binary())})
-
-    rows = shuffled.mapInArrow(task, "payload binary").collect()
-    return [pickle.loads(r["payload"]) for r in rows]
 
 
 __all__ = ["MergePlan", "match_indices", "merge_table", "rewrite_fragment", "rewrite_fragments", "unique_keys"]

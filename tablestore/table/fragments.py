@@ -178,16 +178,23 @@ def context_of(table: Table) -> FragmentContext:
 
 
 def list_fragments(table: Table, filter: str | Expression | None = None) -> list[Fragment]:
-    """The fragments of the current snapshot whose files may hold rows matching ``filter``."""
+    """The fragments of the current snapshot whose files may hold rows matching ``filter``.
+
+    Planned on the driver's threads whatever the table's engine, as Iceberg plans: a Spark job
+    per manifest list and per footer costs a worker round trip each for a few bytes of work.
+    """
+    from tablestore.engine.local import LocalEngine
+
+    engine = LocalEngine()
     md = table.metadata
     snapshot = md.current_snapshot()
     if snapshot is None:
         return []
     context = context_of(table)
     bound = bind(md.schema(), to_expression(filter))
-    tasks = plan_files(table.io, md, snapshot, md.schema(), bound, table.engine)
+    tasks = plan_files(table.io, md, snapshot, md.schema(), bound, engine)
     io = table.io
-    footers = table.engine.map(lambda t: _footer(io, t.file.file_path), tasks)
+    footers = engine.map(lambda t: _footer(io, t.file.file_path), tasks)
     return [
         Fragment(t.file, tuple(t.delete_files), md.spec_for(t.spec_id), written_schema(md, ids), context,
                  lineage=lineage)

@@ -185,6 +185,9 @@ def test_two_spark_tasks_merge_different_fragments_in_one_snapshot(tmp_path: Pat
     table.update_columns(update, on="user_id", columns=["segment"])
     got = by_key(table, "segment")
     assert got[5] == ("s5",) and got[150] == ("u150",) and len(table.snapshots()) == before + 2
+    # The rows the tasks exchanged through staged Arrow files are gone.
+    data_dir = Path(table.location.removeprefix("file://")) / "data"
+    assert data_dir.is_dir() and not list(data_dir.glob(".column-merge-*"))
 
 
 def test_a_concurrent_delete_fails_the_commit_of_spark_tasks(tmp_path: Path, spark: Any) -> None:
@@ -211,6 +214,35 @@ def test_a_spark_dataframe_merges_on_the_local_engine(tmp_path: Path, spark: Any
     table = users_table(_catalog(tmp_path))
     table.merge_columns(spark.createDataFrame([(3, "x")], "user_id bigint, t string"), on="user_id")
     assert by_key(table, "t")[3] == ("x",)
+
+
+def test_spark_fragments_with_overlapping_key_ranges_get_every_matching_row(tmp_path: Path, spark: Any) -> None:
+    from tablestore.engine.spark import SparkEngine
+
+    catalog = _catalog(tmp_path)
+    table = catalog.create_table("db.odd_even", schema=pa.schema([("user_id", IDS), ("name", pa.string())]))
+    for parity in (1, 0):  # two files with interleaved ids: their key ranges overlap
+        ids = [i for i in range(1, 201) if i % 2 == parity]
+        table.append(pa.table({"user_id": pa.array(ids, IDS), "name": [f"u{i}" for i in ids]}))
+    table = table.with_engine(SparkEngine(spark))
+    rows = [(i, f"s{i}") for i in (1, 2, 99, 100, 500)] + [(2, "again")]
+    source = spark.createDataFrame(rows, "user_id bigint, segment string").repartition(3)
+    snapshot = table.merge_columns(source, on="user_id", duplicates="first")
+    assert snapshot is not None and snapshot.summary["deleted-data-files"] == "2"
+    got = {k: v for k, v in by_key(table, "name", "segment").items() if v[1] is not None}
+    assert {k: v[1] for k, v in got.items() if k != 2} == {1: "s1", 99: "s99", 100: "s100"}
+    assert got[2][1] in ("s2", "again") and len(by_key(table)) == 200
+
+
+def test_spark_tasks_get_contiguous_fragments_of_equal_size() -> None:
+    from tablestore.engine.spark_column_merge import assign_tasks, disjoint_order
+
+    assert disjoint_order([(20, 29), (0, 9), (10, 19)]) == [1, 2, 0]
+    assert disjoint_order([(0, 10), (10, 19)]) is None  # touching ranges share the key 10
+    assert disjoint_order([(0, 9), (None, 19)]) is None
+    assert assign_tasks([0, 1, 2, 3], [10, 10, 10, 10], 2) == [0, 0, 1, 1]
+    assert assign_tasks([3, 2, 1, 0], [10, 10, 10, 10], 2) == [1, 1, 0, 0]
+    assert assign_tasks([0, 1, 2], [100, 1, 1], 2) == [0, 1, 1]
 
 
 # -- interop -------------------------------------------------------------------------------------
