@@ -39,6 +39,7 @@ from tablestore.spec.manifest import (
     snapshot_manifests,
 )
 from tablestore.spec.metadata import Snapshot
+from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.types import LongType, StringType
 from tablestore.table.conform import conform_to_schema
 from tablestore.table.read import DELETE_FILE_PATH_ID, DELETE_POS_ID, read_task_table
@@ -139,8 +140,13 @@ def rewrite_data_files(
     options: dict[str, Any] | None = None,
     select: Callable[[FileTask], bool] | None = None,
     progress: Progress | None = None,
+    keep_spec: bool = False,
 ) -> RewriteDataResult:
-    """Compact the current snapshot's data files; see the module docstring."""
+    """Compact the current snapshot's data files; see the module docstring.
+
+    The output is written in the table's current partition spec, as Iceberg does, unless
+    ``keep_spec``: then each group is written in the spec of its input files, so a rewrite that
+    only removes rows (the verified erasure) leaves the table's partition layout as it was."""
     options = {str(k).lower(): v for k, v in (options or {}).items()}
     unknown = sorted(set(options) - _KNOWN_OPTIONS)
     if unknown:
@@ -206,6 +212,14 @@ def rewrite_data_files(
 
     io, specs = table.io, {s.spec_id: s for s in table.metadata.partition_specs}
 
+    def output_spec(group: list[FileTask]) -> PartitionSpec:
+        # Groups are per (spec, partition); an old spec whose source columns were dropped since
+        # cannot be written, and its files move to the current spec.
+        spec = specs[group[0].spec_id]
+        if keep_spec and all(schema.has_field(f.source_id) for f in spec.fields):
+            return spec
+        return ctx.spec
+
     def rewrite_group(group: list[FileTask]) -> list[DataFile]:
         parts = [read_task_table(io, t.file, t.delete_files, specs[t.spec_id], schema, schema, AlwaysTrue())
                  for t in group]
@@ -218,7 +232,7 @@ def rewrite_data_files(
         serial = lambda fn, items: [fn(i) for i in items]  # noqa: E731
         # A context per group: on Spark each task gets its own copy of the captured context, and
         # copies would hand out the same file names.
-        group_ctx = WriteContext(ctx.io, ctx.location, ctx.schema, ctx.spec, ctx.properties)
+        group_ctx = WriteContext(ctx.io, ctx.location, ctx.schema, output_spec(group), ctx.properties)
         return write_data_files(group_ctx, conform_to_schema(rows, schema), serial)
 
     outputs: list[list[DataFile]] = []

@@ -2,10 +2,11 @@
 
 For each table, in order:
 
-1. delete the subjects' rows (``column IN values``);
-2. rewrite every live data file that has delete files, applying them, and drop the delete
-   files that then apply to nothing: rows merely masked by position or equality deletes are
-   physically gone, and no delete file (an equality delete holds the values) is left;
+1. delete the subjects' rows (``column IN values``) with position deletes;
+2. rewrite every live data file that has delete files, applying them, each in its own partition
+   spec (an erasure does not move old files to a newer spec), and drop the delete files that
+   then apply to nothing: rows merely masked by position or equality deletes are physically
+   gone, and no delete file (an equality delete holds the values) is left;
 3. rewrite the manifests, so no manifest keeps entries (and column bounds) of removed files;
 4. expire every snapshot but the current one, overriding the retention properties;
 5. remove unreferenced files written before the erasure started (the erasure's own garbage);
@@ -37,6 +38,7 @@ from tablestore.maintenance.orphans import list_table_files, remove_orphan_files
 from tablestore.spec.expressions import In
 from tablestore.spec.schema import type_to_arrow
 from tablestore.spec.updates import AssertTableUUID, RemoveSnapshotRefUpdate
+from tablestore.table.row_level import MERGE_ON_READ, delete_rows
 
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
@@ -226,14 +228,16 @@ def erase_table(table: Table, column: str, values: list[Any], started_ms: int, p
     subjects = In(column, typed)
     # Counted from a scan: rows already masked by delete files are not "removed" by this erasure.
     out.rows_removed = table.scan(filter=subjects, columns=[column]).count()
-    table.delete(subjects, snapshot_properties={"erasure": "true"})
+    # Position deletes, whatever the table's delete mode: a copy-on-write delete would rewrite
+    # the files in the current partition spec, and the rewrite below keeps each file in its own.
+    delete_rows(table, subjects, snapshot_properties={"erasure": "true"}, mode=MERGE_ON_READ)
     after = table.refresh().current_snapshot()
     if after is not None and (before is None or after.snapshot_id != before.snapshot_id):
         out.files_rewritten += int(after.summary.get("deleted-data-files", "0"))
     step("delete", t0)
 
     t0 = time.perf_counter()
-    rewrite = rewrite_data_files(table, select=lambda task: bool(task.delete_files))
+    rewrite = rewrite_data_files(table, select=lambda task: bool(task.delete_files), keep_spec=True)
     out.files_rewritten += rewrite.rewritten_data_files_count
     rewrite_manifests(table)
     step("rewrite", t0)

@@ -360,13 +360,19 @@ def run_changes(
 # -- DELETE ---------------------------------------------------------------------------------------------
 
 
-def delete_rows(table: Table, filter: str | Expression, snapshot_properties: dict[str, str] | None = None) -> int:
-    """DELETE FROM table WHERE filter; returns the number of deleted rows."""
+def delete_rows(table: Table, filter: str | Expression, snapshot_properties: dict[str, str] | None = None,
+                mode: str | None = None) -> int:
+    """DELETE FROM table WHERE filter; returns the number of deleted rows.
+
+    ``mode`` overrides the table's ``write.delete.mode`` (the verified erasure writes position
+    deletes, then rewrites each file in its own partition spec)."""
     bound = bind(table.schema(), to_expression(filter))
     snapshot = table.current_snapshot()
     if snapshot is None or isinstance(bound, AlwaysFalse):
         return 0
-    ctx = RowLevelContext.of(table, write_mode(table.properties, "delete"))
+    if mode is not None and mode not in MODES:
+        raise ValidationError(f"delete mode {mode!r} must be copy-on-write or merge-on-read")
+    ctx = RowLevelContext.of(table, mode or write_mode(table.properties, "delete"))
     tasks = plan_files(table.io, table.metadata, snapshot, ctx.schema, bound, table.engine)
     changes = run_changes(table, delete_job(ctx, bound), tasks, ctx)
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 import textwrap
 import time
@@ -158,3 +159,35 @@ def test_erasure_refuses_tables_with_tags_unless_told(tmp_path: Path) -> None:
     assert list(table.metadata.refs) == ["main"]
     field_id = table.schema().find_field("user_id").field_id
     assert subject_rows_in_files(table.location, field_id, [3]) == {}
+
+
+def test_erasure_keeps_each_rewritten_file_in_its_partition_spec(tmp_path: Path) -> None:
+    # A table whose layout evolved (days, then hours): the erasure removes rows from files of
+    # both specs, and a file written under the day spec must stay under it (a copy-on-write
+    # delete or a plain compaction would move it to the current spec).
+    catalog = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    catalog.create_namespace("db")
+    schema = pa.schema([("user_id", pa.int64()), ("ts", pa.timestamp("us"))])
+    table = catalog.create_table("db.events", schema=schema, partition_by=["days(ts)"])
+    day = pa.array([datetime.datetime(2026, 11, 1, h) for h in range(10)], pa.timestamp("us"))
+    table.append(pa.table({"user_id": list(range(10)), "ts": day}, schema=schema))
+    with table.update_spec() as update:
+        update.replace_field("days(ts)", "hours(ts)")
+    hour = pa.array([datetime.datetime(2026, 11, 2, h) for h in range(10)], pa.timestamp("us"))
+    table.append(pa.table({"user_id": list(range(10, 20)), "ts": hour}, schema=schema))
+    assert table.properties.get("write.delete.mode") is None  # copy-on-write, Iceberg's default
+
+    report = tablestore.erase(catalog, "db.events", "user_id", "REQ-SPEC", values=[3, 4, 13])
+
+    assert report.verified and report.rows_removed == 3
+    table.refresh()
+    files = table.inspect.data_files().to_pylist()
+    # The day file (3 and 4 removed) is rewritten under spec 0; the hour file of user 13 was
+    # dropped whole (one row per hour), the other hour files are untouched under spec 1.
+    by_spec: dict[int, int] = {}
+    for f in files:
+        by_spec[f["spec_id"]] = by_spec.get(f["spec_id"], 0) + f["record_count"]
+    assert by_spec == {0: 8, 1: 9}
+    assert [f["content"] for f in table.inspect.delete_files().to_pylist()] == []
+    assert sorted(table.scan().to_arrow().column("user_id").to_pylist()) == \
+        [i for i in range(20) if i not in (3, 4, 13)]

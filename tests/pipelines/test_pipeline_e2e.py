@@ -83,6 +83,11 @@ def test_first_run_materializes_everything_and_every_check_passes(lake: Lake) ->
     settings = load_settings(root=str(lake.root))
     assert len(lake.after_first.rows["landing_events"]) == settings.data.days * settings.data.events_per_day
     erased = {7, 42, 101}
+    # The SQL DELETE (IN-subquery over the pending requests) removed every landed row of the
+    # subjects from events, and their one row each from customers.
+    landed = [r for r in lake.after_first.rows["landing_events"] if r["user_id"] in erased]
+    assert erasure["rows_deleted"] == {"events": len(landed), "customers": 3}
+    assert erasure["files_rewritten"] > 0 and erasure["files_removed"] > 0
     expected = [r["event_id"] for r in lake.after_first.rows["landing_events"] if r["user_id"] not in erased]
     assert [r["event_id"] for r in lake.after_first.rows["events"]] == sorted(expected)
     assert {r["status"] for r in lake.after_first.rows["erasure_requests"]} == {"done"}
@@ -95,9 +100,6 @@ def test_first_run_materializes_everything_and_every_check_passes(lake: Lake) ->
     assert all(r["lifetime_value"] is not None for r in customers if r["segment"] in ("vip", "regular"))
 
 
-# Known defect (issue 10 stays open): the second run's events_hourly step fails. Strict, so the
-# marker must go as soon as the step is fixed.
-@pytest.mark.xfail(strict=True, reason="events_hourly fails when the asset graph runs a second time")
 def test_second_run_is_idempotent(lake: Lake) -> None:
     assert [s.label for s in lake.second.steps if not s.success] == []
     assert checks_of(lake.second) == checks_of(lake.first)
@@ -115,10 +117,16 @@ def test_second_run_is_idempotent(lake: Lake) -> None:
     # Only the hourly overwrite commits to events; customers is rebuilt and its features refreshed.
     assert len(new["events"]) == 1
     assert len(new["customers"]) == 3
+    # Nothing pending: the erasure step commits nothing and says so.
+    assert lake.second.metadata(ERASURE_KEY) == {"pending": 0, "message": "no pending erasure requests"}
+    # The first run's erasure kept the day files under the day spec (position deletes, then a
+    # rewrite in each file's own spec), so the spec check holds after both runs.
+    specs = [c for c in lake.second.checks if c.name == "partition_specs_by_cutover"]
+    assert [c.passed for c in specs] == [True]
+    settings = load_settings(root=str(lake.root))
+    assert specs[0].metadata["observed"]["files_per_spec"] == {"day": len(settings.daily_dates), "hour": 24}
 
 
-# Reads the table the failing second run leaves (see above): only hour-spec files remain.
-@pytest.mark.xfail(strict=False, reason="runs after the failing second run of events_hourly")
 def test_java_oracle_reads_both_specs_null_device_and_widened_types(lake: Lake) -> None:
     if not oracle.available():
         pytest.skip("../shared/iceberg-oracle is not present")

@@ -64,24 +64,16 @@ def load_requests(store: TableStoreResource, settings: PipelineSettings) -> tupl
     return len(new), len(known)
 
 
-def delete_subjects(sql: SqlSession, store: TableStoreResource, users: list[int]) -> dict[str, int]:
-    """``DELETE FROM t WHERE user_id IN (SELECT user_id FROM erasure_requests WHERE status = 'pending')``."""
+def delete_subjects(sql: SqlSession, store: TableStoreResource) -> dict[str, int]:
+    """``DELETE FROM t WHERE user_id IN (SELECT user_id FROM erasure_requests WHERE status = 'pending')``
+    on events and customers, through tablestore's SQL layer (Spark evaluates the subquery);
+    returns the rows deleted per table."""
     deleted = {}
     for name in ERASED_TABLES:
-        if not store.exists(name):
-            continue
-        if _sql_delete_available(sql):
+        if store.exists(name):
             result = sql.execute_one(f"DELETE FROM {table_name(name)} WHERE user_id IN ({PENDING})")
-            deleted[name] = int(result.affected or 0) if hasattr(result, "affected") else -1
-        else:
-            # STAND-IN until SQL DELETE (issue 6) is on main: the same delete through Table.delete
-            # with the pending subjects read from the requests table.
-            deleted[name] = store.table(name).delete(f"user_id IN ({', '.join(str(u) for u in users)})")
+            deleted[name] = int(result.affected or 0)
     return deleted
-
-
-def _sql_delete_available(sql: SqlSession) -> bool:
-    return hasattr(sql, "_Delete")
 
 
 def mark_done(store: TableStoreResource, request_ids: list[str]) -> None:
@@ -102,7 +94,7 @@ def run_erasure(store: TableStoreResource, spark: SparkResource) -> dict[str, An
     users = sorted({int(r["user_id"]) for r in requests})
     request_ids = sorted(r["request_id"] for r in requests)
     sql = store.sql(spark.session())
-    deleted = delete_subjects(sql, store, users)
+    deleted = delete_subjects(sql, store)
     request_id = ",".join(request_ids)
     tables = [f"shop.{t}" for t in ERASED_TABLES if store.exists(t)]
     report = erase(

@@ -56,12 +56,24 @@ def register_landing(sql: SqlSession, settings: PipelineSettings) -> int:
     return int(result.rows[0][result.columns.index("files_added")]) if result.rows else 0
 
 
+# The erasure's DELETE writes position deletes, which belong to their data file's spec; the
+# verified erasure then rewrites those files in that same spec. A copy-on-write DELETE would
+# rewrite the day files in the current (hour) spec, and the spec check would fail from then on.
+EVENTS_PROPERTIES = {"write.delete.mode": "merge-on-read"}
+
+
 def ensure_events_table(sql: SqlSession) -> Table:
     catalog, identifier = sql.manager.resolve_table(EVENTS)
     if not catalog.table_exists(identifier):
         sql.execute_one(f"CREATE TABLE {EVENTS} ({EVENTS_COLUMNS}) PARTITIONED BY (days(event_ts))")
         sql.execute_one(f"ALTER TABLE {EVENTS} SET IDENTIFIER FIELDS event_id")
-    return catalog.load_table(identifier)
+    table = catalog.load_table(identifier)
+    missing = {k: v for k, v in EVENTS_PROPERTIES.items() if table.properties.get(k) != v}
+    if missing:  # also brings a lakehouse made by an older pipeline up to date
+        pairs = ", ".join(f"'{k}' = '{v}'" for k, v in missing.items())
+        sql.execute_one(f"ALTER TABLE {EVENTS} SET TBLPROPERTIES ({pairs})")
+        table = catalog.load_table(identifier)
+    return table
 
 
 def requests_exist(sql: SqlSession) -> bool:
