@@ -28,6 +28,7 @@ from pipelines.defs.ingest.assets import (
 from pipelines.defs.reconcile.assets import RECONCILE_KEY
 from pipelines.defs.resources import resources
 from pipelines.settings import PipelineSettings, load_settings
+from tablestore.errors import ConfigError
 
 
 @dataclass
@@ -98,10 +99,13 @@ def run_pipeline(
     log: Callable[[str], None] = print,
     stop_on_failure: bool = True,
     log_level: str = "DEBUG",
+    resume_from: str | None = None,
 ) -> PipelineRun:
     """Materialize every asset once, in order; returns what each step did and every check.
 
-    ``log_level`` is the level of Dagster's console logger (the demo shows warnings only)."""
+    ``log_level`` is the level of Dagster's console logger (the demo shows warnings only).
+    ``resume_from`` resumes a run that failed: the steps before the one with that label are
+    not run again."""
     settings = load_settings(settings_file, root)
     assets = build_assets(settings)
     checks = build_checks()
@@ -141,6 +145,11 @@ def run_pipeline(
         ("gdpr erasure", [ERASURE_KEY], None, None),
         ("trino reconciliation", [RECONCILE_KEY], None, None),
     ]
+    labels = [label for label, *_ in plan]
+    if resume_from is not None and resume_from not in labels:
+        raise ConfigError(f"no step {resume_from!r} to resume from; the steps are: {', '.join(labels)}")
+    if resume_from is not None:
+        plan = plan[labels.index(resume_from):]
     for label, keys, partition_key, tags in plan:
         if not step(label, keys, partition_key, tags) and stop_on_failure:
             break

@@ -7,49 +7,19 @@ at the end of the session, and the child processes are also told to die with the
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import glob
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from infra.local.processes import free_port, http_ok, spawn, stop_process, wait_until
+
 VENV_BIN = Path(sys.executable).parent
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _die_with_parent() -> None:
-    # Runs in the child between fork and exec: SIGTERM it when the test process dies.
-    with contextlib.suppress(Exception):
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
-
-
-def _stop_process(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
 
 
 # -- S3 (moto) ----------------------------------------------------------------------------------
@@ -93,36 +63,21 @@ class S3Server:
 
     def stop(self) -> None:
         if self.process is not None:
-            _stop_process(self.process)
+            stop_process(self.process)
 
 
 def start_s3_server(workdir: Path, timeout_s: float = 60.0) -> S3Server:
     port = free_port()
     endpoint = f"http://127.0.0.1:{port}"
     log_path = workdir / "moto.log"
-    moto = VENV_BIN / "moto_server"
-    log = open(log_path, "wb")  # noqa: SIM115 - handed to the child, closed below
-    try:
-        proc = subprocess.Popen(
-            [str(moto), "-H", "127.0.0.1", "-p", str(port)],
-            stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent, cwd=workdir,
-        )
-    finally:
-        log.close()
+    proc = spawn([str(VENV_BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(port)], log_path, cwd=workdir)
     server = S3Server(endpoint=endpoint, process=proc, log_path=log_path)
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if proc.poll() is not None:
-            raise RuntimeError(f"moto_server exited with {proc.returncode}:\n{log_path.read_text()}")
-        try:
-            with urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=2):
-                return server
-        except (urllib.error.URLError, ConnectionError, OSError):
-            pass
-        if time.monotonic() > deadline:
-            server.stop()
-            raise RuntimeError(f"moto_server did not answer on {endpoint}:\n{log_path.read_text()}")
-        time.sleep(0.2)
+    try:
+        wait_until(lambda: http_ok(f"{endpoint}/moto-api/"), "moto_server", proc, log_path, timeout_s)
+    except BaseException:
+        server.stop()
+        raise
+    return server
 
 
 # -- PostgreSQL --------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import signal
 import socket
 import subprocess
@@ -47,6 +48,49 @@ def stop_process(proc: subprocess.Popen[bytes], timeout_s: float = 15.0) -> None
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=timeout_s)
+
+
+def kill_process(proc: subprocess.Popen[bytes], timeout_s: float = 15.0) -> None:
+    """SIGKILL: no clean shutdown."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait(timeout=timeout_s)
+
+
+def child_pids(pid: int) -> list[int]:
+    """The ids of ``pid``'s direct children (from /proc)."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            # The command name may hold spaces and parentheses: the fields follow the last ')'.
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                children.append(int(stat.parent.name))
+    return children
+
+
+def kill_pids(pids: Sequence[int], timeout_s: float = 15.0) -> None:
+    """SIGKILL each process (not ours to wait for) and wait until every one is gone."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + timeout_s
+    while any(_alive(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"processes {list(pids)} survived SIGKILL for {timeout_s:.0f} s")
+        time.sleep(0.1)
+    # Give init a moment to reap them (it may never, in a container whose init does not).
+    reaped_by = time.monotonic() + 5
+    while any(Path(f"/proc/{pid}").exists() for pid in pids) and time.monotonic() < reaped_by:
+        time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    # A killed process that is not our child lingers as a zombie until its parent reaps it.
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
 
 
 def http_ok(url: str, headers: Mapping[str, str] | None = None) -> bool:

@@ -9,8 +9,10 @@
 | dagster-webserver, -daemon | ``dagster-webserver`` and ``dagster-daemon`` (if ``pipelines`` exists) |
 | trino                      | none (Iceberg readers stand in: pyiceberg, the Java oracle)  |
 
-Every service can be stopped and started again on the same port and data (``restart()``),
-which is how the tests show that restarting the catalog or PostgreSQL loses no committed change.
+Every service can be stopped, or killed (``kill()``: SIGKILL, no clean shutdown), and started again
+on the same port and data, which is how the tests show that a crash of the catalog or PostgreSQL
+loses no committed change. ``pipeline_settings_path`` is the pipeline's settings
+(``pipelines/config/stack.yaml`` with these loopback addresses, ``$LAKEHOUSE_SETTINGS``).
 """
 
 from __future__ import annotations
@@ -30,14 +32,25 @@ from pathlib import Path
 
 import yaml
 
-from infra.local.processes import free_port, http_ok, spawn, stop_process, wait_until
+from infra.local.processes import (
+    child_pids,
+    free_port,
+    http_ok,
+    kill_pids,
+    kill_process,
+    spawn,
+    stop_process,
+    wait_until,
+)
 from infra.storage_init import create_buckets
 
 VENV_BIN = Path(sys.executable).parent
+REPO = Path(__file__).resolve().parents[2]
 BUCKET = "lakehouse"
 CATALOG = "lakehouse"  # what clients use: the REST catalog
 METASTORE = "metastore"  # what the service serves: the SQL catalog on PostgreSQL
 ACCESS_KEY = "lakehouse"
+READY_TIMEOUT_S = 300.0  # a JVM takes a minute to start on a busy 2-core machine
 
 
 @dataclass
@@ -49,11 +62,18 @@ class ServiceProcess:
     start_fn: Callable[[], subprocess.Popen[bytes] | None]
     ready_fn: Callable[[], bool]
     stop_fn: Callable[[subprocess.Popen[bytes] | None], None] = lambda p: stop_process(p) if p else None
+    kill_fn: Callable[[subprocess.Popen[bytes] | None], None] = lambda p: kill_process(p) if p else None
     log_path: Path | None = None
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
-    def start(self, timeout_s: float = 120.0) -> None:
+    def start(self, timeout_s: float = READY_TIMEOUT_S) -> None:
+        self.launch()
+        self.wait_ready(timeout_s)
+
+    def launch(self) -> None:
         self.process = self.start_fn()
+
+    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
         wait_until(self.ready_fn, self.name, self.process, self.log_path, timeout_s)
 
     def stop(self) -> None:
@@ -63,6 +83,11 @@ class ServiceProcess:
     def restart(self) -> None:
         self.stop()
         self.start()
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash or ``docker kill`` would: no clean shutdown; ``start()`` brings it back."""
+        self.kill_fn(self.process)
+        self.process = None
 
 
 def _pg_bindir() -> Path:
@@ -84,7 +109,8 @@ class LocalStack:
     the standalone master); ``server_config_path`` is the catalog service's own.
     """
 
-    def __init__(self, workdir: Path, spark_cores: int = 1, spark_memory: str = "1g", dagster: bool = True) -> None:
+    def __init__(self, workdir: Path, spark_cores: int = 1, spark_memory: str = "1g", dagster: bool = True,
+                 pipeline_data: dict[str, int] | None = None) -> None:
         self.workdir = workdir
         workdir.mkdir(parents=True, exist_ok=True)
         self.secret_key = secrets.token_hex(16)
@@ -101,6 +127,8 @@ class LocalStack:
         self.skipped: dict[str, str] = {}
         self.config_path = workdir / "tablestore.yaml"
         self.server_config_path = workdir / "tablestore.server.yaml"
+        self.pipeline_settings_path = workdir / "pipeline.yaml"
+        self.pipeline_data = pipeline_data or {}
         self._pg_bindir = _pg_bindir()
         self._pg_data = workdir / "pgdata"
         self._run_as = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
@@ -125,9 +153,28 @@ class LocalStack:
         client = {"default-catalog": CATALOG, "catalogs": [rest], "spark": {"master": self.spark_master}}
         server = {"default-catalog": METASTORE, "catalogs": [sql],
                   "server": {"catalogs": [METASTORE], "host": "127.0.0.1", "port": self.ports["catalog"],
-                             "tokens": [{"name": "local", "token": self.token, "role": "write"}]}}
+                             "tokens": [{"name": "local", "token": self.token, "role": "write"}],
+                             # As in the stack: the pipeline's landing table is external, on local disk.
+                             "allow-external-locations": True}}
         self.config_path.write_text(yaml.safe_dump(client, sort_keys=False))
         self.server_config_path.write_text(yaml.safe_dump(server, sort_keys=False))
+        self._write_pipeline_settings(client)
+
+    def _write_pipeline_settings(self, client: dict[str, object]) -> None:
+        # The stack's pipeline settings with this topology's addresses. Spark gets the client
+        # config's master, with shuffles sized for one small worker.
+        stack_settings = REPO / "pipelines" / "config" / "stack.yaml"
+        if not stack_settings.exists():
+            return
+        doc = yaml.safe_load(stack_settings.read_text())
+        doc["root"] = str(self.workdir / "lakehouse")
+        parallelism = str(max(2, self.spark_cores))
+        doc["tablestore"] = {**client, "spark": {"master": self.spark_master, "conf": {
+            "spark.sql.shuffle.partitions": parallelism, "spark.default.parallelism": parallelism,
+            "spark.ui.showConsoleProgress": "false"}}}
+        doc.pop("trino", None)  # no Trino here: the reconciliation asset records that it skipped
+        doc["data"].update(self.pipeline_data)
+        self.pipeline_settings_path.write_text(yaml.safe_dump(doc, sort_keys=False))
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -162,10 +209,12 @@ class LocalStack:
             if self._run_as:
                 log.touch()
                 shutil.chown(log, "postgres")
-            subprocess.run(
+            started = subprocess.run(
                 [*self._run_as, str(self._pg_bindir / "pg_ctl"), "-D", str(self._pg_data), "-w", "-l", str(log),
                  "-o", f"-h 127.0.0.1 -k {sock} -p {self.ports['postgres']}", "start"],
-                check=True, capture_output=True, timeout=60)
+                check=False, capture_output=True, timeout=120)
+            if started.returncode != 0:
+                raise RuntimeError(f"PostgreSQL did not start:\n{log.read_text(errors='replace')[-3000:]}")
             # The catalog database, once (the compose file's POSTGRES_DB).
             psql = [*self._run_as, str(self._pg_bindir / "psql"), "-h", "127.0.0.1", "-p",
                     str(self.ports["postgres"]), "-U", "postgres", "-tAc"]
@@ -182,10 +231,22 @@ class LocalStack:
             return subprocess.run([str(self._pg_bindir / "pg_isready"), "-h", "127.0.0.1", "-p",
                                    str(self.ports["postgres"])], capture_output=True).returncode == 0
 
+        def kill(_: subprocess.Popen[bytes] | None) -> None:
+            # The postmaster and every backend, as a crash of the container would; the next
+            # start finds the stale postmaster.pid and recovers from the WAL.
+            pid_file = self._pg_data / "postmaster.pid"
+            if pid_file.exists():
+                postmaster = int(pid_file.read_text().split()[0])
+                kill_pids([postmaster, *child_pids(postmaster)])
+                if Path(f"/proc/{postmaster}").exists():
+                    # Dead but not yet reaped by init: PostgreSQL would take the zombie for a live
+                    # postmaster and refuse to start. In a killed container its id is gone with it.
+                    pid_file.unlink()
+
         def start_fn() -> None:
             start()
 
-        return ServiceProcess("postgres", self.postgres_uri, start_fn, ready, stop, log_path=log)
+        return ServiceProcess("postgres", self.postgres_uri, start_fn, ready, stop, kill, log_path=log)
 
     def _catalog(self) -> ServiceProcess:
         log = self.workdir / "catalog.log"
@@ -235,7 +296,7 @@ class LocalStack:
             registered, log_path=log)
 
     def _dagster(self) -> list[ServiceProcess]:
-        repo = Path(__file__).resolve().parents[2]
+        repo = REPO
         home = self.workdir / "dagster-home"
         home.mkdir(exist_ok=True)
         (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
@@ -243,7 +304,8 @@ class LocalStack:
         workspace.write_text(yaml.safe_dump({"load_from": [{"python_module": {
             "module_name": "pipelines.definitions", "attribute": "defs", "location_name": "pipelines",
             "working_directory": str(repo)}}]}))
-        env = {**self._env(), "DAGSTER_HOME": str(home), "LAKEHOUSE_ENV": "stack"}
+        env = {**self._env(), "DAGSTER_HOME": str(home), "LAKEHOUSE_ENV": "stack",
+               "LAKEHOUSE_SETTINGS": str(self.pipeline_settings_path)}
         url = f"http://127.0.0.1:{self.ports['dagster']}"
         web_log, daemon_log = self.workdir / "dagster-webserver.log", self.workdir / "dagster-daemon.log"
         web = ServiceProcess(
@@ -265,17 +327,22 @@ class LocalStack:
 
     def start(self) -> None:
         self._write_configs()
-        plan = [self._s3(), self._postgres(), self._catalog(), self._spark_master(), self._spark_worker()]
+        s3, postgres, catalog = self._s3(), self._postgres(), self._catalog()
+        master, worker = self._spark_master(), self._spark_worker()
         try:
-            for svc in plan[:2]:
+            # Launched together, then waited for: the JVMs' start-up dominates on a busy machine.
+            # The worker retries registering until the master answers; postgres starts synchronously.
+            for svc in (s3, master, worker, postgres):
                 self.services.append(svc)
-                svc.start()
-                if svc.name == "s3":
-                    # storage-init: the same code as the compose service, on the stand-in for MinIO.
-                    create_buckets(self.s3_endpoint.removeprefix("http://"), ACCESS_KEY, self.secret_key, (BUCKET,))
-            for svc in plan[2:]:
-                self.services.append(svc)
-                svc.start()
+                svc.launch()
+            s3.wait_ready()
+            # storage-init: the same code as the compose service, on the stand-in for MinIO.
+            create_buckets(self.s3_endpoint.removeprefix("http://"), ACCESS_KEY, self.secret_key, (BUCKET,))
+            postgres.wait_ready()
+            self.services.append(catalog)
+            catalog.start()
+            master.wait_ready()
+            worker.wait_ready()
             if self.with_dagster:
                 if importlib.util.find_spec("pipelines") is None or importlib.util.find_spec("dagster") is None:
                     self.skipped["dagster"] = ("the Dagster code location `pipelines` (or dagster) is not "
@@ -283,7 +350,7 @@ class LocalStack:
                 else:
                     for svc in self._dagster():
                         self.services.append(svc)
-                        svc.start(timeout_s=300)
+                        svc.start()
         except BaseException:
             self.stop()
             raise

@@ -195,6 +195,10 @@ def test_stack_config_parses_and_serves_the_metastore() -> None:
     assert {p.name for p in settings.tokens.values()} == {"trino", "spark", "dagster"}
     assert config.default_catalog == "lakehouse" and config.catalog("lakehouse").type == "rest"
     assert config.spark.master == f"spark://spark-master:{_container_port('spark-master', '--port')}"
+    # The pipeline's external landing table lies on the volume the catalog, Dagster and Spark share.
+    assert settings.allow_external_locations
+    for name in ("catalog", "dagster-daemon", "spark-worker"):
+        assert "lakehouse-data:/data/lakehouse" in _services()[name]["volumes"], name
 
 
 def test_catalog_minio_postgres_and_bucket_agree() -> None:

@@ -1,8 +1,8 @@
 """Tests against the running Docker Compose stack (``make up``; marker ``stack``; run by
 ``make e2e-stack``). Each skips, saying why, when its service does not answer on localhost.
 
-- Trino reconciliation: every table the catalog lists is read by Trino's Iceberg connector, at the
-  catalog's current snapshot, with the row count the snapshot summary records.
+- Trino reconciliation: every table the catalog lists in MinIO is read by Trino's Iceberg
+  connector, at the catalog's current snapshot, with the row count the snapshot summary records.
 - Dagster: the GraphQL API materializes every asset of the ``pipelines`` code location.
 """
 
@@ -73,7 +73,10 @@ def test_trino_reads_every_catalog_table_at_the_current_snapshot() -> None:
     from pyiceberg.catalog.rest import RestCatalog
 
     catalog = RestCatalog("lakehouse", uri=CATALOG_URL, token=token)
-    tables = [t for ns in catalog.list_namespaces() for t in catalog.list_tables(ns)]
+    # The external landing table lies on the volume of the Dagster and Spark containers, which
+    # Trino does not mount; every other table is in the warehouse in MinIO.
+    tables = [t for ns in catalog.list_namespaces() for t in catalog.list_tables(ns)
+              if catalog.load_table(t).location().startswith("s3://")]
     if not tables:
         pytest.skip("the stack has no tables yet; materialize the pipeline first (Dagster UI or the next test)")
     conn = trino.dbapi.connect(host=TRINO_HOST, port=TRINO_PORT, user="stack-tests", catalog="lakehouse")
