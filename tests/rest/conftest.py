@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.services import _die_with_parent, _stop_process, free_port
+from infra.local.processes import die_with_parent, free_port, stop_process
 
 WRITE_TOKEN = "write-token-0123456789abcdef"
 READ_TOKEN = "read-token-0123456789abcdef"
@@ -50,7 +50,7 @@ class RestService:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "tablestore.cli", "catalog", "serve", "--config", str(self.config_path),
                  "--port", str(self.port)],
-                stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent, cwd=self.workdir,
+                stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent, cwd=self.workdir,
             )
         finally:
             log.close()
@@ -80,7 +80,7 @@ class RestService:
 
     def stop(self) -> None:
         if self.process is not None:
-            _stop_process(self.process)
+            stop_process(self.process)
 
     s3_properties: dict[str, str] = field(default_factory=dict)
 
