@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import datetime
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -277,8 +277,13 @@ def erase(
     remove_refs: bool = False,
     raise_on_residue: bool = True,
     progress: Progress | None = None,
+    rows_deleted_before: Mapping[str, int] | None = None,
 ) -> ErasureReport:
     """Erase the rows whose ``column`` is one of the subjects' values from ``tables``, and prove it.
+
+    ``rows_deleted_before`` (by table name as given in ``tables``) counts rows of these subjects
+    the caller deleted for this request just before, e.g. with a SQL ``DELETE``: they are part of
+    the erasure, so the report and the audit record count them.
 
     Raises ErasureVerificationError (after writing the audit record) if any Parquet file under
     a table location still holds such a row, unless ``raise_on_residue`` is False.
@@ -303,10 +308,12 @@ def erase(
     started_ms = int(time.time() * 1000)
     erased_at = datetime.datetime.now(datetime.UTC)
     report = ErasureReport(str(request_id), column, len(subjects), [], erased_at, audit_name)
-    for t in loaded:
+    for name, t in zip(names, loaded, strict=True):
         if remove_refs:
             _drop_refs(t)
-        report.tables.append(erase_table(t, column, subjects, started_ms, progress, report.timings_s))
+        erased = erase_table(t, column, subjects, started_ms, progress, report.timings_s)
+        erased.rows_removed += (rows_deleted_before or {}).get(name, 0)
+        report.tables.append(erased)
 
     audit = _audit_table(catalog, audit_name)
     audit.append(pa.table({

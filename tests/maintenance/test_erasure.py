@@ -87,10 +87,14 @@ def test_erasure_rewrites_files_whose_subject_rows_are_only_masked_by_position_d
     assert subject_rows_in_files(table.location, field_id, [42]) != {}  # bytes still there
     expected = _expected(table, SUBJECTS)
 
-    report = tablestore.erase(catalog, ["db.users"], "user_id", "REQ-2", values=SUBJECTS)
+    report = tablestore.erase(catalog, ["db.users"], "user_id", "REQ-2", values=SUBJECTS,
+                              rows_deleted_before={"db.users": 5})
 
     assert report.verified
-    assert report.rows_removed == 2  # 3 and 17 were live; 42 was already masked; 99 never existed
+    # 3 and 17 were live; 42 was already masked; 99 never existed; 5 the caller deleted before.
+    assert report.rows_removed == 2 + 5
+    audit = catalog.load_table("db.erasure_audit").scan().to_arrow().to_pylist()
+    assert [(r["request_id"], r["rows_removed"]) for r in audit] == [("REQ-2", 7)]
     assert subject_rows_in_files(table.location, field_id, SUBJECTS) == {}
     table.refresh()
     assert sorted(table.scan().to_arrow().column("user_id").to_pylist()) == expected

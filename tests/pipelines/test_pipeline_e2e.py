@@ -91,7 +91,10 @@ def test_first_run_materializes_everything_and_every_check_passes(lake: Lake) ->
     expected = [r["event_id"] for r in lake.after_first.rows["landing_events"] if r["user_id"] not in erased]
     assert [r["event_id"] for r in lake.after_first.rows["events"]] == sorted(expected)
     assert {r["status"] for r in lake.after_first.rows["erasure_requests"]} == {"done"}
-    assert [r["verified"] for r in lake.after_first.rows["erasure_audit"]] == [True]
+    audit = lake.after_first.rows["erasure_audit"]
+    assert [r["verified"] for r in audit] == [True]
+    # The audit counts the rows the SQL DELETE removed: the erasure is one act.
+    assert [r["rows_removed"] for r in audit] == [len(landed) + 3] == [erasure["rows_removed"]]
     customers = lake.after_first.rows["customers"]
     assert erased.isdisjoint(r["user_id"] for r in customers)
     assert {r["segment"] for r in customers} <= {"vip", "regular", "occasional", "browser"}

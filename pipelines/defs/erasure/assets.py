@@ -100,6 +100,7 @@ def run_erasure(store: TableStoreResource, spark: SparkResource) -> dict[str, An
     report = erase(
         store.catalog(), tables, column="user_id", request_id=request_id, values=users,
         audit_table="shop.erasure_audit",
+        rows_deleted_before={f"shop.{name}": rows for name, rows in deleted.items()},
     )
     mark_done(store, request_ids)
     return {
@@ -107,7 +108,7 @@ def run_erasure(store: TableStoreResource, spark: SparkResource) -> dict[str, An
         "request_ids": request_ids,
         "users": users,
         "rows_deleted": deleted,
-        "rows_removed_by_erase": report.rows_removed,
+        "rows_removed": report.rows_removed,  # the SQL DELETE's rows and any erase() still found
         "files_rewritten": report.files_rewritten,
         "files_removed": report.files_removed,
         "verified": report.verified,
