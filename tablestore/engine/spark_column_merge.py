@@ -178,17 +178,12 @@ def staged_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan
     lows = np.array([bounds[i][0] for i in order], dtype=np.int64)
     highs = np.array([bounds[i][1] for i in order], dtype=np.int64)
     sorted_frags = np.array(order, dtype=np.int32)
+    task_at = task_of[sorted_frags]  # the task of each position in key order: non-decreasing
     context = fragments[0].context
     io = context.io
     staging = f"{context.location}/data/.column-merge-{uuid.uuid4().hex}"
     columns = [*plan.keys, *plan.columns]
     key = plan.keys[0]
-    ordered = plan.duplicates != "error"
-    src = source.select(*columns)
-    if ordered:
-        from pyspark.sql import functions as F
-
-        src = src.withColumn(SEQ, F.monotonically_increasing_id())
 
     def stage(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         collected = [b for b in batches if b.num_rows]
@@ -203,14 +198,17 @@ def staged_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan
         pos = np.maximum(pos, 0)
         inside &= values <= highs[pos]
         rows = np.flatnonzero(inside)
-        frag = sorted_frags[pos[rows]]
-        task = task_of[frag]
-        by_task = np.argsort(task, kind="stable")
-        rows, frag, task = rows[by_task], frag[by_task], task[by_task]
+        pos = pos[rows].astype(np.int32)
+        # By key-order position, stably: rows of one task are contiguous (its positions are a
+        # run), each fragment's rows too, in the source's order. The merge task then slices
+        # each fragment out of every staged piece without sorting again.
+        by_pos = np.argsort(pos, kind="stable")
+        rows, pos = rows[by_pos], pos[by_pos]
+        task = task_at[pos]
         starts = np.flatnonzero(np.r_[True, task[1:] != task[:-1]]) if len(task) else np.array([], np.int64)
         ends = np.r_[starts[1:], len(task)]
         for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-            piece = data.take(rows[start:end]).append_column(FRAG, pa.array(frag[start:end]))
+            piece = data.take(rows[start:end]).append_column(FRAG, pa.array(pos[start:end]))
             path = f"{staging}/task-{int(task[start])}/{uuid.uuid4().hex}.arrow"
             with io.new_output(path).create() as stream, pa.ipc.new_file(stream, piece.schema) as writer:
                 writer.write_table(piece)
@@ -218,26 +216,33 @@ def staged_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan
                                              ["task", "path"])
 
     def merge(paths: list[str]) -> list[bytes]:
+        # ``paths`` are in the source's partition order and each piece is sorted by position,
+        # in the source's order within one: a fragment's rows, concatenated piece by piece, are
+        # in the source's order, which duplicates="first"/"last" resolve by.
         pieces = []
         for path in paths:
             with io.new_input(path).open() as stream:
                 pieces.append(pa.ipc.open_file(stream).read_all())
-        data = pa.concat_tables(pieces)
-        frag = data.column(FRAG).to_numpy()
-        order_ = np.lexsort((data.column(SEQ).to_numpy(), frag)) if ordered else np.argsort(frag, kind="stable")
-        data, frag = data.select(columns).take(order_), frag[order_]
-        starts = np.flatnonzero(np.r_[True, frag[1:] != frag[:-1]])
-        ends = np.r_[starts[1:], len(frag)]
+        positions = [p.column(FRAG).to_numpy() for p in pieces]
+        first = min(int(p[0]) for p in positions)
+        last = max(int(p[-1]) for p in positions)
+        wanted = np.arange(first, last + 2)
+        cuts = [np.searchsorted(p, wanted, "left") for p in positions]
         out = []
-        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-            part = plan.prepare_arrow(data.slice(start, end - start))
-            new = rewrite_fragment(fragments[int(frag[start])], plan, part)
+        for i in range(last - first + 1):
+            parts = [piece.slice(c[i], c[i + 1] - c[i]) for piece, c in zip(pieces, cuts, strict=True)
+                     if c[i + 1] > c[i]]
+            if not parts:
+                continue
+            part = plan.prepare_arrow(pa.concat_tables(parts).select(columns))
+            new = rewrite_fragment(fragments[int(sorted_frags[first + i])], plan, part)
             if new is not None:
                 out.append(pickle.dumps(new))
         return out
 
     try:
-        staged = [(r["task"], r["path"]) for r in src.mapInArrow(stage, "task int, path string").collect()]
+        staged_rows = source.select(*columns).mapInArrow(stage, "task int, path string").collect()
+        staged = [(r["task"], r["path"]) for r in staged_rows]
         groups: dict[int, list[str]] = {}
         for task_id, path in staged:
             groups.setdefault(task_id, []).append(path)

@@ -210,6 +210,22 @@ def test_spark_duplicates_are_found_in_the_tasks(tmp_path: Path, spark: Any) -> 
     assert by_key(table, "t")[7] == ("b",)
 
 
+def test_spark_duplicates_resolve_in_the_order_of_the_source_partitions(tmp_path: Path, spark: Any) -> None:
+    table = spark_table(tmp_path, spark)
+    # Three partitions in order; key 7 in the first and the last, key 150 (the other fragment)
+    # twice in the middle one and once in the last.
+    parts = [[(7, "a"), (60, "x")], [(150, "p"), (150, "q")], [(150, "r"), (7, "b")]]
+    rdd = spark.sparkContext.parallelize([r for part in parts for r in part], 3)
+    source = spark.createDataFrame(rdd, "user_id bigint, t string")
+    assert source.rdd.glom().map(len).collect() == [2, 2, 2]
+    table.merge_columns(source, on="user_id", duplicates="first")
+    got = by_key(table, "t")
+    assert (got[7], got[60], got[150]) == (("a",), ("x",), ("p",))
+    table.update_columns(source, on="user_id", columns=["t"], duplicates="last")
+    got = by_key(table, "t")
+    assert (got[7], got[60], got[150]) == (("b",), ("x",), ("r",))
+
+
 def test_a_spark_dataframe_merges_on_the_local_engine(tmp_path: Path, spark: Any) -> None:
     table = users_table(_catalog(tmp_path))
     table.merge_columns(spark.createDataFrame([(3, "x")], "user_id bigint, t string"), on="user_id")
