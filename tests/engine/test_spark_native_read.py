@@ -148,6 +148,11 @@ def test_imported_files_without_field_ids_fall_back(lake: Lake, spark: SparkSess
     assert "field ids" in outcome.reason
     assert spark_rows(outcome.df) == table_rows(table) == [
         {"id": 1, "name": "x"}, {"id": 2, "name": None}, {"id": 3, "name": "z"}]
+    # The session's field-id settings leave a read whose schema has no ids matching by name.
+    assert spark.conf.get("spark.sql.parquet.fieldId.read.enabled") == "true"
+    assert spark_rows(spark.read.parquet(str(path))) == table_rows(table)
+    assert spark_rows(spark.read.schema("name string, id bigint").parquet(str(path))) == [
+        {"name": "x", "id": 1}, {"name": None, "id": 2}, {"name": "z", "id": 3}]
 
 
 def test_empty_table_and_bad_filter(lake: Lake, spark: SparkSession) -> None:
