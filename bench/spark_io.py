@@ -10,8 +10,11 @@ Cases (the same Spark session, ``local[2]``, for every contestant):
   ``df.write.format("tablestore").mode("append")``, the Python data source, whose Arrow
   transfer from the JVM costs about as much as Spark's whole Parquet write.
 - read: count rows and aggregate every column (so every value is decoded and reaches Spark)
-  of the table the write left, through ``spark.read.format("tablestore")``, against
-  ``spark.read.parquet`` of the very same data files.
+  of the table the write left, against ``spark.read.parquet`` of the very same data files.
+  Two tablestore contestants: ``tablestore`` is ``spark.read.format("tablestore")``, the
+  Python data source, whose Arrow transfer into the JVM dominates; ``tablestore-native`` is
+  ``read_dataframe(spark, table)``, which plans the scan with tablestore and lets Spark's
+  Parquet reader read the planned files by field id (it does here).
 
 The floor is Spark's built-in Parquet source; the target is at most 1.5x its time.
 """
@@ -55,7 +58,7 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
     from pyspark.sql import DataFrame
 
     from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
-    from tablestore.engine.spark import spark_session, write_dataframe
+    from tablestore.engine.spark import read_table, spark_session, write_dataframe
 
     root = ws.fresh("spark-io")
     source_dir = root / "source"
@@ -110,9 +113,9 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
     def aggregate(df: DataFrame, who: str) -> int:
         row = df.agg(*_aggregates()).collect()[0]
         state[who] = tuple(row)
-        other = state.get("floor" if who == "ours" else "ours")
-        if other is not None and other != state[who]:
-            raise AssertionError(f"the readers disagree: {other} != {state[who]}")
+        for other in ("floor", "ours", "native"):
+            if other != who and state.get(other) is not None and state[other] != state[who]:
+                raise AssertionError(f"the readers disagree: {other} {state[other]} != {who} {state[who]}")
         return int(row["rows"])
 
     def table_files() -> list[str]:
@@ -121,6 +124,11 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
 
     def read_ours() -> int:
         return aggregate(spark.read.format("tablestore").load(TABLE), "ours")
+
+    def read_native() -> int:
+        outcome = read_table(spark, TABLE, config=config)
+        assert outcome.path == "native", outcome
+        return aggregate(outcome.df, "native")
 
     def read_parquet() -> int:
         return aggregate(spark.read.parquet(*table_files()), "floor")
@@ -146,6 +154,7 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
         [
             Contestant("spark-parquet", read_parquet, floor=True),
             Contestant("tablestore", read_ours),
+            Contestant("tablestore-native", read_native),
         ],
         rounds=rounds or 5,
         targets={"spark-parquet": 1.5},
@@ -159,7 +168,8 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
             "writer with field ids, then footers, metrics, manifests and one commit); tablestore-source "
             "df.write.format('tablestore') (the Python data source)",
             "read: count + an aggregate of every column; floor spark.read.parquet of the table's own "
-            "data files, ours spark.read.format('tablestore') (planning included)",
+            "data files, tablestore spark.read.format('tablestore'), tablestore-native read_dataframe "
+            "(tablestore plans, Spark's Parquet reader reads by field id); planning included",
             "seconds: median of the rounds, contestants interleaved",
         ],
         cleanup=cleanup,

@@ -5,6 +5,7 @@
     spark.read.format("tablestore").load("db.events").groupBy("country").count().show()
     table.with_engine(SparkEngine(spark))  # the table's file tasks run on the executors
     write_dataframe(df, "db.events")       # Spark's own Parquet writer, one tablestore commit
+    read_dataframe(spark, "db.events")     # Spark's own Parquet reader, planned by tablestore
 
 Only this module and :mod:`tablestore.engine.spark_source` import pyspark; the core does not.
 """
@@ -18,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
 from tablestore.engine.local import LocalEngine
+from tablestore.engine.spark_native_read import NATIVE_READ_CONF, ReadOutcome, read_dataframe, read_table
 from tablestore.engine.spark_native_write import WriteOutcome, write_dataframe
 from tablestore.engine.spark_source import (
     SOURCE_NAME,
@@ -39,8 +41,11 @@ R = TypeVar("R")
 
 __all__ = [
     "SOURCE_NAME",
+    "ReadOutcome",
     "SparkEngine",
     "WriteOutcome",
+    "read_dataframe",
+    "read_table",
     "register_data_source",
     "register_table_view",
     "spark_session",
@@ -54,6 +59,9 @@ REQUIRED_CONF = {
     # The Python data source API refuses readers with pushFilters unless this is on.
     "spark.sql.python.filterPushdown.enabled": "true",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # read_dataframe: Parquet columns matched by field id when the read schema carries ids
+    # (only then; other reads are unchanged), a column a file lacks read as NULL.
+    **NATIVE_READ_CONF,
 }
 # Defaults a config may change. Spark hands a Python writer Arrow batches of this many rows;
 # 10,000 (Spark's default) makes the JVM-to-Python transfer of a write about a quarter slower.
