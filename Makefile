@@ -7,11 +7,11 @@ PYTEST_ARGS ?=
 
 .PHONY: install demo dagster quality test lint bench clean up down logs ps e2e-stack
 
+# Bytecode is compiled once here: the environment may set PYTHONDONTWRITEBYTECODE, and then every
+# process (each Spark Python worker, each Dagster step) would compile pandas, pyspark and
+# dagster from source again (about 5 s of CPU each).
 $(VENV)/.installed: pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet uv
-	# Bytecode compiled once here: the environment may set PYTHONDONTWRITEBYTECODE, and then every
-	# process (each Spark Python worker, each Dagster step) would compile pandas, pyspark and
-	# dagster from source again (about 5 s of CPU each).
 	$(UV) sync --frozen --all-extras --compile-bytecode --quiet
 	touch $@
 
