@@ -29,6 +29,11 @@ def available() -> bool:
 
 
 def _ensure_built() -> None:
+    # Checked first, so a missing oracle fails with what to do rather than an import error in
+    # the batch runner; a ready environment still needs the oracle's own modules.
+    if not available():
+        raise OracleError(f"the Java reference implementation is not at {ORACLE_DIR}: check out "
+                          "../shared/iceberg-oracle beside the repository, or set ICEBERG_ORACLE_DIR")
     if (ORACLE_HOME / ".ready").exists():
         return
     # The first call of the tool builds its environment (a few minutes, once per machine).

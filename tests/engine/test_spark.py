@@ -449,8 +449,6 @@ def test_spark_written_tables_read_identically_by_pyiceberg_and_java(lake: Lake,
 
     from tests import oracle
 
-    if not oracle.available():
-        pytest.skip("the Java reference implementation (../shared/iceberg-oracle) is not there")
     # The oracle's Spark 3.5 has no TIME type; the rest of ALL_TYPES.
     schema = pa.schema([f for f in ALL_TYPES if f.name not in ("tm", "st")])
     staged = lake.create("interop_src", schema)

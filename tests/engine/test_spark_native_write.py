@@ -234,8 +234,6 @@ def test_natively_written_tables_read_identically_by_java(
 ) -> None:
     from tests import oracle
 
-    if not oracle.available():
-        pytest.skip("the Java reference implementation (../shared/iceberg-oracle) is not there")
     source = catalog.create_table("db.native_oracle_src", schema=NATIVE)
     source.append(native_rows(0, 40))
     table = catalog.create_table("db.native_oracle", schema=NATIVE)

@@ -131,8 +131,6 @@ def test_second_run_is_idempotent(lake: Lake) -> None:
 
 
 def test_java_oracle_reads_both_specs_null_device_and_widened_types(lake: Lake) -> None:
-    if not oracle.available():
-        pytest.skip("../shared/iceberg-oracle is not present")
     table = resources(root=str(lake.root))["tablestore"].table("events")
     settings = load_settings(root=str(lake.root))
     batch = oracle.OracleBatch()
