@@ -31,6 +31,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import enum
+import functools
 import itertools
 import logging
 import sys
@@ -107,7 +108,12 @@ def fanout_forced(properties: dict[str, str]) -> bool:
     return raw == "true"
 
 
+@functools.cache
 def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, looked up on the first flush rather than at import (every
+    ``import tablestore`` loads this module, and ``find_library`` runs ``ldconfig``)."""
+    if not sys.platform.startswith("linux"):
+        return None
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         trim: Callable[[int], int] = libc.malloc_trim  # glibc only
@@ -116,16 +122,14 @@ def _malloc_trim() -> Callable[[int], int] | None:
         return None
 
 
-_MALLOC_TRIM = _malloc_trim() if sys.platform.startswith("linux") else None
-
-
 def release_memory() -> None:
     """Hand memory freed by the writers back to the operating system: Arrow's pool keeps freed
     blocks for reuse, and so does glibc's heap (the Parquet encoders and compressors allocate
     there), so without this the process stays at its high-water mark after a flush."""
     pa.default_memory_pool().release_unused()
-    if _MALLOC_TRIM is not None:
-        _MALLOC_TRIM(0)
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
 # -- one partition's files ---------------------------------------------------------------------
