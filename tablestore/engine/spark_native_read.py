@@ -43,7 +43,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import types as st
 
 from tablestore.engine.spark_native_write import FIELD_ID_KEY
-from tablestore.engine.spark_source import SOURCE_NAME, ReadState, TablestoreReader, config_to_json, resolve_read
+from tablestore.engine.spark_source import SOURCE_NAME, ReadState, TablestoreReader, resolve_read, table_options
 from tablestore.spec.manifest import FileFormat
 from tablestore.spec.schema import PARQUET_FIELD_ID
 from tablestore.spec.types import (
@@ -181,11 +181,7 @@ def read_table(
     reader (see the module docstring); otherwise this is ``spark.read.format("tablestore")``.
     ``as_of_timestamp`` is epoch milliseconds or ISO-8601 text; ``filter`` is SQL text.
     """
-    options: dict[str, str] = {"path": name}
-    if config is not None:
-        options["config"] = config_to_json(config)
-    if catalog:
-        options["catalog"] = catalog
+    options = table_options(name, config, catalog)
     if snapshot_id is not None:
         options["snapshot-id"] = str(snapshot_id)
     if as_of_timestamp is not None:

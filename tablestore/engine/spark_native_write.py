@@ -48,8 +48,8 @@ from tablestore.engine.spark_source import (
     TablestoreCommitMessage,
     TablestoreWriter,
     WriteTarget,
-    config_to_json,
     resolve_write,
+    table_options,
 )
 from tablestore.errors import ValidationError
 from tablestore.spec import conversions
@@ -182,11 +182,7 @@ def write_dataframe(
     """
     if mode not in ("append", "overwrite"):
         raise ValidationError(f"write mode {mode!r} is not supported; use append or overwrite")
-    options: dict[str, str] = {"path": name}
-    if config is not None:
-        options["config"] = config_to_json(config)
-    if catalog:
-        options["catalog"] = catalog
+    options = table_options(name, config, catalog)
     for key, value in (snapshot_properties or {}).items():
         options[SNAPSHOT_PROPERTY_PREFIX + key] = value
     target = resolve_write(options, None)

@@ -150,6 +150,17 @@ def config_to_json(config: LakehouseConfig) -> str:
     return text if isinstance(text, str) else json.dumps(text)
 
 
+def table_options(name: str, config: LakehouseConfig | None, catalog: str | None) -> dict[str, str]:
+    """The data source options that name a table (``path``) and how to find it, for the Python
+    helpers that read or write without ``spark.read``'s option chain."""
+    options = {"path": name}
+    if config is not None:
+        options["config"] = config_to_json(config)
+    if catalog:
+        options["catalog"] = catalog
+    return options
+
+
 @contextlib.contextmanager
 def _resolved(options: Mapping[str, str], default_config: str | None) -> Iterator[tuple[str, Catalog, tuple[str, ...]]]:
     """(config JSON, catalog, identifier) of the table the options name; closes the catalog after."""
