@@ -156,12 +156,15 @@ def staged_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan
     """The same rewrite without a JVM shuffle, for disjoint integer key ranges (else None).
 
     Stage 1 (``mapInArrow`` over the source's own partitions: the cheapest way from the JVM to
-    Python, columnar to Arrow) finds each row's fragment with a vectorised binary search and
-    writes one Arrow IPC file per (source partition, task) under the table's location. Stage 2
+    Python, columnar to Arrow; or, for a source that is a plain scan of local Parquet files,
+    Python tasks reading those files themselves, see :mod:`tablestore.engine.spark_source_files`)
+    finds each row's fragment with a vectorised binary search and writes one Arrow IPC file per
+    (source slice, task) under the table's location. Stage 2
     (one Python task per group of neighbouring fragments) reads its files, merges and writes
     the fragments. Only file names and new fragments travel through the driver; the staged
     files are deleted afterwards.
     """
+    from tablestore.engine.spark_source_files import SourceSlice, parquet_source_slices
     from tablestore.table.column_merge import rewrite_fragment
     from tablestore.table.fragments import source_columns
 
@@ -185,11 +188,7 @@ def staged_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan
     columns = [*plan.keys, *plan.columns]
     key = plan.keys[0]
 
-    def stage(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        collected = [b for b in batches if b.num_rows]
-        if not collected:
-            return
-        data = pa.Table.from_batches(collected)
+    def stage_table(data: pa.Table) -> Iterator[tuple[int, str]]:
         keys = data.column(key)
         valid = pc.is_valid(keys).to_numpy(zero_copy_only=False)
         values = pc.fill_null(keys, 0).cast(pa.int64()).to_numpy()
@@ -212,8 +211,27 @@ def staged_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan
             path = f"{staging}/task-{int(task[start])}/{uuid.uuid4().hex}.arrow"
             with io.new_output(path).create() as stream, pa.ipc.new_file(stream, piece.schema) as writer:
                 writer.write_table(piece)
-            yield pa.RecordBatch.from_arrays([pa.array([int(task[start])], pa.int32()), pa.array([path])],
-                                             ["task", "path"])
+            yield int(task[start]), path
+
+    def stage(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        collected = [b for b in batches if b.num_rows]
+        if not collected:
+            return
+        for task_id, path in stage_table(pa.Table.from_batches(collected)):
+            yield pa.RecordBatch.from_arrays([pa.array([task_id], pa.int32()), pa.array([path])], ["task", "path"])
+
+    source_types = dict(source_columns(source))
+    staged_types = [(name, source_types[name]) for name in columns]
+    staging_schema = pa.schema(staged_types)
+
+    def stage_files(run: list[SourceSlice]) -> list[tuple[int, str]]:
+        # The same rows Spark would hand to ``stage``, read from the source's own files.
+        out: list[tuple[int, str]] = []
+        for piece in run:
+            data = piece.read(columns).select(columns).cast(staging_schema)
+            if data.num_rows:
+                out.extend(stage_table(data))
+        return out
 
     def merge(paths: list[str]) -> list[bytes]:
         # ``paths`` are in the source's partition order and each piece is sorted by position,
@@ -241,8 +259,13 @@ def staged_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan
         return out
 
     try:
-        staged_rows = source.select(*columns).mapInArrow(stage, "task int, path string").collect()
-        staged = [(r["task"], r["path"]) for r in staged_rows]
+        runs = parquet_source_slices(source, staged_types, sc.defaultParallelism * TASKS_PER_CORE)
+        if runs is not None:
+            staged = [pair for pairs in sc.parallelize(runs, max(1, len(runs))).map(stage_files).collect()
+                      for pair in pairs]
+        else:
+            staged_rows = source.select(*columns).mapInArrow(stage, "task int, path string").collect()
+            staged = [(r["task"], r["path"]) for r in staged_rows]
         groups: dict[int, list[str]] = {}
         for task_id, path in staged:
             groups.setdefault(task_id, []).append(path)
