@@ -25,7 +25,6 @@ fragment (a row may then go to several fragments).
 from __future__ import annotations
 
 import contextlib
-import itertools
 import pickle
 import uuid
 from collections.abc import Iterator
@@ -34,6 +33,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from tablestore.table.column_merge import disjoint_order
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -48,18 +49,6 @@ TASKS_PER_CORE = 2
 # the broadcast range join is used instead.
 MAX_TREE_FRAGMENTS = 2048
 FRAG, TASK, SEQ = "__frag", "__task", "__seq"
-
-
-def disjoint_order(bounds: list[tuple[int | None, int | None]]) -> list[int] | None:
-    """Fragment indices in key order when every range is known and no two overlap, else None."""
-    if any(lo is None or hi is None for lo, hi in bounds):
-        return None
-    known = [(int(lo), int(hi)) for lo, hi in bounds]  # type: ignore[arg-type]
-    order = sorted(range(len(known)), key=lambda i: known[i][0])
-    for a, b in itertools.pairwise(order):
-        if known[a][1] >= known[b][0]:
-            return None
-    return order
 
 
 def assign_tasks(order: list[int], counts: list[int], tasks: int) -> list[int]:

@@ -6,14 +6,16 @@ keeps the old one (``null_policy="overwrite"`` is Lance's rule: a matched NULL o
 A fragment no source row matches is left as it is: its file lacks the new columns' field
 ids, so they read NULL, as the merge asks.
 
-Each task gets only the source rows that can match its fragment: the source is sorted by the
-first key and sliced by the fragment's key bounds (locally, or per task in the Spark engine's
-map), or, for a Spark DataFrame source on the Spark engine, tagged with its fragment in the
-JVM and shuffled to the task that owns it (:mod:`tablestore.engine.spark_column_merge`).
+Each task gets only the source rows that can match its fragment: grouped by a binary search
+over the fragments' key ranges when they are disjoint, else sorted by the first key and sliced
+by the fragment's key bounds (:meth:`MergePlan.slices`), or, for a Spark DataFrame source on
+the Spark engine, staged per fragment or tagged in the JVM and shuffled to the task that owns
+it (:mod:`tablestore.engine.spark_column_merge`).
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -129,13 +131,14 @@ class MergePlan:
                          tuple(wanted) if mode == "merge" else ())
 
     # -- the source --------------------------------------------------------------------------
-    def prepare_source(self, source: Any) -> pa.Table:
-        """The source as Arrow: keys and columns in the table's types, keys unique."""
+    def prepare_source(self, source: Any, unique: bool = True) -> pa.Table:
+        """The source as Arrow: keys and columns in the table's types, keys unique (unless
+        ``unique`` is off: :meth:`slices` checks them per fragment)."""
         if _is_spark_dataframe(source):
             source = source.select(*self.keys, *self.columns).toArrow()
-        return self.prepare_arrow(to_arrow_table(source))
+        return self.prepare_arrow(to_arrow_table(source), unique)
 
-    def prepare_arrow(self, data: pa.Table) -> pa.Table:
+    def prepare_arrow(self, data: pa.Table, unique: bool = True) -> pa.Table:
         arrays = []
         for name in (*self.keys, *self.columns):
             target = type_to_arrow(self.schema.find_field(name).field_type)
@@ -146,7 +149,7 @@ class MergePlan:
                 raise SchemaError(f"the source column {name!r} ({column.type}) cannot be read as {target}: {e}") \
                     from None
         data = pa.Table.from_arrays(arrays, names=[*self.keys, *self.columns])
-        return unique_keys(data, list(self.keys), self.duplicates)
+        return unique_keys(data, list(self.keys), self.duplicates) if unique else data
 
     def key_bounds(self, fragment: Fragment) -> tuple[int | None, int | None]:
         """The fragment's bounds of the first key (integer keys only; None when unknown)."""
@@ -160,22 +163,85 @@ class MergePlan:
             conversions.from_bytes(f.field_type, upper) if upper is not None else None,
         )
 
-    def slices(self, source: pa.Table, fragments: list[Fragment]) -> list[tuple[Fragment, pa.Table]]:
-        """Each fragment with the source rows inside its key bounds (none: left out)."""
+    def slices(self, source: pa.Table, fragments: list[Fragment]) -> list[tuple[Fragment, SourceRows]]:
+        """Each fragment with the source rows inside its key bounds (none: left out).
+
+        ``source`` has the plan's columns in the table's types (``prepare_source(unique=False)``).
+        Fragments with known, disjoint integer key ranges (a table written in key order): each
+        row's fragment is found by a binary search over the ranges and the rows are grouped by
+        a stable sort of those positions; the fragment's task takes its rows and checks their
+        keys, so the serial part is two passes over the keys, not a sort of the source. A key
+        is in at most one range, so a duplicate is found by the one task it reaches. Otherwise
+        the source is sorted and sliced by each fragment's bounds, and each task checks its
+        slice. Either way keys outside every range match nothing and are dropped unchecked, as
+        on Spark; a source with keys of another type is checked whole, once.
+        """
+        if source.num_rows == 0:
+            return []
         first = self.schema.find_field(self.keys[0])
-        if not isinstance(first.field_type, IntegerType | LongType) or source.num_rows == 0:
-            return [(f, source) for f in fragments] if source.num_rows else []
+        if not isinstance(first.field_type, IntegerType | LongType):
+            checked = unique_keys(source, list(self.keys), self.duplicates)
+            return [(f, SourceRows(checked)) for f in fragments] if checked.num_rows else []
+        bounds = [self.key_bounds(f) for f in fragments]
+        order = disjoint_order(bounds)
+        keys = source.column(self.keys[0])
+        if order is not None:
+            lows = np.array([bounds[i][0] for i in order], dtype=np.int64)
+            highs = np.array([bounds[i][1] for i in order], dtype=np.int64)
+            values = pc.fill_null(keys, 0).to_numpy()
+            pos = np.searchsorted(lows, values, "right") - 1
+            inside = pos >= 0
+            pos = np.maximum(pos, 0)
+            inside &= values <= highs[pos]
+            if keys.null_count:
+                inside &= pc.is_valid(keys).to_numpy(zero_copy_only=False)
+            rows = np.flatnonzero(inside)
+            if not len(rows):
+                return []
+            pos = pos[rows].astype(np.int32)
+            by_pos = np.argsort(pos, kind="stable")  # the source's order within a fragment
+            rows, pos = rows[by_pos], pos[by_pos]
+            starts = np.flatnonzero(np.r_[True, pos[1:] != pos[:-1]])
+            ends = np.r_[starts[1:], len(pos)]
+            return [(fragments[order[int(pos[a])]], SourceRows(source, rows[a:b], checked=False))
+                    for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
         source = source.filter(pc.is_valid(source.column(self.keys[0])))
-        source = source.sort_by(self.keys[0])
-        keys = source.column(self.keys[0]).to_numpy()
+        source = source.sort_by(self.keys[0])  # stable: equal keys stay in the source's order
+        sorted_keys = source.column(self.keys[0]).to_numpy()
         out = []
-        for fragment in fragments:
-            lo, hi = self.key_bounds(fragment)
-            start = 0 if lo is None else int(np.searchsorted(keys, lo, "left"))
-            end = len(keys) if hi is None else int(np.searchsorted(keys, hi, "right"))
+        for fragment, (lo, hi) in zip(fragments, bounds, strict=True):
+            start = 0 if lo is None else int(np.searchsorted(sorted_keys, lo, "left"))
+            end = len(sorted_keys) if hi is None else int(np.searchsorted(sorted_keys, hi, "right"))
             if end > start:
-                out.append((fragment, source.slice(start, end - start)))
+                # A key's rows are adjacent, so all in any slice that holds one of them.
+                out.append((fragment, SourceRows(source.slice(start, end - start), checked=False)))
         return out
+
+
+@dataclass(frozen=True)
+class SourceRows:
+    """The source rows of one fragment: a table, or rows of it the fragment's task takes (and
+    whose keys it checks) itself, so that work runs in parallel."""
+
+    data: pa.Table
+    indices: np.ndarray | None = None
+    checked: bool = True
+
+    def table(self, plan: MergePlan) -> pa.Table:
+        data = self.data if self.indices is None else self.data.take(self.indices)
+        return data if self.checked else unique_keys(data, list(plan.keys), plan.duplicates)
+
+
+def disjoint_order(bounds: list[tuple[int | None, int | None]]) -> list[int] | None:
+    """Fragment indices in key order when every range is known and no two overlap, else None."""
+    if any(lo is None or hi is None for lo, hi in bounds):
+        return None
+    known = [(int(lo), int(hi)) for lo, hi in bounds]  # type: ignore[arg-type]
+    order = sorted(range(len(known)), key=lambda i: known[i][0])
+    for a, b in itertools.pairwise(order):
+        if known[a][1] >= known[b][0]:
+            return None
+    return order
 
 
 def unique_keys(data: pa.Table, keys: list[str], duplicates: str) -> pa.Table:
@@ -327,8 +393,8 @@ def run_plan(table: Table, plan: MergePlan, fragments: list[Fragment], source: A
         from tablestore.engine.spark_column_merge import spark_rewrite
 
         return spark_rewrite(source, fragments, plan)
-    items = plan.slices(plan.prepare_source(source), fragments)
-    results = engine.map(lambda item: rewrite_fragment(item[0], plan, item[1]), items)
+    items = plan.slices(plan.prepare_source(source, unique=False), fragments)
+    results = engine.map(lambda item: rewrite_fragment(item[0], plan, item[1].table(plan)), items)
     return [r for r in results if r is not None]
 
 

@@ -235,12 +235,7 @@ def test_a_spark_dataframe_merges_on_the_local_engine(tmp_path: Path, spark: Any
 def test_spark_fragments_with_overlapping_key_ranges_get_every_matching_row(tmp_path: Path, spark: Any) -> None:
     from tablestore.engine.spark import SparkEngine
 
-    catalog = _catalog(tmp_path)
-    table = catalog.create_table("db.odd_even", schema=pa.schema([("user_id", IDS), ("name", pa.string())]))
-    for parity in (1, 0):  # two files with interleaved ids: their key ranges overlap
-        ids = [i for i in range(1, 201) if i % 2 == parity]
-        table.append(pa.table({"user_id": pa.array(ids, IDS), "name": [f"u{i}" for i in ids]}))
-    table = table.with_engine(SparkEngine(spark))
+    table = odd_even_table(_catalog(tmp_path)).with_engine(SparkEngine(spark))
     rows = [(i, f"s{i}") for i in (1, 2, 99, 100, 500)] + [(2, "again")]
     source = spark.createDataFrame(rows, "user_id bigint, segment string").repartition(3)
     snapshot = table.merge_columns(source, on="user_id", duplicates="first")
@@ -299,3 +294,36 @@ def test_the_java_oracle_and_pyiceberg_read_merged_tables_identically(tmp_path: 
         ours = oracle_rows(table_.scan().to_arrow())
         assert oracle.check(results[job])["rows"] == ours
         assert oracle_rows(StaticTable.from_metadata(table_.metadata_location).scan().to_arrow()) == ours
+
+
+def odd_even_table(catalog: Catalog) -> Table:
+    """Users 1..200 in two files, odd and even ids: the files' key ranges overlap."""
+    table = catalog.create_table("db.odd_even", schema=pa.schema([("user_id", IDS), ("name", pa.string())]))
+    for parity in (1, 0):
+        ids = [i for i in range(1, 201) if i % 2 == parity]
+        table.append(pa.table({"user_id": pa.array(ids, IDS), "name": [f"u{i}" for i in ids]}))
+    return table
+
+
+def test_local_fragments_with_overlapping_key_ranges_get_every_matching_row(tmp_path: Path) -> None:
+    table = odd_even_table(_catalog(tmp_path))
+    source = pa.table({"user_id": pa.array([2, 1, 99, 100, 500, 2, 1], IDS),
+                       "segment": ["s2", "s1", "s99", "s100", "s500", "again", "later"]})
+    with pytest.raises(ValidationError, match="2 rows with the key user_id=(1|2)"):
+        table.merge_columns(source, on="user_id")
+    snapshot = table.merge_columns(source, on="user_id", duplicates="first")
+    assert snapshot is not None and snapshot.summary["deleted-data-files"] == "2"
+    got = {k: v[1] for k, v in by_key(table, "name", "segment").items() if v[1] is not None}
+    assert got == {1: "s1", 2: "s2", 99: "s99", 100: "s100"} and len(by_key(table)) == 200
+    table.update_columns(source, on="user_id", columns=["segment"], duplicates="last")
+    got = {k: v[0] for k, v in by_key(table, "segment").items() if v[0] is not None}
+    assert got == {1: "later", 2: "again", 99: "s99", 100: "s100"}
+
+
+def test_duplicates_of_keys_no_fragment_holds_are_dropped_not_an_error(tmp_path: Path) -> None:
+    catalog = _catalog(tmp_path)
+    source = pa.table({"user_id": pa.array([5, 999, 999, 0, 0], IDS), "tier": ["g", "x", "y", "p", "q"]})
+    for table in (users_table(catalog), odd_even_table(catalog)):  # disjoint and overlapping ranges
+        table.merge_columns(source, on="user_id")
+        got = {k: v for k, v in by_key(table, "tier").items() if v != (None,)}
+        assert got == {5: ("g",)} and len(got) == 1
