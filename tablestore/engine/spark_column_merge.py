@@ -32,9 +32,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from tablestore.table.column_merge import disjoint_order
+from tablestore.table.column_merge import disjoint_order, rows_by_range
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -178,20 +177,10 @@ def staged_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan
     key = plan.keys[0]
 
     def stage_table(data: pa.Table) -> Iterator[tuple[int, str]]:
-        keys = data.column(key)
-        valid = pc.is_valid(keys).to_numpy(zero_copy_only=False)
-        values = pc.fill_null(keys, 0).cast(pa.int64()).to_numpy()
-        pos = np.searchsorted(lows, values, "right") - 1
-        inside = valid & (pos >= 0)
-        pos = np.maximum(pos, 0)
-        inside &= values <= highs[pos]
-        rows = np.flatnonzero(inside)
-        pos = pos[rows].astype(np.int32)
-        # By key-order position, stably: rows of one task are contiguous (its positions are a
-        # run), each fragment's rows too, in the source's order. The merge task then slices
-        # each fragment out of every staged piece without sorting again.
-        by_pos = np.argsort(pos, kind="stable")
-        rows, pos = rows[by_pos], pos[by_pos]
+        # By key-order position: rows of one task are contiguous (its positions are a run),
+        # each fragment's rows too, in the source's order. The merge task then slices each
+        # fragment out of every staged piece without sorting again.
+        rows, pos = rows_by_range(data.column(key), lows, highs)
         task = task_at[pos]
         starts = np.flatnonzero(np.r_[True, task[1:] != task[:-1]]) if len(task) else np.array([], np.int64)
         ends = np.r_[starts[1:], len(task)]

@@ -188,19 +188,9 @@ class MergePlan:
         if order is not None:
             lows = np.array([bounds[i][0] for i in order], dtype=np.int64)
             highs = np.array([bounds[i][1] for i in order], dtype=np.int64)
-            values = pc.fill_null(keys, 0).to_numpy()
-            pos = np.searchsorted(lows, values, "right") - 1
-            inside = pos >= 0
-            pos = np.maximum(pos, 0)
-            inside &= values <= highs[pos]
-            if keys.null_count:
-                inside &= pc.is_valid(keys).to_numpy(zero_copy_only=False)
-            rows = np.flatnonzero(inside)
+            rows, pos = rows_by_range(keys, lows, highs)
             if not len(rows):
                 return []
-            pos = pos[rows].astype(np.int32)
-            by_pos = np.argsort(pos, kind="stable")  # the source's order within a fragment
-            rows, pos = rows[by_pos], pos[by_pos]
             starts = np.flatnonzero(np.r_[True, pos[1:] != pos[:-1]])
             ends = np.r_[starts[1:], len(pos)]
             return [(fragments[order[int(pos[a])]], SourceRows(source, rows[a:b], checked=False))
@@ -230,6 +220,25 @@ class SourceRows:
     def table(self, plan: MergePlan) -> pa.Table:
         data = self.data if self.indices is None else self.data.take(self.indices)
         return data if self.checked else unique_keys(data, list(plan.keys), plan.duplicates)
+
+
+def rows_by_range(
+    keys: pa.ChunkedArray | pa.Array, lows: np.ndarray, highs: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The rows whose key lies in one of the sorted, disjoint ranges [lows[i], highs[i]], with
+    that range's position ``i``, ordered by position and, within one, by row (a stable sort:
+    the source's order, which duplicates="first"/"last" resolve by). NULL keys are in none."""
+    values = pc.fill_null(keys, 0).cast(pa.int64()).to_numpy()
+    pos = np.searchsorted(lows, values, "right") - 1
+    inside = pos >= 0
+    pos = np.maximum(pos, 0)
+    inside &= values <= highs[pos]
+    if keys.null_count:
+        inside &= pc.is_valid(keys).to_numpy(zero_copy_only=False)
+    rows = np.flatnonzero(inside)
+    pos = pos[rows].astype(np.int32)
+    by_pos = np.argsort(pos, kind="stable")
+    return rows[by_pos], pos[by_pos]
 
 
 def disjoint_order(bounds: list[tuple[int | None, int | None]]) -> list[int] | None:
