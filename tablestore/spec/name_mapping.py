@@ -152,3 +152,92 @@ def _annotate_type(t: pa.DataType, entry: MappedField) -> pa.DataType:
         item = _annotate(t.item_field, entry.child("value"))
         return pa.map_(key, item, keys_sorted=t.keys_sorted)
     return t
+
+
+def update_mapping(mapping: NameMapping, base: Schema, new: Schema) -> NameMapping:
+    """The mapping after the schema change from ``base`` to ``new``, as Java's
+    ``MappingUtil.update`` and pyiceberg's ``update_mapping`` make it: a renamed field gains its
+    new name and keeps the old ones (files written before the rename carry those); a field
+    added to a struct gets an entry; a name a renamed or added field takes is removed from the
+    other entries of its struct (an entry left without names goes), so a name maps to one field;
+    entries of dropped fields stay."""
+    before = {f.field_id: f for f, _ in _walk(base.fields, -1)}
+    owners = {owner for _, owner in _walk_owners(base.fields)}  # lists' elements, maps' keys and values
+    renames: dict[int, str] = {}
+    adds: dict[int, list[NestedField]] = {}
+    for field, parent in _walk(new.fields, -1):
+        if field.field_id in before:
+            if before[field.field_id].name != field.name:
+                renames[field.field_id] = field.name
+        elif parent == -1 or parent in before or parent in owners:  # the top of an added subtree
+            adds.setdefault(parent, []).append(field)
+    if not renames and not adds:
+        return mapping
+    return NameMapping(_updated_fields(mapping.fields, -1, renames, adds))
+
+
+def _walk(fields: Iterable[NestedField], parent: int) -> Iterable[tuple[NestedField, int]]:
+    """Every struct field with the id of the struct's owner (-1 for the schema's own fields; a
+    list's element or a map's key or value owns a struct inside it)."""
+    for f in fields:
+        yield f, parent
+        yield from _walk_type(f.field_type, f.field_id)
+
+
+def _walk_owners(fields: Iterable[NestedField]) -> Iterable[tuple[IcebergType, int]]:
+    """Every list element's, map key's and map value's type with its id."""
+    for f in fields:
+        yield from _owners_in(f.field_type)
+
+
+def _owners_in(t: IcebergType) -> Iterable[tuple[IcebergType, int]]:
+    if isinstance(t, StructType):
+        yield from _walk_owners(t.fields)
+    elif isinstance(t, ListType):
+        yield t.element_type, t.element_id
+        yield from _owners_in(t.element_type)
+    elif isinstance(t, MapType):
+        for sub, sub_id in ((t.key_type, t.key_id), (t.value_type, t.value_id)):
+            yield sub, sub_id
+            yield from _owners_in(sub)
+
+
+def _walk_type(t: IcebergType, owner: int) -> Iterable[tuple[NestedField, int]]:
+    if isinstance(t, StructType):
+        yield from _walk(t.fields, owner)
+    elif isinstance(t, ListType):
+        yield from _walk_type(t.element_type, t.element_id)
+    elif isinstance(t, MapType):
+        yield from _walk_type(t.key_type, t.key_id)
+        yield from _walk_type(t.value_type, t.value_id)
+
+
+def _updated_fields(
+    entries: tuple[MappedField, ...], owner: int, renames: dict[int, str], adds: dict[int, list[NestedField]],
+) -> tuple[MappedField, ...]:
+    updated = [_updated_entry(e, renames, adds) for e in entries]
+    taken = {renames[e.field_id]: e.field_id for e in updated if e.field_id is not None and e.field_id in renames}
+    updated = _without_names(updated, taken)
+    added = adds.get(owner, [])
+    if added:
+        updated = _without_names(updated, {f.name: f.field_id for f in added}) + [_mapped(f) for f in added]
+    return tuple(updated)
+
+
+def _updated_entry(entry: MappedField, renames: dict[int, str], adds: dict[int, list[NestedField]]) -> MappedField:
+    if entry.field_id is None:
+        return entry
+    names = entry.names
+    new_name = renames.get(entry.field_id)
+    if new_name is not None and new_name not in names:
+        names = (*names, new_name)
+    return MappedField(names, entry.field_id, _updated_fields(entry.fields, entry.field_id, renames, adds))
+
+
+def _without_names(entries: list[MappedField], taken: dict[str, int]) -> list[MappedField]:
+    out = []
+    for e in entries:
+        names = tuple(n for n in e.names if taken.get(n, e.field_id) == e.field_id)
+        if names:
+            out.append(MappedField(names, e.field_id, e.fields) if names != e.names else e)
+    return out

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from tablestore.errors import CommitConflictError, SchemaEvolutionError
 from tablestore.spec.metadata import TableMetadata
+from tablestore.spec.name_mapping import DEFAULT_NAME_MAPPING, NameMapping, update_mapping
 from tablestore.spec.schema import Schema
 from tablestore.spec.schema_evolution import CastMode, SchemaEvolution, check_partition_sources
 from tablestore.spec.types import IcebergType
@@ -36,6 +37,7 @@ from tablestore.spec.updates import (
     AssertRefSnapshotId,
     AssertTableUUID,
     SetCurrentSchemaUpdate,
+    SetPropertiesUpdate,
     TableRequirement,
     TableUpdate,
 )
@@ -192,6 +194,13 @@ def schema_change(base: TableMetadata, new: Schema, last_column_id: int
         AddSchemaUpdate(new, max(last_column_id, base.last_column_id)),
         SetCurrentSchemaUpdate(-1),
     ]
+    mapping_json = base.properties.get(DEFAULT_NAME_MAPPING)
+    if mapping_json:
+        # As Java Iceberg and pyiceberg: the mapping follows renames and adds in the same commit.
+        mapping = NameMapping.from_json(mapping_json)
+        updated = update_mapping(mapping, base.schema(), new)
+        if updated != mapping:
+            updates.append(SetPropertiesUpdate({DEFAULT_NAME_MAPPING: updated.to_json()}))
     return requirements, updates
 
 

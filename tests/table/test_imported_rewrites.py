@@ -145,3 +145,18 @@ def test_partition_rename_moves_every_value(catalog: Catalog, tmp_path: Path) ->
     expected = [{**r, "country": "at" if r["country"] == "de" else r["country"]} for r in original_rows()]
     assert rows(table) == expected
     assert pyiceberg_rows(table) == expected
+
+
+def test_files_written_after_a_rename_match_by_the_new_name(catalog: Catalog, tmp_path: Path) -> None:
+    table = imported_table(catalog, tmp_path, "add_files")
+    mapping = NameMapping.from_json(table.properties[DEFAULT_NAME_MAPPING])
+    assert [(f.field_id, list(f.names)) for f in mapping.fields] == [
+        (1, ["id"]), (2, ["user", "name"]), (3, ["cnt", "clicks"]), (4, ["country"])]
+    # Another tool writes a file with the columns' new names (and no field ids).
+    later = tmp_path / "later.parquet"
+    pq.write_table(pa.table({"id": [9], "name": ["u9"], "clicks": pa.array([90], pa.int32()), "country": ["nl"]}),
+                   later)
+    import_files(table, [str(later)])
+    expected = [*original_rows(), {"id": 9, "name": "u9", "clicks": 90, "country": "nl"}]
+    assert rows(table) == expected
+    assert pyiceberg_rows(table) == expected
