@@ -11,8 +11,9 @@ the Spark merge's CPU.
 cached DataFrame still shows its files): a ``LogicalRelation`` over a ``HadoopFsRelation`` in
 Parquet format, under nothing but column selections (``Project`` of attribute references) and
 aliases; no partition columns (their values live in directory names, not in the files); local
-files; no Parquet field-id matching (Spark would match columns by id, pyarrow by name). Each
-file's footer must have every wanted column under its exact name and with the Arrow type
+files; no Parquet field-id matching (Spark would match columns by id, pyarrow by name); no file
+marked as written in the legacy hybrid calendar (Spark rebases its dates, pyarrow would not).
+Each file's footer must have every wanted column under its exact name and with the Arrow type
 Spark's own transfer would produce; anything else returns None and the caller uses the JVM
 path, so the answer never depends on which path ran.
 """
@@ -36,6 +37,9 @@ _FIELD_ID_KEY = "parquet.field.id"
 # Spark hands strings and binaries to Python as the 32-bit-offset Arrow types; a file written
 # with 64-bit offsets holds the same values.
 _SAME_VALUES = {pa.large_string(): pa.string(), pa.large_binary(): pa.binary()}
+# Files Spark 2.x (or legacy rebase mode) wrote with dates and timestamps in the hybrid Julian
+# calendar: Spark rebases their values on read, pyarrow would not.
+_LEGACY_CALENDAR = {b"org.apache.spark.legacyDateTime", b"org.apache.spark.legacyINT96"}
 
 
 @dataclass(frozen=True)
@@ -125,7 +129,7 @@ def parquet_source_slices(
         footers = list(pool.map(footer, local))
     groups: list[tuple[str, int, int]] = []  # (path, row group, rows) in file order
     for path, meta in zip(local, footers, strict=True):
-        if meta is None:
+        if meta is None or _LEGACY_CALENDAR & set(meta.metadata or {}):
             return None
         fields = {f.name: f.type for f in meta.schema.to_arrow_schema()}
         for name, arrow_type in wanted:

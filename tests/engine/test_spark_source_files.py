@@ -139,3 +139,13 @@ def test_duplicate_keys_in_the_files_are_found_or_resolved_in_file_order(
     table.merge_columns(source, on="user_id", duplicates="last")
     assert sorted(table.refresh().scan().to_arrow().to_pylist(), key=lambda r: r["user_id"]) == [
         {"user_id": 1, "tag": "a"}, {"user_id": 2, "tag": "c"}, {"user_id": 3, "tag": "d"}]
+
+
+def test_files_in_the_legacy_calendar_go_through_the_jvm(tmp_path: Path, spark: SparkSession) -> None:
+    (tmp_path / "legacy").mkdir()
+    table = pa.table({"user_id": pa.array([1], pa.int64()), "score": [0.5]})
+    pq.write_table(table.replace_schema_metadata({"org.apache.spark.legacyDateTime": ""}),
+                   tmp_path / "legacy" / "a.parquet")
+    assert parquet_source_slices(spark.read.parquet(str(tmp_path / "legacy")), WANTED, 2) is None
+    pq.write_table(table, tmp_path / "legacy" / "a.parquet")
+    assert parquet_source_slices(spark.read.parquet(str(tmp_path / "legacy")), WANTED, 2) is not None
