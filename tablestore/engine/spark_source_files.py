@@ -15,7 +15,9 @@ files; no Parquet field-id matching (Spark would match columns by id, pyarrow by
 marked as written in the legacy hybrid calendar (Spark rebases its dates, pyarrow would not).
 Each file's footer must have every wanted column under its exact name and with the Arrow type
 Spark's own transfer would produce; anything else returns None and the caller uses the JVM
-path, so the answer never depends on which path ran.
+path, so the answer never depends on which path ran. A cached DataFrame is read from its
+files, not from Spark's cache: the same rows, unless the files were changed after caching
+(then Spark itself would serve stale rows until the cache is refreshed).
 """
 
 from __future__ import annotations

@@ -221,6 +221,12 @@ class SourceRows:
         data = self.data if self.indices is None else self.data.take(self.indices)
         return data if self.checked else unique_keys(data, list(plan.keys), plan.duplicates)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Sent to another process (the Spark engine's map over an Arrow source): only this
+        # fragment's rows travel, not the whole source they index.
+        data = self.data if self.indices is None else self.data.take(self.indices)
+        return SourceRows, (data, None, self.checked)
+
 
 def rows_by_range(
     keys: pa.ChunkedArray | pa.Array, lows: np.ndarray, highs: np.ndarray,

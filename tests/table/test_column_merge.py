@@ -4,6 +4,7 @@ rule, duplicate keys, sources of every kind, Spark tasks committing once, and in
 from __future__ import annotations
 
 import glob
+import pickle
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,8 @@ import tablestore
 from tablestore.catalog import Catalog
 from tablestore.errors import CommitConflictError, ValidationError
 from tablestore.table import Table
-from tablestore.table.column_merge import rewrite_fragments
+from tablestore.table.column_merge import MergePlan, rewrite_fragments
+from tablestore.table.fragments import source_columns
 from tests import oracle
 from tests.values import oracle_rows
 
@@ -327,3 +329,17 @@ def test_duplicates_of_keys_no_fragment_holds_are_dropped_not_an_error(tmp_path:
         table.merge_columns(source, on="user_id")
         got = {k: v for k, v in by_key(table, "tier").items() if v != (None,)}
         assert got == {5: ("g",)} and len(got) == 1
+
+
+def test_source_rows_sent_to_another_process_carry_only_their_rows(tmp_path: Path) -> None:
+    table = users_table(_catalog(tmp_path))  # 4 fragments of 50 users
+    plan_source = pa.table({"user_id": pa.array(range(1, 201), IDS), "tier": [f"t{i}" for i in range(1, 201)]})
+    fragments = table.fragments()
+    plan = MergePlan.build(fragments[0].context, source_columns(plan_source), "user_id", None, "merge", "keep",
+                           "error")
+    items = plan.slices(plan.prepare_source(plan_source, unique=False), fragments)
+    assert len(items) == 4
+    for _, rows in items:
+        sent = pickle.loads(pickle.dumps(rows))
+        assert sent.data.num_rows == 50 and sent.indices is None
+        assert sent.table(plan).to_pylist() == rows.table(plan).to_pylist()
