@@ -23,7 +23,7 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import pyarrow as pa
 
@@ -260,7 +260,7 @@ class Catalog(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
         """Release connections; the catalog is unusable afterwards."""
 
-    def __enter__(self) -> Catalog:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

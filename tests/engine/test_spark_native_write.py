@@ -133,7 +133,8 @@ def test_native_write_gives_the_rows_and_metrics_of_the_data_source(
     assert native.record_count == ours.record_count == 60
     assert native.value_counts == ours.value_counts
     assert native.null_value_counts == ours.null_value_counts
-    assert native.nan_value_counts == ours.nan_value_counts and native.nan_value_counts[4] > 0
+    assert native.nan_value_counts == ours.nan_value_counts
+    assert native.nan_value_counts is not None and native.nan_value_counts[4] > 0
     assert native.lower_bounds == ours.lower_bounds
     assert native.upper_bounds == ours.upper_bounds
     assert native.split_offsets and native.file_path.endswith(".parquet")

@@ -13,6 +13,7 @@ import tablestore
 from tablestore.catalog.sql import SqlCatalog
 from tablestore.errors import CommitConflictError, ValidationError
 from tablestore.spec.expressions import AlwaysTrue
+from tablestore.spec.metadata import Snapshot
 from tablestore.table.scan import plan_files
 from tests.maintenance.helpers import SCHEMA, add_position_deletes, rows
 
@@ -133,7 +134,7 @@ def test_concurrent_append_during_compaction_does_not_conflict(tmp_path: Path) -
     catalog = _catalog(tmp_path)
     table = _small_files(catalog)
     other = catalog.load_table("db.t")
-    appended = []
+    appended: list[Snapshot] = []
 
     def append_meanwhile(stage: str, done: int, total: int) -> None:
         if done == total and not appended:  # files rewritten, commit not yet made
@@ -143,7 +144,8 @@ def test_concurrent_append_during_compaction_does_not_conflict(tmp_path: Path) -
 
     assert appended
     assert _ids(table.refresh()) == sorted([*range(96), *range(1000, 1005)])
-    assert table.current_snapshot().summary["operation"] == "replace"
+    snapshot = table.current_snapshot()
+    assert snapshot is not None and snapshot.summary["operation"] == "replace"
 
 
 def test_concurrent_delete_of_compacted_rows_conflicts_naming_the_files(tmp_path: Path) -> None:

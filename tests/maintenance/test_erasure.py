@@ -146,11 +146,11 @@ def test_erasure_refuses_tables_with_tags_unless_told(tmp_path: Path) -> None:
     catalog = tablestore.load_catalog("c", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "w"))
     catalog.create_namespace("db")
     table = catalog.create_table("db.users", schema=SCHEMA)
-    table.append(rows(10))
+    tagged = table.append(rows(10))
     from tablestore.spec.updates import AssertTableUUID, SetSnapshotRefUpdate
 
     table._commit([AssertTableUUID(table.metadata.table_uuid)],
-                  [SetSnapshotRefUpdate("audit-2024", table.current_snapshot().snapshot_id, "tag")])
+                  [SetSnapshotRefUpdate("audit-2024", tagged.snapshot_id, "tag")])
     table.append(rows(10, 10))
     with pytest.raises(ValidationError, match="audit-2024"):
         tablestore.erase(catalog, "db.users", "user_id", "R1", values=[3])

@@ -87,7 +87,9 @@ def test_first_run_materializes_everything_and_every_check_passes(lake: Lake) ->
     # subjects from events, and their one row each from customers.
     landed = [r for r in lake.after_first.rows["landing_events"] if r["user_id"] in erased]
     assert erasure["rows_deleted"] == {"events": len(landed), "customers": 3}
-    assert erasure["files_rewritten"] > 0 and erasure["files_removed"] > 0
+    files_rewritten, files_removed = erasure["files_rewritten"], erasure["files_removed"]
+    assert isinstance(files_rewritten, int) and isinstance(files_removed, int)
+    assert files_rewritten > 0 and files_removed > 0
     expected = [r["event_id"] for r in lake.after_first.rows["landing_events"] if r["user_id"] not in erased]
     assert [r["event_id"] for r in lake.after_first.rows["events"]] == sorted(expected)
     assert {r["status"] for r in lake.after_first.rows["erasure_requests"]} == {"done"}
@@ -127,7 +129,9 @@ def test_second_run_is_idempotent(lake: Lake) -> None:
     specs = [c for c in lake.second.checks if c.name == "partition_specs_by_cutover"]
     assert [c.passed for c in specs] == [True]
     settings = load_settings(root=str(lake.root))
-    assert specs[0].metadata["observed"]["files_per_spec"] == {"day": len(settings.daily_dates), "hour": 24}
+    observed = specs[0].metadata["observed"]
+    assert isinstance(observed, dict)
+    assert observed["files_per_spec"] == {"day": len(settings.daily_dates), "hour": 24}
 
 
 def test_java_oracle_reads_both_specs_null_device_and_widened_types(lake: Lake) -> None:
@@ -169,6 +173,13 @@ def run_check(root: Path, asset: dg.AssetKey, name: str) -> dg.AssetCheckEvaluat
     return evaluation
 
 
+def failed_expectations(evaluation: dg.AssetCheckEvaluation) -> list[str]:
+    """The failed expectations of a check: quality.checks.check_result stores them as a JSON list."""
+    failed = evaluation.metadata["failed"]
+    assert isinstance(failed, dg.JsonMetadataValue) and isinstance(failed.value, list)
+    return failed.value
+
+
 def test_check_fails_when_an_erased_user_is_reinserted(lake: Lake) -> None:
     table = resources(root=str(lake.root))["tablestore"].table("events")
     row = dict(lake.after_second.rows["events"][0])
@@ -180,7 +191,7 @@ def test_check_fails_when_an_erased_user_is_reinserted(lake: Lake) -> None:
     try:
         evaluation = run_check(lake.root, ERASURE_KEY, "erased_users_gone")
         assert evaluation.passed is False
-        assert any("42" in str(f) for f in evaluation.metadata["failed"].value)
+        assert any("42" in str(f) for f in failed_expectations(evaluation))
     finally:
         table.refresh().delete("event_id = 999999999")
     assert run_check(lake.root, ERASURE_KEY, "erased_users_gone").passed is True
@@ -196,7 +207,7 @@ def test_check_fails_when_an_old_row_gets_a_device(lake: Lake) -> None:
     try:
         evaluation = run_check(lake.root, EVOLUTION_KEY, "null_device_before_evolution")
         assert evaluation.passed is False
-        assert any("device" in str(f) for f in evaluation.metadata["failed"].value)
+        assert any("device" in str(f) for f in failed_expectations(evaluation))
     finally:
         table.refresh().overwrite(original, filter=f"event_id = {event_id}")
     assert run_check(lake.root, EVOLUTION_KEY, "null_device_before_evolution").passed is True
@@ -216,7 +227,7 @@ def test_check_fails_when_a_column_is_left_unwidened(tmp_path: Path) -> None:
     assert not any("quantity" in s for s in ran)
     evaluation = run_check(tmp_path, EVOLUTION_KEY, "evolved_types")
     assert evaluation.passed is False
-    failed = evaluation.metadata["failed"].value
+    failed = failed_expectations(evaluation)
     assert any("quantity" in f and "LongType" in f for f in failed)
     assert not any("'price'" in f or "'amount'" in f for f in failed if "of_type" in f)
     assert store.table("events").schema().find_field("quantity").field_type.__class__.__name__ == "IntegerType"

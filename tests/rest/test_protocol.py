@@ -288,7 +288,7 @@ def test_every_requirement_type_is_checked(rest_service: RestService) -> None:
 
 def test_errors_have_the_spec_shape_and_status(rest_service: RestService) -> None:
     ns, path = _table(rest_service)
-    cases = [
+    cases: list[tuple[str, str, dict[str, Any] | None, int, str]] = [
         ("GET", f"namespaces/{ns}/tables/missing", None, 404, "NoSuchTableException"),
         ("GET", "namespaces/nope", None, 404, "NoSuchNamespaceException"),
         ("POST", "namespaces", {"namespace": [ns]}, 409, "AlreadyExistsException"),
@@ -395,7 +395,7 @@ def test_functions_extension_endpoints(rest_service: RestService) -> None:
 
 def test_metrics_reports_are_accepted_and_config_lists_the_endpoints(rest_service: RestService) -> None:
     _, path = _table(rest_service)
-    report = {"report-type": "commit-report", "table-name": "t", "snapshot-id": 1, "sequence-number": 1,
+    report: dict[str, Any] = {"report-type": "commit-report", "table-name": "t", "snapshot-id": 1, "sequence-number": 1,
               "operation": "append", "metrics": {}}
     response = requests.post(_url(rest_service, f"{path}/metrics"), headers=AUTH, json=report, timeout=30)
     assert response.status_code == 204 and response.content == b""

@@ -11,7 +11,7 @@ import pytest
 
 from tablestore.errors import CorruptMetadataError
 from tablestore.spec.manifest import ManifestEntry, ManifestEntryStatus, read_manifest, write_manifest
-from tests.spec.test_manifest import P1, P2, P3, SCHEMA, SPEC, LocalIO, _file
+from tests.spec.manifest_fixtures import P1, P2, P3, SCHEMA, SPEC, LocalIO, sample_file
 
 
 def _entries(n: int) -> list[ManifestEntry]:
@@ -28,7 +28,7 @@ def _entries(n: int) -> list[ManifestEntry]:
         status = (ManifestEntryStatus.ADDED, ManifestEntryStatus.EXISTING, ManifestEntryStatus.DELETED)[i % 3]
         snapshot = None if status is ManifestEntryStatus.ADDED else 1000 + i
         seq = None if status is ManifestEntryStatus.ADDED else i
-        out.append(ManifestEntry(status, snapshot, seq, seq, _file(i, p, **extra)))
+        out.append(ManifestEntry(status, snapshot, seq, seq, sample_file(i, p, **extra)))
     return out
 
 
@@ -93,7 +93,7 @@ def _wide(i: int) -> dict[str, Any]:
 def test_values_past_the_skip_patterns_bounds_are_stepped_over_in_python(tmp_path: Path, entries: int) -> None:
     io = LocalIO()
     partitions = [P1, P2, P3]
-    written = [ManifestEntry(ManifestEntryStatus.ADDED, None, None, None, _file(i, partitions[i % 3], **_wide(i)))
+    written = [ManifestEntry(ManifestEntryStatus.ADDED, None, None, None, sample_file(i, partitions[i % 3], **_wide(i)))
                for i in range(entries)]
     manifest = write_manifest(io, str(tmp_path / "m.avro"), SPEC, SCHEMA, 7, written)
     everything = read_manifest(io, manifest)

@@ -463,7 +463,7 @@ def test_pyiceberg_parses_our_metadata(tmp_path: Path) -> None:
     from pyiceberg.table.metadata import TableMetadataUtil
 
     md = _with_history()
-    py = TableMetadataUtil.parse_raw(serialize_metadata(md))
+    py = TableMetadataUtil.parse_raw(serialize_metadata(md).decode())
     assert py.format_version == 2 and str(py.table_uuid) == md.table_uuid
     assert py.current_snapshot_id == 3 and py.last_sequence_number == 3
     assert [s.snapshot_id for s in py.snapshots] == [1, 2, 3]
@@ -480,5 +480,5 @@ def test_pyiceberg_parses_our_metadata(tmp_path: Path) -> None:
         "tag1": (1, "tag"),
     }
     assert py.properties == {"owner": "me"}
-    empty = TableMetadataUtil.parse_raw(serialize_metadata(new_table_metadata(SCHEMA, SPEC, ORDER, "/t")))
+    empty = TableMetadataUtil.parse_raw(serialize_metadata(new_table_metadata(SCHEMA, SPEC, ORDER, "/t")).decode())
     assert empty.current_snapshot_id is None

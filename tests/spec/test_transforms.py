@@ -60,12 +60,13 @@ def _arrow_type(source: IcebergType) -> pa.DataType:
         return pa.decimal128(source.precision, source.scale)
     if isinstance(source, FixedType):
         return pa.binary(source.length)
-    return {
+    by_type: dict[type[IcebergType], pa.DataType] = {
         IntegerType: pa.int32(), LongType: pa.int64(), DateType: pa.date32(), TimeType: pa.time64("us"),
         TimestampType: pa.timestamp("us"), TimestamptzType: pa.timestamp("us", "UTC"),
         TimestampNanoType: pa.timestamp("ns"), TimestamptzNanoType: pa.timestamp("ns", "UTC"),
         StringType: pa.string(), BinaryType: pa.binary(), UUIDType: pa.binary(16),
-    }[type(source)]
+    }
+    return by_type[type(source)]
 
 
 def _arrow(values: list[Any], arrow_type: pa.DataType) -> pa.Array:
@@ -366,11 +367,12 @@ def _pyiceberg_transform(t: Transform) -> Any:
         return pyi_transforms.BucketTransform(t.num_buckets)
     if isinstance(t, TruncateTransform):
         return pyi_transforms.TruncateTransform(t.width)
-    return {
+    by_type: dict[type[Transform], pyi_transforms.Transform[Any, Any]] = {
         YearTransform: pyi_transforms.YearTransform(), MonthTransform: pyi_transforms.MonthTransform(),
         DayTransform: pyi_transforms.DayTransform(), HourTransform: pyi_transforms.HourTransform(),
         IdentityTransform: pyi_transforms.IdentityTransform(),
-    }[type(t)]
+    }
+    return by_type[type(t)]
 
 
 @pytest.mark.parametrize(("source", "arrow_type", "strategy", "pyi_source"), _CASES,

@@ -448,7 +448,7 @@ def test_requirements() -> None:
 
 def test_matches_pyiceberg_semantics() -> None:
     """Apply the same commit with pyiceberg and compare the interesting outcomes."""
-    from pyiceberg.table.metadata import TableMetadataUtil
+    from pyiceberg.table.metadata import TableMetadataUtil, TableMetadataV2
     from pyiceberg.table.update import update_table_metadata
 
     from tablestore.spec.metadata import serialize_metadata
@@ -460,21 +460,24 @@ def test_matches_pyiceberg_semantics() -> None:
         [AddSnapshotUpdate(snap), SetSnapshotRefUpdate("main", 2), SetPropertiesUpdate({"x": "y"})],
         metadata_location="prev.json",
     )
-    py_base = TableMetadataUtil.parse_raw(serialize_metadata(md))
+    py_base = TableMetadataUtil.parse_raw(serialize_metadata(md).decode())
     from pyiceberg.table.update import AddSnapshotUpdate as PyAdd
     from pyiceberg.table.update import SetPropertiesUpdate as PyProps
     from pyiceberg.table.update import SetSnapshotRefUpdate as PyRef
 
-    py_snap = TableMetadataUtil.parse_raw(serialize_metadata(ours)).snapshot_by_id(2)
+    py_snap = TableMetadataUtil.parse_raw(serialize_metadata(ours).decode()).snapshot_by_id(2)
+    assert py_snap is not None
     theirs = update_table_metadata(
         py_base,
         (
             PyAdd(snapshot=py_snap),
-            PyRef(ref_name="main", type="branch", snapshot_id=2),
+            # By the JSON names: pyiceberg's models take the aliases, which mypy checks.
+            PyRef.model_validate({"ref-name": "main", "type": "branch", "snapshot-id": 2}),
             PyProps(updates={"x": "y"}),
         ),
         metadata_location="prev.json",
     )
+    assert isinstance(theirs, TableMetadataV2)
     assert ours.current_snapshot_id == theirs.current_snapshot_id == 2
     assert ours.last_sequence_number == theirs.last_sequence_number == 2
     assert ours.last_updated_ms == theirs.last_updated_ms == snap.timestamp_ms

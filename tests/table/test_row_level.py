@@ -11,7 +11,7 @@ from pyiceberg.table import StaticTable
 
 import tablestore
 from tablestore.errors import CommitConflictError, SchemaError, ValidationError
-from tablestore.spec.manifest import ManifestContent, read_manifest, snapshot_manifests
+from tablestore.spec.manifest import DataFile, ManifestContent, read_manifest, snapshot_manifests
 from tablestore.spec.schema import Schema
 from tablestore.spec.types import LongType, NestedField, StringType
 from tablestore.table import Table
@@ -19,7 +19,7 @@ from tablestore.table import Table
 MODES = ["copy-on-write", "merge-on-read"]
 
 
-def _catalog(tmp_path: Path) -> Any:
+def _catalog(tmp_path: Path) -> tablestore.Catalog:
     catalog = tablestore.load_catalog("c", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
     catalog.create_namespace("db")
     return catalog
@@ -52,10 +52,10 @@ def _pyiceberg_rows(table: Table) -> list[tuple[Any, ...]]:
     return sorted(zip(*(data.column(n).to_pylist() for n in data.column_names), strict=True))
 
 
-def _delete_manifest_files(table: Table) -> list[Any]:
+def _delete_manifest_files(table: Table) -> list[DataFile]:
     snapshot = table.current_snapshot()
     assert snapshot is not None
-    out = []
+    out: list[DataFile] = []
     for m in snapshot_manifests(table.io, snapshot):
         if m.content == ManifestContent.DELETES:
             out.extend(e.data_file for e in read_manifest(table.io, m))

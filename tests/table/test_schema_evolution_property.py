@@ -53,7 +53,7 @@ class Column:
 class Model:
     columns: list[Column]
     rows: list[dict[int, Any]] = field(default_factory=list)
-    keys: itertools.count = field(default_factory=lambda: itertools.count(100))  # type: ignore[type-arg]
+    keys: itertools.count[int] = field(default_factory=lambda: itertools.count(100))
 
     def names(self) -> list[str]:
         return [c.name for c in self.columns]
@@ -86,7 +86,7 @@ def refused(model: Model, op: Op) -> bool:
     return False
 
 
-def apply(table: tablestore.Table, model: Model, op: Op, counter: itertools.count) -> None:  # type: ignore[type-arg]
+def apply(table: tablestore.Table, model: Model, op: Op, counter: itertools.count[int]) -> None:
     """Apply ``op`` to the table, then to the model; a refused op must fail and change nothing."""
     kind = op[0]
     cols = model.columns

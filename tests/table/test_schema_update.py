@@ -13,6 +13,7 @@ import pytest
 
 import tablestore
 from tablestore.errors import CommitConflictError, SchemaEvolutionError
+from tablestore.spec.manifest import DataFile
 from tablestore.table.schema_rewrite import physical_type
 
 SCHEMA = pa.schema([
@@ -159,7 +160,7 @@ def test_conversions_rewrite_only_files_of_the_old_type_in_one_commit(table: tab
     assert result.num_rows == 22
 
 
-def _df(table: tablestore.Table, path: str) -> tablestore.spec.manifest.DataFile:  # type: ignore[name-defined]
+def _df(table: tablestore.Table, path: str) -> DataFile:
     from tablestore.spec.expressions import AlwaysTrue
     from tablestore.table.scan import plan_files
 

@@ -116,6 +116,7 @@ def test_manifests_inherit_sequence_numbers(table: tablestore.Table) -> None:
     table.append(events(range(5, 9)))
     snapshot = table.current_snapshot()
     assert snapshot is not None and snapshot.sequence_number == 2
+    assert snapshot.manifest_list is not None
     manifests = read_manifest_list(table.io, snapshot.manifest_list)
     seqs = sorted(m.sequence_number for m in manifests)
     assert seqs == [1, 2]
