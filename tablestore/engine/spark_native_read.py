@@ -42,25 +42,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import types as st
 
-from tablestore.engine.spark_native_write import FIELD_ID_KEY
+from tablestore.engine.spark_native_write import FIELD_ID_KEY, NATIVE_TYPES
 from tablestore.engine.spark_source import SOURCE_NAME, ReadState, TablestoreReader, resolve_read, table_options
 from tablestore.spec.manifest import FileFormat
 from tablestore.spec.schema import PARQUET_FIELD_ID
 from tablestore.spec.types import (
-    BinaryType,
-    BooleanType,
-    DateType,
     DecimalType,
-    DoubleType,
-    FloatType,
     IcebergType,
-    IntegerType,
-    LongType,
     NestedField,
-    StringType,
     StructType,
-    TimestampType,
-    TimestamptzType,
 )
 
 if TYPE_CHECKING:
@@ -75,18 +65,7 @@ NATIVE_READ_CONF = {
     "spark.sql.parquet.fieldId.read.ignoreMissing": "true",
 }
 # Iceberg type -> the Spark type Spark's Parquet reader yields from the Iceberg encoding.
-_READ_TYPES: dict[type[IcebergType], st.DataType] = {
-    BooleanType: st.BooleanType(),
-    IntegerType: st.IntegerType(),
-    LongType: st.LongType(),
-    FloatType: st.FloatType(),
-    DoubleType: st.DoubleType(),
-    DateType: st.DateType(),
-    TimestampType: st.TimestampNTZType(),
-    TimestamptzType: st.TimestampType(),
-    StringType: st.StringType(),
-    BinaryType: st.BinaryType(),
-}
+_READ_TYPES: dict[type[IcebergType], st.DataType] = {t: spark_type() for t, spark_type in NATIVE_TYPES.items()}
 
 
 @dataclass(frozen=True)

@@ -91,7 +91,9 @@ NATIVE_WRITE_CONF = {
 }
 _SPARK_CODECS = {"zstd": "zstd", "snappy": "snappy", "gzip": "gzip", "none": "none"}
 # Iceberg type -> the Spark type whose Parquet encoding is exactly the Iceberg one.
-_SAME_TYPES: dict[type[IcebergType], type[st.DataType]] = {
+# Primitive Iceberg types Spark's Parquet reader and writer handle as Iceberg stores them (the
+# native read builds its schema from this table too).
+NATIVE_TYPES: dict[type[IcebergType], type[st.DataType]] = {
     BooleanType: st.BooleanType,
     IntegerType: st.IntegerType,
     LongType: st.LongType,
@@ -126,7 +128,7 @@ def _with_ids(data_type: st.DataType, t: IcebergType) -> st.DataType | None:
             return None
         fields = _fields_with_ids(data_type, t.fields)
         return st.StructType(fields) if fields is not None else None
-    same = _SAME_TYPES.get(type(t))
+    same = NATIVE_TYPES.get(type(t))
     return data_type if same is not None and type(data_type) is same else None
 
 
