@@ -7,12 +7,12 @@ Cases (the same Spark session, ``local[2]``, for every contestant):
   same DataFrame, all zstd. Two tablestore contestants: ``tablestore`` is
   ``write_dataframe(df, table)``, which lets Spark's Parquet writer write the files when the
   DataFrame maps exactly onto the table (it does here); ``tablestore-source`` is
-  ``df.write.format("tablestore").mode("append")``, the Python data source, whose Arrow
-  transfer from the JVM costs about as much as Spark's whole Parquet write.
+  ``df.write.format("tablestore").mode("append")``, the Python data source, which pays the
+  JVM's row-to-Arrow transfer on top (see docs/spark.md for what the session does about it).
 - read: count rows and aggregate every column (so every value is decoded and reaches Spark)
   of the table the write left, against ``spark.read.parquet`` of the very same data files.
   Two tablestore contestants: ``tablestore`` is ``spark.read.format("tablestore")``, the
-  Python data source, whose Arrow transfer into the JVM dominates; ``tablestore-native`` is
+  Python data source, which pays the Arrow-to-row transfer into the JVM; ``tablestore-native`` is
   ``read_dataframe(spark, table)``, which plans the scan with tablestore and lets Spark's
   Parquet reader read the planned files by field id (it does here).
 
