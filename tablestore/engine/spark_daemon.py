@@ -1,10 +1,11 @@
 """The Python daemon of tablestore's Spark sessions: pyspark's own, with the workers' imports done once.
 
-Spark runs Python through a daemon process that forks one worker per connection: for every
-task that finds no idle worker (a worker is reused only when its task consumed its whole
-input; a ``limit``, a failure or a new job's concurrency starts fresh ones) and for every
-step of a Python data source that runs on the driver (creating the source, planning a read,
-committing a write). pyspark's daemon imports nothing before it forks, so each fresh worker
+Spark runs its tasks' Python through a daemon process that forks one worker for every task
+that finds no idle worker (a worker is reused only when its task consumed its whole input; a
+``limit``, a failure or a new job's concurrency starts fresh ones). The data source's steps
+on the driver (creating the source, planning a read, committing a write) run under pyspark's
+own daemon whatever the setting, and are not helped here. pyspark's daemon imports nothing
+before it forks, so each fresh worker
 imported pyspark, pyarrow, pandas and tablestore by itself: 2-3 CPU seconds per worker, most
 of a small query. Worse, Spark puts its ``pyspark.zip`` first on the workers' ``PYTHONPATH``,
 and a zip holds sources only, so every worker compiled pyspark from source.
@@ -27,15 +28,12 @@ import re
 import sys
 import zipfile
 
-# The modules a worker of a tablestore job imports, in the order a worker would.
+# What the tasks of a tablestore job import: pyspark's worker and the modules whose functions
+# its data source read and write tasks run, the Arrow and pandas layers, tablestore's tasks.
 PRELOADED_MODULES = (
     "pyspark.worker",
-    "pyspark.sql.worker.create_data_source",
     "pyspark.sql.worker.plan_data_source_read",
-    "pyspark.sql.worker.data_source_pushdown_filters",
     "pyspark.sql.worker.write_into_data_source",
-    "pyspark.sql.worker.commit_data_source_write",
-    "pyspark.sql.worker.python_streaming_sink_runner",
     "pyspark.sql.pandas.serializers",
     "pyspark.sql.datasource",
     "pyarrow.parquet",
@@ -103,8 +101,7 @@ def preload(modules: tuple[str, ...] = PRELOADED_MODULES) -> list[str]:
 
 
 def main() -> None:
-    if prefer_installed_pyspark(sys.path):
-        importlib.invalidate_caches()
+    prefer_installed_pyspark(sys.path)  # only reorders entries; no import cache to invalidate
     preload()
     from pyspark.daemon import manager
 
