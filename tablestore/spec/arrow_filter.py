@@ -103,7 +103,11 @@ def _predicate(pred: BoundPredicate, path: tuple[str, ...], file_type: IcebergTy
     if op == "not_nan":
         return ~pc.is_nan(column) | column.is_null() if is_float else _literal_bool(True)
     if isinstance(pred, BoundSetPredicate):
-        values = pa.array([_python_value(bound_type, v) for v in pred.literals], _arrow_type(bound_type))
+        literals = [_python_value(bound_type, v) for v in pred.literals]
+        if is_float and any(v == 0 for v in literals):
+            # is_in hashes -0.0 and 0.0 apart; = (and the metrics evaluators) hold them equal.
+            literals += [0.0, -0.0]
+        values = pa.array(literals, _arrow_type(bound_type))
         matches = pc.is_in(column, value_set=values)
         if op == "in":
             return matches

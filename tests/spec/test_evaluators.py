@@ -41,6 +41,8 @@ from tablestore.spec.schema import Schema
 from tablestore.spec.types import (
     DateType,
     DoubleType,
+    FloatType,
+    IcebergType,
     IntegerType,
     LongType,
     NestedField,
@@ -181,6 +183,19 @@ def test_arrow_filter_uses_the_given_schema_names(table: pa.Table) -> None:
     assert renamed.filter(to_arrow_expression(bind(SCHEMA, parse_filter("i IS NULL")), file_schema)).num_rows == 4
     assert renamed.filter(to_arrow_expression(bind(SCHEMA, parse_filter("i = 1")), file_schema)).num_rows == 0
     assert renamed.filter(to_arrow_expression(bind(SCHEMA, parse_filter("i != 1")), file_schema)).num_rows == 0
+
+
+@pytest.mark.parametrize("column_type", [FloatType(), DoubleType()])
+def test_arrow_in_holds_signed_zeros_equal_as_eq_does(column_type: IcebergType) -> None:
+    schema = Schema((NestedField(1, "id", LongType(), True), NestedField(2, "x", column_type)))
+    rows = pa.table({"id": [0, 1, 2, 3], "x": pa.array([-0.0, 0.0, -1.5, None], schema.as_arrow().field("x").type)})
+
+    def matching(sql: str) -> list[int]:
+        return rows.filter(to_arrow_expression(bind(schema, parse_filter(sql)), schema)).column("id").to_pylist()
+
+    assert matching("x = 0.0") == matching("x = -0.0") == [0, 1]
+    assert matching("x IN (-1.5, 0.0)") == matching("x IN (-0.0, 7.0, -1.5)") == [0, 1, 2]
+    assert matching("x NOT IN (0.0)") == [2]
 
 
 def test_arrow_expression_of_constants() -> None:
