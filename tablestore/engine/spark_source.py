@@ -592,9 +592,14 @@ class TablestoreWriter(DataSourceArrowWriter):
     def _commit(self, table: Table, files: list[DataFile]) -> None:
         from tablestore.engine.local import LocalEngine
         from tablestore.table.scan import plan_files
-        from tablestore.table.snapshot import FastAppend, OverwriteFiles, added_data_files
+        from tablestore.table.update.identity import CommitIdentity
+        from tablestore.table.update.snapshot import FastAppend, OverwriteFiles
+        from tablestore.table.update.transaction import commit_snapshot
+        from tablestore.table.update.validation import no_data_added
 
-        properties = {**self.target.snapshot_properties, WRITE_ID_PROPERTY: self.target.write_id}
+        # The write id marks the snapshot, so abort() (and a retry) can tell whether it landed.
+        identity = CommitIdentity(self.target.write_id, WRITE_ID_PROPERTY)
+        properties = dict(self.target.snapshot_properties)
         if files and table.spec().spec_id != self.target.spec().spec_id:
             # The files' partition tuples follow the old spec; the new manifest would not.
             raise CommitConflictError(
@@ -602,26 +607,21 @@ class TablestoreWriter(DataSourceArrowWriter):
                 "its files; run the write again"
             )
         if not self.overwrite:
-            FastAppend(table, files, properties).commit()
+            commit_snapshot(FastAppend(table, files, properties), identity)
             return
         snapshot = table.current_snapshot()
         replaced = []
         if snapshot is not None:
             tasks = plan_files(table.io, table.metadata, snapshot, table.schema(), ex.AlwaysTrue(), LocalEngine())
             replaced = [t.file for t in tasks]
-
-        def no_new_data(newer: list[Any]) -> None:
-            # The overwrite replaces what the job could have read when it started; rows that
-            # another writer added since then would be lost without anyone deciding so.
-            added = added_data_files(table, newer)
-            if added:
-                raise CommitConflictError(
-                    f"{len(added)} data file(s) were added to {self.target.table_name} while the Spark "
-                    "overwrite ran; run it again on the new table state"
-                )
-
-        OverwriteFiles(table, replaced, files, "overwrite", self.target.base_snapshot_id,
-                       conflict_check=no_new_data, snapshot_properties=properties).commit()
+        # The overwrite replaces what the job could have read when it started; rows that
+        # another writer added since then would be lost without anyone deciding so.
+        no_new_data = no_data_added(
+            lambda added: f"{len(added)} data file(s) were added to {self.target.table_name} while the Spark "
+                          "overwrite ran; run it again on the new table state"
+        )
+        commit_snapshot(OverwriteFiles(table, replaced, files, "overwrite", self.target.base_snapshot_id,
+                                       checks=[no_new_data], snapshot_properties=properties), identity)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         from tablestore.io import load_file_io

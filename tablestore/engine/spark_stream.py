@@ -14,11 +14,12 @@ uses, in the snapshot summary:
   is the same after every restart from that checkpoint;
 - ``spark.sql.streaming.epochId``: the micro-batch id.
 
-Before committing batch N, the sink walks the table's history from the current snapshot back
-to the newest snapshot of the same query; if that snapshot's batch id is N or more, batch N
-was committed before and this one is a replay: its files are deleted and nothing is committed.
-The same check runs again on every commit retry, so a replay racing its original cannot land
-twice either.
+That pair is the batch's commit identity, the engine-neutral one of the commit path
+(:mod:`tablestore.table.update.identity`): before committing batch N, the transaction walks
+the table's history from the current snapshot back to the newest snapshot of the same query; if
+that snapshot's batch id is N or more, batch N was committed before and this one is a replay:
+its files are deleted and nothing is committed. The same check runs again on every commit
+retry, so a replay racing its original cannot land twice either.
 
 Where the query id comes from: Spark sets the local property ``sql.streaming.queryId`` on every
 task of a streaming query, so each write task puts it in its commit message; for a batch
@@ -37,6 +38,7 @@ import pyarrow as pa
 from pyspark.sql import types as st
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
+from tablestore.engine.local import LocalEngine
 from tablestore.engine.spark_source import (
     TablestoreCommitMessage,
     WriteTarget,
@@ -46,9 +48,14 @@ from tablestore.engine.spark_source import (
     write_task,
 )
 from tablestore.errors import CommitConflictError, CommitStateUnknownError, TableStoreError
+from tablestore.spec.expressions import AlwaysTrue
 from tablestore.spec.manifest import DataFile
 from tablestore.spec.metadata import Snapshot, TableMetadata
-from tablestore.table.snapshot import FastAppend, OverwriteFiles
+from tablestore.table.scan import plan_files
+from tablestore.table.update.identity import CommitIdentity
+from tablestore.table.update.snapshot import FastAppend, OverwriteFiles, SnapshotProducer, since
+from tablestore.table.update.transaction import Transaction
+from tablestore.table.update.validation import no_new_snapshots
 
 if TYPE_CHECKING:
     from tablestore.table import Table
@@ -70,65 +77,15 @@ class StreamCommitMessage(TablestoreCommitMessage):
     query_id: str | None = None
 
 
-class BatchAlreadyCommitted(TableStoreError):
-    """The micro-batch was committed before (a replay after a restart); nothing to do."""
+def batch_identity(query_id: str, batch_id: int | None = None) -> CommitIdentity:
+    """The commit identity of a streaming query's batch, under the keys of Iceberg's sink."""
+    return CommitIdentity(query_id, QUERY_ID_PROPERTY, batch_id, EPOCH_ID_PROPERTY)
 
 
 def last_committed_batch(metadata: TableMetadata, query_id: str) -> int | None:
     """The batch id of the newest snapshot on main that the query committed, as Iceberg's sink
     finds it: walk back from the current snapshot to the first one carrying the query id."""
-    snapshot = metadata.current_snapshot()
-    while snapshot is not None:
-        if snapshot.summary.get(QUERY_ID_PROPERTY) == query_id:
-            raw = snapshot.summary.get(EPOCH_ID_PROPERTY)
-            return int(raw) if raw is not None and raw.lstrip("-").isdigit() else None
-        parent = snapshot.parent_snapshot_id
-        snapshot = metadata.snapshot_by_id(parent) if parent is not None else None
-    return None
-
-
-class _ExactlyOnce:
-    """Mixed into a snapshot producer: refuse to commit a batch the query already committed,
-    checked on the first attempt and again on every retry (on the refreshed table)."""
-
-    query_id: str | None
-    batch_id: int
-
-    def validate(self, base: TableMetadata, parent: Snapshot | None) -> None:
-        if self.query_id is not None:
-            last = last_committed_batch(base, self.query_id)
-            if last is not None and self.batch_id <= last:
-                raise BatchAlreadyCommitted(
-                    f"batch {self.batch_id} of streaming query {self.query_id} was already committed "
-                    f"(the table holds up to batch {last})"
-                )
-        super().validate(base, parent)  # type: ignore[misc]
-
-
-class StreamingAppend(_ExactlyOnce, FastAppend):
-    def __init__(self, table: Table, files: list[DataFile], query_id: str | None, batch_id: int,
-                 properties: dict[str, str]) -> None:
-        super().__init__(table, files, properties)
-        self.query_id, self.batch_id = query_id, batch_id
-
-
-class StreamingOverwrite(_ExactlyOnce, OverwriteFiles):
-    """Complete mode: the batch's rows replace every row of the table."""
-
-    def __init__(self, table: Table, replaced: list[DataFile], files: list[DataFile], query_id: str | None,
-                 batch_id: int, properties: dict[str, str]) -> None:
-        snapshot = table.current_snapshot()
-
-        def nothing_new(newer: list[Snapshot]) -> None:
-            # The replaced files were listed on `snapshot`; a commit since may have added more.
-            raise CommitConflictError(
-                f"{len(newer)} commit(s) reached {table.name} while streaming batch {batch_id} replaced it; "
-                "the batch fails and Spark runs it again"
-            )
-
-        super().__init__(table, replaced, files, "overwrite", snapshot.snapshot_id if snapshot else None,
-                         conflict_check=nothing_new, snapshot_properties=properties)
-        self.query_id, self.batch_id = query_id, batch_id
+    return batch_identity(query_id).latest_sequence(metadata)
 
 
 def commit_batch(
@@ -147,28 +104,35 @@ def commit_batch(
             "the batch fails and Spark runs it again with the new spec after a restart"
         )
     properties = {**(snapshot_properties or {}), EPOCH_ID_PROPERTY: str(batch_id)}
+    identity = None
     if query_id is not None:
-        properties[QUERY_ID_PROPERTY] = query_id
+        identity = batch_identity(query_id, batch_id)
     else:
         log.warning("streaming batch %d has no query id: a replay of it could not be recognised", batch_id)
-    try:
-        if complete:
-            from tablestore.engine.local import LocalEngine
-            from tablestore.spec.expressions import AlwaysTrue
-            from tablestore.table.scan import plan_files
-
-            snapshot = table.current_snapshot()
-            replaced = [] if snapshot is None else [
-                t.file for t in plan_files(table.io, table.metadata, snapshot, table.schema(), AlwaysTrue(),
-                                           LocalEngine())
-            ]
-            return StreamingOverwrite(table, replaced, files, query_id, batch_id, properties).commit()
-        if not files:
-            return None  # an empty batch: nothing to add, nothing a replay could duplicate
-        return StreamingAppend(table, files, query_id, batch_id, properties).commit()
-    except BatchAlreadyCommitted as e:
-        log.info("skipping streaming batch: %s", e)  # the producer deleted the replay's files
+    producer: SnapshotProducer
+    if complete:
+        snapshot = table.current_snapshot()
+        replaced = [] if snapshot is None else [
+            t.file for t in plan_files(table.io, table.metadata, snapshot, table.schema(), AlwaysTrue(), LocalEngine())
+        ]
+        # The replaced files were listed on `snapshot`; a commit since may have added more.
+        nothing_new = no_new_snapshots(
+            lambda newer: f"{len(newer)} commit(s) reached {table.name} while streaming batch {batch_id} replaced "
+                          "it; the batch fails and Spark runs it again"
+        )
+        producer = OverwriteFiles(table, replaced, files, "overwrite", since(snapshot), checks=[nothing_new],
+                                  snapshot_properties=properties)
+    elif not files:
+        return None  # an empty batch: nothing to add, nothing a replay could duplicate
+    else:
+        producer = FastAppend(table, files, properties)
+    transaction = Transaction(table, identity).add_snapshot(producer)
+    committed = transaction.commit_transaction()
+    if transaction.applied_before is not None:
+        # The transaction deleted the replay's files.
+        log.info("skipping streaming batch %d of query %s: it was committed before", batch_id, query_id)
         return None
+    return committed
 
 
 def checkpoint_query_id(checkpoint: str | None, io_properties: Mapping[str, str]) -> str | None:

@@ -23,8 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tablestore.errors import CommitConflictError, ValidationError
-from tablestore.maintenance.commit import RewriteFiles, RewriteManifests
+from tablestore.errors import ValidationError
 from tablestore.maintenance.expire import Progress
 from tablestore.spec import conversions
 from tablestore.spec.expressions import AlwaysTrue, bind, to_expression
@@ -44,7 +43,10 @@ from tablestore.spec.types import LongType, StringType
 from tablestore.table.conform import conform_to_schema
 from tablestore.table.file_rows import read_file_rows
 from tablestore.table.read import DELETE_FILE_PATH_ID, DELETE_POS_ID
-from tablestore.table.scan import FileTask, _path_in_bounds, plan_files
+from tablestore.table.scan import FileTask, plan_files
+from tablestore.table.update.rewrite import RewriteFiles, RewriteManifests
+from tablestore.table.update.transaction import commit_snapshot
+from tablestore.table.update.validation import no_position_deletes_into
 from tablestore.table.write import WriteContext, write_data_files
 
 if TYPE_CHECKING:
@@ -248,22 +250,9 @@ def rewrite_data_files(
     added = [f for files in outputs for f in files]
     input_paths = {f.file_path for f in inputs}
 
-    def conflicts(newer: list[Snapshot]) -> None:
-        hits = sorted({
-            f"{d.file_path} (deletes rows of {path})"
-            for d in added_delete_files(table, newer)
-            for path in input_paths
-            if d.content == DataFileContent.POSITION_DELETES and _position_delete_may_hit(d, path)
-        })
-        if hits:
-            raise CommitConflictError(
-                f"a concurrent commit deleted rows in files this compaction rewrites: {'; '.join(hits[:5])}"
-                f"{' and more' if len(hits) > 5 else ''}; re-run the compaction on the new table state"
-            )
-
+    conflicts = no_position_deletes_into(input_paths, "this compaction rewrites")
     try:
-        RewriteFiles(table, inputs, added, snapshot, conflicts,
-                     {"compaction": strategy}).commit()
+        commit_snapshot(RewriteFiles(table, inputs, added, snapshot, [conflicts], {"compaction": strategy}))
     except BaseException:
         for f in added:
             table.io.delete(f.file_path)
@@ -281,24 +270,6 @@ def schema_empty(schema: Any) -> pa.Table:
     from tablestore.spec.schema import schema_to_arrow
 
     return schema_to_arrow(schema).empty_table()
-
-
-def _position_delete_may_hit(delete_file: DataFile, path: str) -> bool:
-    if delete_file.referenced_data_file:
-        return delete_file.referenced_data_file == path
-    return _path_in_bounds(delete_file, path)
-
-
-def added_delete_files(table: Table, snapshots: list[Snapshot]) -> list[DataFile]:
-    """Delete files that the given snapshots added (for conflict checks)."""
-    out: list[DataFile] = []
-    for snapshot in snapshots:
-        for m in snapshot_manifests(table.io, snapshot):
-            if m.content != ManifestContent.DELETES or m.added_snapshot_id != snapshot.snapshot_id:
-                continue
-            out.extend(e.data_file for e in read_manifest(table.io, m)
-                       if e.status == ManifestEntryStatus.ADDED and e.snapshot_id == snapshot.snapshot_id)
-    return out
 
 
 def live_delete_files(table: Table, snapshot: Snapshot) -> list[tuple[DataFile, int]]:
@@ -323,7 +294,7 @@ def remove_dangling_deletes(table: Table) -> int:
     dangling = [f for f, _ in live_delete_files(table, snapshot) if f.file_path not in used]
     if not dangling:
         return 0
-    RewriteFiles(table, dangling, [], snapshot, None, {"dangling-deletes-removed": str(len(dangling))}).commit()
+    commit_snapshot(RewriteFiles(table, dangling, [], snapshot, (), {"dangling-deletes-removed": str(len(dangling))}))
     return len(dangling)
 
 
@@ -382,7 +353,7 @@ def rewrite_position_deletes(
     inputs = [f for v in chosen.values() for f in v] + dropped
     if not inputs:
         return result
-    RewriteFiles(table, inputs, added, snapshot, None, {"position-deletes-rewritten": "true"}).commit()
+    commit_snapshot(RewriteFiles(table, inputs, added, snapshot, (), {"position-deletes-rewritten": "true"}))
     result.rewritten_delete_files_count = len(inputs)
     result.added_delete_files_count = len(added)
     result.rewritten_bytes_count = sum(f.file_size_in_bytes for f in inputs)
@@ -427,5 +398,5 @@ def rewrite_manifests(table: Table, spec_id: int | None = None) -> RewriteManife
         return int(target_bytes / max(1.0, size / max(1, entries)))
 
     producer = RewriteManifests(table, per_manifest, spec_id)
-    producer.commit()
+    commit_snapshot(producer)
     return RewriteManifestsResult(len(producer.rewritten), len(producer.added))

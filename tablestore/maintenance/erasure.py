@@ -36,9 +36,11 @@ from tablestore.maintenance.compaction import rewrite_data_files, rewrite_manife
 from tablestore.maintenance.expire import Progress, expire_snapshots
 from tablestore.maintenance.orphans import list_table_files, remove_orphan_files
 from tablestore.spec.expressions import In
+from tablestore.spec.metadata import TableMetadata
 from tablestore.spec.schema import type_to_arrow
 from tablestore.spec.updates import AssertTableUUID, RemoveSnapshotRefUpdate
 from tablestore.table.row_level import MERGE_ON_READ, delete_rows
+from tablestore.table.update.retry import StagedCommit, commit_with_retries
 
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
@@ -206,9 +208,13 @@ def verify_table(table: Table, field_id: int, column: str, values: list[Any]) ->
 
 
 def _drop_refs(table: Table) -> None:
-    others = [name for name in table.metadata.refs if name != "main"]
-    if others:
-        table._commit([AssertTableUUID(table.metadata.table_uuid)], [RemoveSnapshotRefUpdate(n) for n in others])
+    def stage(base: TableMetadata) -> StagedCommit:
+        # Recomputed on every attempt: a branch created meanwhile goes too.
+        others = [name for name in base.refs if name != "main"]
+        return StagedCommit([AssertTableUUID(base.table_uuid)], [RemoveSnapshotRefUpdate(n) for n in others])
+
+    if any(name != "main" for name in table.metadata.refs):
+        commit_with_retries(table, stage)
 
 
 def erase_table(table: Table, column: str, values: list[Any], started_ms: int, progress: Progress | None = None,

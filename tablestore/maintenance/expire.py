@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tablestore.errors import CommitConflictError, ValidationError
+from tablestore.errors import ValidationError
 from tablestore.maintenance.reachable import snapshot_files, statistics_files
 from tablestore.spec.manifest import DataFileContent
 from tablestore.spec.metadata import TableMetadata
@@ -37,6 +37,7 @@ from tablestore.spec.updates import (
     TableRequirement,
     TableUpdate,
 )
+from tablestore.table.update.retry import StagedCommit, commit_with_retries
 
 if TYPE_CHECKING:
     from tablestore.table import Table
@@ -155,6 +156,10 @@ def delete_files(table: Table, paths: Iterable[str], max_concurrent_deletes: int
                 progress(stage, done, len(todo))
 
 
+class _NothingToCommit(Exception):
+    """Raised by staging to end the commit loop without a commit (nothing expires, or a dry run)."""
+
+
 def expire_snapshots(
     table: Table,
     older_than: int | str | datetime.datetime | None = None,
@@ -172,8 +177,11 @@ def expire_snapshots(
     explicit = {int(i) for i in snapshot_ids or ()}
     older_than_ms = to_epoch_ms(older_than)
     result = ExpireResult()
-    for attempt in range(20):
-        base = table.refresh().metadata
+    planned: list[TableMetadata] = []
+
+    def stage(base: TableMetadata) -> StagedCommit:
+        """What to expire on the table as it is at this attempt (recomputed on every retry)."""
+        planned[:] = [base]
         now_ms = int(time.time() * 1000)
         if older_than_ms is None and retain_last is None and explicit:
             retained = {s.snapshot_id for s in base.snapshots}
@@ -192,24 +200,22 @@ def expire_snapshots(
         expired = [s for s in base.snapshots if s.snapshot_id not in retained]
         result.expired_snapshot_ids = [s.snapshot_id for s in expired]
         result.removed_refs = removed_refs
-        if not expired and not removed_refs:
-            return result
-        if dry_run:
-            break
+        if (not expired and not removed_refs) or dry_run:
+            raise _NothingToCommit()
         requirements: list[TableRequirement] = [AssertTableUUID(base.table_uuid)]
         requirements += [AssertRefSnapshotId(name, ref.snapshot_id) for name, ref in base.refs.items()]
         updates: list[TableUpdate] = [RemoveSnapshotRefUpdate(name) for name in removed_refs]
         if expired:
             updates.append(RemoveSnapshotsUpdate(tuple(result.expired_snapshot_ids)))
-        try:
-            table._commit(requirements, updates)
-            break
-        except CommitConflictError:
-            if attempt == 19:
-                raise
-            time.sleep(0.05 * (attempt + 1))
-    else:  # pragma: no cover - the loop always breaks or raises
-        raise CommitConflictError("expire_snapshots could not commit")
+        return StagedCommit(requirements, updates)
+
+    table.refresh()
+    try:
+        commit_with_retries(table, stage)
+    except _NothingToCommit:
+        if not result.expired_snapshot_ids and not result.removed_refs:
+            return result
+    base = planned[0]
 
     after = base if dry_run else table.metadata
     if not clean_expired_files:

@@ -3,7 +3,7 @@
 Every change keeps field ids: a renamed column keeps its id (old files read by id), a dropped
 column's id is never reused, and an added column gets a fresh id above the table's last column
 id (so old files, which never held that id, read NULL). Nothing here touches a table; the
-builder in :mod:`tablestore.table.schema_update` applies these to the current schema and
+builder in :mod:`tablestore.table.update.schema` applies these to the current schema and
 commits the result.
 
 The limits (each a :class:`SchemaEvolutionError` naming the column and what to do instead):

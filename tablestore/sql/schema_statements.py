@@ -1,7 +1,7 @@
 """Execution of schema evolution (issue 4): ALTER TABLE ... ADD/DROP/RENAME/ALTER COLUMN, identifier fields.
 
 A mixin of :class:`tablestore.sql.session.SqlSession`: a statement class ``X`` runs in method ``_X``.
-Every action of one statement goes into one :class:`~tablestore.table.schema_update.UpdateSchema`,
+Every action of one statement goes into one :class:`~tablestore.table.update.schema.UpdateSchema`,
 so the statement commits once or not at all. Names are matched ignoring case, as Spark does.
 """
 
@@ -23,7 +23,7 @@ from tablestore.sql.result import StatementResult
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
     from tablestore.catalog.manager import CatalogManager
-    from tablestore.table.schema_update import UpdateSchema
+    from tablestore.table.update.schema import UpdateSchema
 
 
 class SchemaStatements:

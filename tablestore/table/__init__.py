@@ -14,23 +14,24 @@
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from tablestore.errors import CommitConflictError, ValidationError
+from tablestore.errors import ValidationError
 from tablestore.io import FileIO
-from tablestore.spec.evaluators import InclusiveMetricsEvaluator, PartitionEvaluator
-from tablestore.spec.expressions import AlwaysFalse, AlwaysTrue, BoundExpression, Expression, bind, to_expression
+from tablestore.spec.expressions import Expression
 from tablestore.spec.manifest import DataFile
 from tablestore.spec.metadata import Snapshot, TableMetadata
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import Schema
 from tablestore.spec.updates import TableRequirement, TableUpdate
 from tablestore.table.conform import conform_to_schema, to_arrow_table
-from tablestore.table.scan import FileTask, TableScan, plan_files
-from tablestore.table.snapshot import FastAppend, OverwriteFiles, added_data_files
+from tablestore.table.overwrite import overwrite_producer, replace_partitions_producer
+from tablestore.table.scan import FileTask, TableScan
+from tablestore.table.update.identity import CommitIdentity
+from tablestore.table.update.snapshot import FastAppend
+from tablestore.table.update.transaction import Transaction, commit_snapshot
 from tablestore.table.write import WriteContext, write_data_files, write_data_stream
 
 if TYPE_CHECKING:
@@ -40,8 +41,8 @@ if TYPE_CHECKING:
     from tablestore.table.fragments import Fragment
     from tablestore.table.inspect import TableInspector
     from tablestore.table.merge import MergeBuilder
-    from tablestore.table.schema_update import UpdateSchema
-    from tablestore.table.spec_update import UpdateSpec
+    from tablestore.table.update.schema import UpdateSchema
+    from tablestore.table.update.spec import UpdateSpec
 
 __all__ = ["FileTask", "Table", "TableScan"]
 
@@ -187,14 +188,32 @@ class Table:
         rows = conform_to_schema(to_arrow_table(data), self.schema())
         return write_data_files(self._write_context(), rows, self.engine.map)
 
-    def append(self, data: Any, snapshot_properties: dict[str, str] | None = None) -> Snapshot:
-        """Append rows (pyarrow Table/RecordBatch/RecordBatchReader or pandas); returns the new snapshot."""
-        files = self.write_files(data)
-        return FastAppend(self, files, snapshot_properties).commit()
+    def append(self, data: Any, snapshot_properties: dict[str, str] | None = None,
+               commit_id: str | CommitIdentity | None = None) -> Snapshot:
+        """Append rows (pyarrow Table/RecordBatch/RecordBatchReader or pandas); returns the new snapshot.
 
-    def append_files(self, files: list[DataFile], snapshot_properties: dict[str, str] | None = None) -> Snapshot:
-        """Commit data files written elsewhere (by :meth:`write_files` on other workers)."""
-        return FastAppend(self, files, snapshot_properties).commit()
+        ``commit_id``: as in :meth:`append_files`, a retried job's rows land once.
+        """
+        files = self.write_files(data)
+        return commit_snapshot(FastAppend(self, files, snapshot_properties), commit_id)
+
+    def append_files(self, files: list[DataFile], snapshot_properties: dict[str, str] | None = None,
+                     commit_id: str | CommitIdentity | None = None) -> Snapshot:
+        """Commit data files written elsewhere (by :meth:`write_files` on other workers).
+
+        With ``commit_id``, a job retried with the same identifier never appends twice: when
+        the identifier is in the table's history already, the files are deleted and the snapshot
+        that applied it is returned (see :mod:`tablestore.table.update.identity`).
+        """
+        return commit_snapshot(FastAppend(self, files, snapshot_properties), commit_id)
+
+    def transaction(self, commit_id: str | CommitIdentity | None = None) -> Transaction:
+        """Several changes in one atomic commit: ``with table.transaction() as tx: tx.append(...)``.
+
+        Schema, spec and property changes and one snapshot (appends, overwrites and deletes
+        fold into it) commit together or not at all; see :mod:`tablestore.table.update.transaction`.
+        """
+        return Transaction(self, commit_id)
 
     def overwrite(
         self,
@@ -208,18 +227,7 @@ class Table:
         without them. The commit fails with CommitConflictError if a concurrent commit added
         rows that match the filter after this overwrite read the table.
         """
-        expr = to_expression(filter)
-        bound = bind(self.schema(), expr)
-        rows = conform_to_schema(to_arrow_table(data), self.schema())
-        deleted, rewritten, scan_snapshot = self._plan_delete(bound)
-        added = write_data_files(self._write_context(), rows, self.engine.map) if rows.num_rows else []
-        producer = OverwriteFiles(
-            self, deleted, [*rewritten, *added], "overwrite",
-            scan_snapshot.snapshot_id if scan_snapshot else None,
-            conflict_check=self._conflicting_appends(bound),
-            snapshot_properties=snapshot_properties,
-        )
-        return producer.commit()
+        return commit_snapshot(overwrite_producer(self, data, filter, snapshot_properties))
 
     def replace_partitions(self, data: Any, snapshot_properties: dict[str, str] | None = None) -> Snapshot:
         """Dynamic partition overwrite: replace exactly the partitions ``data`` has rows in.
@@ -228,26 +236,7 @@ class Table:
         of older specs, stay. A concurrent commit that adds files to a replaced partition makes
         this commit fail with CommitConflictError.
         """
-        rows = conform_to_schema(to_arrow_table(data), self.schema())
-        added = write_data_files(self._write_context(), rows, self.engine.map) if rows.num_rows else []
-        spec_id = self.spec().spec_id
-        targets = {tuple(f.partition) for f in added}
-        snapshot = self.current_snapshot()
-        tasks = plan_files(self.io, self.metadata, snapshot, self.schema(), AlwaysTrue(), self.engine)
-        deleted = [t.file for t in tasks if t.file.spec_id == spec_id and tuple(t.file.partition) in targets]
-
-        def conflicts(newer: list[Snapshot]) -> None:
-            for f in added_data_files(self, newer):
-                if f.spec_id == spec_id and tuple(f.partition) in targets:
-                    raise CommitConflictError(
-                        f"a concurrent commit added {f.file_path} to a partition this overwrite replaces; re-run it"
-                    )
-
-        return OverwriteFiles(
-            self, deleted, added, "overwrite", snapshot.snapshot_id if snapshot else None,
-            conflict_check=conflicts,
-            snapshot_properties={"replace-partitions": "true", **(snapshot_properties or {})},
-        ).commit()
+        return commit_snapshot(replace_partitions_producer(self, data, snapshot_properties))
 
     # -- column merges (tablestore.table.column_merge) --------------------------------------
     def fragments(self, filter: str | Expression | None = None) -> list[Fragment]:
@@ -278,35 +267,20 @@ class Table:
 
     def update_spec(self) -> UpdateSpec:
         """Partition evolution: ``with table.update_spec() as u: u.add_field("hours(ts)")``."""
-        from tablestore.table.spec_update import UpdateSpec
+        from tablestore.table.update.spec import UpdateSpec
 
         return UpdateSpec(self)
 
     def update_schema(self, case_sensitive: bool = True) -> UpdateSchema:
         """A builder of schema changes, committed together on exit: ``with t.update_schema() as u: ...``."""
-        from tablestore.table.schema_update import UpdateSchema
+        from tablestore.table.update.schema import UpdateSchema
 
         return UpdateSchema(self, case_sensitive)
 
     def update_properties(self, updates: dict[str, str] | None = None, removals: list[str] | None = None) -> None:
         """Set and remove table properties in one commit (retried: property changes commute)."""
-        from tablestore.spec.updates import AssertTableUUID, RemovePropertiesUpdate, SetPropertiesUpdate
-
-        changes: list[TableUpdate] = []
-        if updates:
-            changes.append(SetPropertiesUpdate({str(k): str(v) for k, v in updates.items()}))
-        if removals:
-            changes.append(RemovePropertiesUpdate(tuple(removals)))
-        if not changes:
-            return
-        for attempt in range(10):
-            try:
-                self._commit([AssertTableUUID(self.metadata.table_uuid)], changes)
-                return
-            except CommitConflictError:
-                if attempt == 9:
-                    raise
-                self.refresh()
+        transaction = Transaction(self).set_properties(updates, removals)
+        transaction.commit_transaction()
 
     def delete(self, filter: str | Expression, snapshot_properties: dict[str, str] | None = None) -> int:
         """Delete the rows matching ``filter``; returns how many rows were deleted.
@@ -335,67 +309,3 @@ class Table:
         from tablestore.table.merge import MergeBuilder
 
         return MergeBuilder(self, source, on, source_alias, target_alias)
-
-    def _plan_delete(self, bound: BoundExpression) -> tuple[list[DataFile], list[DataFile], Snapshot | None]:
-        """Files to drop and the rewritten remainders of partially matching files."""
-        snapshot = self.current_snapshot()
-        if snapshot is None or isinstance(bound, AlwaysFalse):
-            return [], [], snapshot
-        schema = self.schema()
-        tasks = plan_files(self.io, self.metadata, snapshot, schema, bound, self.engine)
-        if isinstance(bound, AlwaysTrue):
-            return [t.file for t in tasks], [], snapshot
-        ctx = self._write_context()
-
-        def rewrite(task: FileTask) -> tuple[DataFile, list[DataFile]] | None:
-            from tablestore.table.read import read_task_table
-
-            spec = self.metadata.spec_for(task.spec_id)
-            everything = read_task_table(self.io, task.file, task.delete_files, spec, schema, schema, AlwaysTrue(),
-                                         self.properties.get("schema.name-mapping.default"))
-            kept = _rows_not_matching(everything, bound, schema)
-            if kept.num_rows == everything.num_rows and not task.delete_files:
-                return None
-            if kept.num_rows == 0:
-                return task.file, []
-            # Already on an engine thread: write this file's remainder inline.
-            serial = lambda fn, items: [fn(i) for i in items]  # noqa: E731
-            return task.file, write_data_files(ctx, conform_to_schema(kept, schema), serial)
-
-        deleted: list[DataFile] = []
-        rewritten: list[DataFile] = []
-        for outcome in self.engine.map(rewrite, tasks):
-            if outcome is not None:
-                deleted.append(outcome[0])
-                rewritten.extend(outcome[1])
-        return deleted, rewritten, snapshot
-
-    def _conflicting_appends(self, bound: BoundExpression) -> Callable[[list[Snapshot]], None]:
-        """Fail a filter-based overwrite when a concurrent commit added rows it would match."""
-        schema = self.schema()
-
-        def check(newer: list[Snapshot]) -> None:
-            metrics = InclusiveMetricsEvaluator(schema, bound)
-            evaluators: dict[int, PartitionEvaluator] = {}
-            for f in added_data_files(self, newer):
-                spec = self.metadata.spec_for(f.spec_id)
-                evaluator = evaluators.setdefault(f.spec_id, PartitionEvaluator(spec, schema, bound))
-                if evaluator.eval(tuple(f.partition)) and metrics.eval(f):
-                    raise CommitConflictError(
-                        f"a concurrent commit added {f.file_path}, which may hold rows matching the "
-                        "filter of this operation; re-run it on the new table state"
-                    )
-
-        return check
-
-
-def _rows_not_matching(table: pa.Table, bound: BoundExpression, schema: Schema) -> pa.Table:
-    """Rows for which the filter is not true (false or unknown), so NULL comparisons keep rows."""
-    import pyarrow.compute as pc
-    import pyarrow.dataset as ds
-
-    from tablestore.spec.evaluators import to_arrow_expression
-
-    expr = to_arrow_expression(bound, schema)
-    matches = ds.dataset(table).to_table(columns={"__m": expr}).column("__m")
-    return table.filter(pc.invert(pc.fill_null(matches, False)))

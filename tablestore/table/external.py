@@ -23,7 +23,6 @@ from tablestore.spec.schema import Schema
 from tablestore.table.import_files import (
     FileToRegister,
     PartitionColumn,
-    RegisterFiles,
     data_files_for,
     format_partition,
     hive_partition_columns,
@@ -33,6 +32,8 @@ from tablestore.table.import_files import (
     partition_from_values,
     registered_files,
 )
+from tablestore.table.update.register import RegisterFiles
+from tablestore.table.update.transaction import commit_snapshot
 
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
@@ -179,7 +180,7 @@ def _commit(table: Table, known: dict[str, DataFile], added: list[DataFile], rem
     )
     if not added and not removed:
         return result
-    snapshot = RegisterFiles(table, added, removed).commit()
+    snapshot = commit_snapshot(RegisterFiles(table, added, removed))
     return RepairResult(result.partitions_added, result.partitions_dropped, result.files_added,
                         result.files_removed, snapshot)
 

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tablestore.errors import CommitConflictError, ValidationError
+from tablestore.errors import ValidationError
 from tablestore.io import FileIO
 from tablestore.spec.expressions import Expression, bind, to_expression
-from tablestore.spec.manifest import DataFile, DataFileContent
+from tablestore.spec.manifest import DataFile
 from tablestore.spec.metadata import Snapshot, TableMetadata
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import PARQUET_FIELD_ID, Schema
@@ -26,11 +26,10 @@ from tablestore.spec.updates import (
     AssertCurrentSchemaId,
     AssertLastAssignedFieldId,
     SetCurrentSchemaUpdate,
-    TableRequirement,
-    TableUpdate,
 )
 from tablestore.table.scan import plan_files
-from tablestore.table.snapshot import OverwriteFiles, added_data_files
+from tablestore.table.update.column_fragments import CommitFragments
+from tablestore.table.update.transaction import FixedChange, Transaction, commit_snapshot
 
 if TYPE_CHECKING:
     from tablestore.table import Table
@@ -202,55 +201,6 @@ def list_fragments(table: Table, filter: str | Expression | None = None) -> list
     ]
 
 
-class CommitFragments(OverwriteFiles):
-    """Replaces fragments by their rewrites and adds the new columns' schema in one commit."""
-
-    def __init__(self, table: Table, fragments: list[Fragment], snapshot_properties: dict[str, str] | None) -> None:
-        context = fragments[0].context
-        self.base_schema_id = context.table_schema.schema_id
-        self.new_schema: Schema | None = fragments[0].schema if fragments[0].new_columns else None
-        replaced = [f.replaced_file for f in fragments if f.replaced_file is not None]
-        self.replaced_ids = {f.file_path for f in replaced}
-        self.replaced_partitions = {(f.spec_id, tuple(f.partition)) for f in replaced}
-        super().__init__(
-            table, replaced, [f.file for f in fragments], "overwrite", context.snapshot_id,
-            conflict_check=self._no_new_deletes, snapshot_properties=snapshot_properties,
-        )
-        self.last_column_id = context.last_column_id
-
-    def validate(self, base: TableMetadata, parent: Snapshot | None) -> None:
-        if base.current_schema_id != self.base_schema_id or base.last_column_id != self.last_column_id:
-            raise CommitConflictError(
-                "the table's schema changed since the fragments were planned; plan and merge again"
-            )
-        super().validate(base, parent)
-
-    def _no_new_deletes(self, newer: list[Snapshot]) -> None:
-        """A concurrent delete file for a replaced fragment would be lost by the rewrite."""
-        for f in added_data_files(self.table, newer):
-            if f.content == DataFileContent.DATA:
-                continue
-            if f.referenced_data_file is not None and f.referenced_data_file not in self.replaced_ids:
-                continue
-            spec = self.table.metadata.spec_for(f.spec_id)
-            if spec.is_unpartitioned() or (f.spec_id, tuple(f.partition)) in self.replaced_partitions:
-                raise CommitConflictError(
-                    f"a concurrent commit added the delete file {f.file_path}, which may delete rows of a "
-                    "fragment this merge rewrote; plan and merge again"
-                )
-
-    def metadata_changes(self, base: TableMetadata) -> tuple[list[TableRequirement], list[TableUpdate], int]:
-        requirements: list[TableRequirement] = [
-            AssertCurrentSchemaId(self.base_schema_id), AssertLastAssignedFieldId(self.last_column_id),
-        ]
-        if self.new_schema is None:
-            return requirements, [], base.current_schema_id
-        updates: list[TableUpdate] = [
-            AddSchemaUpdate(self.new_schema, self.new_schema.highest_field_id()), SetCurrentSchemaUpdate(-1),
-        ]
-        return requirements, updates, self.new_schema.schema_id
-
-
 def commit_fragments(
     table: Table, fragments: list[Fragment], snapshot_properties: dict[str, str] | None = None,
 ) -> Snapshot | None:
@@ -271,13 +221,18 @@ def commit_fragments(
             )
     if len({f.replaces for f in fragments}) != len(fragments):
         raise ValidationError("two fragments replace the same fragment; commit one rewrite per fragment")
-    snapshot = CommitFragments(table, fragments, snapshot_properties).commit()
-    return snapshot
+    context = first.context
+    producer = CommitFragments(
+        table, [f.replaced_file for f in fragments if f.replaced_file is not None], [f.file for f in fragments],
+        context.snapshot_id, context.table_schema.schema_id, context.last_column_id,
+        first.schema if first.new_columns else None, snapshot_properties,
+    )
+    return commit_snapshot(producer)
 
 
 def commit_schema_only(table: Table, context: FragmentContext, schema: Schema) -> None:
     """New columns that no fragment received: only the schema changes (every row reads NULL)."""
-    table._commit(
+    Transaction(table).add_change(FixedChange(
         [AssertCurrentSchemaId(context.table_schema.schema_id), AssertLastAssignedFieldId(context.last_column_id)],
         [AddSchemaUpdate(schema, schema.highest_field_id()), SetCurrentSchemaUpdate(-1)],
-    )
+    )).commit_transaction()

@@ -16,14 +16,14 @@ A failed import commits nothing, and never deletes the files it was asked to reg
 from __future__ import annotations
 
 import urllib.parse
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tablestore.errors import CommitConflictError, SchemaError, ValidationError
+from tablestore.errors import SchemaError, ValidationError
 from tablestore.spec import conversions
 from tablestore.spec.manifest import DataFile, DataFileContent, FileFormat
 from tablestore.spec.name_mapping import DEFAULT_NAME_MAPPING, MappedField, NameMapping, name_mapping_of
@@ -44,7 +44,8 @@ from tablestore.spec.types import (
     sql_type_name,
 )
 from tablestore.table.metrics import collect_metrics, metrics_modes
-from tablestore.table.snapshot import OverwriteFiles, added_data_files
+from tablestore.table.update.register import RegisterFiles
+from tablestore.table.update.transaction import commit_snapshot
 
 if TYPE_CHECKING:
     from tablestore.spec.metadata import Snapshot
@@ -338,43 +339,6 @@ def data_files_for(table: Table, files: Sequence[FileToRegister]) -> list[DataFi
     return list(table.engine.map(describe, list(files)))
 
 
-class RegisterFiles(OverwriteFiles):
-    """One commit adding existing files (and removing vanished ones), never deleting data files.
-
-    A snapshot producer deletes the files it added when its commit fails; these files are the
-    user's, so only the manifests written for the attempt are cleaned up.
-    """
-
-    def __init__(
-        self,
-        table: Table,
-        added: Iterable[DataFile],
-        removed: Iterable[DataFile] = (),
-        snapshot_properties: dict[str, str] | None = None,
-    ) -> None:
-        added = list(added)
-        removed = list(removed)
-        operation = "append" if not removed else ("delete" if not added else "overwrite")
-        snapshot = table.current_snapshot()
-        paths = {f.file_path for f in added}
-
-        def conflicts(newer: list[Snapshot]) -> None:
-            for f in added_data_files(table, newer):
-                if f.file_path in paths:
-                    raise CommitConflictError(
-                        f"a concurrent commit registered {f.file_path} already; re-run the operation"
-                    )
-
-        super().__init__(table, removed, added, operation, snapshot.snapshot_id if snapshot else None,
-                         conflict_check=conflicts, snapshot_properties=snapshot_properties)
-
-    def _cleanup(self) -> None:
-        from tablestore.table.snapshot import _quiet_delete
-
-        for path in self._written_manifests:
-            _quiet_delete(self.table, path)
-
-
 def registered_files(table: Table) -> dict[str, DataFile]:
     """The live data files of the current snapshot, by path."""
     from tablestore.spec.expressions import AlwaysTrue
@@ -424,7 +388,7 @@ def import_files(
         # As Iceberg's add_files: record today's names, so files without field ids still map to
         # their columns (in every reader and rewrite) after a column is renamed.
         table.update_properties({DEFAULT_NAME_MAPPING: NameMapping.from_schema(table.schema()).to_json()})
-    return RegisterFiles(table, files, snapshot_properties=snapshot_properties).commit()
+    return commit_snapshot(RegisterFiles(table, files, snapshot_properties=snapshot_properties))
 
 
 def _partition_from_any_path(columns: Sequence[PartitionColumn], relative: str, path: str) -> tuple[Any, ...]:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from tablestore.errors import CommitConflictError, NoSuchPartitionError, PartitionAlreadyExistsError, ValidationError
+from tablestore.errors import NoSuchPartitionError, PartitionAlreadyExistsError, ValidationError
 from tablestore.spec import conversions
 from tablestore.spec.expressions import AlwaysTrue
 from tablestore.spec.manifest import (
@@ -60,7 +60,9 @@ from tablestore.spec.transforms import (
 from tablestore.spec.types import DateType, IcebergType, TimestampNanoType, TimestamptzNanoType
 from tablestore.table.conform import conform_to_schema
 from tablestore.table.scan import FileTask, plan_files
-from tablestore.table.snapshot import OverwriteFiles, added_data_files
+from tablestore.table.update.snapshot import OverwriteFiles
+from tablestore.table.update.transaction import commit_snapshot
+from tablestore.table.update.validation import Check, no_new_data_files
 from tablestore.table.write import split_by_partition, write_data_files
 
 if TYPE_CHECKING:
@@ -359,18 +361,17 @@ class DropResult:
     files_rewritten: int
 
 
-def _conflict_check(table: Table, keys_list: Sequence[Sequence[PartitionKey]], what: str) -> Any:
+def _conflict_check(table: Table, keys_list: Sequence[Sequence[PartitionKey]], what: str) -> Check:
     schema = table.schema()
 
-    def check(newer: list[Any]) -> None:
-        for f in added_data_files(table, newer):
-            spec = table.metadata.spec_for(f.spec_id)
-            if any(partition_status(keys, spec, tuple(f.partition), schema) != _NO for keys in keys_list):
-                raise CommitConflictError(
-                    f"a concurrent commit added {f.file_path} to a partition this {what} changes; re-run it"
-                )
+    def in_partitions(f: DataFile) -> bool:
+        spec = table.metadata.spec_for(f.spec_id)  # the attempt's metadata: it may hold a new spec
+        return any(partition_status(keys, spec, tuple(f.partition), schema) != _NO for keys in keys_list)
 
-    return check
+    return no_new_data_files(
+        in_partitions,
+        lambda f: f"a concurrent commit added {f.file_path} to a partition this {what} changes; re-run it",
+    )
 
 
 def _plan(table: Table, keys_list: Sequence[Sequence[PartitionKey]]) -> tuple[list[FileTask], list[FileTask]]:
@@ -447,11 +448,11 @@ def drop_partitions(table: Table, partitions: Iterable[PartitionValues], if_exis
         if rest.num_rows:
             added = write_data_files(table._write_context(), rest, table.engine.map)
     snapshot = table.current_snapshot()
-    OverwriteFiles(
+    commit_snapshot(OverwriteFiles(
         table, deleted, added, "overwrite" if added else "delete", snapshot.snapshot_id if snapshot else None,
-        conflict_check=_conflict_check(table, keys_list, "drop"),
+        checks=[_conflict_check(table, keys_list, "drop")],
         snapshot_properties=snapshot_properties,
-    ).commit()
+    ))
     return DropResult(deleted_rows, len(deleted) - rewritten, rewritten)
 
 
@@ -517,9 +518,9 @@ def rename_partition(table: Table, old: PartitionValues, new: PartitionValues,
     data = pa.concat_tables([rows, *remainders]) if remainders else rows
     added = write_data_files(table._write_context(), data, table.engine.map)
     snapshot = table.current_snapshot()
-    OverwriteFiles(
+    commit_snapshot(OverwriteFiles(
         table, deleted, added, "overwrite", snapshot.snapshot_id if snapshot else None,
-        conflict_check=_conflict_check(table, [old_keys, new_keys], "rename"),
+        checks=[_conflict_check(table, [old_keys, new_keys], "rename")],
         snapshot_properties=snapshot_properties,
-    ).commit()
+    ))
     return rows.num_rows

@@ -15,7 +15,7 @@ The plan is Iceberg's (and Spark's) for row-level commands:
    - ``merge-on-read``: a position delete file marks the affected rows, and updated rows go
      to new data files. A file whose every live row is affected is dropped instead.
 
-4. One :class:`~tablestore.table.row_delta.RowDelta` commit, validated under the table's
+4. One :class:`~tablestore.table.update.snapshot.RowDelta` commit, validated under the table's
    isolation level (``write.<op>.isolation-level``: ``serializable`` or ``snapshot``).
 
 The per-file work runs on the table's engine (threads, or Spark executors): it takes only plain
@@ -62,8 +62,10 @@ from tablestore.table.conform import conform_to_schema
 from tablestore.table.file_rows import read_file_rows
 from tablestore.table.position_deletes import delete_file_path, write_position_deletes
 from tablestore.table.read import read_position_deletes
-from tablestore.table.row_delta import ISOLATION_LEVELS, SERIALIZABLE, RowDelta
 from tablestore.table.scan import FileTask, plan_files
+from tablestore.table.update.snapshot import RowDelta
+from tablestore.table.update.transaction import Transaction, commit_snapshot
+from tablestore.table.update.validation import isolation_level, row_level_checks
 from tablestore.table.write import WriteContext, write_data_files
 
 if TYPE_CHECKING:
@@ -82,15 +84,6 @@ def write_mode(properties: Mapping[str, str], operation: str) -> str:
     if mode not in MODES:
         raise ValidationError(f"table property {key}={mode!r} must be copy-on-write or merge-on-read")
     return mode
-
-
-def isolation_level(properties: Mapping[str, str], operation: str) -> str:
-    """The table's ``write.<operation>.isolation-level`` (serializable when unset, as in Iceberg)."""
-    key = f"write.{operation}.isolation-level"
-    level = properties.get(key, SERIALIZABLE).strip().lower()
-    if level not in ISOLATION_LEVELS:
-        raise ValidationError(f"table property {key}={level!r} must be serializable or snapshot")
-    return level
 
 
 @dataclass
@@ -324,20 +317,24 @@ def commit_changes(
     conflict_filter: BooleanExpression | None,
     extra_data: list[DataFile] | None = None,
     snapshot_properties: dict[str, str] | None = None,
+    transaction: Transaction | None = None,
 ) -> Snapshot | None:
-    """One RowDelta commit of every file's change (none if nothing changed)."""
+    """One RowDelta commit of every file's change (none if nothing changed); added to
+    ``transaction`` instead when given (None is returned then)."""
     removed = [c.data_file for c in changes if c.removed]
     referenced = [c.data_file for c in changes if c.added_deletes]
     added = [f for c in changes for f in c.added_data] + list(extra_data or [])
     deletes = [f for c in changes for f in c.added_deletes]
     if not removed and not added and not deletes:
         return None
-    producer = RowDelta(
-        table, removed, added, deletes, scan_snapshot.snapshot_id if scan_snapshot else None,
-        isolation=isolation_level(table.properties, operation), conflict_filter=conflict_filter,
-        referenced=referenced, snapshot_properties=snapshot_properties,
-    )
-    return producer.commit()
+    checks = row_level_checks([*removed, *referenced], isolation_level(table.properties, operation),
+                              conflict_filter)
+    producer = RowDelta(table, removed, added, deletes, scan_snapshot.snapshot_id if scan_snapshot else None,
+                        checks, snapshot_properties)
+    if transaction is not None:
+        transaction.add_snapshot(producer)
+        return None
+    return commit_snapshot(producer)
 
 
 def _discard(ctx: RowLevelContext, changes: list[FileChange], extra: list[DataFile] | None = None) -> None:
@@ -362,7 +359,7 @@ def run_changes(
 
 
 def delete_rows(table: Table, filter: str | Expression, snapshot_properties: dict[str, str] | None = None,
-                mode: str | None = None) -> int:
+                mode: str | None = None, transaction: Transaction | None = None) -> int:
     """DELETE FROM table WHERE filter; returns the number of deleted rows.
 
     ``mode`` overrides the table's ``write.delete.mode`` (the verified erasure writes position
@@ -377,7 +374,8 @@ def delete_rows(table: Table, filter: str | Expression, snapshot_properties: dic
     tasks = plan_files(table.io, table.metadata, snapshot, ctx.schema, bound, table.engine)
     changes = run_changes(table, delete_job(ctx, bound), tasks, ctx)
     try:
-        commit_changes(table, changes, snapshot, "delete", bound, snapshot_properties=snapshot_properties)
+        commit_changes(table, changes, snapshot, "delete", bound, snapshot_properties=snapshot_properties,
+                       transaction=transaction)
     except BaseException:
         _discard(ctx, changes)
         raise

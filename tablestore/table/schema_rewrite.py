@@ -20,18 +20,18 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tablestore.errors import CommitConflictError, SchemaEvolutionError
+from tablestore.errors import SchemaEvolutionError
 from tablestore.io import FileIO
 from tablestore.spec.expressions import AlwaysTrue
 from tablestore.spec.manifest import DataFile
-from tablestore.spec.metadata import Snapshot, TableMetadata
+from tablestore.spec.metadata import TableMetadata
 from tablestore.spec.schema import Schema, type_to_arrow
 from tablestore.spec.schema_evolution import CastMode, TypeChangeRecord, is_implicit_conversion
 from tablestore.spec.types import IcebergType, NestedField, StringType, UUIDType, sql_type_name
-from tablestore.spec.updates import TableRequirement, TableUpdate
 from tablestore.table.conform import conform_to_schema
 from tablestore.table.scan import FileTask, plan_files
-from tablestore.table.snapshot import OverwriteFiles, added_data_files
+from tablestore.table.update.snapshot import OverwriteFiles
+from tablestore.table.update.validation import no_new_data_files
 from tablestore.table.write import WriteContext, write_data_files
 
 if TYPE_CHECKING:
@@ -168,14 +168,10 @@ class _Converter:
         return task.file, write_data_files(self.ctx, conform_to_schema(rows, self.new), serial)
 
 
-def commit_with_rewrite(table: Table, base: TableMetadata, new: Schema, last_column_id: int,
-                        changes: list[TypeChangeRecord], mode: CastMode) -> bool:
-    """Rewrite the files holding old types and commit them with the new schema, as one commit.
-
-    Returns False when no live file holds an old type (a metadata-only commit does then).
-    """
-    from tablestore.table.schema_update import ensure_schema_unchanged, resulting_schema_id, schema_change
-
+def plan_type_rewrite(table: Table, base: TableMetadata, new: Schema, changes: list[TypeChangeRecord],
+                      mode: CastMode) -> OverwriteFiles | None:
+    """Rewrite the files holding old types; the snapshot that swaps them in, to be committed with
+    the new schema in one transaction. None when no live file holds an old type."""
     snapshot = base.current_snapshot()
     tasks = plan_files(table.io, base, snapshot, base.schema(), AlwaysTrue(), table.engine)
     ctx = WriteContext(table.io, table.location, new, base.spec(), dict(base.properties))
@@ -190,32 +186,18 @@ def commit_with_rewrite(table: Table, base: TableMetadata, new: Schema, last_col
                     table.io.delete(f.file_path)
         raise SchemaEvolutionError(failures[0].message)
     if not done:
-        return False
+        return None
     deleted = [old for old, _ in done]
     added = [f for _, written in done for f in written]
-    requirements, updates = schema_change(base, new, last_column_id)
-    schema_id = resulting_schema_id(base, new)
     described = ", ".join(
         f"{new.find_column_name(c.field_id)}: {sql_type_name(c.old)} -> {sql_type_name(c.new)}" for c in changes
     )
-
-    class RewriteForSchemaChange(OverwriteFiles):
-        def metadata_changes(self, md: TableMetadata) -> tuple[list[TableRequirement], list[TableUpdate], int]:
-            ensure_schema_unchanged(base, md)
-            return requirements[1:], updates, schema_id
-
-    def no_new_files(newer: list[Snapshot]) -> None:
-        if added_data_files(table, newer):
-            raise CommitConflictError(
-                "a concurrent commit added data files (possibly of the old type) while the column was being "
-                "converted; run the ALTER TABLE again"
-            )
-
-    RewriteForSchemaChange(
+    no_new_files = no_new_data_files(
+        None,
+        lambda f: "a concurrent commit added data files (possibly of the old type) while the column was being "
+                  "converted; run the ALTER TABLE again",
+    )
+    return OverwriteFiles(
         table, deleted, added, "overwrite", snapshot.snapshot_id if snapshot else None,
-        conflict_check=no_new_files, snapshot_properties={"tablestore.schema-change": described},
-    ).commit()
-    return True
-
-
-
+        checks=[no_new_files], snapshot_properties={"tablestore.schema-change": described},
+    )

@@ -11,15 +11,12 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 import tablestore
-from tablestore.maintenance.commit import RewriteFiles
 from tablestore.maintenance.compaction import write_position_deletes
 from tablestore.spec.manifest import DataFile
+from tablestore.table.update.snapshot import RowDelta, since
+from tablestore.table.update.transaction import commit_snapshot
 
 SCHEMA = pa.schema([("user_id", pa.int64()), ("country", pa.string()), ("payload", pa.string())])
-
-
-class _RowDelta(RewriteFiles):
-    operation = "delete"
 
 
 def add_position_deletes(table: tablestore.Table, data_file: DataFile, positions: list[int]) -> DataFile:
@@ -29,7 +26,7 @@ def add_position_deletes(table: tablestore.Table, data_file: DataFile, positions
     part = spec.partition_path(data_file.partition, table.schema()) if spec.fields else ""
     path = f"{table.location}/data/{part}/{uuid.uuid4()}-pos-deletes.parquet"
     delete_file = write_position_deletes(table.io, path, rows, data_file.spec_id, data_file.partition)
-    _RowDelta(table, [], [delete_file], table.current_snapshot()).commit()
+    commit_snapshot(RowDelta(table, [], [], [delete_file], since(table.current_snapshot()), checks=()))
     return delete_file
 
 

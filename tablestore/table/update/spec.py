@@ -55,8 +55,9 @@ from tablestore.spec.updates import (
     AssertTableUUID,
     SetDefaultSpecUpdate,
     TableRequirement,
-    TableUpdate,
 )
+from tablestore.table.update.retry import StagedCommit
+from tablestore.table.update.transaction import Transaction
 
 if TYPE_CHECKING:
     from tablestore.spec.metadata import TableMetadata
@@ -97,9 +98,10 @@ class UpdateSpec:
     or by its partition field name.
     """
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: Table, transaction: Transaction | None = None) -> None:
         self.table = table
-        self._base = table.metadata
+        self._transaction = transaction
+        self._base = transaction.metadata if transaction is not None else table.metadata
         self._reset(self._base)
 
     def _reset(self, base: TableMetadata) -> None:
@@ -266,34 +268,41 @@ class UpdateSpec:
         spec.validate(self._schema)
         return spec
 
-    def _updates(self) -> tuple[list[TableRequirement], list[TableUpdate]]:
+    def stage(self, base: TableMetadata) -> StagedCommit:
+        """The new default spec on ``base`` (a :class:`MetadataChange` of a transaction).
+
+        A concurrent partition spec change makes it fail: resolving the same request on the new
+        spec would change its meaning, so the caller decides (Java does not retry
+        UpdatePartitionSpec either). Other concurrent commits are retried over.
+        """
+        if base.default_spec_id != self._base.default_spec_id or base.last_partition_id != self._base.last_partition_id:
+            raise CommitConflictError(
+                "the table's partition spec was changed by a concurrent commit after this spec update started; "
+                "reload the table and make the change again"
+            )
         spec = self.apply()
-        base = self._base
         requirements: list[TableRequirement] = [
             AssertTableUUID(base.table_uuid),
-            AssertDefaultSpecId(base.default_spec_id),
-            AssertLastAssignedPartitionId(base.last_partition_id),
+            AssertDefaultSpecId(self._base.default_spec_id),
+            AssertLastAssignedPartitionId(self._base.last_partition_id),
         ]
         if _same_fields(spec, base.spec()):
-            return requirements, []
+            return StagedCommit(requirements, [])
         # Java's reuseOrCreateNewSpecId: a spec with the same columns, transforms and names is reused.
         existing = next((s for s in base.partition_specs if _same_fields(spec, s)), None)
         if existing is not None:
-            return requirements, [SetDefaultSpecUpdate(existing.spec_id)]
-        return requirements, [AddPartitionSpecUpdate(spec), SetDefaultSpecUpdate(-1)]
+            return StagedCommit(requirements, [SetDefaultSpecUpdate(existing.spec_id)])
+        return StagedCommit(requirements, [AddPartitionSpecUpdate(spec), SetDefaultSpecUpdate(-1)])
 
     def commit(self) -> None:
-        """Commit the new default spec; nothing happens if the spec does not change."""
-        requirements, updates = self._updates()
-        if not updates:
+        """Commit the new default spec (or add it to the transaction); nothing happens if the
+        spec does not change."""
+        if not self.stage(self._base).updates:
             return
-        try:
-            self.table._commit(requirements, updates)
-        except CommitConflictError:
-            # A concurrent spec change: re-resolve the same request on the new spec would change
-            # its meaning, so the caller decides (as Java, which does not retry UpdatePartitionSpec).
-            self.table.refresh()
-            raise
+        if self._transaction is not None:
+            self._transaction.add_change(self)
+            return
+        Transaction(self.table).add_change(self).commit_transaction()
 
     def __enter__(self) -> UpdateSpec:
         return self

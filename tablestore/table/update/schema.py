@@ -41,20 +41,21 @@ from tablestore.spec.updates import (
     TableRequirement,
     TableUpdate,
 )
-from tablestore.table.snapshot import MAIN_BRANCH
+from tablestore.table.schema_rewrite import plan_type_rewrite
+from tablestore.table.update.retry import StagedCommit
+from tablestore.table.update.snapshot import MAIN_BRANCH
+from tablestore.table.update.transaction import Transaction
 
 if TYPE_CHECKING:
     from tablestore.table import Table
 
-_RETRIES = 10
-
-
 class UpdateSchema:
     """Changes to a table's schema, checked as they are made and committed together."""
 
-    def __init__(self, table: Table, case_sensitive: bool = True) -> None:
+    def __init__(self, table: Table, case_sensitive: bool = True, transaction: Transaction | None = None) -> None:
         self.table = table
-        md = table.metadata
+        self._transaction = transaction
+        md = transaction.metadata if transaction is not None else table.metadata
         self._base_metadata = md
         self._evolution = SchemaEvolution(
             md.schema(), md.last_column_id, md.spec(), CastMode.from_properties(md.properties), case_sensitive,
@@ -149,6 +150,7 @@ class UpdateSchema:
         return self._evolution.result()
 
     def commit(self) -> None:
+        """Commit the changes (or add them to the transaction the builder belongs to)."""
         if self._committed:
             raise SchemaEvolutionError("this schema update was committed already; start a new one")
         new = self._evolution.result()
@@ -157,29 +159,48 @@ class UpdateSchema:
         if new.fields == base.schema().fields and new.identifier_field_ids == base.schema().identifier_field_ids:
             return
         rewrites = self._evolution.rewrites()
-        for attempt in range(_RETRIES):
-            try:
-                if rewrites and base.current_snapshot() is not None:
-                    from tablestore.table.schema_rewrite import commit_with_rewrite
+        if rewrites and self._transaction is None:
+            # The rewrite converts the files of the table as it is now, not as it was when the
+            # builder started: files appended meanwhile get converted too.
+            self.table.refresh()
+            ensure_schema_unchanged(base, self.table.metadata)
+            base = self.table.metadata
+        transaction = self._transaction or Transaction(self.table)
+        rewrite = None
+        if rewrites and base.current_snapshot() is not None:
+            rewrite = plan_type_rewrite(self.table, base, new, rewrites, self._evolution.cast_mode)
+        transaction.add_change(SchemaChange(base, new, self._evolution.last_column_id,
+                                            pin_snapshot=bool(rewrites) and rewrite is None))
+        if rewrite is not None:
+            transaction.add_snapshot(rewrite)
+        if self._transaction is None:
+            transaction.commit_transaction()
 
-                    if commit_with_rewrite(self.table, base, new, self._evolution.last_column_id, rewrites,
-                                           self._evolution.cast_mode):
-                        return
-                requirements, updates = schema_change(base, new, self._evolution.last_column_id)
-                if rewrites:
-                    # No file needed converting: that holds only while no one appends in between.
-                    snapshot = base.current_snapshot()
-                    requirements.append(
-                        AssertRefSnapshotId(MAIN_BRANCH, snapshot.snapshot_id if snapshot else None))
-                self.table._commit(requirements, updates)
-                return
-            except CommitConflictError:
-                if attempt == _RETRIES - 1:
-                    raise
-                self.table.refresh()
-                ensure_schema_unchanged(self._base_metadata, self.table.metadata)
-                check_partition_sources(base.schema(), new, self.table.metadata.spec())
-                base = self.table.metadata
+
+class SchemaChange:
+    """A new current schema (a :class:`MetadataChange` of a transaction), made on ``started``.
+
+    Retried over concurrent commits that left the schema alone. ``pin_snapshot``: the change
+    converts column types and no file needed converting, which holds only while nobody appends.
+    """
+
+    def __init__(self, started: TableMetadata, new: Schema, last_column_id: int, pin_snapshot: bool = False) -> None:
+        self.started, self.new, self.last_column_id, self.pin_snapshot = started, new, last_column_id, pin_snapshot
+
+    def stage(self, base: TableMetadata) -> StagedCommit:
+        ensure_schema_unchanged(self.started, base)
+        check_partition_sources(self.started.schema(), self.new, base.spec())
+        requirements, updates = schema_change(base, self.new, self.last_column_id)
+        if self.pin_snapshot:
+            started, now = self.started.current_snapshot(), base.current_snapshot()
+            started_id = started.snapshot_id if started else None
+            if (now.snapshot_id if now else None) != started_id:
+                raise CommitConflictError(
+                    "a concurrent commit added data files (possibly of the old type) while the column type was "
+                    "being changed; run the ALTER TABLE again"
+                )
+            requirements.append(AssertRefSnapshotId(MAIN_BRANCH, started_id))
+        return StagedCommit(requirements, updates)
 
 
 def schema_change(base: TableMetadata, new: Schema, last_column_id: int

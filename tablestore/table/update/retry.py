@@ -1,0 +1,100 @@
+"""The one retry loop of the commit path, and its policy from the ``commit.retry.*`` properties.
+
+Every commit to a table goes through :func:`commit_with_retries`: stage the change on the
+table's current metadata (validating it against what others committed meanwhile), send it to
+the catalog, and when the catalog refuses it because another writer won the race
+(:class:`CommitConflictError` from the compare-and-swap or a failed requirement), wait, refresh
+and stage again. A change that no longer applies raises while it is staged; that is final.
+
+The properties are Iceberg's; the defaults are the ones the README promises:
+
+- ``commit.retry.num-retries`` (100): attempts after the first;
+- ``commit.retry.min-wait-ms`` (10) and ``commit.retry.max-wait-ms`` (1000): jittered
+  exponential backoff between attempts;
+- ``commit.retry.total-timeout-ms`` (1,800,000): no new attempt after this long.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tablestore.errors import CommitConflictError
+from tablestore.spec.metadata import TableMetadata
+from tablestore.spec.updates import TableRequirement, TableUpdate
+
+if TYPE_CHECKING:
+    from tablestore.table import Table
+
+NUM_RETRIES = "commit.retry.num-retries"
+MIN_WAIT_MS = "commit.retry.min-wait-ms"
+MAX_WAIT_MS = "commit.retry.max-wait-ms"
+TOTAL_TIMEOUT_MS = "commit.retry.total-timeout-ms"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    num_retries: int = 100
+    min_wait_ms: int = 10
+    max_wait_ms: int = 1000
+    total_timeout_ms: int = 1_800_000
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, str]) -> RetryPolicy:
+        default = cls()
+
+        def number(key: str, fallback: int) -> int:
+            try:
+                return max(0, int(properties.get(key, fallback)))
+            except ValueError:
+                return fallback  # a malformed value must not make a commit fail
+
+        return cls(
+            number(NUM_RETRIES, default.num_retries),
+            number(MIN_WAIT_MS, default.min_wait_ms),
+            number(MAX_WAIT_MS, default.max_wait_ms),
+            number(TOTAL_TIMEOUT_MS, default.total_timeout_ms),
+        )
+
+    def wait_seconds(self, attempt: int) -> float:
+        """The pause before retry number ``attempt`` (1-based): full jitter over an exponential
+        bound, plus the minimum so that writers that collided do not collide again at once."""
+        bound = min(self.max_wait_ms, self.min_wait_ms * (2 ** min(attempt, 16)))
+        return (random.uniform(0, bound) + self.min_wait_ms) / 1000
+
+
+@dataclass(frozen=True)
+class StagedCommit:
+    """One attempt's requirements and updates."""
+
+    requirements: list[TableRequirement]
+    updates: list[TableUpdate]
+
+
+def commit_with_retries(
+    table: Table,
+    stage: Callable[[TableMetadata], StagedCommit],
+    on_conflict: Callable[[], None] | None = None,
+) -> int:
+    """Stage on the table's metadata and commit, retrying lost races under the table's
+    ``commit.retry.*`` policy; returns how many attempts it took. ``on_conflict`` runs after a
+    refused attempt (to drop what was written for it only)."""
+    policy = RetryPolicy.from_properties(table.properties)
+    deadline = time.monotonic() + policy.total_timeout_ms / 1000
+    attempt = 0
+    while True:
+        staged = stage(table.metadata)
+        try:
+            table._commit(staged.requirements, staged.updates)
+            return attempt + 1
+        except CommitConflictError:
+            if on_conflict is not None:
+                on_conflict()
+            attempt += 1
+            if attempt > policy.num_retries or time.monotonic() > deadline:
+                raise
+            time.sleep(policy.wait_seconds(attempt))
+            table.refresh()

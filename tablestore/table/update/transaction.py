@@ -1,0 +1,292 @@
+"""The Transaction: several changes to one table, committed together, all or nothing.
+
+    >>> import pyarrow as pa, tablestore, tempfile
+    >>> wh = tempfile.mkdtemp()
+    >>> catalog = tablestore.load_catalog("local", type="sql", uri=f"sqlite:///{wh}/c.db", warehouse=wh)
+    >>> catalog.create_namespace("db")
+    >>> table = catalog.create_table("db.t", schema=pa.schema([("id", pa.int64())]))
+    >>> with table.transaction() as tx:
+    ...     _ = tx.update_schema().add_column("name", "string").commit()
+    ...     _ = tx.append(pa.table({"id": [1], "name": ["a"]}))
+    ...     _ = tx.append(pa.table({"id": [2], "name": ["b"]}))
+    >>> len(table.snapshots()), sorted(table.scan().to_arrow().column("name").to_pylist())
+    (1, ['a', 'b'])
+
+Every commit of the table store goes through a Transaction, whether a user opened one or a
+single operation did (``table.append`` is a transaction of one change). It holds:
+
+- metadata changes (schema, partition spec, properties), staged in order: each builder sees
+  the table as the changes before it left it (``tx.metadata``), so an append after adding a
+  column writes that column;
+- at most one snapshot: file changes (appends, overwrites, deletes, row deltas) fold into
+  one producer, so two appends in a transaction make one snapshot. The snapshot is staged last,
+  on the schema and spec the metadata changes leave.
+
+:meth:`Transaction.commit_transaction` makes one catalog commit with the requirements of every
+change (the first of each kind: they all describe the table the transaction started from) and
+their updates in order, under the one retry loop (:mod:`tablestore.table.update.retry`). On a
+lost race each change is staged again on the refreshed table: a metadata change checks that
+what it was based on did not change, the snapshot re-runs its conflict validation and rebuilds
+its manifest list. When a change no longer applies, nothing is committed and the files the
+transaction wrote are deleted.
+
+A transaction given a commit identifier (:mod:`tablestore.table.update.identity`) is applied at
+most once: when the identifier is already in the history, it commits nothing and returns the
+snapshot that applied it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol
+
+from tablestore.errors import CommitStateUnknownError, TableStoreError, ValidationError
+from tablestore.spec.expressions import Expression
+from tablestore.spec.manifest import DataFile
+from tablestore.spec.metadata import Snapshot, TableMetadata
+from tablestore.spec.updates import (
+    AssertRefSnapshotId,
+    AssertTableUUID,
+    RemovePropertiesUpdate,
+    SetPropertiesUpdate,
+    TableRequirement,
+    TableUpdate,
+    apply_updates,
+)
+from tablestore.table.conform import conform_to_schema, to_arrow_table
+from tablestore.table.update.identity import CommitIdentity, as_identity
+from tablestore.table.update.retry import StagedCommit, commit_with_retries
+from tablestore.table.update.snapshot import FastAppend, SnapshotProducer
+from tablestore.table.write import WriteContext, write_data_files
+
+if TYPE_CHECKING:
+    from tablestore.table import Table
+    from tablestore.table.update.schema import UpdateSchema
+    from tablestore.table.update.spec import UpdateSpec
+
+
+class MetadataChange(Protocol):
+    """A change of table metadata, staged anew on every attempt of the commit."""
+
+    def stage(self, base: TableMetadata) -> StagedCommit:
+        """Requirements and updates on ``base`` (the table as the catalog has it now, with the
+        transaction's earlier changes applied). Raise CommitConflictError when the change no
+        longer applies: a concurrent commit changed what it was made on."""
+        ...
+
+
+class PropertiesChange:
+    """Set and remove table properties. Property changes commute: always re-applied."""
+
+    def __init__(self, updates: dict[str, str] | None, removals: Iterable[str] | None) -> None:
+        self.updates = {str(k): str(v) for k, v in (updates or {}).items()}
+        self.removals = tuple(removals or ())
+
+    def stage(self, base: TableMetadata) -> StagedCommit:
+        changes: list[TableUpdate] = []
+        if self.updates:
+            changes.append(SetPropertiesUpdate(self.updates))
+        if self.removals:
+            changes.append(RemovePropertiesUpdate(self.removals))
+        return StagedCommit([AssertTableUUID(base.table_uuid)], changes)
+
+
+class FixedChange:
+    """Updates made under requirements that must still hold: retried only while they do."""
+
+    def __init__(self, requirements: list[TableRequirement], updates: list[TableUpdate]) -> None:
+        self.requirements, self.updates = requirements, updates
+
+    def stage(self, base: TableMetadata) -> StagedCommit:
+        for requirement in self.requirements:
+            requirement.validate(base)  # CommitConflictError when a concurrent commit broke it
+        return StagedCommit(list(self.requirements), list(self.updates))
+
+
+class AlreadyApplied(TableStoreError):
+    """The transaction's commit identifier is in the table's history: it was applied before."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        super().__init__(f"this commit was applied before, in snapshot {snapshot.snapshot_id}")
+        self.snapshot = snapshot
+
+
+def _requirement_key(r: TableRequirement) -> tuple[str, str | None]:
+    return type(r).__name__, r.ref if isinstance(r, AssertRefSnapshotId) else None
+
+
+class Transaction:
+    """Changes to one table made together: ``with table.transaction() as tx: ...`` commits on a
+    clean exit, in one metadata commit; an exception discards them."""
+
+    def __init__(self, table: Table, commit_id: str | CommitIdentity | None = None) -> None:
+        self.table = table
+        #: The table as the changes so far leave it (what the next builder is made on).
+        self.metadata: TableMetadata = table.metadata
+        self.identity = as_identity(commit_id)
+        self._changes: list[MetadataChange] = []
+        self._snapshot: SnapshotProducer | None = None
+        self._done = False
+        #: Catalog commits tried (1 when the first attempt won); set by commit_transaction.
+        self.attempts = 0
+        #: The earlier snapshot, when the commit identifier showed the work was applied before.
+        self.applied_before: Snapshot | None = None
+
+    # -- context manager ---------------------------------------------------------------------
+    def __enter__(self) -> Transaction:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if exc_type is None:
+            self.commit_transaction()
+        else:
+            self.abort()
+
+    # -- metadata changes --------------------------------------------------------------------
+    def add_change(self, change: MetadataChange) -> Transaction:
+        """Stage ``change`` now (its errors surface here) and keep it for the commit."""
+        self._check_open()
+        staged = change.stage(self.metadata)
+        self.metadata = apply_updates(self.metadata, staged.updates)
+        self._changes.append(change)
+        return self
+
+    def update_schema(self, case_sensitive: bool = True) -> UpdateSchema:
+        """A schema builder whose ``commit()`` adds its change to this transaction."""
+        from tablestore.table.update.schema import UpdateSchema
+
+        return UpdateSchema(self.table, case_sensitive, transaction=self)
+
+    def update_spec(self) -> UpdateSpec:
+        """A partition spec builder whose ``commit()`` adds its change to this transaction."""
+        from tablestore.table.update.spec import UpdateSpec
+
+        return UpdateSpec(self.table, transaction=self)
+
+    def set_properties(self, updates: dict[str, str] | None = None,
+                       removals: Iterable[str] | None = None) -> Transaction:
+        if updates or removals:
+            self.add_change(PropertiesChange(updates, removals))
+        return self
+
+    # -- snapshot changes --------------------------------------------------------------------
+    def add_snapshot(self, producer: SnapshotProducer) -> Transaction:
+        """Add a file change; a second one folds into the first (one snapshot)."""
+        self._check_open()
+        if producer.table is not self.table:
+            raise ValidationError("a transaction commits to one table; the change was made for another")
+        if self._snapshot is None:
+            self._snapshot = producer
+        else:
+            self._snapshot.merge(producer)
+        return self
+
+    def write_files(self, data: Any) -> list[DataFile]:
+        """Data files for ``data`` in the schema and spec the transaction's changes leave."""
+        md = self.metadata
+        rows = conform_to_schema(to_arrow_table(data), md.schema())
+        ctx = WriteContext(self.table.io, self.table.location, md.schema(), md.spec(), dict(md.properties))
+        return write_data_files(ctx, rows, self.table.engine.map) if rows.num_rows else []
+
+    def append(self, data: Any, snapshot_properties: dict[str, str] | None = None) -> Transaction:
+        return self.add_snapshot(FastAppend(self.table, self.write_files(data), snapshot_properties))
+
+    def append_files(self, files: list[DataFile], snapshot_properties: dict[str, str] | None = None) -> Transaction:
+        return self.add_snapshot(FastAppend(self.table, files, snapshot_properties))
+
+    def overwrite(self, data: Any, filter: str | Expression | None = None,
+                  snapshot_properties: dict[str, str] | None = None) -> Transaction:
+        """Replace the rows matching ``filter`` (every row when None) with ``data``."""
+        from tablestore.table.overwrite import overwrite_producer
+
+        self._check_no_metadata_changes("an overwrite")
+        return self.add_snapshot(overwrite_producer(self.table, data, filter, snapshot_properties))
+
+    def delete(self, filter: str | Expression, snapshot_properties: dict[str, str] | None = None) -> Transaction:
+        """Delete the rows matching ``filter`` (as :meth:`Table.delete`)."""
+        from tablestore.table.row_level import delete_rows
+
+        self._check_no_metadata_changes("a delete")
+        delete_rows(self.table, filter, snapshot_properties, transaction=self)
+        return self
+
+    # -- the commit ----------------------------------------------------------------------------
+    def commit_transaction(self) -> Snapshot | None:
+        """Commit every change in one metadata commit; returns the new snapshot (the earlier one
+        when the commit identifier was applied before; None when no change adds a snapshot)."""
+        self._check_open()
+        self._done = True
+        producer = self._snapshot
+        if producer is None and not self._changes:
+            return None
+        if self.identity is not None:
+            if producer is None:
+                raise ValidationError("a commit identifier is recorded in a snapshot; this transaction makes none")
+            producer.snapshot_properties.update(self.identity.summary())
+        staged_snapshot: list[Snapshot] = []
+        staging_needed = producer is not None or len(self._changes) > 1
+
+        def stage(base: TableMetadata) -> StagedCommit:
+            if self.identity is not None:
+                earlier = self.identity.applied(base)
+                if earlier is not None:
+                    raise AlreadyApplied(earlier)
+            requirements: list[TableRequirement] = []
+            updates: list[TableUpdate] = []
+            staged = base
+            for change in self._changes:
+                one = change.stage(staged)
+                requirements.extend(one.requirements)
+                updates.extend(one.updates)
+                if staging_needed:
+                    staged = apply_updates(staged, one.updates)
+            if producer is not None:
+                one, snapshot = producer.stage(base, staged)
+                requirements.extend(one.requirements)
+                updates.extend(one.updates)
+                staged_snapshot[:] = [snapshot]
+            unique: dict[tuple[str, str | None], TableRequirement] = {}
+            for r in requirements:
+                unique.setdefault(_requirement_key(r), r)
+            return StagedCommit(list(unique.values()), updates)
+
+        try:
+            self.attempts = commit_with_retries(self.table, stage, producer.on_conflict if producer else None)
+        except AlreadyApplied as e:
+            if producer is not None:
+                producer.cleanup()
+            self.applied_before = e.snapshot
+            return e.snapshot
+        except CommitStateUnknownError:
+            raise  # the commit may have landed: keep every file
+        except BaseException:
+            if producer is not None:
+                producer.cleanup()
+            raise
+        return staged_snapshot[0] if staged_snapshot else None
+
+    def abort(self) -> None:
+        """Discard the changes and delete the files written for them."""
+        if self._done:
+            return
+        self._done = True
+        if self._snapshot is not None:
+            self._snapshot.cleanup()
+
+    def _check_open(self) -> None:
+        if self._done:
+            raise ValidationError("this transaction was committed or aborted already; start a new one")
+
+    def _check_no_metadata_changes(self, what: str) -> None:
+        # These operations read the table's current rows and schema, not the staged ones.
+        if self._changes:
+            raise ValidationError(f"{what} must come before the schema, spec or property changes of a transaction")
+
+
+def commit_snapshot(producer: SnapshotProducer, commit_id: str | CommitIdentity | None = None) -> Snapshot:
+    """Commit one snapshot producer alone (a transaction of one change)."""
+    snapshot = Transaction(producer.table, commit_id).add_snapshot(producer).commit_transaction()
+    assert snapshot is not None
+    return snapshot
