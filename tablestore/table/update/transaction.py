@@ -250,10 +250,11 @@ class Transaction:
             unique: dict[tuple[str, str | None], TableRequirement] = {}
             for r in requirements:
                 unique.setdefault(_requirement_key(r), r)
+            self.attempts += 1  # a staged attempt goes to the catalog
             return StagedCommit(list(unique.values()), updates)
 
         try:
-            self.attempts = commit_with_retries(self.table, stage, producer.on_conflict if producer else None)
+            commit_with_retries(self.table, stage, producer.on_conflict if producer else None)
         except AlreadyApplied as e:
             if producer is not None:
                 producer.cleanup()
