@@ -129,10 +129,16 @@ def partition_keys(spec: PartitionSpec, schema: Schema, data: pa.Table) -> list[
 
 
 def _column_by_id(data: pa.Table, schema: Schema, field_id: int) -> pa.ChunkedArray | pa.Array:
-    name = schema.find_column_name(field_id)
-    if name is None:
+    if not schema.has_field(field_id):
         raise ValidationError(f"partition source field {field_id} is not in the table schema")
-    parts = name.split(".")
+    # The path is walked by field id, not by splitting the dotted name: a column may have a dot
+    # in its own name ("dot.ted").
+    parts: list[str] = []
+    current: int | None = field_id
+    while current is not None:
+        parts.append(schema.find_field(current).name)
+        current = schema.parent_id(current)
+    parts.reverse()
     column: Any = data.column(parts[0])
     for part in parts[1:]:
         column = pc.struct_field(column, part)
