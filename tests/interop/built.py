@@ -13,15 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-
 import tablestore
 from tablestore.catalog import read_metadata_file
 from tablestore.spec.schema import Schema
-from tablestore.spec.types import IcebergType, ListType, MapType, StructType, UUIDType
 from tablestore.table import Table
 from tests.interop.fixture_tables import FIXTURES, NAMESPACE, FixtureTable
-from tests.values import oracle_rows
+from tests.interop.rows import canonical_rows
 
 # The three kinds of warehouse: a bare local path, a file:// URI, and S3 on the loopback server.
 KINDS = ("path", "file", "s3")
@@ -34,8 +31,12 @@ class SnapshotRows:
     snapshot_id: int
     step: str
     metadata_location: str  # the metadata file whose current snapshot this is
-    columns: list[str]
+    schema: Schema  # the snapshot's schema, which a read at that snapshot returns
     rows: list[list[Any]]
+
+    @property
+    def columns(self) -> list[str]:
+        return [f.name for f in self.schema.fields]
 
 
 @dataclass
@@ -53,26 +54,6 @@ class Warehouse:
     catalog_uri: str
     properties: dict[str, str]
     tables: dict[str, BuiltTable] = field(default_factory=dict)
-
-
-def uuid_columns(schema: Schema) -> tuple[str, ...]:
-    """Top-level uuid columns: readers return them as 16 bytes, UUID objects or strings alike."""
-    return tuple(f.name for f in schema.fields if isinstance(f.field_type, UUIDType))
-
-
-def has_nested_uuid(t: IcebergType) -> bool:
-    if isinstance(t, StructType):
-        return any(has_nested_uuid(f.field_type) for f in t.fields)
-    if isinstance(t, ListType):
-        return has_nested_uuid(t.element_field.field_type)
-    if isinstance(t, MapType):
-        return has_nested_uuid(t.key_field.field_type) or has_nested_uuid(t.value_field.field_type)
-    return False
-
-
-def normalized(table: pa.Table, schema: Schema) -> list[list[Any]]:
-    """A reader's rows in the oracle's JSON form, uuids as their canonical strings."""
-    return oracle_rows(table, uuid_columns=uuid_columns(schema))
 
 
 def snapshot_schema(table: Table, snapshot_id: int) -> Schema:
@@ -115,8 +96,9 @@ def build_warehouse(kind: str, root: Path, properties: dict[str, str], location:
                 rows = table.scan(snapshot_id=snapshot.snapshot_id).to_arrow()
                 assert rows.num_rows == step.rows, f"{fixture.name} after {step.description}: {rows.num_rows} rows"
                 schema = snapshot_schema(table, snapshot.snapshot_id)
+                assert rows.column_names == [f.name for f in schema.fields]
                 built.snapshots.append(SnapshotRows(snapshot.snapshot_id, step.description, at[snapshot.snapshot_id],
-                                                    rows.column_names, normalized(rows, schema)))
+                                                    schema, canonical_rows(rows, schema)))
             warehouse.tables[fixture.name] = built
     finally:
         catalog.close()
