@@ -14,7 +14,7 @@ sys.path.insert(0, os.environ["ICEBERG_ORACLE_DIR"])
 import oracle
 
 
-def location(metadata):
+def location(metadata: str) -> str:
     """A metadata file's location as Spark loads it: URIs as they are, local paths made absolute."""
     return metadata if "://" in metadata else os.path.abspath(metadata)
 

@@ -14,7 +14,6 @@ from tests.interop.limitations import limitation
 from tests.interop.rows import canonical_rows, sort_rows
 
 
-
 @dataclass(frozen=True)
 class JsonRows:
     """Rows a reader printed already in the oracle's JSON form (the Java oracle)."""

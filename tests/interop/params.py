@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.interop.fixture_tables import FIXTURE_NAMES
@@ -11,6 +13,9 @@ from tests.services import S3Server
 KINDS = ["path", "file", pytest.param("s3", marks=pytest.mark.s3)]
 LOCAL_KINDS = ["path", "file"]
 FIXTURES = FIXTURE_NAMES
+
+# Java's results: (warehouse kind, fixture, snapshot id) -> the oracle's JSON result.
+JavaReads = dict[tuple[str, str, int], dict[str, Any]]
 
 
 def s3_access(request: pytest.FixtureRequest, kind: str) -> S3Access | None:

@@ -225,7 +225,7 @@ def test_duckdb_bug_files_deletes_under_the_current_spec_after_partition_evoluti
     assert sorted(r[0] for r in rows) == [k for k in range(20) if k not in (2, 15)]
     table = direct.load_table("evolved.e")
     snapshot = table.current_snapshot()
-    assert snapshot is not None
+    assert snapshot is not None and snapshot.manifest_list is not None
     manifests = read_manifest_list(table.io, snapshot.manifest_list)
     data_specs = {m.partition_spec_id for m in manifests if m.content == ManifestContent.DATA}
     delete_specs = {m.partition_spec_id for m in manifests if m.content == ManifestContent.DELETES}
