@@ -296,7 +296,7 @@ def added_delete_files(table: Table, snapshots: list[Snapshot]) -> list[DataFile
         for m in snapshot_manifests(table.io, snapshot):
             if m.content != ManifestContent.DELETES or m.added_snapshot_id != snapshot.snapshot_id:
                 continue
-            out.extend(e.data_file for e in read_manifest(table.io, m)
+            out.extend(e.data_file for e in read_manifest(table.io, m, specs=table.specs())
                        if e.status == ManifestEntryStatus.ADDED and e.snapshot_id == snapshot.snapshot_id)
     return out
 
@@ -306,7 +306,7 @@ def live_delete_files(table: Table, snapshot: Snapshot) -> list[tuple[DataFile, 
     for m in snapshot_manifests(table.io, snapshot):
         if m.content != ManifestContent.DELETES:
             continue
-        for e in read_manifest(table.io, m):
+        for e in read_manifest(table.io, m, specs=table.specs()):
             if e.status != ManifestEntryStatus.DELETED:
                 out.append((e.data_file, e.sequence_number or 0))
     return out

@@ -65,7 +65,7 @@ def concurrent_changes(table: Table, snapshots: list[Snapshot]) -> ConcurrentCha
         for manifest in snapshot_manifests(table.io, snapshot):
             if manifest.added_snapshot_id != snapshot.snapshot_id:
                 continue  # carried over unchanged from an older snapshot
-            for entry in read_manifest(table.io, manifest):
+            for entry in read_manifest(table.io, manifest, specs=table.specs()):
                 if entry.snapshot_id != snapshot.snapshot_id:
                     continue
                 f = entry.data_file

@@ -178,7 +178,7 @@ def plan_files(
 
     def live_entries(m: ManifestFile) -> list[ManifestEntry]:
         evaluator = partition_evaluators.get(m.partition_spec_id)
-        entries = read_manifest(io, m, partition_filter=evaluator.eval if evaluator else None)
+        entries = read_manifest(io, m, partition_filter=evaluator.eval if evaluator else None, specs=specs)
         return [e for e in entries if e.status != ManifestEntryStatus.DELETED]
 
     deletes = DeleteFileIndex(specs=specs)

@@ -295,7 +295,7 @@ class OverwriteFiles(SnapshotProducer):
             if manifest.content != ManifestContent.DATA or not doomed:
                 out.append(manifest)
                 continue
-            entries = read_manifest(self.table.io, manifest)
+            entries = read_manifest(self.table.io, manifest, specs=self.table.specs())
             hits = [e for e in entries if e.status != ManifestEntryStatus.DELETED and e.data_file.file_path in doomed]
             if not hits:
                 out.append(manifest)
@@ -344,7 +344,7 @@ def added_data_files(table: Table, snapshots: list[Snapshot]) -> list[Any]:
         for manifest in snapshot_manifests(table.io, snapshot):
             if manifest.added_snapshot_id != snapshot.snapshot_id:
                 continue
-            for entry in read_manifest(table.io, manifest):
+            for entry in read_manifest(table.io, manifest, specs=table.specs()):
                 if entry.status == ManifestEntryStatus.ADDED and entry.snapshot_id == snapshot.snapshot_id:
                     files.append(entry.data_file)
     return files
