@@ -35,7 +35,7 @@ from tablestore.table.write import WriteContext, write_data_files, write_data_st
 
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
-    from tablestore.engine import Engine
+    from tablestore.engine.protocols import Engine
     from tablestore.maintenance import Maintenance
     from tablestore.table.fragments import Fragment
     from tablestore.table.inspect import TableInspector

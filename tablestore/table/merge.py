@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
+from tablestore.engine.sources import dataframe_source
 from tablestore.errors import SchemaError, UnsupportedError, ValidationError
 from tablestore.spec.expressions import (
     AlwaysTrue,
@@ -103,10 +104,11 @@ class _Plan:
 
 class MergeBuilder:
     def __init__(self, table: Table, source: Any, on: str, source_alias: str = "s", target_alias: str = "t") -> None:
-        if getattr(source, "isStreaming", False):
-            raise UnsupportedError(STREAMING_MESSAGE)
-        if hasattr(source, "toArrow") and not isinstance(source, pa.Table):
-            source = source.toArrow()  # a (batch) Spark DataFrame
+        adapted = dataframe_source(source)
+        if adapted is not None:  # another library's DataFrame (Spark's)
+            if adapted.is_streaming:
+                raise UnsupportedError(STREAMING_MESSAGE)
+            source = adapted.to_arrow()
         self.table = table
         self.source = to_arrow_table(source)
         self.on = on
