@@ -36,6 +36,7 @@ from tablestore.errors import (
     CommitConflictError,
     CommitStateUnknownError,
     CorruptMetadataError,
+    ForbiddenError,
     FunctionAlreadyExistsError,
     NamespaceAlreadyExistsError,
     NamespaceNotEmptyError,
@@ -43,6 +44,7 @@ from tablestore.errors import (
     NoSuchNamespaceError,
     NoSuchTableError,
     NoSuchViewError,
+    NotAuthorizedError,
     NotFoundError,
     TableAlreadyExistsError,
     TableStoreError,
@@ -146,8 +148,6 @@ class RestCatalog(Catalog):
         except requests.RequestException as e:
             raise TableStoreError(f"cannot reach the catalog service at {self.uri}: {type(e).__name__}") from None
         if response.status_code != 200:
-            from tablestore.rest.security import NotAuthorizedError
-
             raise NotAuthorizedError(f"the catalog service refused the client credentials of {client_id!r}")
         return str(response.json()["access_token"])
 
@@ -189,8 +189,6 @@ class RestCatalog(Catalog):
         except (ValueError, AttributeError):
             message, kind = response.text[:200], ""
         message = message or f"the catalog service answered {status}"
-        from tablestore.rest.security import ForbiddenError, NotAuthorizedError
-
         if status == 401:
             raise NotAuthorizedError(f"not authorized by the catalog service: {message}")
         if status == 403:
