@@ -24,7 +24,6 @@ from tablestore.catalog import (
     Identifier,
     IdentifierLike,
     PropertiesUpdateSummary,
-    _to_schema,
     identifier_str,
     to_function_identifier,
     to_namespace,
@@ -54,6 +53,7 @@ from tablestore.errors import (
 )
 from tablestore.io import FileIO, load_file_io
 from tablestore.spec.metadata import TableMetadata
+from tablestore.spec.schema import to_schema
 from tablestore.spec.view import View, ViewMetadata, new_view_metadata
 
 if TYPE_CHECKING:
@@ -297,7 +297,7 @@ class RestCatalog(Catalog):
         from tablestore.spec.partitioning import PartitionSpec, build_partition_spec
 
         ident = to_table_identifier(identifier)
-        table_schema = _to_schema(schema)
+        table_schema = to_schema(schema)
         request: dict[str, Any] = {"name": ident[-1], "schema": table_schema.to_json(),
                                    "properties": {str(k): str(v) for k, v in (properties or {}).items()}}
         if partition_by is not None:
@@ -395,7 +395,7 @@ class RestCatalog(Catalog):
         from tablestore.spec.view import COMMENT_PROPERTY
 
         ident = to_view_identifier(identifier)
-        view_schema = _to_schema(schema)
+        view_schema = to_schema(schema)
         props = {str(k): str(v) for k, v in (properties or {}).items()}
         if comment is not None:
             props[COMMENT_PROPERTY] = comment

@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-    from tablestore.catalog.manager import CatalogManager
     from tablestore.config import LakehouseConfig
+    from tablestore.session import CatalogManager
     from tablestore.table.column_merge import MergePlan
     from tablestore.table.fragments import Fragment
 

@@ -164,7 +164,7 @@ def table_options(name: str, config: LakehouseConfig | None, catalog: str | None
 @contextlib.contextmanager
 def _resolved(options: Mapping[str, str], default_config: str | None) -> Iterator[tuple[str, Catalog, tuple[str, ...]]]:
     """(config JSON, catalog, identifier) of the table the options name; closes the catalog after."""
-    from tablestore.catalog.manager import CatalogManager
+    from tablestore.session import CatalogManager
 
     path = options.get("path")
     if not path:
@@ -495,7 +495,7 @@ class WriteTarget:
     @contextlib.contextmanager
     def open_table(self) -> Iterator[Table]:
         """The table, loaded fresh through its catalog, which is closed afterwards."""
-        from tablestore.catalog.manager import CatalogManager
+        from tablestore.session import CatalogManager
 
         with CatalogManager(load_config_from(self.config_json)) as manager:
             yield manager.catalog(self.catalog_name).load_table(self.identifier)

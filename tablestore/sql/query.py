@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from tablestore.catalog import Catalog
-    from tablestore.catalog.manager import CatalogManager
+    from tablestore.session import CatalogManager
 
 METADATA_TABLES = ("snapshots", "history", "files", "data_files", "delete_files", "manifests", "partitions",
                    "entries", "refs", "metadata_log_entries", "schemas")
