@@ -522,7 +522,7 @@ def resolve_write(options: Mapping[str, str], default_config: str | None) -> Wri
     )
 
 
-def _delete_quietly(io: Any, paths: Iterable[str]) -> None:
+def delete_quietly(io: Any, paths: Iterable[str]) -> None:
     for path in paths:
         try:
             io.delete(path)
@@ -586,7 +586,7 @@ class TablestoreWriter(DataSourceArrowWriter):
             except BaseException:
                 # A failing snapshot producer removes what it wrote; this also covers a
                 # commit refused before any producer ran.
-                _delete_quietly(table.io, [f.file_path for f in files])
+                delete_quietly(table.io, [f.file_path for f in files])
                 raise
 
     def _commit(self, table: Table, files: list[DataFile]) -> None:
@@ -636,7 +636,7 @@ class TablestoreWriter(DataSourceArrowWriter):
             log.warning("not deleting %d file(s) of aborted write %s: %s", len(files), self.target.write_id, e)
             return
         if not landed:  # Spark also aborts after a commit() that failed late, when it may have landed
-            _delete_quietly(load_file_io(self.target.io_properties), files)
+            delete_quietly(load_file_io(self.target.io_properties), files)
 
 
 # -- the data source ------------------------------------------------------------------------------

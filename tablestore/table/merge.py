@@ -48,10 +48,10 @@ from tablestore.table.row_level import (
     MERGE_ON_READ,
     FileChange,
     RowLevelContext,
-    _discard,
     change_file,
     check_assignable,
     commit_changes,
+    discard,
     read_live_rows,
     updated_rows,
     write_mode,
@@ -141,12 +141,12 @@ class MergeBuilder:
         return self
 
     def _values(self, values: dict[str, Any]) -> tuple[tuple[str, str], ...]:
-        from tablestore.table.row_level import _as_sql
+        from tablestore.table.row_level import as_sql
 
         out = []
         for key, value in values.items():
             name = key.split(".", 1)[1] if key.lower().startswith(f"{self.target_alias.lower()}.") else key
-            out.append((name, _as_sql(value)))
+            out.append((name, as_sql(value)))
         return tuple(out)
 
     # -- execution -----------------------------------------------------------------------------------
@@ -178,7 +178,7 @@ class MergeBuilder:
                 inserted_files = ctx.write_rows(rows)
             commit_changes(table, changes, snapshot, "merge", prune, extra_data=inserted_files)
         except BaseException:
-            _discard(ctx, changes, inserted_files)
+            discard(ctx, changes, inserted_files)
             raise
         return result
 

@@ -98,7 +98,7 @@ class DeleteFileIndex:
                     continue
                 if df.referenced_data_file and df.referenced_data_file != data_file.file_path:
                     continue
-                if not _path_in_bounds(df, data_file.file_path):
+                if not path_in_bounds(df, data_file.file_path):
                     continue
             elif item.sequence_number <= sequence_number:
                 continue
@@ -106,7 +106,7 @@ class DeleteFileIndex:
         return tuple(out)
 
 
-def _path_in_bounds(delete_file: DataFile, path: str) -> bool:
+def path_in_bounds(delete_file: DataFile, path: str) -> bool:
     lower = (delete_file.lower_bounds or {}).get(DELETE_FILE_PATH_ID)
     upper = (delete_file.upper_bounds or {}).get(DELETE_FILE_PATH_ID)
     if lower is not None and conversions.from_bytes(StringType(), lower) > path:
