@@ -7,7 +7,8 @@
     write_dataframe(df, "db.events")       # Spark's own Parquet writer, one tablestore commit
     read_dataframe(spark, "db.events")     # Spark's own Parquet reader, planned by tablestore
 
-Only this module and :mod:`tablestore.engine.spark_source` import pyspark; the core does not.
+pyspark is imported only by the ``spark*`` modules of this package and by the SQL layer; the core
+(spec, io, catalog, table, maintenance) never imports it (the import-linter contract in pyproject.toml).
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ import pyarrow as pa
 from pyspark.sql import types as st
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
-from tablestore.engine.spark_source import (
+from tablestore.engine.spark_source_write import (
     TablestoreCommitMessage,
     WriteTarget,
     check_write_schema,

@@ -126,7 +126,7 @@ class RowLevelStatements:
     def _target_planner(self, catalog: Any, identifier: tuple[str, ...], table: Table,
                         prune: BooleanExpression | None) -> QueryPlanner:
         from tablestore.engine.spark_row_source import SOURCE_NAME, register
-        from tablestore.engine.spark_source import quote_name
+        from tablestore.engine.spark_source_options import quote_name
 
         spark = self.spark  # type: ignore[attr-defined]
         register(spark)
