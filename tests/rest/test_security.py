@@ -11,8 +11,7 @@ import pytest
 import requests
 
 from tablestore.config import parse_config
-from tablestore.errors import ConfigError
-from tablestore.rest.security import ForbiddenError, NotAuthorizedError
+from tablestore.errors import ConfigError, ForbiddenError, NotAuthorizedError
 from tablestore.rest.settings import ServerSettings, server_settings
 from tests.rest.conftest import (
     CATALOG,
