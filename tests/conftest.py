@@ -125,6 +125,10 @@ CATALOGS_ON_EVERY_STORAGE = [
     pytest.param("rest-s3", marks=pytest.mark.s3),
 ]
 
+# For a test in a module on the matrix that proves nothing about catalogs and costs a JVM (Spark,
+# the Java reference reader): it runs on SQLite alone.
+SQLITE_ONLY = pytest.mark.parametrize("catalog_target", ["sqlite"], indirect=True)
+
 
 @dataclass(frozen=True)
 class CatalogTarget:
