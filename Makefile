@@ -60,9 +60,11 @@ down:
 logs:
 	$(COMPOSE) logs -f --tail=200
 
+# -a: the one-shot storage-init shows as "exited (0)" once it has done its work.
 ps:
-	$(COMPOSE) ps
+	$(COMPOSE) ps -a
 
-# The `stack` tests against a running stack; -rs lists each skip with its reason (no stack up).
+# The `stack` tests against a running stack (`make up`); -rs lists each skip with its reason
+# (no stack up, no Trino in it). Their own deadlines are longer than pyproject's default timeout.
 e2e-stack: install
 	$(PY) -m pytest -m stack -rs tests/infra $(PYTEST_ARGS)
