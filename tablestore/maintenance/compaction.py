@@ -277,7 +277,7 @@ def live_delete_files(table: Table, snapshot: Snapshot) -> list[tuple[DataFile, 
     for m in snapshot_manifests(table.io, snapshot):
         if m.content != ManifestContent.DELETES:
             continue
-        for e in read_manifest(table.io, m):
+        for e in read_manifest(table.io, m, specs=table.specs()):
             if e.status != ManifestEntryStatus.DELETED:
                 out.append((e.data_file, e.sequence_number or 0))
     return out

@@ -85,7 +85,7 @@ class RewriteManifests(SnapshotProducer):
         per_manifest = max(1, self.target_entries(chosen))
         by_spec: dict[int, list[ManifestEntry]] = {}
         for m in chosen:
-            for e in read_manifest(self.table.io, m):
+            for e in read_manifest(self.table.io, m, specs=self.table.specs()):
                 if e.status != ManifestEntryStatus.DELETED:
                     by_spec.setdefault(m.partition_spec_id, []).append(replace(e, status=ManifestEntryStatus.EXISTING))
         added: list[ManifestFile] = []

@@ -162,7 +162,7 @@ class SnapshotProducer:
             if manifest.content not in kinds:
                 out.append(manifest)
                 continue
-            entries = read_manifest(self.table.io, manifest)
+            entries = read_manifest(self.table.io, manifest, specs=self.table.specs())
             if not any(e.status != ManifestEntryStatus.DELETED and e.data_file.file_path in doomed for e in entries):
                 out.append(manifest)
                 continue

@@ -27,12 +27,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tablestore.errors import CommitConflictError, ValidationError
-from tablestore.spec import conversions
 from tablestore.spec.evaluators import InclusiveMetricsEvaluator, PartitionEvaluator
 from tablestore.spec.expressions import AlwaysFalse, BooleanExpression
 from tablestore.spec.manifest import DataFile, DataFileContent, ManifestEntryStatus, read_manifest, snapshot_manifests
 from tablestore.spec.metadata import Snapshot, TableMetadata
-from tablestore.spec.types import StringType
+from tablestore.table.scan import path_in_bounds
 
 if TYPE_CHECKING:
     from tablestore.io import FileIO
@@ -41,9 +40,6 @@ if TYPE_CHECKING:
 SERIALIZABLE = "serializable"
 SNAPSHOT = "snapshot"
 ISOLATION_LEVELS = (SERIALIZABLE, SNAPSHOT)
-
-# The reserved field id of ``file_path`` in a position delete file (Iceberg spec).
-DELETE_FILE_PATH_ID = 2147483546
 
 
 def isolation_level(properties: Mapping[str, str], operation: str) -> str:
@@ -86,11 +82,12 @@ class ConcurrentCommits:
         if self._read:
             return
         self._read = True
+        specs = {s.spec_id: s for s in self.metadata.partition_specs}
         for snapshot in self.snapshots:
             for manifest in snapshot_manifests(self.io, snapshot):
                 if manifest.added_snapshot_id != snapshot.snapshot_id:
                     continue  # carried over unchanged from an older snapshot
-                for entry in read_manifest(self.io, manifest):
+                for entry in read_manifest(self.io, manifest, specs=specs):
                     if entry.snapshot_id != snapshot.snapshot_id:
                         continue
                     f = entry.data_file
@@ -148,11 +145,7 @@ def position_delete_may_hit(delete: DataFile, path: str) -> bool:
     """Whether a position delete file may delete rows of the data file at ``path``."""
     if delete.referenced_data_file:
         return delete.referenced_data_file == path
-    lower = (delete.lower_bounds or {}).get(DELETE_FILE_PATH_ID)
-    upper = (delete.upper_bounds or {}).get(DELETE_FILE_PATH_ID)
-    if lower is not None and conversions.from_bytes(StringType(), lower) > path:
-        return False
-    return not (upper is not None and conversions.from_bytes(StringType(), upper) < path)
+    return path_in_bounds(delete, path)
 
 
 def delete_may_apply(delete: DataFile, data: DataFile, unpartitioned_specs: set[int]) -> bool:
