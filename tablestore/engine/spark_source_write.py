@@ -10,7 +10,6 @@ import logging
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import pyarrow as pa
 from pyspark import TaskContext

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 
 from tablestore.engine.local import LocalEngine
 from tablestore.engine.sources import dataframe_source
-from tablestore.errors import CommitConflictError, ValidationError
+from tablestore.errors import ValidationError
 from tablestore.io import FileIO
 from tablestore.spec.expressions import Expression, bind, to_expression
 from tablestore.spec.manifest import DataFile
