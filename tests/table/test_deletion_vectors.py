@@ -1,4 +1,5 @@
-"""Reading format v3 tables that Java Iceberg 1.10 wrote: deletion vectors applied, row ids inherited.
+"""Format v3 with Java Iceberg 1.10: we read its v3 tables (DVs applied, row ids inherited), and it
+reads ours (created as v3, and upgraded from v2 with position deletes).
 
 One JVM builds every table of the module and reads each one back (its answer is the oracle):
 - ``dv``: partitioned, merge-on-read; two DELETEs, the second replacing the first DV of one
@@ -14,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from tablestore.catalog.sql import SqlCatalog
@@ -34,10 +36,24 @@ V3_MOR = "'format-version'='3', 'write.delete.mode'='merge-on-read', 'write.upda
 
 
 @pytest.fixture(scope="module")
-def java(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Build the tables and read them, all in one JVM; returns the warehouse and Java's rows."""
+def ours(catalog: SqlCatalog) -> dict[str, Table]:
+    """tablestore's v3 tables: one created as v3, and a v2 table with position deletes upgraded."""
+    catalog.create_namespace("ours")
+    catalog.create_table("ours.created", pa.schema([("id", pa.int64())]), format_version=3)
+    upgraded = catalog.create_table("ours.upgraded", pa.schema([("id", pa.int64()), ("v", pa.string())]),
+                                    properties={"write.delete.mode": "merge-on-read"})
+    upgraded.append(pa.table({"id": pa.array(range(6), pa.int64()), "v": [f"v{i}" for i in range(6)]}))
+    upgraded.delete("id IN (1, 4)")
+    upgraded.update_properties({"format-version": "3"})
+    return {"created": catalog.load_table("ours.created"), "upgraded": catalog.load_table("ours.upgraded")}
+
+
+@pytest.fixture(scope="module")
+def java(tmp_path_factory: pytest.TempPathFactory, ours: dict[str, Table]) -> dict[str, Any]:
+    """Build Java's tables, read them and ours, all in one JVM; returns the warehouse and Java's rows."""
     warehouse = tmp_path_factory.mktemp("java-v3")
     batch = OracleBatch(warehouse=str(warehouse))
+    reads_of_ours = {name: batch.read(t.metadata_location) for name, t in ours.items()}
     batch.sql(
         f"CREATE TABLE ref.db.dv (id bigint, name string, part int) USING iceberg PARTITIONED BY (part) "
         f"TBLPROPERTIES ({V3_MOR})",
@@ -62,7 +78,8 @@ def java(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     results = batch.run()
     for r in results:
         check(r)
-    return {"warehouse": warehouse, "dv": results[dv_rows]["rows"], "upgraded": results[upgraded_rows]["rows"]}
+    return {"warehouse": warehouse, "dv": results[dv_rows]["rows"], "upgraded": results[upgraded_rows]["rows"],
+            "ours": {name: results[i]["rows"] for name, i in reads_of_ours.items()}}
 
 
 @pytest.fixture(scope="module")
@@ -149,3 +166,12 @@ def test_v3_metadata_fields_are_read_and_first_row_ids_inherited(catalog: SqlCat
     dv_entries = [e for m in deletes for e in read_manifest(table.io, m)]
     assert all(e.data_file.first_row_id is None for e in dv_entries)
     assert {e.data_file.referenced_data_file for e in dv_entries} <= {e.data_file.file_path for e in entries}
+
+
+def test_java_reads_our_v3_tables_created_and_upgraded(ours: dict[str, Table], java: dict[str, Any]) -> None:
+    assert ours["created"].metadata.format_version == 3 and java["ours"]["created"] == []
+    upgraded = ours["upgraded"]
+    assert (upgraded.metadata.format_version, upgraded.metadata.next_row_id) == (3, 0)
+    expected = [[i, f"v{i}"] for i in (0, 2, 3, 5)]
+    assert rows(upgraded) == expected
+    assert java["ours"]["upgraded"] == expected
