@@ -278,9 +278,13 @@ class Table:
         return UpdateSchema(self, case_sensitive)
 
     def update_properties(self, updates: dict[str, str] | None = None, removals: list[str] | None = None) -> None:
-        """Set and remove table properties in one commit (retried: property changes commute)."""
-        transaction = Transaction(self).set_properties(updates, removals)
-        transaction.commit_transaction()
+        """Set and remove table properties in one commit (retried: property changes commute).
+
+        ``format-version`` is not a stored property: setting it upgrades the table's format (as
+        Spark's ``ALTER TABLE ... SET TBLPROPERTIES ('format-version'='3')`` does); a downgrade
+        or an unknown version is refused, and it cannot be removed.
+        """
+        Transaction(self).set_properties(updates, removals).commit_transaction()
 
     def delete(self, filter: str | Expression, snapshot_properties: dict[str, str] | None = None) -> int:
         """Delete the rows matching ``filter``; returns how many rows were deleted.

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from tablestore.errors import CommitStateUnknownError, TableStoreError, ValidationError
 from tablestore.spec.expressions import Expression
 from tablestore.spec.manifest import DataFile
-from tablestore.spec.metadata import Snapshot, TableMetadata
+from tablestore.spec.metadata import RESERVED_PROPERTIES, Snapshot, TableMetadata
 from tablestore.spec.updates import (
     AssertRefSnapshotId,
     AssertTableUUID,
@@ -52,6 +52,7 @@ from tablestore.spec.updates import (
     SetPropertiesUpdate,
     TableRequirement,
     TableUpdate,
+    UpgradeFormatVersionUpdate,
     apply_updates,
 )
 from tablestore.table.conform import conform_to_schema, to_arrow_table
@@ -77,14 +78,29 @@ class MetadataChange(Protocol):
 
 
 class PropertiesChange:
-    """Set and remove table properties. Property changes commute: always re-applied."""
+    """Set and remove table properties. Property changes commute: always re-applied.
+
+    ``format-version`` is not a stored property: setting it upgrades the table's format version
+    (as Spark's ``SET TBLPROPERTIES ('format-version'='3')`` does); it cannot be removed.
+    """
 
     def __init__(self, updates: dict[str, str] | None, removals: Iterable[str] | None) -> None:
         self.updates = {str(k): str(v) for k, v in (updates or {}).items()}
         self.removals = tuple(removals or ())
+        self.format_version: int | None = None
+        if RESERVED_PROPERTIES[0] in self.updates:
+            text = self.updates.pop(RESERVED_PROPERTIES[0])
+            try:
+                self.format_version = int(text)
+            except ValueError:
+                raise ValidationError(f"format-version must be 1, 2 or 3, got {text!r}") from None
+        if any(k in RESERVED_PROPERTIES for k in self.removals):
+            raise ValidationError("format-version cannot be removed; a table always has a format version")
 
     def stage(self, base: TableMetadata) -> StagedCommit:
         changes: list[TableUpdate] = []
+        if self.format_version is not None and self.format_version != base.format_version:
+            changes.append(UpgradeFormatVersionUpdate(self.format_version))  # a downgrade is refused
         if self.updates:
             changes.append(SetPropertiesUpdate(self.updates))
         if self.removals:
@@ -167,8 +183,9 @@ class Transaction:
 
     def set_properties(self, updates: dict[str, str] | None = None,
                        removals: Iterable[str] | None = None) -> Transaction:
-        if updates or removals:
-            self.add_change(PropertiesChange(updates, removals))
+        change = PropertiesChange(updates, removals)
+        if change.stage(self.metadata).updates:  # setting the current format version changes nothing
+            self.add_change(change)
         return self
 
     # -- snapshot changes --------------------------------------------------------------------
