@@ -57,6 +57,7 @@ ENDPOINTS = [
     "POST /v1/{prefix}/namespaces/{namespace}/views/{view}",
     "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
     "POST /v1/{prefix}/views/rename",
+    "POST /v1/{prefix}/namespaces/{namespace}/register-view",
     "GET /v1/{prefix}/namespaces/{namespace}/functions",
     "POST /v1/{prefix}/namespaces/{namespace}/functions",
     "GET /v1/{prefix}/namespaces/{namespace}/functions/{name}",
