@@ -285,3 +285,49 @@ def test_a_second_instance_on_the_same_database_replays(
         assert [s.schema_id for s in metadata.schemas] == [0, 1]
     finally:
         direct.close()
+
+
+def test_the_key_store_waits_releases_takes_over_and_expires(tmp_path: Path) -> None:
+    from sqlalchemy import update
+
+    from tablestore.rest.idempotency import (
+        ABANDONED_AFTER_S,
+        GRACE_S,
+        IDEMPOTENCY_KEYS,
+        Claimed,
+        IdempotencyStore,
+        Mismatch,
+        Running,
+        Stored,
+    )
+
+    catalog = SqlCatalog(CATALOG, uri=f"sqlite:///{tmp_path / 'catalog.db'}", warehouse=str(tmp_path / "wh"))
+    store = IdempotencyStore(catalog.engine, CATALOG, lifetime_s=60)
+    other = IdempotencyStore(catalog.engine, "other", lifetime_s=60)  # another catalog on the database
+    try:
+        key = uuid7()
+        assert isinstance(store.claim(key, "a"), Claimed)
+        assert isinstance(store.claim(key, "a"), Running)  # the first request has not finished
+        assert isinstance(store.claim(key, "b"), Mismatch)
+        assert isinstance(other.claim(key, "b"), Claimed)  # keys are per catalog
+        store.release(key)  # a 5xx: not final, the retry runs again
+        assert isinstance(store.claim(key, "a"), Claimed)
+        store.finish(key, Stored(409, [("content-type", "application/json")], b'{"error": 1}'))
+        assert store.claim(key, "a") == Stored(409, [("content-type", "application/json")], b'{"error": 1}')
+        store.release(key)  # a finished key is not released
+        assert isinstance(store.claim(key, "a"), Stored)
+
+        # A key still running long after its request must have finished: its service died.
+        dead = uuid7()
+        assert isinstance(store.claim(dead, "a"), Claimed)
+        with catalog.engine.begin() as conn:
+            conn.execute(update(IDEMPOTENCY_KEYS).where(IDEMPOTENCY_KEYS.c.idempotency_key == dead)
+                         .values(created_ms=IDEMPOTENCY_KEYS.c.created_ms - (ABANDONED_AFTER_S + 1) * 1000))
+        assert isinstance(store.claim(dead, "a"), Claimed)
+        # Past its lifetime (and the grace period) a finished key is forgotten.
+        with catalog.engine.begin() as conn:
+            conn.execute(update(IDEMPOTENCY_KEYS).where(IDEMPOTENCY_KEYS.c.idempotency_key == key)
+                         .values(created_ms=IDEMPOTENCY_KEYS.c.created_ms - (60 + GRACE_S + 1) * 1000))
+        assert isinstance(store.claim(key, "new request"), Claimed)
+    finally:
+        catalog.close()
