@@ -35,9 +35,11 @@ quality: install
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# ruff, mypy, and the layering contract of docs/design.md §4 ([tool.importlinter] in pyproject.toml).
 lint: install
 	$(VENV)/bin/ruff check tablestore pipelines quality tests bench infra
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 bench: install
 	$(PY) -m bench.run $(BENCH_ARGS)

@@ -98,7 +98,7 @@ class RewriteFiles(SnapshotProducer):
             if not doomed:
                 out.append(manifest)
                 continue
-            entries = read_manifest(self.table.io, manifest)
+            entries = read_manifest(self.table.io, manifest, specs=self.table.specs())
             if not any(e.status != ManifestEntryStatus.DELETED and e.data_file.file_path in doomed for e in entries):
                 out.append(manifest)
                 continue
@@ -176,7 +176,7 @@ class RewriteManifests(SnapshotProducer):
         per_manifest = max(1, self.target_entries(chosen))
         by_spec: dict[int, list[ManifestEntry]] = {}
         for m in chosen:
-            for e in read_manifest(self.table.io, m):
+            for e in read_manifest(self.table.io, m, specs=self.table.specs()):
                 if e.status != ManifestEntryStatus.DELETED:
                     by_spec.setdefault(m.partition_spec_id, []).append(replace(e, status=ManifestEntryStatus.EXISTING))
         added: list[ManifestFile] = []

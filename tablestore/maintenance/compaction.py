@@ -44,7 +44,7 @@ from tablestore.spec.types import LongType, StringType
 from tablestore.table.conform import conform_to_schema
 from tablestore.table.file_rows import read_file_rows
 from tablestore.table.read import DELETE_FILE_PATH_ID, DELETE_POS_ID
-from tablestore.table.scan import FileTask, _path_in_bounds, plan_files
+from tablestore.table.scan import FileTask, path_in_bounds, plan_files
 from tablestore.table.write import WriteContext, write_data_files
 
 if TYPE_CHECKING:
@@ -286,7 +286,7 @@ def schema_empty(schema: Any) -> pa.Table:
 def _position_delete_may_hit(delete_file: DataFile, path: str) -> bool:
     if delete_file.referenced_data_file:
         return delete_file.referenced_data_file == path
-    return _path_in_bounds(delete_file, path)
+    return path_in_bounds(delete_file, path)
 
 
 def added_delete_files(table: Table, snapshots: list[Snapshot]) -> list[DataFile]:
@@ -296,7 +296,7 @@ def added_delete_files(table: Table, snapshots: list[Snapshot]) -> list[DataFile
         for m in snapshot_manifests(table.io, snapshot):
             if m.content != ManifestContent.DELETES or m.added_snapshot_id != snapshot.snapshot_id:
                 continue
-            out.extend(e.data_file for e in read_manifest(table.io, m)
+            out.extend(e.data_file for e in read_manifest(table.io, m, specs=table.specs())
                        if e.status == ManifestEntryStatus.ADDED and e.snapshot_id == snapshot.snapshot_id)
     return out
 
@@ -306,7 +306,7 @@ def live_delete_files(table: Table, snapshot: Snapshot) -> list[tuple[DataFile, 
     for m in snapshot_manifests(table.io, snapshot):
         if m.content != ManifestContent.DELETES:
             continue
-        for e in read_manifest(table.io, m):
+        for e in read_manifest(table.io, m, specs=table.specs()):
             if e.status != ManifestEntryStatus.DELETED:
                 out.append((e.data_file, e.sequence_number or 0))
     return out

@@ -8,22 +8,23 @@ pool, each opening its own database connection from the catalog's pool.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote_plus
 
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse
 
 from tablestore.catalog import Catalog
 from tablestore.config import LakehouseConfig
-from tablestore.errors import NoSuchCatalogError
+from tablestore.errors import NoSuchCatalogError, NotAuthorizedError
 from tablestore.rest import functions, namespaces, tables, views
 from tablestore.rest.access import NAMESPACE_SEPARATOR, Service, authenticate, declare_bearer_auth, service_of
 from tablestore.rest.errors import install_error_handlers
-from tablestore.rest.security import NotAuthorizedError
 from tablestore.rest.served_catalog import ServedSqlCatalog
 from tablestore.rest.settings import READ, ServerSettings, server_settings
 
@@ -118,11 +119,18 @@ def create_app(
             return JSONResponse({"error": "unsupported_grant_type",
                                  "error_description": "only grant_type=client_credentials is supported"},
                                 status_code=400)
+        credentials = _client_credentials(request.headers.get("authorization"), form)
+        if isinstance(credentials, JSONResponse):
+            return credentials
+        client_id, client_secret, basic = credentials
         try:
-            token, ttl = service_of(request).auth.issue(form.get("client_id", ""), form.get("client_secret", ""))
+            token, ttl = service_of(request).auth.issue(client_id, client_secret)
         except NotAuthorizedError:
+            # RFC 6749 5.2: a client that authenticated with the Authorization header is answered
+            # with 401 and a challenge in the scheme it used.
+            headers = {"WWW-Authenticate": f'Basic realm="{TOKEN_REALM}"'} if basic else None
             return JSONResponse({"error": "invalid_client", "error_description": "invalid client credentials"},
-                                status_code=401)
+                                status_code=401, headers=headers)
         return JSONResponse({
             "access_token": token,
             "token_type": "bearer",
@@ -134,6 +142,39 @@ def create_app(
         app.include_router(module.router)
     _document_prefixes(app, list(served))
     return app
+
+
+TOKEN_REALM = "tablestore"
+
+
+def _client_credentials(authorization: str | None, form: Mapping[str, str]) -> tuple[str, str, bool] | JSONResponse:
+    """The client id and secret of a token request, and whether they came by HTTP Basic.
+
+    RFC 6749 2.3.1: servers must accept HTTP Basic client authentication (DuckDB and Java's
+    OAuth2 clients use it; pyiceberg puts them in the form body), each part form-urlencoded
+    before base64. A client uses one method per request, so a secret both in the header and in
+    the body is refused; a client_id in the body must then name the same client.
+    """
+    scheme, _, value = (authorization or "").strip().partition(" ")
+    if scheme.lower() != "basic":
+        return form.get("client_id", ""), form.get("client_secret", ""), False
+    challenge = {"WWW-Authenticate": f'Basic realm="{TOKEN_REALM}"'}
+    try:
+        decoded = base64.b64decode(value.strip(), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        decoded = ""
+    if ":" not in decoded:
+        return JSONResponse({"error": "invalid_client",
+                             "error_description": "the Basic credentials are not base64 of client_id:client_secret"},
+                            status_code=401, headers=challenge)
+    raw_id, _, raw_secret = decoded.partition(":")
+    client_id, client_secret = unquote_plus(raw_id), unquote_plus(raw_secret)
+    if "client_secret" in form or form.get("client_id", client_id) != client_id:
+        return JSONResponse({"error": "invalid_request",
+                             "error_description": "send the client credentials either with HTTP Basic or in "
+                                                  "the form body, not both"},
+                            status_code=400)
+    return client_id, client_secret, True
 
 
 def _document_prefixes(app: FastAPI, prefixes: list[str]) -> None:

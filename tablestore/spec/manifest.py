@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum, StrEnum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tablestore.errors import CorruptMetadataError, UnsupportedError, ValidationError
 from tablestore.spec.conversions import to_bytes
 from tablestore.spec.manifest_avro import (
+    FIELD_ID,
     V1_BLOCK_SIZE,
     manifest_entry_schema,
     manifest_file_schema,
@@ -31,6 +32,9 @@ from tablestore.spec.manifest_avro import (
     partition_value_writers,
 )
 from tablestore.spec.manifest_codec import read_header, read_records, read_schema, write_container
+
+if TYPE_CHECKING:
+    from tablestore.spec.partitioning import PartitionSpec
 
 # A ManifestFile written by ``write_manifest`` has no sequence number until the manifest list
 # that adds it is written; Java uses the same marker.
@@ -390,24 +394,60 @@ def _open(data: bytes, what: str, normalize: Callable[[dict[str, Any]], Any]) ->
     return read_records(data, schema, what), extra
 
 
+def _partition_positions(
+    record: dict[str, Any] | None, meta: dict[str, bytes], spec: PartitionSpec | None
+) -> list[int | None] | None:
+    """Where each field of the manifest's partition spec sits in its Avro partition struct.
+
+    The spec says the struct's fields carry the partition field ids, and readers match them by
+    id, as Java does: a writer may put the fields in another order, or more of them than the
+    spec has (DuckDB does after partition evolution). The spec is the table's, by the manifest
+    list's spec id; without it, the one the manifest's header names. ``None`` when the struct is
+    the spec's fields in order (nothing to project), or when the struct has no field ids (an old
+    writer's: read by position).
+    """
+    if record is None:
+        return None
+    struct_ids = [f.get(FIELD_ID) for f in record.get("fields", [])]
+    if spec is not None:
+        spec_ids = [f.field_id for f in spec.fields]
+    else:
+        try:
+            spec_ids = [int(f["field-id"]) for f in json.loads(meta["partition-spec"])]
+        except (KeyError, ValueError, TypeError):
+            return None
+    if struct_ids == spec_ids or not all(isinstance(i, int) for i in struct_ids):
+        return None
+    # A spec field the struct lacks reads as null, as in Java's projection by id.
+    return [struct_ids.index(i) if i in struct_ids else None for i in spec_ids]
+
+
 def read_manifest(
     io_: FileIOLike,
     manifest_file: ManifestFile,
     partition_filter: Callable[[tuple[Any, ...]], bool] | None = None,
     discard_deleted: bool = False,
+    specs: Mapping[int, PartitionSpec] | None = None,
 ) -> list[ManifestEntry]:
     """The entries of a manifest, with snapshot ids and sequence numbers inherited per the spec.
 
     ``partition_filter`` drops entries whose partition tuple it rejects before anything else is
-    converted; ``discard_deleted`` drops DELETED entries (scans never use them).
+    converted; ``discard_deleted`` drops DELETED entries (scans never use them). ``specs`` are
+    the table's partition specs by id: partition tuples are read by field id in the order of
+    the manifest's spec (see ``_partition_positions``).
     """
     path = manifest_file.manifest_path
     data = io_.new_input(path).read()
     what = f"manifest {path}"
-    _, schema = read_schema(data, what)
+    meta, schema = read_schema(data, what)
     if not isinstance(schema, dict) or schema.get("type") != "record":
         raise CorruptMetadataError(f"{what} does not hold Avro records")
-    converters = partition_converters(normalize_entry_schema(schema))
+    partition_struct = normalize_entry_schema(schema)
+    converters = partition_converters(partition_struct)
+    spec = specs.get(manifest_file.partition_spec_id) if specs is not None else None
+    positions = _partition_positions(partition_struct, meta, spec)
+    if positions is not None:
+        converters = [converters[i] if i is not None else None for i in positions]
     needs_conversion = any(c is not None for c in converters)
     keep = None
     if partition_filter is not None:
@@ -416,6 +456,8 @@ def read_manifest(
         accept = partition_filter
 
         def keep_partition(raw: tuple[Any, ...]) -> bool:
+            if positions is not None:
+                raw = tuple(raw[i] if i is not None else None for i in positions)
             value = tuple(v if c is None or v is None else c(v)
                           for c, v in zip(converters, raw, strict=True)) if needs_conversion else raw
             return bool(accept(value))
@@ -439,13 +481,17 @@ def read_manifest(
                 continue
             df = rec["data_file"]
             raw = df["partition"]
+            values = raw.values()
+            if positions is not None:
+                listed = list(values)
+                values = [listed[i] if i is not None else None for i in positions]
             if needs_conversion:
                 partition = tuple(
                     v if c is None or v is None else c(v)
-                    for c, v in zip(converters, raw.values(), strict=True)
+                    for c, v in zip(converters, values, strict=True)
                 )
             else:
-                partition = tuple(raw.values())
+                partition = tuple(values)
             if partition_filter is not None and not partition_filter(partition):
                 continue
             snapshot_id = rec["snapshot_id"]

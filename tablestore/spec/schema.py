@@ -12,7 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from tablestore.errors import SchemaError
+from tablestore.errors import SchemaError, ValidationError
 from tablestore.spec.types import (
     BinaryType,
     BooleanType,
@@ -371,3 +371,15 @@ def arrow_to_schema(arrow_schema: pa.Schema, schema_id: int = 0) -> Schema:
 def field_ids_from_arrow(arrow_schema: pa.Schema) -> bool:
     """Whether every top-level field of an Arrow schema carries a Parquet field id."""
     return all(f.metadata and PARQUET_FIELD_ID in f.metadata for f in arrow_schema)
+
+
+def to_schema(schema: Schema | pa.Schema) -> Schema:
+    """A schema given either way: a tablestore Schema as it is, a pyarrow schema converted
+    (fresh field ids, as for a new table)."""
+    if isinstance(schema, Schema):
+        return schema
+    if isinstance(schema, pa.Schema):
+        return arrow_to_schema(schema)
+    raise ValidationError(
+        f"schema must be a pyarrow.Schema or a tablestore Schema, got {type(schema).__name__}"
+    )

@@ -346,9 +346,10 @@ class TableInspector:
 
     def _entries(self, manifests: list[ManifestFile], live: bool) -> list[ManifestEntry]:
         io = self._table.io
+        specs = {spec.spec_id: spec for spec in self._metadata.partition_specs}
 
         def read(m: ManifestFile) -> list[ManifestEntry]:
-            return read_manifest(io, m, discard_deleted=live)
+            return read_manifest(io, m, discard_deleted=live, specs=specs)
 
         return [e for entries in self._map(read, manifests) for e in entries]
 

@@ -280,7 +280,8 @@ def _live_data_entries(table: Table) -> list[ManifestEntry]:
         return []
     manifests = [m for m in snapshot_manifests(table.io, snapshot) if m.content == ManifestContent.DATA]
     out: list[ManifestEntry] = []
-    for entries in table.engine.map(lambda m: read_manifest(table.io, m), manifests):
+    specs = table.specs()
+    for entries in table.engine.map(lambda m: read_manifest(table.io, m, specs=specs), manifests):
         out.extend(e for e in entries if e.status != ManifestEntryStatus.DELETED
                    and e.data_file.content == DataFileContent.DATA)
     return out

@@ -65,7 +65,7 @@ def concurrent_changes(table: Table, snapshots: list[Snapshot]) -> ConcurrentCha
         for manifest in snapshot_manifests(table.io, snapshot):
             if manifest.added_snapshot_id != snapshot.snapshot_id:
                 continue  # carried over unchanged from an older snapshot
-            for entry in read_manifest(table.io, manifest):
+            for entry in read_manifest(table.io, manifest, specs=table.specs()):
                 if entry.snapshot_id != snapshot.snapshot_id:
                     continue
                 f = entry.data_file
@@ -186,10 +186,10 @@ class RowDelta(OverwriteFiles):
 
     def _cleanup(self) -> None:
         super()._cleanup()
-        from tablestore.table.snapshot import _quiet_delete
+        from tablestore.table.snapshot import quiet_delete
 
         for f in self.added_deletes:
-            _quiet_delete(self.table, f.file_path)
+            quiet_delete(self.table, f.file_path)
 
     def summary(self, base: TableMetadata, parent: Snapshot | None) -> dict[str, str]:
         out = super().summary(base, parent)

@@ -229,12 +229,12 @@ class SnapshotProducer:
 
     def _cleanup(self) -> None:
         for path in self._written_manifests:
-            _quiet_delete(self.table, path)
+            quiet_delete(self.table, path)
         for f in self.added_files:
-            _quiet_delete(self.table, f.file_path)
+            quiet_delete(self.table, f.file_path)
 
 
-def _quiet_delete(table: Table, path: str) -> None:
+def quiet_delete(table: Table, path: str) -> None:
     try:
         table.io.delete(path)
     except OSError as e:  # best effort: remove_orphan_files catches what is left
@@ -295,7 +295,7 @@ class OverwriteFiles(SnapshotProducer):
             if manifest.content != ManifestContent.DATA or not doomed:
                 out.append(manifest)
                 continue
-            entries = read_manifest(self.table.io, manifest)
+            entries = read_manifest(self.table.io, manifest, specs=self.table.specs())
             hits = [e for e in entries if e.status != ManifestEntryStatus.DELETED and e.data_file.file_path in doomed]
             if not hits:
                 out.append(manifest)
@@ -344,7 +344,7 @@ def added_data_files(table: Table, snapshots: list[Snapshot]) -> list[Any]:
         for manifest in snapshot_manifests(table.io, snapshot):
             if manifest.added_snapshot_id != snapshot.snapshot_id:
                 continue
-            for entry in read_manifest(table.io, manifest):
+            for entry in read_manifest(table.io, manifest, specs=table.specs()):
                 if entry.status == ManifestEntryStatus.ADDED and entry.snapshot_id == snapshot.snapshot_id:
                     files.append(entry.data_file)
     return files

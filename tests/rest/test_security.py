@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import subprocess
 import sys
 from pathlib import Path
@@ -10,8 +11,7 @@ import pytest
 import requests
 
 from tablestore.config import parse_config
-from tablestore.errors import ConfigError
-from tablestore.rest.security import ForbiddenError, NotAuthorizedError
+from tablestore.errors import ConfigError, ForbiddenError, NotAuthorizedError
 from tablestore.rest.settings import ServerSettings, server_settings
 from tests.rest.conftest import (
     CATALOG,
@@ -93,6 +93,38 @@ def test_oauth2_client_credentials(rest_service: RestService) -> None:
     assert ("oauth_ns",) in py.list_namespaces()
     with pytest.raises(NotAuthorizedError):
         RestCatalog("c", uri=rest_service.uri, credential=f"{CLIENT_ID}:wrong")
+
+
+def test_oauth2_token_endpoint_takes_http_basic_client_authentication(rest_service: RestService) -> None:
+    """RFC 6749 2.3.1: servers must accept the client's id and secret by HTTP Basic (DuckDB and
+    Java's clients send them so), each part form-urlencoded before base64."""
+    url = f"{rest_service.uri}/v1/oauth/tokens"
+    grant = {"grant_type": "client_credentials"}
+    response = requests.post(url, data=grant, auth=(CLIENT_ID, CLIENT_SECRET), timeout=30)
+    assert response.status_code == 200, response.text
+    token = response.json()["access_token"]
+    assert _get(rest_service, "config", {"Authorization": f"Bearer {token}"}).status_code == 200
+
+    # Form-urlencoded parts: %65 is "e".
+    encoded = base64.b64encode(f"%65tl:{CLIENT_SECRET}".encode()).decode()
+    response = requests.post(url, data=grant, headers={"Authorization": f"Basic {encoded}"}, timeout=30)
+    assert response.status_code == 200, response.text
+    # A client_id in the body naming the same client is allowed beside Basic.
+    response = requests.post(url, data={**grant, "client_id": CLIENT_ID}, auth=(CLIENT_ID, CLIENT_SECRET), timeout=30)
+    assert response.status_code == 200, response.text
+
+    # Wrong or malformed Basic credentials: 401 invalid_client with a Basic challenge (RFC 6749 5.2).
+    for auth in ({"auth": (CLIENT_ID, "wrong")}, {"headers": {"Authorization": "Basic not-base64!"}}):
+        bad = requests.post(url, data=grant, timeout=30, **auth)
+        assert bad.status_code == 401 and bad.json()["error"] == "invalid_client"
+        assert bad.headers["WWW-Authenticate"] == 'Basic realm="tablestore"'
+    # One authentication method per request.
+    both = requests.post(url, data={**grant, "client_id": CLIENT_ID, "client_secret": CLIENT_SECRET},
+                         auth=(CLIENT_ID, CLIENT_SECRET), timeout=30)
+    assert both.status_code == 400 and both.json()["error"] == "invalid_request"
+    # The form body alone still works, and its failures carry no Basic challenge.
+    body = requests.post(url, data={**grant, "client_id": CLIENT_ID, "client_secret": "wrong"}, timeout=30)
+    assert body.status_code == 401 and "WWW-Authenticate" not in body.headers
 
 
 def test_secrets_never_appear_in_the_log(rest_service: RestService) -> None:
