@@ -88,9 +88,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.stack_pipeline", description=__doc__.splitlines()[0])
     parser.add_argument("--dagster-url", help="a running stack's Dagster webserver (default: start a throwaway stack)")
     parser.add_argument("--env-file", type=Path, default=Path(".env"), help="that stack's secrets (with --dagster-url)")
+    parser.add_argument("--embedded-only", action="store_true",
+                        help="time the embedded side alone (e.g. beside the stack test's per-step log)")
     args = parser.parse_args(argv)
     extra: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="tablestore-bench-stack-") as tmp:
+        if args.embedded_only:
+            embedded = embedded_steps(Path(tmp))
+            for label, seconds in embedded:
+                print(f"{label:<44} {seconds:>9.1f}")
+            print(f"{'whole graph, embedded':<44} {sum(s for _, s in embedded):>9.1f}")
+            return 0
         if args.dagster_url:
             stack_plan(args.env_file)  # loads the secrets the stack settings name
             stack = stack_steps(args.dagster_url)
