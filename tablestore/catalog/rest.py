@@ -27,6 +27,7 @@ from tablestore.catalog import (
     IdentifierLike,
     PropertiesUpdateSummary,
     identifier_str,
+    properties_with_format_version,
     to_function_identifier,
     to_namespace,
     to_table_identifier,
@@ -319,13 +320,15 @@ class RestCatalog(Catalog):
         sort_order: SortOrder | None = None,
         properties: Mapping[str, str] | None = None,
         location: str | None = None,
+        format_version: int | None = None,
     ) -> Table:
         from tablestore.spec.partitioning import PartitionSpec, build_partition_spec
 
         ident = to_table_identifier(identifier)
         table_schema = to_schema(schema)
+        # The REST spec carries the format version as the format-version property.
         request: dict[str, Any] = {"name": ident[-1], "schema": table_schema.to_json(),
-                                   "properties": {str(k): str(v) for k, v in (properties or {}).items()}}
+                                   "properties": properties_with_format_version(properties, format_version)}
         if partition_by is not None:
             if isinstance(partition_by, PartitionSpec):
                 spec = partition_by
