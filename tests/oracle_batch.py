@@ -14,6 +14,11 @@ sys.path.insert(0, os.environ["ICEBERG_ORACLE_DIR"])
 import oracle
 
 
+def location(metadata: str) -> str:
+    """A metadata file's location as Spark loads it: URIs as they are, local paths made absolute."""
+    return metadata if "://" in metadata else os.path.abspath(metadata)
+
+
 def main() -> int:
     with open(sys.argv[1]) as f:
         batch = json.load(f)
@@ -24,14 +29,14 @@ def main() -> int:
                 reader = spark.read.format("iceberg")
                 if job.get("snapshot_id") is not None:
                     reader = reader.option("snapshot-id", job["snapshot_id"])
-                df = reader.load(os.path.abspath(job["metadata"]))
+                df = reader.load(location(job["metadata"]))
                 if job.get("where"):
                     df = df.where(job["where"])
                 if job.get("columns"):
                     df = df.select(*job["columns"])
                 oracle.emit(df, sort=True)
             elif job["op"] == "meta":
-                oracle.emit(spark.read.format("iceberg").load(os.path.abspath(job["metadata"]) + "#" + job["name"]))
+                oracle.emit(spark.read.format("iceberg").load(location(job["metadata"]) + "#" + job["name"]))
             elif job["op"] == "sql":
                 last = None
                 for statement in job["statements"]:

@@ -16,7 +16,6 @@ Functions (``CREATE FUNCTION db.f AS 'class'``) have their own name space.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import time
 import uuid
@@ -40,7 +39,7 @@ from tablestore.errors import (
     ValidationError,
     ViewAlreadyExistsError,
 )
-from tablestore.io import FileIO, load_file_io
+from tablestore.io import FileIO, load_file_io, to_location_uri
 from tablestore.spec.schema import Schema, arrow_to_schema
 from tablestore.spec.view import (
     COMMENT_PROPERTY,
@@ -192,7 +191,8 @@ def new_metadata_location(metadata: TableMetadata | ViewMetadata, previous_locat
 
     Tables and views name their metadata files alike (as Java's JDBC catalog does).
     """
-    directory = metadata.properties.get(WRITE_METADATA_PATH) or f"{metadata.location.rstrip('/')}/metadata"
+    custom = metadata.properties.get(WRITE_METADATA_PATH)
+    directory = to_location_uri(custom) if custom else f"{to_location_uri(metadata.location.rstrip('/'))}/metadata"
     version = parse_metadata_version(previous_location) + 1
     return f"{directory.rstrip('/')}/{version:05d}-{uuid.uuid4()}.metadata.json"
 
@@ -228,12 +228,10 @@ def read_view_metadata_file(io: FileIO, location: str) -> ViewMetadata:
 
 
 def _normalize_location(location: str) -> str:
-    location = location.rstrip("/") or "/"
-    if "://" not in location and not location.startswith("file:"):
-        # Table locations are recorded in metadata and read by other engines, so a relative
-        # path (meaningful only in this process's working directory) is made absolute.
-        location = os.path.abspath(location)
-    return location
+    # Table locations are recorded in metadata and read by other engines, so a local path
+    # becomes an absolute file:/// URI (the spec asks for full URIs; iceberg-rust refuses a
+    # bare path, and from v4 on it would mean a path relative to the table).
+    return to_location_uri(location.rstrip("/") or "/")
 
 
 # -- the catalog -------------------------------------------------------------------------------
@@ -490,7 +488,7 @@ class Catalog(ABC):
         if metadata is not None:
             # An external table's data files belong to whoever wrote them (Hive keeps them too).
             external = metadata.properties.get("EXTERNAL", "").upper() == "TRUE"
-            location = f"{metadata.location.rstrip('/')}/metadata" if external else metadata.location
+            location = f"{to_location_uri(metadata.location.rstrip('/'))}/metadata" if external else metadata.location
             self._purge_location(self.table_io(metadata), location)
 
     # -- shared view logic ---------------------------------------------------------------------
@@ -589,7 +587,7 @@ class Catalog(ABC):
         namespace, table_name = identifier[:-1], identifier[-1]
         namespace_location = self.load_namespace_properties(namespace).get(LOCATION)
         if namespace_location:
-            return f"{namespace_location.rstrip('/')}/{table_name}"
+            return f"{_normalize_location(namespace_location)}/{table_name}"
         if not self.warehouse:
             raise ValidationError(
                 f"cannot choose a location for table {identifier_str(identifier)}: the catalog has no "

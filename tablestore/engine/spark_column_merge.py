@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from tablestore.io import to_location_uri
 from tablestore.table.column_merge import disjoint_order, rows_by_range
 
 if TYPE_CHECKING:
@@ -172,7 +173,7 @@ def staged_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan
     task_at = task_of[sorted_frags]  # the task of each position in key order: non-decreasing
     context = fragments[0].context
     io = context.io
-    staging = f"{context.location}/data/.column-merge-{uuid.uuid4().hex}"
+    staging = f"{to_location_uri(context.location)}/data/.column-merge-{uuid.uuid4().hex}"
     columns = [*plan.keys, *plan.columns]
     key = plan.keys[0]
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from tablestore.errors import CommitConflictError, ValidationError
-from tablestore.io import FileIO
+from tablestore.io import FileIO, to_location_uri
 from tablestore.spec.evaluators import InclusiveMetricsEvaluator, PartitionEvaluator
 from tablestore.spec.expressions import AlwaysFalse, AlwaysTrue, BoundExpression, Expression, bind, to_expression
 from tablestore.spec.manifest import DataFile
@@ -103,7 +103,7 @@ class Table:
     @property
     def metadata_dir(self) -> str:
         custom = self.metadata.properties.get("write.metadata.path")
-        return (custom or f"{self.location}/metadata").rstrip("/")
+        return (to_location_uri(custom) if custom else f"{to_location_uri(self.location)}/metadata").rstrip("/")
 
     @property
     def properties(self) -> dict[str, str]:
