@@ -429,7 +429,7 @@ class Catalog(ABC):
                 "tables and views share names, so drop the view or choose another name"
             )
 
-        table_schema = _to_schema(schema)
+        table_schema = _to_schema(schema, properties)
         if partition_by is None:
             spec = UNPARTITIONED_SPEC
         elif isinstance(partition_by, PartitionSpec):
@@ -696,11 +696,16 @@ class Catalog(ABC):
             fs.delete_dir(path)
 
 
-def _to_schema(schema: Schema | pa.Schema) -> Schema:
+def _to_schema(schema: Schema | pa.Schema, properties: Mapping[str, str] | None = None) -> Schema:
+    """The Iceberg schema of a new table; ``properties`` may choose its format version, which
+    decides what an Arrow nanosecond timestamp becomes (microseconds below v3)."""
     if isinstance(schema, Schema):
         return schema
     if isinstance(schema, pa.Schema):
-        return arrow_to_schema(schema)
+        from tablestore.spec.metadata import DEFAULT_FORMAT_VERSION
+
+        version = str((properties or {}).get("format-version", DEFAULT_FORMAT_VERSION))
+        return arrow_to_schema(schema, format_version=int(version) if version.isdigit() else DEFAULT_FORMAT_VERSION)
     raise ValidationError(
         f"schema must be a pyarrow.Schema or a tablestore Schema, got {type(schema).__name__}"
     )
