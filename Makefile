@@ -35,9 +35,11 @@ quality: install
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# ruff, mypy, and the layering contract of docs/design.md §4 ([tool.importlinter] in pyproject.toml).
 lint: install
 	$(VENV)/bin/ruff check tablestore pipelines quality tests bench infra
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 bench: install
 	$(PY) -m bench.run $(BENCH_ARGS)
@@ -58,9 +60,11 @@ down:
 logs:
 	$(COMPOSE) logs -f --tail=200
 
+# -a: the one-shot storage-init shows as "exited (0)" once it has done its work.
 ps:
-	$(COMPOSE) ps
+	$(COMPOSE) ps -a
 
-# The `stack` tests against a running stack; -rs lists each skip with its reason (no stack up).
+# The `stack` tests against a running stack (`make up`); -rs lists each skip with its reason
+# (no stack up, no Trino in it). Their own deadlines are longer than pyproject's default timeout.
 e2e-stack: install
 	$(PY) -m pytest -m stack -rs tests/infra $(PYTEST_ARGS)

@@ -30,6 +30,10 @@ def build_definitions(settings_file: str | None = None, root: str | None = None)
         assets=build_assets(settings),
         asset_checks=build_checks(),
         resources=resources(settings_file, root),
+        # Every step of a run in the run's process: one SparkSession, so one Spark application,
+        # per run. The multiprocess executor started an application per step, and parallel
+        # steps' applications waited for each other's cores on a small worker.
+        executor=dg.in_process_executor,
     )
 
 

@@ -25,6 +25,7 @@ from pipelines.defs.ingest.assets import (
     ROLLOVER_KEY,
     hourly_partitions,
 )
+from pipelines.defs.ingest.retention import RETENTION_KEY
 from pipelines.defs.reconcile.assets import RECONCILE_KEY
 from pipelines.defs.resources import resources
 from pipelines.settings import PipelineSettings, load_settings
@@ -93,6 +94,38 @@ def _outcome(label: str, result: dg.ExecuteInProcessResult) -> StepOutcome:
     return outcome
 
 
+@dataclass(frozen=True)
+class PlanStep:
+    """One run of the plan: the assets (with their checks) of ``keys``, for one partition, a
+    range of partitions (``tags``) or none."""
+
+    label: str
+    keys: list[dg.AssetKey]
+    partition_key: str | None = None
+    tags: dict[str, str] | None = None
+
+
+def pipeline_plan(settings: PipelineSettings) -> list[PlanStep]:
+    """The whole asset graph as runs, in the order the dates impose. ``run_pipeline`` runs it
+    in-process; ``infra.dagster_client`` launches the same runs through Dagster's GraphQL API."""
+    hours = hourly_partitions(settings).get_partition_keys()
+    return [
+        PlanStep("landing", [LANDING_KEY, REQUESTS_LANDING_KEY]),
+        *[PlanStep(f"events {d}", [EVENTS_KEY], d.isoformat()) for d in settings.daily_dates
+          if d < settings.evolution_at],
+        PlanStep("schema evolution", [EVOLUTION_KEY]),
+        *[PlanStep(f"events {d}", [EVENTS_KEY], d.isoformat()) for d in settings.daily_dates
+          if d >= settings.evolution_at],
+        PlanStep("rollover", [ROLLOVER_KEY]),
+        PlanStep(f"events_hourly {hours[0]} .. {hours[-1]}", [EVENTS_HOURLY_KEY], None,
+                 {"dagster/asset_partition_range_start": hours[0], "dagster/asset_partition_range_end": hours[-1]}),
+        PlanStep("events retention, erasure requests", [RETENTION_KEY, REQUESTS_KEY]),
+        PlanStep("customers and features", [CUSTOMERS_KEY, SEGMENTS_KEY, LTV_KEY]),
+        PlanStep("gdpr erasure", [ERASURE_KEY]),
+        PlanStep("trino reconciliation", [RECONCILE_KEY]),
+    ]
+
+
 def run_pipeline(
     settings_file: str | None = None,
     root: str | None = None,
@@ -129,22 +162,7 @@ def run_pipeline(
             log(f"  failed: {outcome.error}")
         return outcome.success
 
-    hours = hourly_partitions(settings).get_partition_keys()
-    plan: list[tuple[str, list[dg.AssetKey], str | None, dict[str, str] | None]] = [
-        ("landing", [LANDING_KEY, REQUESTS_LANDING_KEY], None, None),
-        *[(f"events {d}", [EVENTS_KEY], d.isoformat(), None) for d in settings.daily_dates
-          if d < settings.evolution_at],
-        ("schema evolution", [EVOLUTION_KEY], None, None),
-        *[(f"events {d}", [EVENTS_KEY], d.isoformat(), None) for d in settings.daily_dates
-          if d >= settings.evolution_at],
-        ("rollover", [ROLLOVER_KEY], None, None),
-        (f"events_hourly {hours[0]} .. {hours[-1]}", [EVENTS_HOURLY_KEY], None,
-         {"dagster/asset_partition_range_start": hours[0], "dagster/asset_partition_range_end": hours[-1]}),
-        ("erasure requests", [REQUESTS_KEY], None, None),
-        ("customers and features", [CUSTOMERS_KEY, SEGMENTS_KEY, LTV_KEY], None, None),
-        ("gdpr erasure", [ERASURE_KEY], None, None),
-        ("trino reconciliation", [RECONCILE_KEY], None, None),
-    ]
+    plan = [(p.label, p.keys, p.partition_key, p.tags) for p in pipeline_plan(settings)]
     labels = [label for label, *_ in plan]
     if resume_from is not None and resume_from not in labels:
         raise ConfigError(f"no step {resume_from!r} to resume from; the steps are: {', '.join(labels)}")

@@ -19,8 +19,8 @@ import great_expectations.expectations as gxe
 from great_expectations.data_context.types.base import ProgressBarsConfig
 
 from pipelines.settings import CATALOG, DATABASE, PipelineSettings
-from tablestore.catalog.manager import CatalogManager
 from tablestore.engine.spark import register_table_view
+from tablestore.session import CatalogManager
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

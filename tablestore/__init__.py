@@ -6,21 +6,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from tablestore.catalog import Catalog, load_catalog
 from tablestore.errors import TableStoreError
+from tablestore.maintenance.erasure import erase
+from tablestore.session import CatalogManager
 from tablestore.table import Table
 
-if TYPE_CHECKING:
-    from tablestore.maintenance.erasure import ErasureReport
-
 __version__ = "0.1.0"
-__all__ = ["Catalog", "Table", "TableStoreError", "erase", "load_catalog"]
-
-
-def erase(catalog: Catalog, tables: str | list[str], column: str, request_id: str, **kwargs: Any) -> ErasureReport:
-    """Verified erasure of subjects' rows: see :func:`tablestore.maintenance.erasure.erase`."""
-    from tablestore.maintenance.erasure import erase as _erase
-
-    return _erase(catalog, tables, column, request_id, **kwargs)
+__all__ = ["Catalog", "CatalogManager", "Table", "TableStoreError", "erase", "load_catalog"]

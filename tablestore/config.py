@@ -45,16 +45,14 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
-from tablestore.catalog import validate_name
+from tablestore.catalog import Catalog, load_catalog
 from tablestore.errors import ConfigError, InvalidNameError, NoSuchCatalogError
 from tablestore.io import redact_properties
-
-if TYPE_CHECKING:
-    from tablestore.catalog import Catalog
+from tablestore.names import validate_name
 
 CONFIG_ENV = "TABLESTORE_CONFIG"
 DEFAULT_CONFIG_FILE = "tablestore.yaml"
@@ -102,8 +100,6 @@ class CatalogConfig:
 
     def load(self) -> Catalog:
         """A new catalog object for this configuration (the CatalogManager caches them)."""
-        from tablestore.catalog import load_catalog
-
         return load_catalog(self.name, **{**self.properties, "type": self.type})
 
     def __repr__(self) -> str:

@@ -133,6 +133,15 @@ class ParseError(ValidationError):
         return f"{text}\n{' ' * max(0, self.column - 1)}^"
 
 
+class NotAuthorizedError(TableStoreError):
+    """No token, an unknown or expired token (HTTP 401): raised by the REST service and, for
+    its answer, by the REST client."""
+
+
+class ForbiddenError(TableStoreError):
+    """A valid token without the role the request needs (HTTP 403)."""
+
+
 class ConfigError(ValidationError):
     """The YAML configuration is invalid; the message names the file and the key."""
 

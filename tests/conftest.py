@@ -7,6 +7,12 @@
   with ``.location`` and ``.properties``.
 - ``catalog_uri``: parametrized over ``sqlite`` and ``postgres`` (marker ``postgres``).
 - ``catalog``: a ``SqlCatalog`` with a fresh name and database on every ``warehouse`` and ``catalog_uri``.
+- ``catalog_target``: the catalog matrix (``CATALOGS``): a :class:`CatalogTarget` for ``sqlite``,
+  ``postgres`` (marker ``postgres``) and ``rest``, the REST catalog service started for real on
+  loopback (``served_catalog``, once per session, backed by its own SQLite catalog) and reached
+  by a ``type: rest`` client. ``CATALOGS_ON_EVERY_STORAGE`` adds the same three on S3; a module
+  chooses it with ``pytest.mark.parametrize("catalog_target", ..., indirect=True)``.
+  ``tests/table/conftest.py`` makes ``catalog`` a catalog of this matrix for the table tests.
 
 Services start only when a selected test needs them (``-m "not s3 and not postgres"`` needs
 neither) and stop at the end of the session, also when tests fail.
@@ -24,9 +30,18 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.services import PostgresServer, S3Server, start_postgres, start_s3_server
+from tests.services import (
+    WRITE_TOKEN,
+    PostgresServer,
+    RestService,
+    S3Server,
+    start_postgres,
+    start_s3_server,
+    write_config,
+)
 
 if TYPE_CHECKING:
+    from tablestore.catalog import Catalog
     from tablestore.catalog.sql import SqlCatalog
 
 
@@ -103,3 +118,88 @@ def catalog(warehouse: Warehouse, catalog_uri: str) -> Iterator[SqlCatalog]:
         yield cat
     finally:
         cat.close()
+
+
+# -- the catalog matrix -------------------------------------------------------------------------
+
+CATALOGS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres), "rest"]
+CATALOGS_ON_EVERY_STORAGE = [
+    *CATALOGS,
+    pytest.param("sqlite-s3", marks=pytest.mark.s3),
+    pytest.param("postgres-s3", marks=[pytest.mark.postgres, pytest.mark.s3]),
+    pytest.param("rest-s3", marks=pytest.mark.s3),
+]
+
+# For a test in a module on the matrix that proves nothing about catalogs and costs a JVM (Spark,
+# the Java reference reader): it runs on SQLite alone.
+SQLITE_ONLY = pytest.mark.parametrize("catalog_target", ["sqlite"], indirect=True)
+
+
+@dataclass(frozen=True)
+class CatalogTarget:
+    """One leg of the catalog matrix: the catalog's kind (``sqlite``, ``postgres`` or ``rest``),
+    the properties that open it (picklable, so a worker process opens the same catalog) and
+    where its tables are stored."""
+
+    kind: str
+    name: str
+    properties: dict[str, str]
+    warehouse: Warehouse
+
+    def open(self) -> Catalog:
+        import tablestore
+
+        return tablestore.load_catalog(self.name, **self.properties)
+
+
+def _serve(workdir: Path, s3: S3Server | None = None) -> RestService:
+    warehouse = f"s3://{s3.create_bucket()}/warehouse" if s3 else str(workdir / "warehouse")
+    config = workdir / "tablestore.yaml"
+    catalog_uri = f"sqlite:///{workdir / 'catalog.db'}"
+    write_config(config, catalog_uri, warehouse, s3.properties if s3 else None)
+    service = RestService(config, catalog_uri, warehouse, workdir, s3_properties=s3.properties if s3 else {})
+    service.start()
+    return service
+
+
+@pytest.fixture(scope="session")
+def served_catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestService]:
+    """The catalog service of the matrix's ``rest`` leg; emptied after each test that uses it."""
+    service = _serve(tmp_path_factory.mktemp("served-catalog"))
+    try:
+        yield service
+    finally:
+        service.stop()
+
+
+@pytest.fixture(scope="session")
+def served_catalog_s3(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server) -> Iterator[RestService]:
+    """The same with its warehouse in S3 (moto): the client gets the S3 settings from the service."""
+    service = _serve(tmp_path_factory.mktemp("served-catalog-s3"), s3_server)
+    try:
+        yield service
+    finally:
+        service.stop()
+
+
+@pytest.fixture(params=CATALOGS)
+def catalog_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CatalogTarget]:
+    kind, _, storage = str(request.param).partition("-")
+    if kind == "rest":
+        service: RestService = request.getfixturevalue("served_catalog_s3" if storage else "served_catalog")
+        # The service is shared by the session, so it is emptied after the test (also a failed one).
+        try:
+            yield CatalogTarget("rest", "rest", {"type": "rest", "uri": service.uri, "token": WRITE_TOKEN},
+                                Warehouse(storage or "local", service.warehouse, service.s3_properties))
+        finally:
+            service.reset()
+        return
+    if storage:
+        server: S3Server = request.getfixturevalue("s3_server")
+        warehouse = Warehouse("s3", f"s3://{server.create_bucket()}/warehouse", server.properties)
+    else:
+        warehouse = Warehouse("local", str(tmp_path / "warehouse"))
+    uri = request.getfixturevalue("postgres_uri") if kind == "postgres" else f"sqlite:///{tmp_path / 'catalog.db'}"
+    yield CatalogTarget(kind, f"test_{uuid.uuid4().hex[:8]}",
+                        {"type": "sql", "uri": uri, "warehouse": warehouse.location, **warehouse.properties},
+                        warehouse)

@@ -1,4 +1,5 @@
-"""Real services for the test suite: an S3-compatible server (moto) and PostgreSQL.
+"""Real services for the test suite: an S3-compatible server (moto), PostgreSQL and the REST
+catalog service (``tablestore catalog serve`` in a subprocess).
 
 Each starter returns a handle with ``stop()``; the session fixtures in ``conftest.py`` stop them
 at the end of the session, and the child processes are also told to die with the test process
@@ -10,14 +11,18 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from infra.local.processes import free_port, http_ok, spawn, stop_process, wait_until
+from infra.local.processes import die_with_parent, free_port, http_ok, spawn, stop_process, wait_until
 
 VENV_BIN = Path(sys.executable).parent
 
@@ -171,3 +176,136 @@ def _start_debian_postgres(workdir: Path) -> PostgresServer:
                        check=False, capture_output=True, timeout=60)
 
     return PostgresServer(socket_dir=str(sock), port=port, user="postgres", _stop=stop)
+
+
+# -- the REST catalog service ------------------------------------------------------------------
+
+WRITE_TOKEN = "write-token-0123456789abcdef"
+READ_TOKEN = "read-token-0123456789abcdef"
+CLIENT_ID = "etl"
+CLIENT_SECRET = "etl-secret-0123456789"
+CATALOG = "lake"
+
+
+@dataclass
+class RestService:
+    """A catalog service process; ``restart()`` starts it again on the same port and database."""
+
+    config_path: Path
+    catalog_uri: str
+    warehouse: str
+    workdir: Path
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def uri(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 60.0) -> None:
+        log = open(self.workdir / "server.log", "ab")  # noqa: SIM115 - handed to the child
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "tablestore.cli", "catalog", "serve", "--config", str(self.config_path),
+                 "--port", str(self.port)],
+                stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent, cwd=self.workdir,
+            )
+        finally:
+            log.close()
+        deadline = time.monotonic() + timeout_s
+        request = urllib.request.Request(f"{self.uri}/v1/config", headers={"Authorization": f"Bearer {READ_TOKEN}"})
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the catalog service exited:\n{self.log()}")
+            try:
+                with urllib.request.urlopen(request, timeout=2):
+                    return
+            except (urllib.error.URLError, ConnectionError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"the catalog service did not answer:\n{self.log()}")
+            time.sleep(0.2)
+
+    def log(self) -> str:
+        return (self.workdir / "server.log").read_text(errors="replace")
+
+    def kill(self) -> None:
+        """SIGKILL: no cleanup, no flush, as a crash."""
+        assert self.process is not None
+        os.kill(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop_process(self.process)
+
+    s3_properties: dict[str, str] = field(default_factory=dict)
+
+    def direct_properties(self) -> dict[str, str]:
+        """Properties of a SqlCatalog on the same database and warehouse."""
+        return {"uri": self.catalog_uri, "warehouse": self.warehouse, **self.s3_properties}
+
+    def reset(self) -> None:
+        """Empty the served catalog: drop every table, view, function and namespace through the
+        API, then delete every file under the warehouse, so that a test sharing this service
+        starts from an empty catalog (and finds no files of an earlier test in its locations)."""
+        from tablestore.io import load_file_io
+
+        client = self.client()
+        try:
+            pending: list[tuple[str, ...]] = list(client.list_namespaces())
+            ordered: list[tuple[str, ...]] = []
+            while pending:  # depth first, parents before their children
+                namespace = pending.pop()
+                ordered.append(namespace)
+                pending.extend(client.list_namespaces(namespace))
+            for namespace in reversed(ordered):  # children before their parents
+                # Not purged: a test may leave files no purge would accept (a corrupt metadata
+                # file); the warehouse is emptied below instead.
+                for table in client.list_tables(namespace):
+                    client.drop_table(table)
+                for view in client.list_views(namespace):
+                    client.drop_view(view)
+                for function in client.list_functions(namespace):
+                    client.drop_function(function)
+                client.drop_namespace(namespace)
+        finally:
+            client.close()
+        fs, path = load_file_io(self.s3_properties, self.warehouse).filesystem_for(self.warehouse)
+        fs.delete_dir_contents(path, missing_dir_ok=True)
+
+    def pyiceberg(self, token: str = WRITE_TOKEN) -> Any:
+        from pyiceberg.catalog.rest import RestCatalog as PyRestCatalog
+
+        return PyRestCatalog("rest", uri=self.uri, token=token)
+
+    def client(self, token: str = WRITE_TOKEN) -> Any:
+        from tablestore.catalog.rest import RestCatalog
+
+        return RestCatalog("rest", uri=self.uri, token=token)
+
+
+def write_config(path: Path, catalog_uri: str, warehouse: str, s3: dict[str, str] | None = None) -> None:
+    s3_lines = "".join(f'      {k.removeprefix("s3.")}: "{v}"\n' for k, v in (s3 or {}).items())
+    path.write_text(f"""
+catalogs:
+  - name: {CATALOG}
+    type: sql
+    uri: "{catalog_uri}"
+    warehouse: "{warehouse}"
+{"    s3:" + chr(10) + s3_lines if s3 else ""}
+server:
+  tokens:
+    - name: writer
+      token: {WRITE_TOKEN}
+      role: write
+    - name: reader
+      token: {READ_TOKEN}
+      roles: {{{CATALOG}: read}}
+  clients:
+    - client-id: {CLIENT_ID}
+      client-secret: {CLIENT_SECRET}
+      role: write
+  token-secret: test-signing-secret
+""")

@@ -13,7 +13,7 @@ import dagster as dg
 from pydantic import PrivateAttr
 
 from pipelines.settings import CATALOG, DATABASE, PipelineSettings, load_settings
-from tablestore.catalog.manager import CatalogManager
+from tablestore.session import CatalogManager
 from tablestore.sql.session import SqlSession
 
 if TYPE_CHECKING:

@@ -16,13 +16,11 @@ Functions (``CREATE FUNCTION db.f AS 'class'``) have their own name space.
 from __future__ import annotations
 
 import contextlib
-import re
 import time
-import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Self
 
 import pyarrow as pa
 
@@ -31,7 +29,6 @@ from tablestore.errors import (
     CommitFailedError,
     CorruptMetadataError,
     FunctionAlreadyExistsError,
-    InvalidNameError,
     NoSuchNamespaceError,
     NoSuchViewError,
     TableAlreadyExistsError,
@@ -39,8 +36,22 @@ from tablestore.errors import (
     ValidationError,
     ViewAlreadyExistsError,
 )
-from tablestore.io import FileIO, load_file_io, to_location_uri
-from tablestore.spec.schema import Schema, arrow_to_schema
+from tablestore.io import FileIO, load_file_io
+from tablestore.names import (
+    WRITE_METADATA_PATH,
+    Identifier,
+    IdentifierLike,
+    identifier_str,
+    new_metadata_location,
+    normalize_location,
+    parse_metadata_version,
+    to_function_identifier,
+    to_namespace,
+    to_table_identifier,
+    to_view_identifier,
+    validate_name,
+)
+from tablestore.spec.schema import Schema, to_schema
 from tablestore.spec.view import (
     COMMENT_PROPERTY,
     View,
@@ -57,16 +68,10 @@ if TYPE_CHECKING:
     from tablestore.spec.updates import TableRequirement, TableUpdate
     from tablestore.table import Table
 
-Identifier = tuple[str, ...]
-IdentifierLike = str | Sequence[str]
-
 WAREHOUSE = "warehouse"
 LOCATION = "location"
-WRITE_METADATA_PATH = "write.metadata.path"
 FORMAT_VERSION = "format-version"
 
-# <version>-<uuid>[.<codec>].metadata.json, as Java and pyiceberg name metadata files.
-_METADATA_FILE_RE = re.compile(r"(\d+)-([\w-]{36})(?:\.\w+)?\.metadata\.json")
 # CREATE OR REPLACE VIEW is a blind overwrite, so losing the pointer swap to another writer is
 # retried (on the new current version) rather than reported.
 VIEW_REPLACE_ATTEMPTS = 5
@@ -93,108 +98,7 @@ class FunctionDef:
     created_ms: int
 
 
-# -- names -----------------------------------------------------------------------------------
-
-
-def validate_name(name: object, what: str = "name") -> str:
-    """``name`` if it is usable as a namespace or table name, else InvalidNameError naming it.
-
-    Names become path segments of table locations, so separators and ``..`` are refused, as are
-    control characters (they corrupt logs and terminals).
-    """
-    if not isinstance(name, str):
-        raise InvalidNameError(f"{what} must be a string, got {type(name).__name__} {name!r}")
-    if not name.strip():
-        raise InvalidNameError(f"{what} {name!r} is empty")
-    if "/" in name or "\\" in name:
-        raise InvalidNameError(f"{what} {name!r} contains '/' or '\\', which are not allowed in names")
-    if ".." in name or name == ".":
-        raise InvalidNameError(f"{what} {name!r} contains '..', which is not allowed in names")
-    bad = next((c for c in name if ord(c) < 32 or 127 <= ord(c) < 160), None)
-    if bad is not None:
-        raise InvalidNameError(
-            f"{what} {name!r} contains the control character {bad!r}, which is not allowed in names"
-        )
-    return name
-
-
-def _split(identifier: IdentifierLike, what: str) -> Identifier:
-    if isinstance(identifier, str):
-        # "db.t" → ("db", "t"); an empty string is the empty (root) identifier.
-        parts: tuple[Any, ...] = tuple(identifier.split(".")) if identifier else ()
-    else:
-        try:
-            parts = tuple(identifier)
-        except TypeError:
-            raise InvalidNameError(
-                f"{what} must be a string like 'db.t' or a tuple of names, got {identifier!r}"
-            ) from None
-    for part in parts:
-        try:
-            validate_name(part, what)
-        except InvalidNameError as e:
-            if isinstance(identifier, str) and part != identifier:
-                raise InvalidNameError(f"{what} {identifier!r} is not valid: {e}") from None
-            raise
-    return parts
-
-
-def to_namespace(namespace: IdentifierLike, allow_root: bool = False) -> Identifier:
-    """A namespace as a tuple of validated levels (``"a.b"`` → ``("a", "b")``)."""
-    ns = _split(namespace, "namespace")
-    if not ns and not allow_root:
-        raise InvalidNameError("namespace is empty; give at least one level, like 'db'")
-    return ns
-
-
-def _to_identifier(identifier: IdentifierLike, kind: str) -> Identifier:
-    ident = _split(identifier, f"{kind} identifier")
-    if len(ident) < 2:
-        raise InvalidNameError(
-            f"{kind} identifier {identifier!r} has no namespace; write it as 'namespace.{kind}'"
-        )
-    return ident
-
-
-def to_table_identifier(identifier: IdentifierLike) -> Identifier:
-    """A table identifier as a tuple: namespace levels then the table name, validated."""
-    return _to_identifier(identifier, "table")
-
-
-def to_view_identifier(identifier: IdentifierLike) -> Identifier:
-    """A view identifier as a tuple: namespace levels then the view name, validated."""
-    return _to_identifier(identifier, "view")
-
-
-def to_function_identifier(identifier: IdentifierLike) -> Identifier:
-    """A function identifier as a tuple: namespace levels then the function name, validated."""
-    return _to_identifier(identifier, "function")
-
-
-def identifier_str(identifier: Identifier) -> str:
-    return ".".join(identifier)
-
-
 # -- metadata files ----------------------------------------------------------------------------
-
-
-def parse_metadata_version(metadata_location: str | None) -> int:
-    """The version in a metadata file name (``00003-<uuid>.metadata.json`` → 3); -1 if none."""
-    if not metadata_location:
-        return -1
-    match = _METADATA_FILE_RE.fullmatch(metadata_location.rsplit("/", 1)[-1])
-    return int(match.group(1)) if match else -1
-
-
-def new_metadata_location(metadata: TableMetadata | ViewMetadata, previous_location: str | None) -> str:
-    """Where the next metadata file goes: ``<location>/metadata/<version:05d>-<uuid>.metadata.json``.
-
-    Tables and views name their metadata files alike (as Java's JDBC catalog does).
-    """
-    custom = metadata.properties.get(WRITE_METADATA_PATH)
-    directory = to_location_uri(custom) if custom else f"{to_location_uri(metadata.location.rstrip('/'))}/metadata"
-    version = parse_metadata_version(previous_location) + 1
-    return f"{directory.rstrip('/')}/{version:05d}-{uuid.uuid4()}.metadata.json"
 
 
 def write_metadata_file(io: FileIO, location: str, metadata: TableMetadata) -> None:
@@ -227,13 +131,6 @@ def read_view_metadata_file(io: FileIO, location: str) -> ViewMetadata:
     return parse_view_metadata(data)
 
 
-def _normalize_location(location: str) -> str:
-    # Table locations are recorded in metadata and read by other engines, so a local path
-    # becomes an absolute file:/// URI (the spec asks for full URIs; iceberg-rust refuses a
-    # bare path, and from v4 on it would mean a path relative to the table).
-    return to_location_uri(location.rstrip("/") or "/")
-
-
 # -- the catalog -------------------------------------------------------------------------------
 
 
@@ -249,7 +146,7 @@ class Catalog(ABC):
         self.name = name
         self.properties: dict[str, str] = {k: str(v) for k, v in properties.items() if v is not None}
         warehouse = self.properties.get(WAREHOUSE)
-        self.warehouse: str | None = _normalize_location(warehouse) if warehouse else None
+        self.warehouse: str | None = normalize_location(warehouse) if warehouse else None
         self.io: FileIO = load_file_io(self.properties, self.warehouse)
 
     def __repr__(self) -> str:
@@ -429,7 +326,7 @@ class Catalog(ABC):
                 "tables and views share names, so drop the view or choose another name"
             )
 
-        table_schema = _to_schema(schema, properties)
+        table_schema = to_schema(schema, properties)
         if partition_by is None:
             spec = UNPARTITIONED_SPEC
         elif isinstance(partition_by, PartitionSpec):
@@ -440,7 +337,7 @@ class Catalog(ABC):
 
         # A format-version property chooses the format version (new_table_metadata takes it out).
         table_properties = {str(k): str(v) for k, v in (properties or {}).items()}
-        table_location = _normalize_location(location) if location else self.default_table_location(ident)
+        table_location = normalize_location(location) if location else self.default_table_location(ident)
         metadata = new_table_metadata(
             table_schema, spec, sort_order or UNSORTED_ORDER, table_location, table_properties
         )
@@ -488,7 +385,7 @@ class Catalog(ABC):
         if metadata is not None:
             # An external table's data files belong to whoever wrote them (Hive keeps them too).
             external = metadata.properties.get("EXTERNAL", "").upper() == "TRUE"
-            location = f"{to_location_uri(metadata.location.rstrip('/'))}/metadata" if external else metadata.location
+            location = f"{normalize_location(metadata.location)}/metadata" if external else metadata.location
             self._purge_location(self.table_io(metadata), location)
 
     # -- shared view logic ---------------------------------------------------------------------
@@ -525,7 +422,7 @@ class Catalog(ABC):
                 f"cannot create view {name}: a table of that name exists; tables and views share "
                 "names, so drop the table or choose another name"
             )
-        view_schema = _to_schema(schema)
+        view_schema = to_schema(schema)
         view_properties = {str(k): str(v) for k, v in (properties or {}).items()}
         if comment is not None:
             view_properties[COMMENT_PROPERTY] = comment
@@ -587,7 +484,7 @@ class Catalog(ABC):
         namespace, table_name = identifier[:-1], identifier[-1]
         namespace_location = self.load_namespace_properties(namespace).get(LOCATION)
         if namespace_location:
-            return f"{_normalize_location(namespace_location)}/{table_name}"
+            return f"{normalize_location(namespace_location)}/{table_name}"
         if not self.warehouse:
             raise ValidationError(
                 f"cannot choose a location for table {identifier_str(identifier)}: the catalog has no "
@@ -696,21 +593,6 @@ class Catalog(ABC):
             fs.delete_dir(path)
 
 
-def _to_schema(schema: Schema | pa.Schema, properties: Mapping[str, str] | None = None) -> Schema:
-    """The Iceberg schema of a new table; ``properties`` may choose its format version, which
-    decides what an Arrow nanosecond timestamp becomes (microseconds below v3)."""
-    if isinstance(schema, Schema):
-        return schema
-    if isinstance(schema, pa.Schema):
-        from tablestore.spec.metadata import DEFAULT_FORMAT_VERSION
-
-        version = str((properties or {}).get("format-version", DEFAULT_FORMAT_VERSION))
-        return arrow_to_schema(schema, format_version=int(version) if version.isdigit() else DEFAULT_FORMAT_VERSION)
-    raise ValidationError(
-        f"schema must be a pyarrow.Schema or a tablestore Schema, got {type(schema).__name__}"
-    )
-
-
 def load_catalog(name: str, **properties: str) -> Catalog:
     """The catalog described by ``properties``; ``type`` chooses the implementation.
 
@@ -735,6 +617,7 @@ def load_catalog(name: str, **properties: str) -> Catalog:
 
 
 __all__ = [
+    "WRITE_METADATA_PATH",
     "Catalog",
     "FunctionAlreadyExistsError",
     "FunctionDef",
@@ -746,6 +629,7 @@ __all__ = [
     "identifier_str",
     "load_catalog",
     "new_metadata_location",
+    "normalize_location",
     "parse_metadata_version",
     "read_metadata_file",
     "read_view_metadata_file",

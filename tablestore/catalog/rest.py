@@ -24,7 +24,6 @@ from tablestore.catalog import (
     Identifier,
     IdentifierLike,
     PropertiesUpdateSummary,
-    _to_schema,
     identifier_str,
     to_function_identifier,
     to_namespace,
@@ -36,6 +35,7 @@ from tablestore.errors import (
     CommitConflictError,
     CommitStateUnknownError,
     CorruptMetadataError,
+    ForbiddenError,
     FunctionAlreadyExistsError,
     NamespaceAlreadyExistsError,
     NamespaceNotEmptyError,
@@ -43,6 +43,7 @@ from tablestore.errors import (
     NoSuchNamespaceError,
     NoSuchTableError,
     NoSuchViewError,
+    NotAuthorizedError,
     NotFoundError,
     TableAlreadyExistsError,
     TableStoreError,
@@ -52,6 +53,7 @@ from tablestore.errors import (
 )
 from tablestore.io import FileIO, load_file_io
 from tablestore.spec.metadata import TableMetadata
+from tablestore.spec.schema import to_schema
 from tablestore.spec.view import View, ViewMetadata, new_view_metadata
 
 if TYPE_CHECKING:
@@ -146,8 +148,6 @@ class RestCatalog(Catalog):
         except requests.RequestException as e:
             raise TableStoreError(f"cannot reach the catalog service at {self.uri}: {type(e).__name__}") from None
         if response.status_code != 200:
-            from tablestore.rest.security import NotAuthorizedError
-
             raise NotAuthorizedError(f"the catalog service refused the client credentials of {client_id!r}")
         return str(response.json()["access_token"])
 
@@ -189,8 +189,6 @@ class RestCatalog(Catalog):
         except (ValueError, AttributeError):
             message, kind = response.text[:200], ""
         message = message or f"the catalog service answered {status}"
-        from tablestore.rest.security import ForbiddenError, NotAuthorizedError
-
         if status == 401:
             raise NotAuthorizedError(f"not authorized by the catalog service: {message}")
         if status == 403:
@@ -299,7 +297,7 @@ class RestCatalog(Catalog):
         from tablestore.spec.partitioning import PartitionSpec, build_partition_spec
 
         ident = to_table_identifier(identifier)
-        table_schema = _to_schema(schema, properties)
+        table_schema = to_schema(schema, properties)
         request: dict[str, Any] = {"name": ident[-1], "schema": table_schema.to_json(),
                                    "properties": {str(k): str(v) for k, v in (properties or {}).items()}}
         if partition_by is not None:
@@ -397,7 +395,7 @@ class RestCatalog(Catalog):
         from tablestore.spec.view import COMMENT_PROPERTY
 
         ident = to_view_identifier(identifier)
-        view_schema = _to_schema(schema)
+        view_schema = to_schema(schema)
         props = {str(k): str(v) for k, v in (properties or {}).items()}
         if comment is not None:
             props[COMMENT_PROPERTY] = comment

@@ -10,11 +10,11 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from tablestore.catalog.manager import CatalogManager
 from tablestore.cli.output import print_result
 from tablestore.config import load_config
 from tablestore.errors import ValidationError
 from tablestore.maintenance.expire import Progress as ProgressCallback
+from tablestore.session import CatalogManager
 from tablestore.sql.result import StatementResult
 
 

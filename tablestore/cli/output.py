@@ -9,7 +9,7 @@ from typing import TextIO
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from tablestore.sql.result import StatementResult, _json_value
+from tablestore.sql.result import StatementResult, json_value
 
 
 def print_result(result: StatementResult, fmt: str, out: TextIO | None = None) -> None:
@@ -23,7 +23,7 @@ def print_result(result: StatementResult, fmt: str, out: TextIO | None = None) -
             writer = csv.writer(stream)
             writer.writerow(result.columns)
             for row in result.rows:
-                writer.writerow(["" if v is None else _json_value(v) for v in row])
+                writer.writerow(["" if v is None else json_value(v) for v in row])
         elif result.affected is not None:
             stream.write(f"{result.affected}\n")
         stream.flush()
@@ -34,7 +34,7 @@ def print_result(result: StatementResult, fmt: str, out: TextIO | None = None) -
         for column in result.columns:
             view.add_column(column, overflow="fold")
         for row in result.rows:
-            view.add_row(*("NULL" if v is None else str(_json_value(v)) for v in row))
+            view.add_row(*("NULL" if v is None else str(json_value(v)) for v in row))
         console.print(view)
         console.print(f"{len(result.rows)} row(s)", style="dim")
     elif result.affected is not None:

@@ -1,24 +1,20 @@
 """Engines run file tasks: the local engine on threads, the Spark engine on executors.
 
-Both run the same task functions; an engine only decides where they run.
+Both run the same task functions; an engine only decides where they run. What an engine can
+do is declared as protocols in :mod:`tablestore.engine.protocols`; the table layer imports
+those, :mod:`tablestore.engine.local` (its default engine) and :mod:`tablestore.engine.sources`
+(DataFrames of other libraries as Arrow sources), and nothing else of this package. The
+``spark*`` modules are the Spark engine; they sit above the table layer (docs/design.md §4).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Protocol, TypeVar
-
-T = TypeVar("T")
-R = TypeVar("R")
-
-
-class Engine(Protocol):
-    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
-        """Run ``fn`` on every item and return the results in the items' order."""
-        ...
+from tablestore.engine.local import LocalEngine
+from tablestore.engine.protocols import ArrowSource, Engine, FragmentRewriter, TaskRunner
 
 
 def default_engine() -> Engine:
-    from tablestore.engine.local import LocalEngine
-
     return LocalEngine()
+
+
+__all__ = ["ArrowSource", "Engine", "FragmentRewriter", "LocalEngine", "TaskRunner", "default_engine"]

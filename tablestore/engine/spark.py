@@ -7,7 +7,8 @@
     write_dataframe(df, "db.events")       # Spark's own Parquet writer, one tablestore commit
     read_dataframe(spark, "db.events")     # Spark's own Parquet reader, planned by tablestore
 
-Only this module and :mod:`tablestore.engine.spark_source` import pyspark; the core does not.
+pyspark is imported only by the ``spark*`` modules of this package and by the SQL layer; the core
+(spec, io, catalog, table, maintenance) never imports it (the import-linter contract in pyproject.toml).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
 from tablestore.engine.local import LocalEngine
+from tablestore.engine.spark_column_merge import spark_rewrite
 from tablestore.engine.spark_native_read import NATIVE_READ_CONF, ReadOutcome, read_dataframe, read_table
 from tablestore.engine.spark_native_write import WriteOutcome, write_dataframe
 from tablestore.engine.spark_source import (
@@ -33,8 +35,10 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-    from tablestore.catalog.manager import CatalogManager
     from tablestore.config import LakehouseConfig
+    from tablestore.session import CatalogManager
+    from tablestore.table.column_merge import MergePlan
+    from tablestore.table.fragments import Fragment
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -212,6 +216,20 @@ class SparkEngine:
         rdd = sc.parallelize(work, min(len(work), limit))
         # collect() returns partitions in order and each keeps its items' order.
         return rdd.map(fn).collect()
+
+    def imap(self, fn: Callable[[T], R], items: Iterable[T], prefetch: int | None = None) -> Iterator[R]:
+        """``fn`` on each item in turn, here on the driver, as the consumer asks: a streamed scan
+        (``to_batches``) reads one task at a time, so nothing is collected ahead of it."""
+        return (fn(item) for item in items)
+
+    def rewrite_fragments(self, source: object, fragments: list[Fragment], plan: MergePlan) -> list[Fragment] | None:
+        """A column merge from a Spark DataFrame runs as Spark tasks (see spark_column_merge);
+        None for any other source, which the table layer merges with :meth:`map`."""
+        from pyspark.sql import DataFrame
+
+        if not isinstance(source, DataFrame):
+            return None
+        return spark_rewrite(source, fragments, plan)
 
     def map_in_arrow(
         self,

@@ -33,8 +33,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from tablestore.engine.spark_source_files import SourceSlice, parquet_source_slices
 from tablestore.io import to_location_uri
-from tablestore.table.column_merge import disjoint_order, rows_by_range
+from tablestore.table.column_merge import disjoint_order, rewrite_fragment, rows_by_range
+from tablestore.table.fragments import source_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -108,8 +110,6 @@ def tag_fragments(source: DataFrame, fragments: list[Fragment], plan: MergePlan,
 
 def spark_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan) -> list[Fragment]:
     """Rewrite the fragments that have source rows on Spark executors; the new fragments."""
-    from tablestore.table.column_merge import rewrite_fragment
-
     staged = staged_rewrite(source, fragments, plan)
     if staged is not None:
         return staged
@@ -153,10 +153,6 @@ def staged_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan
     the fragments. Only file names and new fragments travel through the driver; the staged
     files are deleted afterwards.
     """
-    from tablestore.engine.spark_source_files import SourceSlice, parquet_source_slices
-    from tablestore.table.column_merge import rewrite_fragment
-    from tablestore.table.fragments import source_columns
-
     if not pa.types.is_integer(dict(source_columns(source))[plan.keys[0]]):
         return None  # the JVM path casts it, with the merge's own error for a bad value
     bounds = [plan.key_bounds(f) for f in fragments]

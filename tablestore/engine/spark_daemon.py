@@ -41,6 +41,8 @@ PRELOADED_MODULES = (
     "pyarrow.compute",
     "pandas",
     "tablestore.engine.spark_source",
+    "tablestore.engine.spark_source_read",
+    "tablestore.engine.spark_source_write",
     "tablestore.engine.spark_stream",
     "tablestore.engine.spark_column_merge",
     "tablestore.table.read",

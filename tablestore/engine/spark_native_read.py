@@ -43,7 +43,8 @@ import pyarrow.parquet as pq
 from pyspark.sql import types as st
 
 from tablestore.engine.spark_native_write import FIELD_ID_KEY, NATIVE_TYPES
-from tablestore.engine.spark_source import SOURCE_NAME, ReadState, TablestoreReader, resolve_read, table_options
+from tablestore.engine.spark_source_options import SOURCE_NAME, table_options
+from tablestore.engine.spark_source_read import ReadState, TablestoreReader, resolve_read
 from tablestore.spec.manifest import FileFormat
 from tablestore.spec.schema import PARQUET_FIELD_ID
 from tablestore.spec.types import (

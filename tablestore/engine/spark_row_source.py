@@ -21,7 +21,8 @@ from pyspark.sql import types as st
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from tablestore.engine.spark_convert import spark_arrow_schema, to_spark_table
-from tablestore.engine.spark_source import FileTaskPartition, TablestoreDataSource, TablestoreReader
+from tablestore.engine.spark_source import TablestoreDataSource
+from tablestore.engine.spark_source_read import FileTaskPartition, TablestoreReader
 
 SOURCE_NAME = "tablestore_rows"
 FILE_COLUMN = "_file"

@@ -37,11 +37,11 @@ import pyarrow as pa
 from pyspark.sql import types as st
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
-from tablestore.engine.spark_source import (
+from tablestore.engine.spark_source_write import (
     TablestoreCommitMessage,
     WriteTarget,
-    _delete_quietly,
     check_write_schema,
+    delete_quietly,
     resolve_write,
     write_task,
 )
@@ -220,7 +220,7 @@ class TablestoreStreamWriter(DataSourceStreamArrowWriter):
             except CommitStateUnknownError:
                 raise  # the commit may have landed: keep every file
             except BaseException:
-                _delete_quietly(table.io, [f.file_path for f in files])
+                delete_quietly(table.io, [f.file_path for f in files])
                 raise
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
@@ -237,7 +237,7 @@ class TablestoreStreamWriter(DataSourceStreamArrowWriter):
             log.warning("not deleting %d file(s) of aborted streaming batch %d: %s", len(files), batchId, e)
             return
         if last is None or last < batchId:
-            _delete_quietly(load_file_io(self.target.io_properties), files)
+            delete_quietly(load_file_io(self.target.io_properties), files)
 
 
 def stream_writer(options: Mapping[str, str], default_config: str | None, schema: st.StructType,

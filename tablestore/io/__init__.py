@@ -14,11 +14,12 @@ Properties use pyiceberg's names so one property map configures both libraries:
 
 from __future__ import annotations
 
-import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from tablestore.names import to_location_uri  # re-exported: how FileIO users spell locations
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -48,25 +49,6 @@ def is_secret_property(key: str) -> bool:
 def redact_properties(properties: Mapping[str, str]) -> dict[str, str]:
     """A copy of a property map whose secret values are replaced by ``***``, for display."""
     return {k: ("***" if is_secret_property(k) else v) for k, v in properties.items()}
-
-
-def to_location_uri(location: str) -> str:
-    """A location as it is recorded in metadata: a local path becomes a ``file:///`` URI.
-
-    The spec asks for full URIs with a scheme (and from v4 on reads a path without one as
-    relative to the table), and readers such as iceberg-rust refuse a bare ``/abs/path``. A
-    relative path is made absolute first, as it means nothing outside this process; Hadoop's
-    ``file:/abs/path`` is spelled ``file:///abs/path``. URIs with a scheme are returned as given.
-    Reading accepts every spelling (:meth:`FileIO.new_input`), so tables written with plain
-    paths, by older versions of tablestore or by other tools, stay readable.
-    """
-    scheme, sep, rest = location.partition(":")
-    if sep and len(scheme) > 1 and "/" not in scheme:
-        if scheme.lower() == "file" and not rest.startswith("//"):
-            return f"file://{rest}"
-        return location
-    path = os.path.abspath(os.path.expanduser(location))
-    return f"file://{path}"
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from tablestore.spec.types import LongType, StringType
 from tablestore.table.conform import conform_to_schema
 from tablestore.table.file_rows import read_file_rows
 from tablestore.table.read import DELETE_FILE_PATH_ID, DELETE_POS_ID
-from tablestore.table.scan import FileTask, _path_in_bounds, plan_files
+from tablestore.table.scan import FileTask, path_in_bounds, plan_files
 from tablestore.table.write import WriteContext, write_data_files
 
 if TYPE_CHECKING:
@@ -286,7 +286,7 @@ def schema_empty(schema: Any) -> pa.Table:
 def _position_delete_may_hit(delete_file: DataFile, path: str) -> bool:
     if delete_file.referenced_data_file:
         return delete_file.referenced_data_file == path
-    return _path_in_bounds(delete_file, path)
+    return path_in_bounds(delete_file, path)
 
 
 def added_delete_files(table: Table, snapshots: list[Snapshot]) -> list[DataFile]:

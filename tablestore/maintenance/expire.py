@@ -72,9 +72,9 @@ class ExpireResult:
 def to_epoch_ms(value: int | float | str | datetime.datetime | datetime.date | None) -> int | None:
     if value is None:
         return None
-    from tablestore.table import _timestamp_ms
+    from tablestore.table import parse_timestamp_ms
 
-    return _timestamp_ms(value)
+    return parse_timestamp_ms(value)
 
 
 def _int_property(metadata: TableMetadata, key: str) -> int | None:

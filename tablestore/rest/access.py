@@ -12,8 +12,9 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
-from tablestore.catalog import Catalog, Identifier, to_namespace, validate_name
+from tablestore.catalog import Catalog
 from tablestore.errors import NoSuchCatalogError, ValidationError
+from tablestore.names import Identifier, to_namespace, validate_name
 from tablestore.rest.security import Authenticator, check_location
 from tablestore.rest.settings import READ, WRITE, Principal, ServerSettings
 

@@ -21,11 +21,10 @@ from fastapi.responses import JSONResponse
 
 from tablestore.catalog import Catalog
 from tablestore.config import LakehouseConfig
-from tablestore.errors import NoSuchCatalogError
+from tablestore.errors import NoSuchCatalogError, NotAuthorizedError
 from tablestore.rest import functions, namespaces, tables, views
 from tablestore.rest.access import NAMESPACE_SEPARATOR, Service, authenticate, declare_bearer_auth, service_of
 from tablestore.rest.errors import install_error_handlers
-from tablestore.rest.security import NotAuthorizedError
 from tablestore.rest.served_catalog import ServedSqlCatalog
 from tablestore.rest.settings import READ, ServerSettings, server_settings
 

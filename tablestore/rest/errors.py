@@ -23,13 +23,14 @@ from tablestore.errors import (
     CommitFailedError,
     CommitStateUnknownError,
     CorruptMetadataError,
+    ForbiddenError,
     NamespaceNotEmptyError,
+    NotAuthorizedError,
     NotFoundError,
     TableStoreError,
     UnsupportedError,
     ValidationError,
 )
-from tablestore.rest.security import ForbiddenError, NotAuthorizedError
 
 logger = logging.getLogger(__name__)
 

@@ -14,21 +14,13 @@ import hmac
 import json
 import time
 
-from tablestore.errors import TableStoreError, ValidationError
+from tablestore.errors import ForbiddenError, NotAuthorizedError, ValidationError
 from tablestore.rest.settings import WRITE, Principal, ServerSettings
 
 ANONYMOUS = Principal("anonymous", {"*": WRITE})
 # The location properties that decide where a table writes files besides its location.
 LOCATION_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path",
                        "write.folder-storage.path")
-
-
-class NotAuthorizedError(TableStoreError):
-    """No token, an unknown or expired token (401)."""
-
-
-class ForbiddenError(TableStoreError):
-    """A valid token without the role the request needs (403)."""
 
 
 def _b64(data: bytes) -> str:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, Engine, Update, bindparam, create_engine, event, select, update
 from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError, SQLAlchemyError
 
-from tablestore.catalog import Identifier, IdentifierLike, identifier_str, read_metadata_file
+from tablestore.catalog import read_metadata_file
 from tablestore.catalog.sql import ICEBERG_TABLES, SqlCatalog
 from tablestore.errors import (
     CommitConflictError,
@@ -44,6 +44,7 @@ from tablestore.errors import (
     TableAlreadyExistsError,
     TableStoreError,
 )
+from tablestore.names import Identifier, IdentifierLike, identifier_str
 
 if TYPE_CHECKING:
     from tablestore.spec.metadata import TableMetadata

@@ -13,8 +13,9 @@ from typing import Annotated, Any, TypeVar
 from fastapi import APIRouter, Body, Header, Query, Response
 from fastapi.responses import JSONResponse
 
-from tablestore.catalog import Catalog, Identifier, _normalize_location, read_metadata_file
+from tablestore.catalog import Catalog, read_metadata_file
 from tablestore.errors import TableStoreError, UnsupportedError, ValidationError
+from tablestore.names import Identifier, normalize_location
 from tablestore.rest.access import (
     Access,
     ReadAccess,
@@ -123,7 +124,7 @@ def create_table(namespace: str, body: CreateTableRequest, access: WriteAccess) 
         if body.partition_spec else UNPARTITIONED_SPEC
     order = parsed("write-order", partial(SortOrder.from_json, body.write_order)) \
         if body.write_order else UNSORTED_ORDER
-    location = _normalize_location(body.location) if body.location else catalog.default_table_location(ident)
+    location = normalize_location(body.location) if body.location else catalog.default_table_location(ident)
     access.check_location(location, "table location")
     for key in LOCATION_PROPERTIES:
         if key in body.properties:

@@ -18,8 +18,8 @@ from tablestore.spec.view import (
     ViewHistoryEntry,
     ViewMetadata,
     ViewVersion,
-    _add_schema,
-    _expire_versions,
+    add_schema,
+    expire_versions,
 )
 
 
@@ -56,7 +56,7 @@ def apply_view_updates(metadata: ViewMetadata, updates: list[Any], now_ms: int) 
             if int(_field(update, "format-version")) != md.format_version:
                 raise ValidationError(f"view format version {md.format_version} is the only one defined")
         elif action == "add-schema":
-            schemas, last_schema = _add_schema(md.schemas, Schema.from_json(_field(update, "schema")))
+            schemas, last_schema = add_schema(md.schemas, Schema.from_json(_field(update, "schema")))
             md = replace(md, schemas=schemas)
         elif action == "set-location":
             md = replace(md, location=str(_field(update, "location")).rstrip("/"))
@@ -90,7 +90,7 @@ def apply_view_updates(metadata: ViewMetadata, updates: list[Any], now_ms: int) 
                 raise ValidationError(f"set-current-view-version: the view has no version {version_id}")
             if version_id != md.current_version_id:
                 log = (*md.version_log, ViewHistoryEntry(now_ms, version_id))
-                versions, log = _expire_versions(md.versions, log, version_id, md.properties)
+                versions, log = expire_versions(md.versions, log, version_id, md.properties)
                 md = replace(md, current_version_id=version_id, versions=versions, version_log=log)
         else:
             raise ValidationError(f"unknown view update action {action!r}")

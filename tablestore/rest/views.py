@@ -8,12 +8,12 @@ from typing import Any
 from fastapi import APIRouter, Query, Response
 
 from tablestore.catalog import (
-    _normalize_location,
     new_metadata_location,
     read_view_metadata_file,
     write_view_metadata_file,
 )
 from tablestore.errors import NoSuchNamespaceError, ViewAlreadyExistsError
+from tablestore.names import normalize_location
 from tablestore.rest.access import (
     Access,
     ReadAccess,
@@ -55,7 +55,7 @@ def create_view(namespace: str, body: CreateViewRequest, access: WriteAccess) ->
         raise NoSuchNamespaceError(f"cannot create view {'.'.join(ident)}: namespace does not exist; create it first")
     if catalog.table_exists(ident) or catalog.view_exists(ident):
         raise ViewAlreadyExistsError(f"a table or view named {'.'.join(ident)} already exists")
-    location = _normalize_location(body.location) if body.location else catalog.default_table_location(ident)
+    location = normalize_location(body.location) if body.location else catalog.default_table_location(ident)
     access.check_location(location, "view location")
     metadata = parsed("view", lambda: new_view_from_request(
         location, body.schema_, body.view_version, body.properties, time.time_ns() // 1_000_000

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tablestore.spec.manifest_codec import _PRIMITIVES, _Named, _type_name, _unwrap
+from tablestore.spec.manifest_codec import PRIMITIVES, NamedTypes, type_name, unwrap
 
 MAX_BYTES = 16
 MAX_ITEMS = 16
@@ -40,11 +40,11 @@ def _counted(count: int, item: bytes) -> bytes:
 _BYTES = b"(?>" + b"|".join(_byte(2 * n) + _counted(n, b".") for n in range(MAX_BYTES + 1)) + b")"
 
 
-def skip_pattern(schema: Any, named: _Named, ns: str | None) -> bytes | None:
+def skip_pattern(schema: Any, named: NamedTypes, ns: str | None) -> bytes | None:
     """A pattern matching one encoded value of ``schema``, or None for what it cannot express
     (unions past 63 branches, unknown types)."""
-    schema = _unwrap(schema)
-    kind = _type_name(schema)
+    schema = unwrap(schema)
+    kind = type_name(schema)
     if kind in ("int", "long"):
         return VARINT
     if kind == "enum":
@@ -93,7 +93,7 @@ def skip_pattern(schema: Any, named: _Named, ns: str | None) -> bytes | None:
                 return None
             parts.append(pattern)
         return b"".join(parts)
-    if isinstance(schema, str) and schema not in _PRIMITIVES:
+    if isinstance(schema, str) and schema not in PRIMITIVES:
         return skip_pattern(named.resolve(schema, ns), named, ns)
     return None
 
@@ -101,7 +101,7 @@ def skip_pattern(schema: Any, named: _Named, ns: str | None) -> bytes | None:
 def long_string(schema: Any) -> bool:
     """A field that is itself a string or bytes (a file path, say) is usually longer than the
     pattern's bound: such fields are stepped over in Python, which costs one varint."""
-    return _type_name(_unwrap(schema)) in ("string", "bytes")
+    return type_name(unwrap(schema)) in ("string", "bytes")
 
 
 def compile_skip(patterns: list[bytes]) -> Any:

@@ -161,7 +161,7 @@ def evaluate(expr: BooleanExpression, value_of: Callable[[BoundPredicate], Any])
     raise ValueError(f"cannot evaluate {expr!r}; bind it first")
 
 
-def _decode_bound(t: IcebergType, data: bytes | None) -> Any:
+def decode_bound(t: IcebergType, data: bytes | None) -> Any:
     """A bound's value, or None if absent or unreadable (which only costs pruning)."""
     if data is None:
         return None
@@ -239,10 +239,10 @@ class _MetricsVisit:
         return _floating(pred.field.field_type) and self.nan_counts.get(pred.field_id) != 0
 
     def lower(self, pred: BoundPredicate) -> Any:
-        return _decode_bound(pred.field.field_type, self.lower_bounds.get(pred.field_id))
+        return decode_bound(pred.field.field_type, self.lower_bounds.get(pred.field_id))
 
     def upper(self, pred: BoundPredicate) -> Any:
-        return _decode_bound(pred.field.field_type, self.upper_bounds.get(pred.field_id))
+        return decode_bound(pred.field.field_type, self.upper_bounds.get(pred.field_id))
 
     def predicate(self, pred: BoundPredicate) -> bool:
         fid = pred.field_id
@@ -365,8 +365,8 @@ class ManifestEvaluator:
 def _summary_may_match(pred: BoundPredicate, summary: FieldSummaryLike) -> bool:
     t = pred.field.field_type
     op = pred.op
-    lower = _decode_bound(t, summary.lower_bound)
-    upper = _decode_bound(t, summary.upper_bound)
+    lower = decode_bound(t, summary.lower_bound)
+    upper = decode_bound(t, summary.upper_bound)
     contains_nan = summary.contains_nan if _floating(t) else False
     # Bounds cover the non-null, non-NaN values; without them there are none.
     no_values = summary.lower_bound is None and summary.upper_bound is None

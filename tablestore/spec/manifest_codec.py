@@ -30,7 +30,7 @@ Decoder = Callable[[bytes, int], list[Any]]
 Encoder = Callable[[bytearray, Any], None]
 
 _MAGIC = b"Obj\x01"
-_PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
+PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
 _FLOAT = struct.Struct("<f")
 _DOUBLE = struct.Struct("<d")
 # Uncompressed bytes per block; Java's Avro writer uses a similar sync interval.
@@ -103,7 +103,7 @@ class _Source:
         self.lines.append("    " * indent + line)
 
 
-def _type_name(schema: AvroSchema) -> str:
+def type_name(schema: AvroSchema) -> str:
     if isinstance(schema, str):
         return schema
     if isinstance(schema, list):
@@ -111,12 +111,12 @@ def _type_name(schema: AvroSchema) -> str:
     if isinstance(schema, dict):
         t = schema.get("type")
         if isinstance(t, (dict, list)):  # {"type": {...}} wraps a schema
-            return _type_name(t)
+            return type_name(t)
         return str(t)
     raise CorruptMetadataError(f"invalid Avro schema {schema!r}")
 
 
-def _unwrap(schema: AvroSchema) -> AvroSchema:
+def unwrap(schema: AvroSchema) -> AvroSchema:
     while isinstance(schema, dict) and isinstance(schema.get("type"), (dict, list)):
         schema = schema["type"]
     return schema
@@ -130,7 +130,7 @@ def _full_name(schema: dict[str, Any], namespace: str | None) -> tuple[str, str 
     return (f"{ns}.{name}" if ns else name), ns
 
 
-class _Named:
+class NamedTypes:
     """Named types (records, enums, fixed) seen so far, for later references by name."""
 
     def __init__(self) -> None:
@@ -152,7 +152,7 @@ class _Named:
 
 def _map_pair(schema: dict[str, Any]) -> bool:
     """Iceberg's int-keyed map: an array of two-field records marked ``logicalType: map``."""
-    items = _unwrap(schema.get("items"))
+    items = unwrap(schema.get("items"))
     return (
         schema.get("logicalType") == "map"
         and isinstance(items, dict)
@@ -162,11 +162,11 @@ def _map_pair(schema: dict[str, Any]) -> bool:
 
 
 def _gen_read(
-    src: _Source, schema: AvroSchema, target: str, indent: int, named: _Named, ns: str | None
+    src: _Source, schema: AvroSchema, target: str, indent: int, named: NamedTypes, ns: str | None
 ) -> None:
     """Emit code that decodes one value of ``schema`` from ``buf`` at ``pos`` into ``target``."""
-    schema = _unwrap(schema)
-    kind = _type_name(schema)
+    schema = unwrap(schema)
+    kind = type_name(schema)
     e = src.emit
     if kind in ("int", "long"):
         # One- and two-byte varints (values up to +-8191) are decoded inline.
@@ -222,7 +222,7 @@ def _gen_read(
         _gen_read(src, "long", src.var("s"), indent + 2, named, ns)  # block size in bytes
         e(indent + 1, f"for _ in range({count}):")
         if pair:
-            rec = _unwrap(schema["items"])
+            rec = unwrap(schema["items"])
             named.register(rec, ns)
             key, value = src.var("k"), src.var("w")
             _gen_read(src, rec["fields"][0]["type"], key, indent + 2, named, ns)
@@ -249,16 +249,16 @@ def _gen_read(
             parts.append(f"{f['name']!r}: {value}")
         named.active.discard(full)
         e(indent, f"{target} = {{{', '.join(parts)}}}")
-    elif isinstance(schema, str) and schema not in _PRIMITIVES:
+    elif isinstance(schema, str) and schema not in PRIMITIVES:
         _gen_read(src, named.resolve(schema, ns), target, indent, named, ns)
     else:
         raise CorruptMetadataError(f"unsupported Avro type {kind!r}")
 
 
-def _gen_skip(src: _Source, schema: AvroSchema, indent: int, named: _Named, ns: str | None) -> None:
+def _gen_skip(src: _Source, schema: AvroSchema, indent: int, named: NamedTypes, ns: str | None) -> None:
     """Emit code that steps ``pos`` over one value of ``schema`` without building it."""
-    schema = _unwrap(schema)
-    kind = _type_name(schema)
+    schema = unwrap(schema)
+    kind = type_name(schema)
     e = src.emit
     if kind in ("int", "long", "enum"):
         if kind == "enum":
@@ -285,7 +285,7 @@ def _gen_skip(src: _Source, schema: AvroSchema, indent: int, named: _Named, ns: 
             raise CorruptMetadataError("Avro unions of more than 63 branches are not supported")
         idx = src.var("u")
         e(indent, f"{idx} = buf[pos]; pos += 1")
-        branches = [(i, b) for i, b in enumerate(schema) if _type_name(_unwrap(b)) != "null"]
+        branches = [(i, b) for i, b in enumerate(schema) if type_name(unwrap(b)) != "null"]
         for n, (i, branch) in enumerate(branches):
             e(indent, f"{'if' if n == 0 else 'elif'} {idx} == {2 * i}:")
             _gen_skip(src, branch, indent + 1, named, ns)
@@ -314,7 +314,7 @@ def _gen_skip(src: _Source, schema: AvroSchema, indent: int, named: _Named, ns: 
         inner_ns = named.register(schema, ns)
         for f in schema.get("fields", []):
             _gen_skip(src, f["type"], indent, named, inner_ns)
-    elif isinstance(schema, str) and schema not in _PRIMITIVES:
+    elif isinstance(schema, str) and schema not in PRIMITIVES:
         _gen_skip(src, named.resolve(schema, ns), indent, named, ns)
     else:
         raise CorruptMetadataError(f"unsupported Avro type {kind!r}")
@@ -336,21 +336,21 @@ def _varint_run(count: int) -> Callable[[bytes, int], re.Match[bytes]]:
 _RUNS = [_varint_run(k) for k in range(64)]
 
 
-def _varints_per_item(schema: dict[str, Any], named: _Named, ns: str | None) -> int | None:
+def _varints_per_item(schema: dict[str, Any], named: NamedTypes, ns: str | None) -> int | None:
     """How many varints one item of an array is, when its items are ints, longs or records of them."""
-    item = _unwrap(schema.get("items"))
-    if isinstance(item, str) and item not in _PRIMITIVES:
+    item = unwrap(schema.get("items"))
+    if isinstance(item, str) and item not in PRIMITIVES:
         item = named.resolve(item, ns)
-    kind = _type_name(item)
+    kind = type_name(item)
     if kind in ("int", "long"):
         return 1
-    if kind == "record" and all(_type_name(_unwrap(f["type"])) in ("int", "long") for f in item.get("fields", [])):
+    if kind == "record" and all(type_name(unwrap(f["type"])) in ("int", "long") for f in item.get("fields", [])):
         named.register(item, ns)
         return len(item.get("fields", []))
     return None
 
 
-def _gen_fast_skip(src: _Source, fields: list[tuple[AvroSchema, str | None]], indent: int, named: _Named) -> None:
+def _gen_fast_skip(src: _Source, fields: list[tuple[AvroSchema, str | None]], indent: int, named: NamedTypes) -> None:
     """Step over consecutive fields: runs of them with one regular-expression match each (see
     ``avro_skip``), in generated Python where a match fails (a value past the patterns' bounds)
     and for plain string fields. A run whose pattern failed 32 times in a block is no longer tried
@@ -393,15 +393,15 @@ def compile_filtered_decoder(schema: AvroSchema, outer: str, inner: str) -> Filt
     Each record is first stepped through up to ``record[outer][inner]``, which alone is decoded;
     only a kept record is then decoded in full, from its start.
     """
-    top = _unwrap(schema)
-    if _type_name(top) != "record":
+    top = unwrap(schema)
+    if type_name(top) != "record":
         raise CorruptMetadataError("a filtered Avro decoder needs a record schema")
-    named = _Named()
+    named = NamedTypes()
     top_ns = named.register(top, None)
     top_fields = top.get("fields", [])
     position = next((i for i, f in enumerate(top_fields) if f["name"] == outer), None)
-    nested = _unwrap(top_fields[position]["type"]) if position is not None else None
-    if position is None or nested is None or _type_name(nested) != "record":
+    nested = unwrap(top_fields[position]["type"]) if position is not None else None
+    if position is None or nested is None or type_name(nested) != "record":
         raise CorruptMetadataError(f"the Avro records have no record field {outer!r}")
     nested_ns = named.register(nested, top_ns)
     nested_fields = nested.get("fields", [])
@@ -419,7 +419,7 @@ def compile_filtered_decoder(schema: AvroSchema, outer: str, inner: str) -> Filt
     _gen_fast_skip(src, [(f["type"], top_ns) for f in top_fields[:position]]
                    + [(g["type"], nested_ns) for g in nested_fields[:inner_at]], 2, named)
     probe = src.var("p")
-    probed = _unwrap(nested_fields[inner_at]["type"])
+    probed = unwrap(nested_fields[inner_at]["type"])
     # Verdicts are cached per encoded partition (the encoding is canonical), so a partition
     # already decided is neither decoded nor evaluated again.
     e(2, "probe_start = pos")
@@ -428,7 +428,7 @@ def compile_filtered_decoder(schema: AvroSchema, outer: str, inner: str) -> Filt
     e(2, "if verdict is None:")
     e(3, "probe_end = pos")
     e(3, "pos = probe_start")
-    if _type_name(probed) == "record":
+    if type_name(probed) == "record":
         # The probed record reaches keep as the tuple of its values.
         values = []
         for g in probed.get("fields", []):
@@ -445,7 +445,7 @@ def compile_filtered_decoder(schema: AvroSchema, outer: str, inner: str) -> Filt
                    + [(f["type"], top_ns) for f in top_fields[position + 1:]], 3, named)
     e(3, "continue")
     e(2, "pos = start")
-    _gen_read(src, top, "rec", 2, _Named(), None)
+    _gen_read(src, top, "rec", 2, NamedTypes(), None)
     e(2, "append(rec)")
     e(1, "if pos != len(buf): raise _Corrupt('block has %d trailing bytes' % (len(buf) - pos))")
     e(1, "return out")
@@ -467,7 +467,7 @@ def compile_decoder(schema: AvroSchema) -> Decoder:
     src.emit(1, "out = []")
     src.emit(1, "append = out.append")
     src.emit(1, "for _ in range(count):")
-    _gen_read(src, schema, "rec", 2, _Named(), None)
+    _gen_read(src, schema, "rec", 2, NamedTypes(), None)
     src.emit(2, "append(rec)")
     src.emit(1, "if pos != len(buf): raise _Corrupt('block has %d trailing bytes' % (len(buf) - pos))")
     src.emit(1, "return out")
@@ -481,11 +481,11 @@ def compile_decoder(schema: AvroSchema) -> Decoder:
 
 
 def _gen_write(
-    src: _Source, schema: AvroSchema, value: str, indent: int, named: _Named, ns: str | None
+    src: _Source, schema: AvroSchema, value: str, indent: int, named: NamedTypes, ns: str | None
 ) -> None:
     """Emit code that appends the encoding of ``value`` (an expression) to ``out``."""
-    schema = _unwrap(schema)
-    kind = _type_name(schema)
+    schema = unwrap(schema)
+    kind = type_name(schema)
     e = src.emit
     if kind in ("int", "long"):
         z = src.var("z")
@@ -512,8 +512,8 @@ def _gen_write(
         e(indent, f"if len({value}) != {size}: raise _Invalid({message})")
         e(indent, f"out += {value}")
     elif kind == "union":
-        non_null = [i for i, b in enumerate(schema) if _type_name(_unwrap(b)) != "null"]
-        nulls = [i for i, b in enumerate(schema) if _type_name(_unwrap(b)) == "null"]
+        non_null = [i for i, b in enumerate(schema) if type_name(unwrap(b)) != "null"]
+        nulls = [i for i, b in enumerate(schema) if type_name(unwrap(b)) == "null"]
         if len(non_null) > 1:
             raise CorruptMetadataError("the manifest writer only supports unions of null and one type")
         if nulls:
@@ -530,7 +530,7 @@ def _gen_write(
         e(indent, f"if {items}:")
         _gen_write(src, "long", f"len({items})", indent + 1, named, ns)
         if _map_pair(schema):
-            rec = _unwrap(schema["items"])
+            rec = unwrap(schema["items"])
             named.register(rec, ns)
             key, val = src.var("k"), src.var("w")
             e(indent + 1, f"for {key}, {val} in {items}.items():")
@@ -559,7 +559,7 @@ def _gen_write(
             field_value = src.var("f")
             e(indent, f"{field_value} = {rec}.get({f['name']!r})")
             _gen_write(src, f["type"], field_value, indent, named, inner_ns)
-    elif isinstance(schema, str) and schema not in _PRIMITIVES:
+    elif isinstance(schema, str) and schema not in PRIMITIVES:
         _gen_write(src, named.resolve(schema, ns), value, indent, named, ns)
     else:
         raise CorruptMetadataError(f"the manifest writer does not support Avro type {kind!r}")
@@ -569,7 +569,7 @@ def compile_encoder(schema: AvroSchema) -> Encoder:
     """A function ``(out, record)`` appending the encoding of one record of ``schema``."""
     src = _Source()
     src.emit(0, "def encode(out, rec):")
-    _gen_write(src, schema, "rec", 1, _Named(), None)
+    _gen_write(src, schema, "rec", 1, NamedTypes(), None)
     src.emit(1, "return None")
     from tablestore.errors import ValidationError
 

@@ -6,13 +6,13 @@ carry the ids (Parquet ``field_id``), so reads project by id and survive renames
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
-from tablestore.errors import SchemaError
+from tablestore.errors import SchemaError, ValidationError
 from tablestore.spec.types import (
     BinaryType,
     BooleanType,
@@ -406,3 +406,19 @@ def arrow_to_schema(arrow_schema: pa.Schema, schema_id: int = 0, format_version:
 def field_ids_from_arrow(arrow_schema: pa.Schema) -> bool:
     """Whether every top-level field of an Arrow schema carries a Parquet field id."""
     return all(f.metadata and PARQUET_FIELD_ID in f.metadata for f in arrow_schema)
+
+
+def to_schema(schema: Schema | pa.Schema, properties: Mapping[str, str] | None = None) -> Schema:
+    """A schema given either way: a tablestore Schema as it is, a pyarrow schema converted
+    (fresh field ids, as for a new table). A new table's ``properties`` may choose its format
+    version, which decides what an Arrow nanosecond timestamp becomes (microseconds below v3)."""
+    if isinstance(schema, Schema):
+        return schema
+    if isinstance(schema, pa.Schema):
+        from tablestore.spec.metadata import DEFAULT_FORMAT_VERSION  # metadata imports this module
+
+        version = str((properties or {}).get("format-version", DEFAULT_FORMAT_VERSION)).strip()
+        return arrow_to_schema(schema, format_version=int(version) if version.isdigit() else DEFAULT_FORMAT_VERSION)
+    raise ValidationError(
+        f"schema must be a pyarrow.Schema or a tablestore Schema, got {type(schema).__name__}"
+    )

@@ -287,7 +287,7 @@ class ViewMetadata:
         """
         now = _now_ms() if timestamp_ms is None else timestamp_ms
         new_properties = {**self.properties, **{str(k): str(v) for k, v in (properties or {}).items()}}
-        schemas, schema_id = _add_schema(self.schemas, schema)
+        schemas, schema_id = add_schema(self.schemas, schema)
         candidate = _new_version(
             0, now, schema_id, sql, dialect, default_namespace, default_catalog
         )
@@ -303,7 +303,7 @@ class ViewMetadata:
             version_id = max(v.version_id for v in self.versions) + 1
             versions = (*self.versions, replace(candidate, version_id=version_id))
         log = (*self.version_log, ViewHistoryEntry(now, version_id))
-        versions, log = _expire_versions(versions, log, version_id, new_properties)
+        versions, log = expire_versions(versions, log, version_id, new_properties)
         return replace(
             self,
             schemas=schemas,
@@ -441,7 +441,7 @@ def _new_version(
     )
 
 
-def _add_schema(schemas: tuple[Schema, ...], schema: Schema) -> tuple[tuple[Schema, ...], int]:
+def add_schema(schemas: tuple[Schema, ...], schema: Schema) -> tuple[tuple[Schema, ...], int]:
     """The schema list with ``schema`` in it, and its id (an equal existing schema is reused)."""
     for existing in schemas:
         if existing.fields == schema.fields and existing.identifier_field_ids == schema.identifier_field_ids:
@@ -450,7 +450,7 @@ def _add_schema(schemas: tuple[Schema, ...], schema: Schema) -> tuple[tuple[Sche
     return (*schemas, schema.with_id(schema_id)), schema_id
 
 
-def _expire_versions(
+def expire_versions(
     versions: tuple[ViewVersion, ...],
     log: tuple[ViewHistoryEntry, ...],
     current_id: int,

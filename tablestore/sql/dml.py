@@ -55,7 +55,7 @@ def _spark_kind(spark_type: Any) -> str:
     return name.removesuffix("Type").lower()
 
 
-def _assignable(spark_type: Any, target: IcebergType) -> bool:
+def assignable(spark_type: Any, target: IcebergType) -> bool:
     kind = _spark_kind(spark_type)
     if kind == "null":
         return True
@@ -80,7 +80,7 @@ def _assignable(spark_type: Any, target: IcebergType) -> bool:
     return True
 
 
-def _spark_cast_type(t: IcebergType) -> str | None:
+def spark_cast_type(t: IcebergType) -> str | None:
     if isinstance(t, FixedType | UUIDType | BinaryType):
         return "binary"
     if isinstance(t, StructType | ListType | MapType):
@@ -201,12 +201,12 @@ def run_insert(session: SqlSession, table: Table, s: st.Insert) -> StatementResu
     selected = []
     for source, target in zip(df.schema.fields, targets, strict=True):
         t = schema.find_type(target)
-        if not _assignable(source.dataType, t):
+        if not assignable(source.dataType, t):
             raise SchemaError(
                 f"INSERT into {table.name}: column {target!r} is {sql_type_name(t)} but the query gives "
                 f"{source.dataType.simpleString()}; add an explicit CAST"
             )
-        cast_to = _spark_cast_type(t)
+        cast_to = spark_cast_type(t)
         column = F.col(f"`{source.name}`")
         selected.append((column.cast(cast_to) if cast_to else column).alias(target))
     with spark_errors():

@@ -18,7 +18,7 @@ from tablestore.table.external import PartitionToAdd, RepairResult, add_partitio
 
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
-    from tablestore.catalog.manager import CatalogManager
+    from tablestore.session import CatalogManager
 
 RESULT_COLUMNS = ["partitions_added", "partitions_dropped", "files_added", "files_removed"]
 

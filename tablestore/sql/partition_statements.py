@@ -25,7 +25,7 @@ from tablestore.sql.result import StatementResult
 from tablestore.table.partitions import drop_partitions, partition_names, partition_stats, rename_partition
 
 if TYPE_CHECKING:
-    from tablestore.catalog.manager import CatalogManager
+    from tablestore.session import CatalogManager
     from tablestore.sql import statements as st
 
 _OVERWRITE_MODES = ("dynamic", "static")

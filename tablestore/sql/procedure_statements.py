@@ -9,7 +9,7 @@ from tablestore.sql.parse_procedures import Call
 from tablestore.sql.procedures import find_procedure, literal_value
 
 if TYPE_CHECKING:
-    from tablestore.catalog.manager import CatalogManager
+    from tablestore.session import CatalogManager
     from tablestore.sql.result import StatementResult
 
 

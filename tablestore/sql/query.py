@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from tablestore.catalog import Catalog
-    from tablestore.catalog.manager import CatalogManager
+    from tablestore.session import CatalogManager
 
 METADATA_TABLES = ("snapshots", "history", "files", "data_files", "delete_files", "manifests", "partitions",
                    "entries", "refs", "metadata_log_entries", "schemas")
@@ -139,7 +139,7 @@ class QueryPlanner:
             literal = value.this if isinstance(value, exp.Literal) else value.sql(dialect="spark")
             if kind == "VERSION":
                 if isinstance(value, exp.Literal) and value.is_string:
-                    from tablestore.engine.spark_source import resolve_ref
+                    from tablestore.engine.spark_source_read import resolve_ref
 
                     # Checked here too, so that an unknown name is our error, not Spark's.
                     _, metadata = catalog.load_table_metadata(identifier)

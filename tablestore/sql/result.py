@@ -29,13 +29,13 @@ class StatementResult:
                                                                                           statement)
 
     def to_json(self) -> str:
-        out: dict[str, Any] = {"columns": self.columns, "rows": [[_json_value(v) for v in r] for r in self.rows]}
+        out: dict[str, Any] = {"columns": self.columns, "rows": [[json_value(v) for v in r] for r in self.rows]}
         if self.affected is not None:
             out["affected"] = self.affected
         return json.dumps(out, ensure_ascii=False)
 
 
-def _json_value(value: Any) -> Any:
+def json_value(value: Any) -> Any:
     import datetime
     import decimal
     import uuid
@@ -53,7 +53,7 @@ def _json_value(value: Any) -> Any:
     if isinstance(value, uuid.UUID):
         return str(value)
     if isinstance(value, dict):
-        return {str(k): _json_value(v) for k, v in value.items()}
+        return {str(k): json_value(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_json_value(v) for v in value]
+        return [json_value(v) for v in value]
     return str(value)

@@ -126,7 +126,7 @@ class RowLevelStatements:
     def _target_planner(self, catalog: Any, identifier: tuple[str, ...], table: Table,
                         prune: BooleanExpression | None) -> QueryPlanner:
         from tablestore.engine.spark_row_source import SOURCE_NAME, register
-        from tablestore.engine.spark_source import quote_name
+        from tablestore.engine.spark_source_options import quote_name
 
         spark = self.spark  # type: ignore[attr-defined]
         register(spark)
@@ -172,7 +172,7 @@ class RowLevelStatements:
         """``df`` with each named column checked against and cast to the table's column type."""
         from pyspark.sql import functions as F
 
-        from tablestore.sql.dml import _assignable, _spark_cast_type
+        from tablestore.sql.dml import assignable, spark_cast_type
 
         schema = table.schema()
         spark_types = {f.name: f.dataType for f in df.schema.fields}
@@ -182,12 +182,12 @@ class RowLevelStatements:
                 columns.append(F.col(f"`{name}`"))
                 continue
             t = schema.find_type(name)
-            if not _assignable(spark_types[name], t):
+            if not assignable(spark_types[name], t):
                 raise SchemaError(
                     f"{what} of {table.name}: column {name!r} is {sql_type_name(t)} but the new value is "
                     f"{spark_types[name].simpleString()}; add an explicit CAST"
                 )
-            cast_to = _spark_cast_type(t)
+            cast_to = spark_cast_type(t)
             column = F.col(f"`{name}`")
             columns.append((column.cast(cast_to) if cast_to else column).alias(name))
         return df.select(*columns)

@@ -22,7 +22,7 @@ from tablestore.sql.result import StatementResult
 
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
-    from tablestore.catalog.manager import CatalogManager
+    from tablestore.session import CatalogManager
     from tablestore.table.schema_update import UpdateSchema
 
 

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from tablestore.catalog.manager import CatalogManager
 from tablestore.config import LakehouseConfig, load_config
 from tablestore.errors import (
     AlreadyExistsError,
@@ -27,6 +26,7 @@ from tablestore.errors import (
     TableAlreadyExistsError,
     ValidationError,
 )
+from tablestore.session import CatalogManager
 from tablestore.sql import statements as st
 from tablestore.sql.ddl import describe_table, show_create_table, table_schema_from_columns
 from tablestore.sql.dml import run_insert

@@ -35,7 +35,7 @@ from tablestore.table.write import WriteContext, write_data_files, write_data_st
 
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
-    from tablestore.engine import Engine
+    from tablestore.engine.protocols import Engine
     from tablestore.maintenance import Maintenance
     from tablestore.table.fragments import Fragment
     from tablestore.table.inspect import TableInspector
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 __all__ = ["FileTask", "Table", "TableScan"]
 
 
-def _timestamp_ms(value: int | float | str | datetime.datetime | datetime.date) -> int:
+def parse_timestamp_ms(value: int | float | str | datetime.datetime | datetime.date) -> int:
     if isinstance(value, bool):
         raise ValidationError("as_of_timestamp must be a datetime, an ISO string or epoch milliseconds")
     if isinstance(value, int | float):
@@ -167,7 +167,7 @@ class Table:
         """
         return TableScan(
             self.io, self.metadata, self.engine, filter=filter, columns=columns, snapshot_id=snapshot_id,
-            as_of_timestamp_ms=_timestamp_ms(as_of_timestamp) if as_of_timestamp is not None else None,
+            as_of_timestamp_ms=parse_timestamp_ms(as_of_timestamp) if as_of_timestamp is not None else None,
             ref=ref, case_sensitive=case_sensitive, limit=limit,
         )
 

@@ -23,6 +23,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tablestore.engine.protocols import FragmentRewriter
+from tablestore.engine.sources import dataframe_source
 from tablestore.errors import SchemaError, ValidationError
 from tablestore.spec import conversions
 from tablestore.spec.expressions import Expression
@@ -34,7 +36,6 @@ from tablestore.table.fragments import (
     LINEAGE_KEY,
     Fragment,
     FragmentContext,
-    _is_spark_dataframe,
     commit_fragments,
     commit_schema_only,
     context_of,
@@ -135,8 +136,9 @@ class MergePlan:
     def prepare_source(self, source: Any, unique: bool = True) -> pa.Table:
         """The source as Arrow: keys and columns in the table's types, keys unique (unless
         ``unique`` is off: :meth:`slices` checks them per fragment)."""
-        if _is_spark_dataframe(source):
-            source = source.select(*self.keys, *self.columns).toArrow()
+        adapted = dataframe_source(source)
+        if adapted is not None:  # another library's DataFrame: only the plan's columns travel
+            source = adapted.to_arrow([*self.keys, *self.columns])
         return self.prepare_arrow(to_arrow_table(source), unique)
 
     def prepare_arrow(self, data: pa.Table, unique: bool = True) -> pa.Table:
@@ -401,15 +403,14 @@ def rewrite_fragments(
 
 
 def run_plan(table: Table, plan: MergePlan, fragments: list[Fragment], source: Any) -> list[Fragment]:
-    """One task per fragment with source rows: Spark's mapInArrow for a Spark DataFrame on the
-    Spark engine, else the engine's map over (fragment, source slice) pairs."""
+    """One task per fragment with source rows: the engine's own merge when it takes the source
+    (the Spark engine, for a Spark DataFrame), else the engine's map over (fragment, source
+    slice) pairs."""
     engine = table.engine
-    # Checked by name: importing the Spark engine imports pyspark, which a local merge never needs.
-    on_spark = type(engine).__module__ == "tablestore.engine.spark" and type(engine).__name__ == "SparkEngine"
-    if _is_spark_dataframe(source) and on_spark and fragments:
-        from tablestore.engine.spark_column_merge import spark_rewrite
-
-        return spark_rewrite(source, fragments, plan)
+    if isinstance(engine, FragmentRewriter) and fragments:
+        rewritten = engine.rewrite_fragments(source, fragments, plan)
+        if rewritten is not None:
+            return rewritten
     items = plan.slices(plan.prepare_source(source, unique=False), fragments)
     results = engine.map(lambda item: rewrite_fragment(item[0], plan, item[1].table(plan)), items)
     return [r for r in results if r is not None]

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tablestore.errors import AlreadyExistsError, ValidationError
+from tablestore.names import normalize_location
 from tablestore.spec.name_mapping import DEFAULT_NAME_MAPPING, NameMapping
-from tablestore.spec.schema import Schema
+from tablestore.spec.schema import Schema, to_schema
 from tablestore.table.import_files import (
     FileToRegister,
     PartitionColumn,
@@ -62,10 +63,8 @@ def create_external_table(
     ``schema`` holds every column, the partition columns included. No file is registered yet:
     run :func:`repair_table` (``MSCK REPAIR TABLE``) for that.
     """
-    from tablestore.catalog import _normalize_location, _to_schema
-
-    table_schema: Schema = _to_schema(schema)
-    location = _normalize_location(location)
+    table_schema: Schema = to_schema(schema)
+    location = normalize_location(location)
     existing = [f for f in catalog.io.list_prefix(f"{location}/metadata") if f.path.endswith(".metadata.json")]
     if existing:
         raise AlreadyExistsError(
@@ -200,8 +199,6 @@ def add_partitions(table: Table, partitions: Sequence[PartitionToAdd], if_not_ex
     used. A partition that already has files is an error unless ``if_not_exists``; a location
     without Parquet files is an error (Iceberg has no empty partitions). One commit for all.
     """
-    from tablestore.catalog import _normalize_location
-
     require_external(table, "ALTER TABLE ... ADD PARTITION")
     table.refresh()
     spec = table.spec()
@@ -225,7 +222,7 @@ def add_partitions(table: Table, partitions: Sequence[PartitionToAdd], if_not_ex
                 f"partition ({format_partition(columns, partition)}) of table {table.name} already exists; "
                 "use ADD IF NOT EXISTS PARTITION to skip it, or MSCK REPAIR TABLE to register new files"
             )
-        location = _normalize_location(item.location) if item.location else \
+        location = normalize_location(item.location) if item.location else \
             f"{table.location}/{hive_partition_path(columns, partition)}"
         todo.extend(_partition_files(table, location, partition, known, columns, where))
     added = data_files_for(table, todo)

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tablestore.engine.local import LocalEngine
+from tablestore.engine.sources import dataframe_source
 from tablestore.errors import CommitConflictError, ValidationError
 from tablestore.io import FileIO
 from tablestore.spec.expressions import Expression, bind, to_expression
@@ -125,10 +127,9 @@ def source_columns(source: Any) -> list[tuple[str, pa.DataType]]:
     """The column names and Arrow types of a merge source of any supported kind."""
     if isinstance(source, pa.Table | pa.RecordBatch | pa.RecordBatchReader):
         return [(f.name, f.type) for f in source.schema]
-    if _is_spark_dataframe(source):
-        from pyspark.sql.pandas.types import to_arrow_schema
-
-        return [(f.name, f.type) for f in to_arrow_schema(source.schema)]
+    adapted = dataframe_source(source)
+    if adapted is not None:
+        return [(f.name, f.type) for f in adapted.arrow_schema]
     try:
         import pandas as pd
     except ImportError:  # pragma: no cover
@@ -139,10 +140,6 @@ def source_columns(source: Any) -> list[tuple[str, pa.DataType]]:
         f"a merge source must be a pyarrow Table or RecordBatchReader, a pandas or a Spark DataFrame; "
         f"got {type(source).__name__}"
     )
-
-
-def _is_spark_dataframe(source: Any) -> bool:
-    return type(source).__module__.startswith("pyspark.sql") and type(source).__name__ == "DataFrame"
 
 
 def _footer(io: FileIO, path: str) -> tuple[set[int], str | None]:
@@ -184,8 +181,6 @@ def list_fragments(table: Table, filter: str | Expression | None = None) -> list
     Planned on the driver's threads whatever the table's engine, as Iceberg plans: a Spark job
     per manifest list and per footer costs a worker round trip each for a few bytes of work.
     """
-    from tablestore.engine.local import LocalEngine
-
     engine = LocalEngine()
     md = table.metadata
     snapshot = md.current_snapshot()

@@ -369,10 +369,10 @@ class RegisterFiles(OverwriteFiles):
                          conflict_check=conflicts, snapshot_properties=snapshot_properties)
 
     def _cleanup(self) -> None:
-        from tablestore.table.snapshot import _quiet_delete
+        from tablestore.table.snapshot import quiet_delete
 
         for path in self._written_manifests:
-            _quiet_delete(self.table, path)
+            quiet_delete(self.table, path)
 
 
 def registered_files(table: Table) -> dict[str, DataFile]:

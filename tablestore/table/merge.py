@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
+from tablestore.engine.sources import dataframe_source
 from tablestore.errors import SchemaError, UnsupportedError, ValidationError
 from tablestore.spec.expressions import (
     AlwaysTrue,
@@ -47,10 +48,10 @@ from tablestore.table.row_level import (
     MERGE_ON_READ,
     FileChange,
     RowLevelContext,
-    _discard,
     change_file,
     check_assignable,
     commit_changes,
+    discard,
     read_live_rows,
     updated_rows,
     write_mode,
@@ -103,10 +104,11 @@ class _Plan:
 
 class MergeBuilder:
     def __init__(self, table: Table, source: Any, on: str, source_alias: str = "s", target_alias: str = "t") -> None:
-        if getattr(source, "isStreaming", False):
-            raise UnsupportedError(STREAMING_MESSAGE)
-        if hasattr(source, "toArrow") and not isinstance(source, pa.Table):
-            source = source.toArrow()  # a (batch) Spark DataFrame
+        adapted = dataframe_source(source)
+        if adapted is not None:  # another library's DataFrame (Spark's)
+            if adapted.is_streaming:
+                raise UnsupportedError(STREAMING_MESSAGE)
+            source = adapted.to_arrow()
         self.table = table
         self.source = to_arrow_table(source)
         self.on = on
@@ -139,12 +141,12 @@ class MergeBuilder:
         return self
 
     def _values(self, values: dict[str, Any]) -> tuple[tuple[str, str], ...]:
-        from tablestore.table.row_level import _as_sql
+        from tablestore.table.row_level import as_sql
 
         out = []
         for key, value in values.items():
             name = key.split(".", 1)[1] if key.lower().startswith(f"{self.target_alias.lower()}.") else key
-            out.append((name, _as_sql(value)))
+            out.append((name, as_sql(value)))
         return tuple(out)
 
     # -- execution -----------------------------------------------------------------------------------
@@ -176,7 +178,7 @@ class MergeBuilder:
                 inserted_files = ctx.write_rows(rows)
             commit_changes(table, changes, snapshot, "merge", prune, extra_data=inserted_files)
         except BaseException:
-            _discard(ctx, changes, inserted_files)
+            discard(ctx, changes, inserted_files)
             raise
         return result
 

@@ -38,14 +38,14 @@ DELETE_POS_ID = 2147483545
 
 
 @functools.cache
-def _parquet_format() -> ds.ParquetFileFormat:
+def parquet_format() -> ds.ParquetFileFormat:
     # pyarrow.dataset imports pandas (seconds); only readers pay for it, not `import tablestore`.
     import pyarrow.dataset
 
     return pyarrow.dataset.ParquetFileFormat()
 
 
-def _field_id(f: pa.Field) -> int | None:
+def parquet_field_id(f: pa.Field) -> int | None:
     if f.metadata and PARQUET_FIELD_ID in f.metadata:
         return int(f.metadata[PARQUET_FIELD_ID])
     return None
@@ -54,7 +54,7 @@ def _field_id(f: pa.Field) -> int | None:
 def _ids_of(struct_fields: Iterable[pa.Field]) -> dict[int, pa.Field]:
     out = {}
     for f in struct_fields:
-        fid = _field_id(f)
+        fid = parquet_field_id(f)
         if fid is not None:
             out[fid] = f
     return out
@@ -107,7 +107,7 @@ def read_task_table(
     """
     fs, path = io.filesystem_for(data_file.file_path)
     try:
-        fragment = _parquet_format().make_fragment(path, filesystem=fs)
+        fragment = parquet_format().make_fragment(path, filesystem=fs)
         physical = fragment.physical_schema
     except (pa.ArrowInvalid, OSError) as e:
         raise CorruptMetadataError(f"cannot read data file {data_file.file_path}: {e}") from None
@@ -288,7 +288,7 @@ def schema_from_file(physical: pa.Schema) -> Schema | None:
 
     fields = []
     for f in physical:
-        fid = _field_id(f)
+        fid = parquet_field_id(f)
         if fid is None:
             return None
         try:
@@ -307,19 +307,19 @@ def _iceberg_type_with_ids(t: pa.DataType, convert: Any) -> IcebergType:
         children = []
         for i in range(t.num_fields):
             child = t.field(i)
-            cid = _field_id(child)
+            cid = parquet_field_id(child)
             if cid is None:
                 raise ValueError("nested field without id")
             child_type = _iceberg_type_with_ids(child.type, convert)
             children.append(NestedField(cid, child.name, child_type, not child.nullable))
         return StructType(*children)
     if pa.types.is_list(t) or pa.types.is_large_list(t):
-        eid = _field_id(t.value_field)
+        eid = parquet_field_id(t.value_field)
         if eid is None:
             raise ValueError("list element without id")
         return ListType(eid, _iceberg_type_with_ids(t.value_type, convert), not t.value_field.nullable)
     if pa.types.is_map(t):
-        kid, vid = _field_id(t.key_field), _field_id(t.item_field)
+        kid, vid = parquet_field_id(t.key_field), parquet_field_id(t.item_field)
         if kid is None or vid is None:
             raise ValueError("map without ids")
         return MapType(kid, _iceberg_type_with_ids(t.key_type, convert), vid,
@@ -351,15 +351,16 @@ def _same_nested_ids(t: pa.DataType, ice: IcebergType) -> bool:
         if not pa.types.is_struct(t) or t.num_fields != len(ice.fields):
             return False
         return all(
-            _field_id(t.field(i)) == f.field_id and t.field(i).name == f.name
+            parquet_field_id(t.field(i)) == f.field_id and t.field(i).name == f.name
             and _same_nested_ids(t.field(i).type, f.field_type)
             for i, f in enumerate(ice.fields)
         )
     if isinstance(ice, ListType):
-        return (pa.types.is_list(t) or pa.types.is_large_list(t)) and _field_id(t.value_field) == ice.element_id \
-            and _same_nested_ids(t.value_type, ice.element_type)
+        return (pa.types.is_list(t) or pa.types.is_large_list(t)) \
+            and parquet_field_id(t.value_field) == ice.element_id and _same_nested_ids(t.value_type, ice.element_type)
     if isinstance(ice, MapType):
-        return pa.types.is_map(t) and _field_id(t.key_field) == ice.key_id and _field_id(t.item_field) == ice.value_id \
+        return pa.types.is_map(t) and parquet_field_id(t.key_field) == ice.key_id \
+            and parquet_field_id(t.item_field) == ice.value_id \
             and _same_nested_ids(t.key_type, ice.key_type) and _same_nested_ids(t.item_type, ice.value_type)
     return True
 
@@ -405,7 +406,7 @@ def _select(table: pa.Table, projected: Schema) -> pa.Table:
 
 def read_position_deletes(io: FileIO, delete_file: DataFile, data_path: str) -> np.ndarray:
     fs, path = io.filesystem_for(delete_file.file_path)
-    fragment = _parquet_format().make_fragment(path, filesystem=fs)
+    fragment = parquet_format().make_fragment(path, filesystem=fs)
     by_id = _ids_of(fragment.physical_schema)
     path_col = by_id.get(DELETE_FILE_PATH_ID)
     pos_col = by_id.get(DELETE_POS_ID)
@@ -429,7 +430,7 @@ def _apply_deletes(
             positions = positions[positions < raw.num_rows]
             keep[positions] = False
         elif delete.content == DataFileContent.EQUALITY_DELETES:
-            keep &= ~_equality_matches(io, raw, delete, file_fields, table_schema)
+            keep &= ~equality_matches(io, raw, delete, file_fields, table_schema)
         else:
             raise UnsupportedError(f"unknown delete file content {delete.content}")
     if keep.all():
@@ -437,14 +438,14 @@ def _apply_deletes(
     return raw.filter(pa.array(keep))
 
 
-def _equality_matches(
+def equality_matches(
     io: FileIO, raw: pa.Table, delete: DataFile, file_fields: dict[int, pa.Field], table_schema: Schema
 ) -> np.ndarray:
     ids = list(delete.equality_ids or [])
     if not ids or any(i not in file_fields for i in ids):
         return np.zeros(raw.num_rows, dtype=bool)
     fs, path = io.filesystem_for(delete.file_path)
-    fragment = _parquet_format().make_fragment(path, filesystem=fs)
+    fragment = parquet_format().make_fragment(path, filesystem=fs)
     delete_by_id = _ids_of(fragment.physical_schema)
     names = [delete_by_id[i].name for i in ids]
     deleted = fragment.to_table(columns=names)

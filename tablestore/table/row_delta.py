@@ -186,10 +186,10 @@ class RowDelta(OverwriteFiles):
 
     def _cleanup(self) -> None:
         super()._cleanup()
-        from tablestore.table.snapshot import _quiet_delete
+        from tablestore.table.snapshot import quiet_delete
 
         for f in self.added_deletes:
-            _quiet_delete(self.table, f.file_path)
+            quiet_delete(self.table, f.file_path)
 
     def summary(self, base: TableMetadata, parent: Snapshot | None) -> dict[str, str]:
         out = super().summary(base, parent)

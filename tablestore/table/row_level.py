@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 
 from tablestore.errors import SchemaError, ValidationError
 from tablestore.io import FileIO
-from tablestore.spec.evaluators import _decode_bound, referenced_field_ids, test_value, to_arrow_expression
+from tablestore.spec.evaluators import decode_bound, referenced_field_ids, test_value, to_arrow_expression
 from tablestore.spec.expressions import (
     AlwaysFalse,
     AlwaysTrue,
@@ -150,7 +150,7 @@ def read_live_rows(
     ``columns`` (field ids) narrows the read to what a condition needs; the columns of equality
     deletes are read too, to apply them.
     """
-    from tablestore.table.read import _equality_matches
+    from tablestore.table.read import equality_matches
 
     spec = ctx.specs[task.spec_id]
     projected = ctx.schema
@@ -170,7 +170,7 @@ def read_live_rows(
             deleted = read_position_deletes(ctx.io, delete, task.file.file_path)
             keep[deleted[deleted < rows.num_rows]] = False
         else:
-            keep &= ~_equality_matches(ctx.io, rows, delete, fields, ctx.schema)
+            keep &= ~equality_matches(ctx.io, rows, delete, fields, ctx.schema)
     if keep.all():
         return rows, positions
     return rows.filter(pa.array(keep)), positions[keep]
@@ -230,8 +230,8 @@ def _strict(expr: BooleanExpression, f: DataFile, identity: dict[int, Any]) -> b
         return nulls == 0
     if nulls != 0 or not isinstance(t, _EXACT_BOUND_TYPES):
         return False
-    lower = _decode_bound(t, (f.lower_bounds or {}).get(fid))
-    upper = _decode_bound(t, (f.upper_bounds or {}).get(fid))
+    lower = decode_bound(t, (f.lower_bounds or {}).get(fid))
+    upper = decode_bound(t, (f.upper_bounds or {}).get(fid))
     if lower is None or upper is None:
         return False
     if isinstance(expr, BoundSetPredicate):
@@ -340,7 +340,7 @@ def commit_changes(
     return producer.commit()
 
 
-def _discard(ctx: RowLevelContext, changes: list[FileChange], extra: list[DataFile] | None = None) -> None:
+def discard(ctx: RowLevelContext, changes: list[FileChange], extra: list[DataFile] | None = None) -> None:
     """Delete the files an operation wrote when it does not commit."""
     files = [f for c in changes for f in (*c.added_data, *c.added_deletes)] + list(extra or [])
     for f in files:
@@ -379,7 +379,7 @@ def delete_rows(table: Table, filter: str | Expression, snapshot_properties: dic
     try:
         commit_changes(table, changes, snapshot, "delete", bound, snapshot_properties=snapshot_properties)
     except BaseException:
-        _discard(ctx, changes)
+        discard(ctx, changes)
         raise
     return sum(c.affected for c in changes)
 
@@ -461,7 +461,7 @@ def assignment_values(
     return {name: evaluator.array(parse_expression(sql)) for name, sql in assignments.items()}
 
 
-def _as_sql(value: Any) -> str:
+def as_sql(value: Any) -> str:
     """A Python value as a SQL literal (strings given to update() are expressions, not values)."""
     from tablestore.spec.expressions import format_literal
 
@@ -486,7 +486,7 @@ def update_rows(
     if not assignments:
         raise ValidationError("update() needs at least one column to set")
     names = check_assignable(table, list(assignments))
-    sql = {name: _as_sql(v) for name, v in zip(names, assignments.values(), strict=True)}
+    sql = {name: as_sql(v) for name, v in zip(names, assignments.values(), strict=True)}
     schema = table.schema()
     bound = bind(schema, to_expression(filter))
     short_name = table.identifier[-1]
@@ -512,7 +512,7 @@ def update_rows(
     try:
         commit_changes(table, changes, snapshot, "update", bound, snapshot_properties=snapshot_properties)
     except BaseException:
-        _discard(ctx, changes)
+        discard(ctx, changes)
         raise
     return sum(c.affected for c in changes)
 
@@ -566,6 +566,6 @@ def apply_positions(
             extra = ctx.write_rows(pa.concat_tables(new_rows))
         commit_changes(table, changes, snapshot, operation, conflict_filter, extra_data=extra)
     except BaseException:
-        _discard(ctx, changes, extra)
+        discard(ctx, changes, extra)
         raise
     return sum(c.affected for c in changes)

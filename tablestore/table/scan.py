@@ -37,7 +37,7 @@ from tablestore.table.read import DELETE_FILE_PATH_ID, read_task_table
 if TYPE_CHECKING:
     import pandas as pd
 
-    from tablestore.engine import Engine
+    from tablestore.engine.protocols import Engine
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class DeleteFileIndex:
                     continue
                 if df.referenced_data_file and df.referenced_data_file != data_file.file_path:
                     continue
-                if not _path_in_bounds(df, data_file.file_path):
+                if not path_in_bounds(df, data_file.file_path):
                     continue
             elif item.sequence_number <= sequence_number:
                 continue
@@ -106,7 +106,7 @@ class DeleteFileIndex:
         return tuple(out)
 
 
-def _path_in_bounds(delete_file: DataFile, path: str) -> bool:
+def path_in_bounds(delete_file: DataFile, path: str) -> bool:
     lower = (delete_file.lower_bounds or {}).get(DELETE_FILE_PATH_ID)
     upper = (delete_file.upper_bounds or {}).get(DELETE_FILE_PATH_ID)
     if lower is not None and conversions.from_bytes(StringType(), lower) > path:
@@ -266,10 +266,7 @@ class TableScan:
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         schema = self.arrow_schema
         remaining = self.limit
-        imap = getattr(self.engine, "imap", None)
-        tasks = self.plan_files()
-        results = imap(self._read, tasks) if imap else (self._read(t) for t in tasks)
-        for table in results:
+        for table in self.engine.imap(self._read, self.plan_files()):
             if not table.schema.equals(schema):
                 table = table.cast(schema)
             for batch in table.to_batches():

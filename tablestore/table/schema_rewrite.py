@@ -48,12 +48,12 @@ class _Failure:
 
 def physical_type(io: FileIO, data_file: DataFile, field_id: int) -> pa.DataType | None:
     """The Arrow type a data file stores for a top-level field id, None if it lacks the field."""
-    from tablestore.table.read import _field_id, _parquet_format
+    from tablestore.table.read import parquet_field_id, parquet_format
 
     fs, path = io.filesystem_for(data_file.file_path)
-    physical = _parquet_format().make_fragment(path, filesystem=fs).physical_schema
+    physical = parquet_format().make_fragment(path, filesystem=fs).physical_schema
     for f in physical:
-        if _field_id(f) == field_id:
+        if parquet_field_id(f) == field_id:
             return f.type
     return None
 

@@ -229,12 +229,12 @@ class SnapshotProducer:
 
     def _cleanup(self) -> None:
         for path in self._written_manifests:
-            _quiet_delete(self.table, path)
+            quiet_delete(self.table, path)
         for f in self.added_files:
-            _quiet_delete(self.table, f.file_path)
+            quiet_delete(self.table, f.file_path)
 
 
-def _quiet_delete(table: Table, path: str) -> None:
+def quiet_delete(table: Table, path: str) -> None:
     try:
         table.io.delete(path)
     except OSError as e:  # best effort: remove_orphan_files catches what is left

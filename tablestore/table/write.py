@@ -129,10 +129,16 @@ def partition_keys(spec: PartitionSpec, schema: Schema, data: pa.Table) -> list[
 
 
 def _column_by_id(data: pa.Table, schema: Schema, field_id: int) -> pa.ChunkedArray | pa.Array:
-    name = schema.find_column_name(field_id)
-    if name is None:
+    if not schema.has_field(field_id):
         raise ValidationError(f"partition source field {field_id} is not in the table schema")
-    parts = name.split(".")
+    # The path is walked by field id, not by splitting the dotted name: a column may have a dot
+    # in its own name ("dot.ted").
+    parts: list[str] = []
+    current: int | None = field_id
+    while current is not None:
+        parts.append(schema.find_field(current).name)
+        current = schema.parent_id(current)
+    parts.reverse()
     column: Any = data.column(parts[0])
     for part in parts[1:]:
         column = pc.struct_field(column, part)
@@ -149,39 +155,39 @@ def split_by_partition(spec: PartitionSpec, schema: Schema, data: pa.Table) -> l
     if not spec.fields or data.num_rows == 0:
         return [PartitionSlice((), data)] if data.num_rows else []
     result_types = [f.field_type for f in spec.partition_type(schema).fields]
-    keys = [_combine(k) for k in partition_keys(spec, schema, data)]
-    if all(_is_constant(k) for k in keys):
-        return [PartitionSlice(_partition_tuple(keys, 0, result_types), data)]
-    grouped = _group_codes(keys)
+    keys = [single_chunk(k) for k in partition_keys(spec, schema, data)]
+    if all(is_constant(k) for k in keys):
+        return [PartitionSlice(partition_tuple(keys, 0, result_types), data)]
+    grouped = group_codes(keys)
     if grouped is None:
         return _split_by_sorting(keys, result_types, data)
     codes, cardinality = grouped
-    starts, ends = _runs(codes)
+    starts, ends = value_runs(codes)
     run_codes = codes[starts]
     if len(run_codes) <= cardinality and len(np.unique(run_codes)) == len(run_codes):
         # Clustered: each partition is one run already.
         return [
-            PartitionSlice(_partition_tuple(keys, int(starts[i]), result_types),
+            PartitionSlice(partition_tuple(keys, int(starts[i]), result_types),
                            data.slice(int(starts[i]), int(ends[i] - starts[i])))
             for i in np.argsort(run_codes, kind="stable")
         ]
     order = pc.sort_indices(pa.array(codes))  # stable
     order_np = order.to_numpy()
-    starts, ends = _runs(codes[order_np])
+    starts, ends = value_runs(codes[order_np])
     return [
-        PartitionSlice(_partition_tuple(keys, int(order_np[start]), result_types), data,
+        PartitionSlice(partition_tuple(keys, int(order_np[start]), result_types), data,
                        order.slice(int(start), int(end - start)))
         for start, end in zip(starts, ends, strict=True)
     ]
 
 
-def _runs(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def value_runs(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Start and end offsets of the runs of equal values."""
     change = np.flatnonzero(codes[1:] != codes[:-1]) + 1
     return np.concatenate(([0], change)), np.concatenate((change, [len(codes)]))
 
 
-def _group_codes(keys: list[pa.Array]) -> tuple[np.ndarray, int] | None:
+def group_codes(keys: list[pa.Array]) -> tuple[np.ndarray, int] | None:
     """One int64 per row that orders rows as their partition tuples do (nulls last), and an
     upper bound of the number of distinct codes.
 
@@ -221,7 +227,7 @@ def _split_by_sorting(keys: list[pa.Array], result_types: list[IcebergType], dat
     key_table = key_table.take(order)
     change = None
     for name in names:
-        column = _combine(key_table.column(name))
+        column = single_chunk(key_table.column(name))
         prev, nxt = column.slice(0, len(column) - 1), column.slice(1)
         differs = pc.fill_null(pc.not_equal(prev, nxt), True)
         both_null = pc.and_(pc.is_null(prev), pc.is_null(nxt))
@@ -229,20 +235,20 @@ def _split_by_sorting(keys: list[pa.Array], result_types: list[IcebergType], dat
         change = differs if change is None else pc.or_(change, differs)
     assert change is not None
     boundaries = [0, *(pc.indices_nonzero(change).to_numpy() + 1).tolist(), data.num_rows]
-    sorted_keys = [_combine(key_table.column(n)) for n in names]
+    sorted_keys = [single_chunk(key_table.column(n)) for n in names]
     return [
-        PartitionSlice(_partition_tuple(sorted_keys, start, result_types), data, order.slice(start, end - start))
+        PartitionSlice(partition_tuple(sorted_keys, start, result_types), data, order.slice(start, end - start))
         for start, end in itertools.pairwise(boundaries)
     ]
 
 
-def _combine(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+def single_chunk(array: pa.Array | pa.ChunkedArray) -> pa.Array:
     if isinstance(array, pa.ChunkedArray):
         return array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
     return array
 
 
-def _is_constant(array: pa.Array) -> bool:
+def is_constant(array: pa.Array) -> bool:
     if array.null_count:
         return array.null_count == len(array)
     if pa.types.is_boolean(array.type) or pa.types.is_integer(array.type) or pa.types.is_date(array.type) \
@@ -252,7 +258,7 @@ def _is_constant(array: pa.Array) -> bool:
     return len(pc.unique(array)) == 1
 
 
-def _partition_tuple(keys: list[pa.Array], row: int, result_types: list[IcebergType]) -> tuple[Any, ...]:
+def partition_tuple(keys: list[pa.Array], row: int, result_types: list[IcebergType]) -> tuple[Any, ...]:
     return tuple(internal_value(t, k[row].as_py()) for k, t in zip(keys, result_types, strict=True))
 
 

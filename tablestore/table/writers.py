@@ -49,14 +49,14 @@ from tablestore.spec.types import IcebergType
 from tablestore.table.metrics import collect_metrics, float_nan_counts, metrics_modes
 from tablestore.table.write import (
     WriteContext,
-    _combine,
-    _group_codes,
-    _is_constant,
-    _partition_tuple,
-    _runs,
     dictionary_columns,
+    group_codes,
     int_property,
+    is_constant,
     partition_keys,
+    partition_tuple,
+    single_chunk,
+    value_runs,
 )
 
 log = logging.getLogger(__name__)
@@ -525,10 +525,10 @@ def route_pieces(
     its own table; otherwise the rows are gathered (one copy) in partition order, and the runs
     are listed in the order of each partition's first row in the batch.
     """
-    keys = [_combine(k) for k in partition_keys(ctx.spec, ctx.schema, data)]
-    if all(_is_constant(k) for k in keys):
-        return data, [(_partition_tuple(keys, 0, result_types), 0, data.num_rows)], True
-    grouped = _group_codes(keys)
+    keys = [single_chunk(k) for k in partition_keys(ctx.spec, ctx.schema, data)]
+    if all(is_constant(k) for k in keys):
+        return data, [(partition_tuple(keys, 0, result_types), 0, data.num_rows)], True
+    grouped = group_codes(keys)
     if grouped is None:  # a key type without dictionary encoding: fall back to sorting
         from tablestore.table.write import split_by_partition
 
@@ -540,21 +540,21 @@ def route_pieces(
             offset += rows.num_rows
         return table, pieces, False
     codes, _ = grouped
-    starts, ends = _runs(codes)
+    starts, ends = value_runs(codes)
     run_codes = codes[starts]
     _, first_run = np.unique(run_codes, return_index=True)
     if len(first_run) == len(run_codes):
         return data, [
-            (_partition_tuple(keys, int(s), result_types), int(s), int(e - s))
+            (partition_tuple(keys, int(s), result_types), int(s), int(e - s))
             for s, e in zip(starts, ends, strict=True)
         ], True
     order = np.argsort(codes, kind="stable")
-    group_starts, group_ends = _runs(codes[order])
+    group_starts, group_ends = value_runs(codes[order])
     # Groups in order of their first row in the batch, so output follows input.
     firsts = order[group_starts]
     gathered = data.take(pa.array(order))
     return gathered, [
-        (_partition_tuple(keys, int(firsts[g]), result_types), int(group_starts[g]),
+        (partition_tuple(keys, int(firsts[g]), result_types), int(group_starts[g]),
          int(group_ends[g] - group_starts[g]))
         for g in np.argsort(firsts, kind="stable")
     ], False

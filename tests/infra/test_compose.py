@@ -79,9 +79,19 @@ def _container_port(service: str, flag: str) -> str:
     return str(command[command.index(flag) + 1])
 
 
+# "${LAKEHOUSE_BIND:-127.0.0.1}:${NAME-default}:container": the bind address and the host port
+# are variables with defaults.
+PORT_RE = re.compile(r"^\$\{LAKEHOUSE_BIND:-127\.0\.0\.1\}:\$\{(\w+)-(\d+)\}:(\d+)$")
+
+
 def _published(service: str) -> dict[str, str]:
-    """container port -> host port."""
-    return {p.split(":")[1]: p.split(":")[0] for p in _services()[service].get("ports", [])}
+    """container port -> default host port."""
+    out = {}
+    for port in _services()[service].get("ports", []):
+        match = PORT_RE.match(port)
+        assert match, f"{service} publishes {port!r}, not ${{LAKEHOUSE_BIND:-127.0.0.1}}:${{VAR-port}}:port"
+        out[match.group(3)] = match.group(2)
+    return out
 
 
 # -- every referenced file exists -----------------------------------------------------------
@@ -102,12 +112,15 @@ def test_build_contexts_dockerfiles_and_mounts_exist() -> None:
                 assert source in (_compose().get("volumes") or {}), f"{name}: undeclared volume {source}"
 
 
-def test_every_service_of_our_image_uses_the_one_built_image() -> None:
+def test_every_service_of_our_image_builds_the_one_image_and_never_pulls_it() -> None:
     services = _services()
     images = {services[name]["image"] for name in OUR_IMAGE_SERVICES}
-    assert len(images) == 1
-    builders = [name for name, s in services.items() if "build" in s]
-    assert builders == ["storage-init"] and services["storage-init"]["image"] in images
+    assert images == {"lakehouse/tablestore:0.1.0"}
+    builders = sorted(name for name, s in services.items() if "build" in s)
+    assert builders == sorted(OUR_IMAGE_SERVICES)
+    # A fresh `make up` built it, but first tried to pull it from a registry five times.
+    assert {services[name]["pull_policy"] for name in OUR_IMAGE_SERVICES} == {"build"}
+    assert len({str(services[name]["build"]) for name in OUR_IMAGE_SERVICES}) == 1
 
 
 def test_dockerfile_copies_existing_paths_and_installs_from_the_lock() -> None:
@@ -115,6 +128,7 @@ def test_dockerfile_copies_existing_paths_and_installs_from_the_lock() -> None:
     assert re.search(r"^FROM python:3\.11", dockerfile, re.M)
     assert "openjdk-17-jre-headless" in dockerfile
     assert "uv sync --frozen" in dockerfile
+    assert "# syntax=" not in dockerfile  # the engine's own frontend: nothing to pull
     ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
                if line.strip() and not line.startswith("#")}
     assert ".env" in ignored  # secrets never enter the image
@@ -143,6 +157,118 @@ def test_dagster_workspace_names_the_pipeline_code_location() -> None:
     mounts = {v.split(":")[1] for v in _services()["dagster-webserver"]["volumes"]}
     assert dagster["storage"]["sqlite"]["base_dir"] in mounts
     assert (ROOT / "pipelines" / "definitions.py").exists()
+
+
+def _instructions() -> list[str]:
+    """The Dockerfile's instructions, continuation lines joined, comments left out."""
+    text = re.sub(r"\\\n", " ", (INFRA / "Dockerfile").read_text())
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_dockerfile_makes_the_man_directory_before_installing_the_jre() -> None:
+    # The slim base has no /usr/share/man/man1; the JRE's update-alternatives fails without it.
+    (install,) = [i for i in _instructions() if "openjdk-17-jre-headless" in i]
+    assert install.index("mkdir -p /usr/share/man/man1") < install.index("apt-get install")
+
+
+def test_java_home_is_not_tied_to_one_architecture() -> None:
+    dockerfile = (INFRA / "Dockerfile").read_text()
+    (java_home,) = re.findall(r"JAVA_HOME=(\S+)", dockerfile)
+    assert not re.search(r"amd64|arm64|x86_64|aarch64", java_home), java_home
+    # The link JAVA_HOME names is made from wherever /usr/bin/java resolves to.
+    assert f'"$(dirname "$(dirname "$(readlink -f /usr/bin/java)")")" {java_home}' in dockerfile
+
+
+def test_dockerfile_keeps_the_uv_cache_out_of_the_image_and_dependencies_in_their_own_layer() -> None:
+    instructions = _instructions()
+    syncs = [i for i in instructions if "uv sync" in i]
+    assert len(syncs) == 2
+    for sync in syncs:  # the cache is a BuildKit cache mount, not part of any layer
+        assert sync.startswith("RUN --mount=type=cache,target=/root/.cache/uv "), sync
+    copies = [i for i in instructions if i.startswith("COPY ")]
+    # The dependency layer depends on pyproject.toml and uv.lock alone, so a change of the
+    # sources or the README reuses it; the sources come after it.
+    assert copies[0] == "COPY pyproject.toml uv.lock ./"
+    first_sync = instructions.index(syncs[0])
+    assert "--no-install-project" in syncs[0] and instructions.index(copies[0]) < first_sync
+    assert all(instructions.index(c) > first_sync for c in copies[1:])
+    assert "pip install --no-cache-dir" in "\n".join(instructions)
+
+
+def test_ports_are_published_on_loopback_unless_lakehouse_bind_says_otherwise() -> None:
+    published = {name: _published(name) for name in _services()}  # asserts the form of each port
+    assert published["dagster-webserver"] == {"3000": "3000"} and published["catalog"] == {"8181": "8181"}
+    # The master's RPC port runs code on the worker: it stays on the stack's network.
+    assert "7077" not in published["spark-master"]
+    example = _env_example()
+    assert example["LAKEHOUSE_BIND"] == "127.0.0.1"
+    for ports in published.values():
+        for container, variable in ports.items():
+            assert example[_host_port_variable(container, ports)] == variable
+
+
+def _host_port_variable(container: str, ports: dict[str, str]) -> str:
+    for service in _services().values():
+        for port in service.get("ports", []):
+            match = PORT_RE.match(port)
+            if match and match.group(3) == container and match.group(2) == ports[container]:
+                return match.group(1)
+    raise AssertionError(container)
+
+
+def test_long_running_services_have_an_init_and_restart_by_themselves() -> None:
+    for name, service in _services().items():
+        if name == "storage-init":
+            assert service["restart"] == "no"  # runs once; a restart would loop
+            continue
+        assert service.get("init") is True, f"{name} has no init process to reap zombies"
+        assert service.get("restart") == "unless-stopped", f"{name} stays down when it dies"
+
+
+def test_healthchecks_wait_for_real_readiness() -> None:
+    services = _services()
+    pg = services["postgres"]["healthcheck"]["test"]
+    assert pg[0] == "CMD-SHELL" and re.search(r"pg_isready -h localhost\b", pg[1]), pg
+    # Trino's /v1/info answers while it starts; the image's own check waits for "starting":false.
+    assert services["trino"]["healthcheck"]["test"] == ["CMD", "/usr/lib/trino/bin/health-check"]
+
+
+def test_trino_is_an_opt_in_profile_the_pipeline_is_told_about() -> None:
+    services = _services()
+    assert services["trino"]["profiles"] == ["trino"]
+    assert [n for n, s in services.items() if "profiles" in s] == ["trino"]
+    assert _compose()["x-lakehouse-env"]["LAKEHOUSE_PROFILES"] == "${COMPOSE_PROFILES:-}"
+    assert _env_example()["COMPOSE_PROFILES"] == "trino"  # a user's full stack has Trino
+
+
+def test_spark_applications_do_not_starve_and_work_outside_the_venv() -> None:
+    conf = dict(line.split(None, 1) for line in (INFRA / "spark" / "spark-defaults.conf").read_text().splitlines()
+                if line.strip() and not line.startswith("#"))
+    worker = _services()["spark-worker"]["command"]
+    cores = int(worker[worker.index("--cores") + 1])
+    assert int(conf["spark.cores.max"].strip()) <= cores
+    work_dir = worker[worker.index("--work-dir") + 1]
+    assert not work_dir.startswith("/app"), work_dir
+    assert f"SPARK_WORKER_DIR={work_dir}" in (INFRA / "Dockerfile").read_text()
+    # One run at a time, and one Spark application per run: every step in the run's process.
+    dagster = yaml.safe_load((INFRA / "dagster" / "dagster.yaml").read_text())
+    assert dagster["run_coordinator"]["config"]["max_concurrent_runs"] == 1
+    from pipelines.definitions import build_definitions
+
+    executor = build_definitions().resolve_job_def("__ASSET_JOB").executor_def
+    assert executor.name == "in_process"
+
+
+def test_make_ps_shows_exited_containers_and_the_stack_tests_outlive_pytest_timeout() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^ps:\n\t\$\(COMPOSE\) ps -a$", makefile, re.M)
+    match = re.search(r"^timeout = (\d+)$", (ROOT / "pyproject.toml").read_text(), re.M)
+    assert match
+    from tests.infra import test_docker_stack, test_stack
+
+    for module in (test_stack, test_docker_stack):
+        marks = [m for m in module.pytestmark if m.name == "timeout"]
+        assert marks and marks[0].args[0] > module.PLAN_TIMEOUT_S > int(match.group(1)), module.__name__
 
 
 # -- health and start order ------------------------------------------------------------------

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tablestore import errors
+from tablestore.errors import ForbiddenError, NotAuthorizedError
 from tablestore.rest.errors import status_of
-from tablestore.rest.security import ForbiddenError, NotAuthorizedError
 
 
 @pytest.mark.parametrize(("error", "status", "kind"), [

@@ -11,8 +11,7 @@ import pytest
 import requests
 
 from tablestore.config import parse_config
-from tablestore.errors import ConfigError
-from tablestore.rest.security import ForbiddenError, NotAuthorizedError
+from tablestore.errors import ConfigError, ForbiddenError, NotAuthorizedError
 from tablestore.rest.settings import ServerSettings, server_settings
 from tests.rest.conftest import (
     CATALOG,
@@ -116,7 +115,7 @@ def test_oauth2_token_endpoint_takes_http_basic_client_authentication(rest_servi
 
     # Wrong or malformed Basic credentials: 401 invalid_client with a Basic challenge (RFC 6749 5.2).
     for auth in ({"auth": (CLIENT_ID, "wrong")}, {"headers": {"Authorization": "Basic not-base64!"}}):
-        bad = requests.post(url, data=grant, timeout=30, **auth)  # type: ignore[arg-type]
+        bad = requests.post(url, data=grant, timeout=30, **auth)
         assert bad.status_code == 401 and bad.json()["error"] == "invalid_client"
         assert bad.headers["WWW-Authenticate"] == 'Basic realm="tablestore"'
     # One authentication method per request.

@@ -1,5 +1,6 @@
 """Column merges and partial updates: the design document's incremental scenario, the update
-rule, duplicate keys, sources of every kind, Spark tasks committing once, and interop."""
+rule, duplicate keys, sources of every kind, Spark tasks committing once, and interop. The local
+engine's tests run on every catalog of the matrix; Spark's and the readers' on SQLite."""
 
 from __future__ import annotations
 
@@ -26,7 +27,15 @@ from tests.values import oracle_rows
 IDS = pa.int64()
 
 
+@pytest.fixture
+def db(catalog: Catalog) -> Catalog:
+    """A catalog of the matrix (``tests/table/conftest.py``) with the namespace ``db``."""
+    catalog.create_namespace("db")
+    return catalog
+
+
 def _catalog(root: Path) -> Catalog:
+    """A SQLite catalog, for the Spark and Java-reader tests (they prove nothing about catalogs)."""
     catalog = tablestore.load_catalog("c", type="sql", uri=f"sqlite:///{root}/c.db", warehouse=str(root / "w"))
     catalog.create_namespace("db")
     return catalog
@@ -70,8 +79,8 @@ def expected_scenario(i: int) -> tuple[Any, ...]:
     return f"u{i}", segment, (i * 1.5 if 50 <= i <= 150 else None)
 
 
-def test_incremental_scenario_keeps_old_values_where_the_new_is_null_or_absent(tmp_path: Path) -> None:
-    table = users_table(_catalog(tmp_path))
+def test_incremental_scenario_keeps_old_values_where_the_new_is_null_or_absent(db: Catalog) -> None:
+    table = users_table(db)
     run_scenario(table)
     assert table.schema().column_names == ["user_id", "name", "segment", "ltv"]
     assert [table.schema().find_field(c).field_id for c in ("segment", "ltv")] == [3, 4]
@@ -86,14 +95,14 @@ def test_incremental_scenario_keeps_old_values_where_the_new_is_null_or_absent(t
     assert [s.summary.get("column-merge") for s in table.snapshots()[4:]] == ["merge", "merge", "update"]
 
 
-def test_scenario_from_pandas_sources(tmp_path: Path) -> None:
-    table = users_table(_catalog(tmp_path))
+def test_scenario_from_pandas_sources(db: Catalog) -> None:
+    table = users_table(db)
     run_scenario(table, lambda cols: pd.DataFrame({k: pa.array(v).to_pylist() for k, v in cols.items()}))
     assert by_key(table, "name", "segment", "ltv") == {i: expected_scenario(i) for i in range(1, 201)}
 
 
-def test_fragments_without_matching_keys_are_not_rewritten(tmp_path: Path) -> None:
-    table = users_table(_catalog(tmp_path))
+def test_fragments_without_matching_keys_are_not_rewritten(db: Catalog) -> None:
+    table = users_table(db)
     before = {f.id for f in table.fragments()}
     snapshot = table.merge_columns(pa.table({"user_id": pa.array([10, 20], IDS), "tier": ["g", "s"]}), on="user_id")
     assert snapshot is not None and snapshot.summary["deleted-data-files"] == "1"
@@ -103,16 +112,16 @@ def test_fragments_without_matching_keys_are_not_rewritten(tmp_path: Path) -> No
     assert set(by_key(table, "x").values()) == {(None,)}
 
 
-def test_overwrite_null_policy_lets_a_matched_null_win(tmp_path: Path) -> None:
-    table = users_table(_catalog(tmp_path))
+def test_overwrite_null_policy_lets_a_matched_null_win(db: Catalog) -> None:
+    table = users_table(db)
     table.update_columns(pa.table({"user_id": pa.array([1, 2], IDS), "name": pa.array([None, "z"], pa.string())}),
                          on="user_id", columns=["name"], null_policy="overwrite")
     got = by_key(table, "name")
     assert got[1] == (None,) and got[2] == ("z",) and got[3] == ("u3",)
 
 
-def test_duplicate_keys_fail_naming_one_or_keep_the_first_or_last(tmp_path: Path) -> None:
-    table = users_table(_catalog(tmp_path))
+def test_duplicate_keys_fail_naming_one_or_keep_the_first_or_last(db: Catalog) -> None:
+    table = users_table(db)
     dup = pa.table({"user_id": pa.array([5, 6, 5, 7], IDS), "tier": ["first", "x", "last", "y"]})
     with pytest.raises(ValidationError, match="2 rows with the key user_id=5; make the keys unique or pass"):
         table.merge_columns(dup, on="user_id")
@@ -124,8 +133,8 @@ def test_duplicate_keys_fail_naming_one_or_keep_the_first_or_last(tmp_path: Path
     assert got[5] == ("last",) and got[6] == ("x",) and got[8] == (None,)
 
 
-def test_composite_keys_and_null_keys(tmp_path: Path) -> None:
-    catalog = _catalog(tmp_path)
+def test_composite_keys_and_null_keys(catalog: Catalog) -> None:
+    catalog.create_namespace("db")
     table = catalog.create_table("db.k", schema=pa.schema([("a", IDS), ("b", pa.string()), ("v", IDS)]))
     table.append(pa.table({"a": pa.array([1, 1, 2, None], IDS), "b": ["x", "y", "x", "x"], "v": [1, 2, 3, 4]}))
     source = pa.table({"a": pa.array([1, 2, None], IDS), "b": ["y", "x", "x"], "w": ["1y", "2x", "null-x"]})
@@ -134,8 +143,8 @@ def test_composite_keys_and_null_keys(tmp_path: Path) -> None:
     assert [r["w"] for r in rows] == [None, "1y", "2x", None]  # a NULL key matches nothing
 
 
-def test_merge_only_into_fragments_matching_a_filter(tmp_path: Path) -> None:
-    table = users_table(_catalog(tmp_path))
+def test_merge_only_into_fragments_matching_a_filter(db: Catalog) -> None:
+    table = users_table(db)
     table.merge_columns(pa.table({"user_id": pa.array([1, 199], IDS), "t": ["a", "b"]}), on="user_id",
                         filter="user_id > 150")
     got = by_key(table, "t")
@@ -307,8 +316,8 @@ def odd_even_table(catalog: Catalog) -> Table:
     return table
 
 
-def test_local_fragments_with_overlapping_key_ranges_get_every_matching_row(tmp_path: Path) -> None:
-    table = odd_even_table(_catalog(tmp_path))
+def test_local_fragments_with_overlapping_key_ranges_get_every_matching_row(db: Catalog) -> None:
+    table = odd_even_table(db)
     source = pa.table({"user_id": pa.array([2, 1, 99, 100, 500, 2, 1], IDS),
                        "segment": ["s2", "s1", "s99", "s100", "s500", "again", "later"]})
     with pytest.raises(ValidationError, match="2 rows with the key user_id=(1|2)"):
@@ -322,8 +331,8 @@ def test_local_fragments_with_overlapping_key_ranges_get_every_matching_row(tmp_
     assert got == {1: "later", 2: "again", 99: "s99", 100: "s100"}
 
 
-def test_duplicates_of_keys_no_fragment_holds_are_dropped_not_an_error(tmp_path: Path) -> None:
-    catalog = _catalog(tmp_path)
+def test_duplicates_of_keys_no_fragment_holds_are_dropped_not_an_error(catalog: Catalog) -> None:
+    catalog.create_namespace("db")
     source = pa.table({"user_id": pa.array([5, 999, 999, 0, 0], IDS), "tier": ["g", "x", "y", "p", "q"]})
     for table in (users_table(catalog), odd_even_table(catalog)):  # disjoint and overlapping ranges
         table.merge_columns(source, on="user_id")
@@ -331,8 +340,8 @@ def test_duplicates_of_keys_no_fragment_holds_are_dropped_not_an_error(tmp_path:
         assert got == {5: ("g",)} and len(got) == 1
 
 
-def test_source_rows_sent_to_another_process_carry_only_their_rows(tmp_path: Path) -> None:
-    table = users_table(_catalog(tmp_path))  # 4 fragments of 50 users
+def test_source_rows_sent_to_another_process_carry_only_their_rows(db: Catalog) -> None:
+    table = users_table(db)  # 4 fragments of 50 users
     plan_source = pa.table({"user_id": pa.array(range(1, 201), IDS), "tier": [f"t{i}" for i in range(1, 201)]})
     fragments = table.fragments()
     plan = MergePlan.build(fragments[0].context, source_columns(plan_source), "user_id", None, "merge", "keep",

@@ -1,16 +1,15 @@
 """Fragments: listing, the schema a file was written with, pickling, lineage, and committing
-rewritten fragments in one snapshot with validation against concurrent changes."""
+rewritten fragments in one snapshot with validation against concurrent changes, on every catalog
+of the matrix."""
 
 from __future__ import annotations
 
 import pickle
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import tablestore
 from tablestore.catalog import Catalog
 from tablestore.errors import CommitConflictError, SchemaError, ValidationError
 from tablestore.spec.schema import Schema
@@ -20,8 +19,9 @@ from tablestore.table import Table
 from tablestore.table.fragments import LINEAGE_KEY, Fragment
 
 
-def _catalog(tmp_path: Path) -> Catalog:
-    catalog = tablestore.load_catalog("c", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "w"))
+@pytest.fixture
+def db(catalog: Catalog) -> Catalog:
+    """A catalog of the matrix (``tests/table/conftest.py``) with the namespace ``db``."""
     catalog.create_namespace("db")
     return catalog
 
@@ -33,8 +33,8 @@ def users(lo: int, hi: int, country: str = "de") -> pa.Table:
 
 
 @pytest.fixture
-def table(tmp_path: Path) -> Table:
-    t = _catalog(tmp_path).create_table("db.users", schema=users(1, 1).schema, partition_by=["country"])
+def table(db: Catalog) -> Table:
+    t = db.create_table("db.users", schema=users(1, 1).schema, partition_by=["country"])
     t.append(users(1, 100, "de"))
     t.append(users(101, 200, "fr"))
     return t
@@ -92,7 +92,7 @@ def test_fragments_merged_separately_commit_in_one_snapshot(table: Table) -> Non
     assert rows[7] == "de-7" and rows[150] == "fr-150" and rows[8] is None and len(rows) == 200
 
 
-def test_a_concurrent_delete_of_a_merged_fragment_fails_the_commit(table: Table, tmp_path: Path) -> None:
+def test_a_concurrent_delete_of_a_merged_fragment_fails_the_commit(table: Table) -> None:
     merged = [f.merge_columns(pa.table({"user_id": [3, 103], "segment": ["x", "y"]}), on="user_id")
               for f in table.fragments()]
     other = table.catalog.load_table("db.users")  # another writer

@@ -120,3 +120,13 @@ def test_rename_partition_of_a_date_column(catalog: tablestore.Catalog) -> None:
     assert partition_names(table) == ["d=2023-12-31", "d=2024-01-02"]
     with pytest.raises(ValidationError, match="same partition columns"):
         rename_partition(table, [("d", "2023-12-31")], [])
+
+
+def test_partition_source_column_with_a_dot_in_its_name_is_found_by_field_id(catalog: tablestore.Catalog) -> None:
+    """A top-level column named ``a.b`` is not looked up as the field ``b`` of a struct ``a``."""
+    schema = pa.schema([("id", pa.int64()), ("a.b", pa.int32())])
+    table = catalog.create_table("db.dots", schema=schema, partition_by=["`a.b`", "bucket(2, `a.b`)"])
+    table.append(pa.table({"id": pa.array([1, 2], pa.int64()), "a.b": pa.array([7, 8], pa.int32())}, schema=schema))
+    partitions = sorted(tuple(t.file.partition) for t in table.scan().plan_files())
+    assert [p[0] for p in partitions] == [7, 8]
+    assert sorted(table.scan(filter="`a.b` = 8").to_arrow().column("id").to_pylist()) == [2]

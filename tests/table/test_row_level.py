@@ -1,4 +1,5 @@
-"""Row-level DELETE, UPDATE and MERGE through the Python API on the local engine, in both modes."""
+"""Row-level DELETE, UPDATE and MERGE through the Python API on the local engine, in both modes, on
+every catalog of the matrix."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pyarrow as pa
 import pytest
 from pyiceberg.table import StaticTable
 
-import tablestore
+from tablestore.catalog import Catalog
 from tablestore.errors import CommitConflictError, SchemaError, ValidationError
 from tablestore.spec.manifest import DataFile, ManifestContent, read_manifest, snapshot_manifests
 from tablestore.spec.schema import Schema
@@ -19,8 +20,9 @@ from tablestore.table import Table
 MODES = ["copy-on-write", "merge-on-read"]
 
 
-def _catalog(tmp_path: Path) -> tablestore.Catalog:
-    catalog = tablestore.load_catalog("c", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+@pytest.fixture
+def db(catalog: Catalog) -> Catalog:
+    """A catalog of the matrix (``tests/table/conftest.py``) with the namespace ``db``."""
     catalog.create_namespace("db")
     return catalog
 
@@ -63,8 +65,8 @@ def _delete_manifest_files(table: Table) -> list[DataFile]:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_design_statements_give_equal_results_and_counts_in_both_modes(tmp_path: Path, mode: str) -> None:
-    table = _users(_catalog(tmp_path), mode)
+def test_design_statements_give_equal_results_and_counts_in_both_modes(db: Catalog, mode: str) -> None:
+    table = _users(db, mode)
     assert table.delete("id = -1") == 0
     assert table.update({"name": "'u1'"}, "id > 10") == 10
     assert table.delete("id > 17") == 3
@@ -74,8 +76,8 @@ def test_design_statements_give_equal_results_and_counts_in_both_modes(tmp_path:
     assert _pyiceberg_rows(table) == expected
 
 
-def test_merge_on_read_writes_position_delete_files_copy_on_write_rewrites(tmp_path: Path) -> None:
-    catalog = _catalog(tmp_path)
+def test_merge_on_read_writes_position_delete_files_copy_on_write_rewrites(db: Catalog) -> None:
+    catalog = db
     mor = _users(catalog, "merge-on-read", "mor")
     cow = _users(catalog, "copy-on-write", "cow")
     for table in (mor, cow):
@@ -96,8 +98,8 @@ def test_merge_on_read_writes_position_delete_files_copy_on_write_rewrites(tmp_p
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_deleting_whole_partitions_writes_no_data_or_delete_file(tmp_path: Path, mode: str) -> None:
-    table = _users(_catalog(tmp_path), mode)
+def test_deleting_whole_partitions_writes_no_data_or_delete_file(db: Catalog, mode: str) -> None:
+    table = _users(db, mode)
     assert table.delete("region = 'us'") == 10
     summary = table.current_snapshot().summary  # type: ignore[union-attr]
     assert summary["operation"] == "delete"
@@ -106,16 +108,16 @@ def test_deleting_whole_partitions_writes_no_data_or_delete_file(tmp_path: Path,
     assert [r[0] for r in _rows(table)] == list(range(1, 21, 2))
 
 
-def test_a_range_covering_whole_files_by_bounds_is_dropped_in_metadata(tmp_path: Path) -> None:
-    table = _users(_catalog(tmp_path), "merge-on-read")
+def test_a_range_covering_whole_files_by_bounds_is_dropped_in_metadata(db: Catalog) -> None:
+    table = _users(db, "merge-on-read")
     assert table.delete("id >= 1 AND region = 'eu'") == 10
     summary = table.current_snapshot().summary  # type: ignore[union-attr]
     assert "added-delete-files" not in summary and summary["deleted-data-files"] == "1"
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_update_with_expressions_and_a_second_update_on_top_of_deletes(tmp_path: Path, mode: str) -> None:
-    table = _users(_catalog(tmp_path), mode)
+def test_update_with_expressions_and_a_second_update_on_top_of_deletes(db: Catalog, mode: str) -> None:
+    table = _users(db, mode)
     assert table.delete("id = 5") == 1
     assert table.update({"name": "upper(name) || '-' || CAST(id * 2 AS STRING)"}, "id <= 6") == 5
     assert table.update({"name": "CASE WHEN id % 2 = 0 THEN lower(name) ELSE name END"}, "region = 'us'") == 10
@@ -125,16 +127,16 @@ def test_update_with_expressions_and_a_second_update_on_top_of_deletes(tmp_path:
     assert sorted(_pyiceberg_rows(table)) == _rows(table)
 
 
-def test_updating_the_partition_column_moves_rows(tmp_path: Path) -> None:
-    table = _users(_catalog(tmp_path), "merge-on-read")
+def test_updating_the_partition_column_moves_rows(db: Catalog) -> None:
+    table = _users(db, "merge-on-read")
     assert table.update({"region": "'apac'"}, "id IN (1, 2)") == 2
     assert [r for r in _rows(table) if r[2] == "apac"] == [(1, "n1", "apac"), (2, "n2", "apac")]
     assert table.scan(filter="region = 'apac'").to_arrow().num_rows == 2
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_merge_updates_deletes_and_inserts_with_counts(tmp_path: Path, mode: str) -> None:
-    table = _users(_catalog(tmp_path), mode)
+def test_merge_updates_deletes_and_inserts_with_counts(db: Catalog, mode: str) -> None:
+    table = _users(db, mode)
     source = pa.table({"id": pa.array([1, 2, 3, 100, 101], pa.int64()), "name": ["a", "b", "drop", "new", "skip"],
                        "region": ["eu", "us", "eu", "eu", "us"]})
     result = (table.merge(source, on="t.id = s.id")
@@ -149,8 +151,8 @@ def test_merge_updates_deletes_and_inserts_with_counts(tmp_path: Path, mode: str
     assert _pyiceberg_rows(table) == _rows(table)
 
 
-def test_merge_with_several_source_rows_for_one_target_row_fails_and_commits_nothing(tmp_path: Path) -> None:
-    table = _users(_catalog(tmp_path), "merge-on-read")
+def test_merge_with_several_source_rows_for_one_target_row_fails_and_commits_nothing(db: Catalog) -> None:
+    table = _users(db, "merge-on-read")
     before = table.current_snapshot().snapshot_id  # type: ignore[union-attr]
     source = pa.table({"id": pa.array([1, 1], pa.int64()), "name": ["a", "b"]})
     with pytest.raises(ValidationError, match="several rows of the source"):
@@ -158,8 +160,8 @@ def test_merge_with_several_source_rows_for_one_target_row_fails_and_commits_not
     assert table.refresh().current_snapshot().snapshot_id == before  # type: ignore[union-attr]
 
 
-def test_merge_insert_values_and_a_residual_on_condition(tmp_path: Path) -> None:
-    table = _users(_catalog(tmp_path), "copy-on-write")
+def test_merge_insert_values_and_a_residual_on_condition(db: Catalog) -> None:
+    table = _users(db, "copy-on-write")
     source = pa.table({"key": pa.array([1, 2, 50], pa.int64()), "label": ["x", "y", "z"]})
     result = (table.merge(source, on="t.id = s.key AND t.region = 'eu'")
               .when_matched_update({"name": "s.label"})
@@ -172,8 +174,8 @@ def test_merge_insert_values_and_a_residual_on_condition(tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_bad_updates_give_clear_errors_and_commit_nothing(tmp_path: Path, mode: str) -> None:
-    catalog = _catalog(tmp_path)
+def test_bad_updates_give_clear_errors_and_commit_nothing(db: Catalog, mode: str) -> None:
+    catalog = db
     table = _users(catalog, mode)
     before = table.current_snapshot().snapshot_id  # type: ignore[union-attr]
     with pytest.raises(SchemaError, match="name"):
@@ -187,11 +189,11 @@ def test_bad_updates_give_clear_errors_and_commit_nothing(tmp_path: Path, mode: 
     with pytest.raises(ValidationError, match="local engine does not evaluate"):
         table.update({"name": "sha1(name)"}, "id = 1")
     assert table.refresh().current_snapshot().snapshot_id == before  # type: ignore[union-attr]
-    assert len(list((tmp_path / "wh").rglob("*-deletes.parquet"))) == 0
+    assert len(list(Path(table.location).rglob("*-deletes.parquet"))) == 0
 
 
-def test_updating_a_primary_key_column_is_rejected(tmp_path: Path) -> None:
-    catalog = _catalog(tmp_path)
+def test_updating_a_primary_key_column_is_rejected(db: Catalog) -> None:
+    catalog = db
     schema = Schema((NestedField(1, "id", LongType(), required=True), NestedField(2, "name", StringType())),
                     identifier_field_ids=(1,))
     table = catalog.create_table("db.pk", schema=schema)
@@ -212,8 +214,8 @@ def _stale_copy(catalog: Any, name: str) -> Table:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_concurrent_delete_of_the_same_rows_conflicts(tmp_path: Path, mode: str) -> None:
-    catalog = _catalog(tmp_path)
+def test_concurrent_delete_of_the_same_rows_conflicts(db: Catalog, mode: str) -> None:
+    catalog = db
     first = _users(catalog, mode)
     second = _stale_copy(catalog, "user")  # read the same snapshot
     assert first.delete("id IN (1, 3)") == 2
@@ -224,8 +226,8 @@ def test_concurrent_delete_of_the_same_rows_conflicts(tmp_path: Path, mode: str)
     assert 5 in [r[0] for r in _rows(second)]
 
 
-def test_serializable_delete_conflicts_with_a_concurrent_append_of_matching_rows(tmp_path: Path) -> None:
-    catalog = _catalog(tmp_path)
+def test_serializable_delete_conflicts_with_a_concurrent_append_of_matching_rows(db: Catalog) -> None:
+    catalog = db
     table = _users(catalog, "merge-on-read")
     stale = _stale_copy(catalog, "user")
     table.append(pa.table({"id": pa.array([30], pa.int64()), "name": ["late"], "region": ["eu"]}))
@@ -233,8 +235,8 @@ def test_serializable_delete_conflicts_with_a_concurrent_append_of_matching_rows
         stale.update({"name": "'x'"}, "region = 'eu' AND id > 15")
 
 
-def test_snapshot_isolation_allows_a_concurrent_append_of_matching_rows(tmp_path: Path) -> None:
-    catalog = _catalog(tmp_path)
+def test_snapshot_isolation_allows_a_concurrent_append_of_matching_rows(db: Catalog) -> None:
+    catalog = db
     table = _users(catalog, "merge-on-read", isolation="snapshot")
     stale = _stale_copy(catalog, "user")
     table.append(pa.table({"id": pa.array([30], pa.int64()), "name": ["late"], "region": ["eu"]}))
@@ -244,8 +246,8 @@ def test_snapshot_isolation_allows_a_concurrent_append_of_matching_rows(tmp_path
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_a_concurrent_append_to_another_partition_does_not_conflict(tmp_path: Path, mode: str) -> None:
-    catalog = _catalog(tmp_path)
+def test_a_concurrent_append_to_another_partition_does_not_conflict(db: Catalog, mode: str) -> None:
+    catalog = db
     table = _users(catalog, mode)
     stale = _stale_copy(catalog, "user")
     table.append(pa.table({"id": pa.array([40], pa.int64()), "name": ["other"], "region": ["us"]}))
@@ -255,8 +257,8 @@ def test_a_concurrent_append_to_another_partition_does_not_conflict(tmp_path: Pa
     assert len(stale.snapshots()) == 3  # append, the concurrent append, the delete
 
 
-def test_isolation_and_mode_properties_are_checked(tmp_path: Path) -> None:
-    catalog = _catalog(tmp_path)
+def test_isolation_and_mode_properties_are_checked(db: Catalog) -> None:
+    catalog = db
     table = _users(catalog, "copy-on-write")
     table.update_properties({"write.delete.mode": "merge-on-write"})
     with pytest.raises(ValidationError, match="write.delete.mode"):
@@ -267,8 +269,8 @@ def test_isolation_and_mode_properties_are_checked(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_upsert_with_update_all_and_insert_all(tmp_path: Path, mode: str) -> None:
-    table = _users(_catalog(tmp_path), mode)
+def test_upsert_with_update_all_and_insert_all(db: Catalog, mode: str) -> None:
+    table = _users(db, mode)
     source = pa.table({"id": pa.array([2, 4, 99], pa.int64()), "name": ["two", "four", "ninety-nine"],
                        "region": ["us", "eu", "eu"]})
     result = table.merge(source, on="t.id = s.id").when_matched_update_all().when_not_matched_insert_all().execute()

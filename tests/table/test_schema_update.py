@@ -1,5 +1,6 @@
 """The schema-change builder on a real table: one commit, retries, promotions read by field id,
-conversions by rewrite (no file of the old type stays live), cast modes and the limits."""
+conversions by rewrite (no file of the old type stays live), cast modes and the limits, on every
+catalog of the matrix."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import tablestore
 from tablestore.errors import CommitConflictError, SchemaEvolutionError
 from tablestore.spec.manifest import DataFile
 from tablestore.table.schema_rewrite import physical_type
+from tests.conftest import SQLITE_ONLY
 
 SCHEMA = pa.schema([
     pa.field("id", pa.int32(), nullable=False),
@@ -38,15 +40,15 @@ def rows(ids: range, p: str = "x") -> pa.Table:
 
 
 @pytest.fixture
-def local_catalog(tmp_path: Path) -> tablestore.Catalog:
-    catalog = tablestore.load_catalog("t", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+def db(catalog: tablestore.Catalog) -> tablestore.Catalog:
+    """A catalog of the matrix (``tests/table/conftest.py``) with the namespace ``db``."""
     catalog.create_namespace("db")
     return catalog
 
 
 @pytest.fixture
-def table(local_catalog: tablestore.Catalog) -> tablestore.Table:
-    t = local_catalog.create_table("db.t", schema=SCHEMA, partition_by=["p"])
+def table(db: tablestore.Catalog) -> tablestore.Table:
+    t = db.create_table("db.t", schema=SCHEMA, partition_by=["p"])
     t.append(rows(range(0, 10), "x"))
     t.append(rows(range(10, 20), "y"))
     return t
@@ -96,15 +98,15 @@ def test_a_schema_equal_to_an_earlier_one_reuses_its_id(table: tablestore.Table)
 
 
 def test_retries_over_a_concurrent_append_but_not_a_concurrent_schema_change(
-    local_catalog: tablestore.Catalog, table: tablestore.Table
+    db: tablestore.Catalog, table: tablestore.Table
 ) -> None:
-    other = local_catalog.load_table("db.t")
+    other = db.load_table("db.t")
     other.append(rows(range(20, 25)))
     with table.update_schema() as u:  # table is stale: the commit is retried on the new state
         u.add_column("c", "int")
     assert table.scan().to_arrow().num_rows == 25
     assert table.schema().column_names[-1] == "c"
-    stale = local_catalog.load_table("db.t")
+    stale = db.load_table("db.t")
     with table.update_schema() as u:
         u.add_column("e", "int")
     before = table.metadata_location
@@ -242,13 +244,14 @@ def test_written_files_carry_the_new_field_ids(table: tablestore.Table) -> None:
 
 
 @pytest.mark.oracle
-def test_oracle_and_pyiceberg_read_evolved_tables_like_we_do(local_catalog: tablestore.Catalog) -> None:
+@SQLITE_ONLY
+def test_oracle_and_pyiceberg_read_evolved_tables_like_we_do(db: tablestore.Catalog) -> None:
     from pyiceberg.table import StaticTable
 
     from tests import oracle
     from tests.values import oracle_rows
 
-    converted = local_catalog.create_table("db.converted", schema=SCHEMA, partition_by=["p"])
+    converted = db.create_table("db.converted", schema=SCHEMA, partition_by=["p"])
     converted.append(rows(range(0, 6), "x"))
     converted.append(rows(range(6, 9), "y"))
     with converted.update_schema() as u:
@@ -256,7 +259,7 @@ def test_oracle_and_pyiceberg_read_evolved_tables_like_we_do(local_catalog: tabl
     assert all(physical_type(converted.io, _df(converted, f), 1) == pa.float64() for f in live_files(converted))
     converted.append(pa.table({"id": [9.5], "d": pa.array([None], pa.timestamp("us", tz="UTC")), "p": ["z"]}))
 
-    renamed = local_catalog.create_table("db.renamed", schema=SCHEMA)
+    renamed = db.create_table("db.renamed", schema=SCHEMA)
     renamed.append(rows(range(0, 3)))
     with renamed.update_schema() as u:
         u.rename_column("s", "label").widen("id", "bigint").widen("f", "double").drop_column("price")
@@ -284,6 +287,7 @@ def spark() -> object:
 
 
 @pytest.mark.spark
+@SQLITE_ONLY
 def test_conversion_rewrite_runs_on_the_spark_engine(table: tablestore.Table, spark: object) -> None:
     from tablestore.engine.spark import SparkEngine
 
@@ -295,10 +299,10 @@ def test_conversion_rewrite_runs_on_the_spark_engine(table: tablestore.Table, sp
 
 
 def test_a_conversion_started_before_a_concurrent_append_converts_that_file_too(
-    local_catalog: tablestore.Catalog, table: tablestore.Table
+    db: tablestore.Catalog, table: tablestore.Table
 ) -> None:
     update = table.update_schema().widen("id", "double")
-    local_catalog.load_table("db.t").append(rows(range(20, 23), "z"))  # an int file, after the plan began
+    db.load_table("db.t").append(rows(range(20, 23), "z"))  # an int file, after the plan began
     update.commit()
     table.refresh()
     assert all(physical_type(table.io, _df(table, f), 1) == pa.float64() for f in live_files(table))
@@ -313,8 +317,8 @@ def test_explicit_commit_inside_the_block_commits_once(table: tablestore.Table) 
     assert len(table.metadata.metadata_log) == log_before + 1
 
 
-def test_timestamps_convert_to_strings_as_spark_prints_them(local_catalog: tablestore.Catalog) -> None:
-    t = local_catalog.create_table("db.ts", schema=pa.schema([("ts", pa.timestamp("us", tz="UTC")),
+def test_timestamps_convert_to_strings_as_spark_prints_them(db: tablestore.Catalog) -> None:
+    t = db.create_table("db.ts", schema=pa.schema([("ts", pa.timestamp("us", tz="UTC")),
                                                               ("b", pa.bool_())]))
     t.append(pa.table({"ts": pa.array([datetime.datetime(2024, 1, 2, 3, 4, 5),
                                         datetime.datetime(2024, 1, 2, 3, 4, 5, 120000), None],

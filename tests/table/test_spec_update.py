@@ -1,6 +1,6 @@
 """Partition evolution through ``table.update_spec()``: Java's field id and naming rules, the
 day -> hour rollover with reads and pruning across specs, and the Java oracle and pyiceberg
-reading an evolved table."""
+reading an evolved table, on every catalog of the matrix (the rollover on S3 too)."""
 
 from __future__ import annotations
 
@@ -17,15 +17,15 @@ import tablestore
 from tablestore.errors import ValidationError
 from tablestore.spec.transforms import DayTransform, HourTransform
 from tests import oracle
+from tests.conftest import CATALOGS_ON_EVERY_STORAGE, SQLITE_ONLY
 from tests.values import oracle_rows
 
 SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.string()), ("ts", pa.timestamp("us")), ("c", pa.string())])
 
 
 @pytest.fixture
-def local_catalog(tmp_path: Path) -> tablestore.Catalog:
-    catalog = tablestore.load_catalog("local", type="sql", uri=f"sqlite:///{tmp_path}/catalog.db",
-                                      warehouse=str(tmp_path / "wh"))
+def db(catalog: tablestore.Catalog) -> tablestore.Catalog:
+    """A catalog of the matrix (``tests/table/conftest.py``) with the namespace ``db``."""
     catalog.create_namespace("db")
     return catalog
 
@@ -84,8 +84,8 @@ def spec_state(md: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def test_update_spec_follows_java_ids_names_and_spec_reuse(local_catalog: tablestore.Catalog) -> None:
-    table = local_catalog.create_table("db.t", schema=SCHEMA, partition_by=["days(ts)"])
+def test_update_spec_follows_java_ids_names_and_spec_reuse(db: tablestore.Catalog) -> None:
+    table = db.create_table("db.t", schema=SCHEMA, partition_by=["days(ts)"])
     states = run_sequence(table)
     # Names as Java's BaseUpdatePartitionSpec gives them: id_bucket_16, s_trunc_4.
     assert states[1]["specs"][-1] == [("ts_day", 1000, "day", 3), ("id_bucket_16", 1001, "bucket[16]", 1),
@@ -107,8 +107,8 @@ def test_update_spec_follows_java_ids_names_and_spec_reuse(local_catalog: tables
     }
 
 
-def test_v1_tables_keep_removed_fields_as_void(local_catalog: tablestore.Catalog) -> None:
-    table = local_catalog.create_table("db.t", schema=SCHEMA, partition_by=["days(ts)"],
+def test_v1_tables_keep_removed_fields_as_void(db: tablestore.Catalog) -> None:
+    table = db.create_table("db.t", schema=SCHEMA, partition_by=["days(ts)"],
                                        properties={"format-version": "1"})
     with table.update_spec() as u:
         u.replace_field("days(ts)", "hours(ts)")
@@ -130,17 +130,17 @@ def test_v1_tables_keep_removed_fields_as_void(local_catalog: tablestore.Catalog
     (lambda u: u.add_field("hours(ts)").add_field("months(ts)"), "redundant"),
     (lambda u: u.add_field("bucket(4, id)").remove_field("bucket(4, id)"), "added in this same change"),
 ])
-def test_bad_spec_changes_raise_and_commit_nothing(local_catalog: tablestore.Catalog, change: Any,
+def test_bad_spec_changes_raise_and_commit_nothing(db: tablestore.Catalog, change: Any,
                                                    message: str) -> None:
-    table = local_catalog.create_table("db.t", schema=SCHEMA, partition_by=["days(ts)"])
+    table = db.create_table("db.t", schema=SCHEMA, partition_by=["days(ts)"])
     before = table.metadata_location
     with pytest.raises(ValidationError, match=re.escape(message)), table.update_spec() as u:
         change(u)
-    assert local_catalog.load_table("db.t").metadata_location == before
+    assert db.load_table("db.t").metadata_location == before
 
 
-def test_unchanged_spec_commits_nothing(local_catalog: tablestore.Catalog) -> None:
-    table = local_catalog.create_table("db.t", schema=SCHEMA, partition_by=["days(ts)"])
+def test_unchanged_spec_commits_nothing(db: tablestore.Catalog) -> None:
+    table = db.create_table("db.t", schema=SCHEMA, partition_by=["days(ts)"])
     before = table.metadata_location
     with table.update_spec() as u:
         u.remove_field("ts_day").add_field("days(ts)")
@@ -166,6 +166,7 @@ def rolled_over(catalog: tablestore.Catalog) -> tablestore.Table:
     return table
 
 
+@pytest.mark.parametrize("catalog_target", CATALOGS_ON_EVERY_STORAGE, indirect=True)
 def test_day_to_hour_rollover_writes_hourly_files_and_reads_both(catalog: tablestore.Catalog) -> None:
     catalog.create_namespace("db")
     table = rolled_over(catalog)
@@ -189,10 +190,10 @@ def test_day_to_hour_rollover_writes_hourly_files_and_reads_both(catalog: tables
     assert [tuple(t.file.partition) for t in one_hour] == [(may3 * 24 + 2,)]
 
 
-def test_pyiceberg_reads_the_rolled_over_table(local_catalog: tablestore.Catalog, tmp_path: Path) -> None:
+def test_pyiceberg_reads_the_rolled_over_table(db: tablestore.Catalog, tmp_path: Path) -> None:
     from pyiceberg.table import StaticTable
 
-    table = rolled_over(local_catalog)
+    table = rolled_over(db)
     theirs = StaticTable.from_metadata(table.metadata_location).scan().to_arrow()
     assert oracle_rows(theirs) == oracle_rows(table.scan().to_arrow())
     filtered = StaticTable.from_metadata(table.metadata_location).scan(
@@ -201,10 +202,11 @@ def test_pyiceberg_reads_the_rolled_over_table(local_catalog: tablestore.Catalog
 
 
 @pytest.mark.oracle
-def test_oracle_reads_the_rollover_and_evolves_specs_as_we_do(local_catalog: tablestore.Catalog,
+@SQLITE_ONLY
+def test_oracle_reads_the_rollover_and_evolves_specs_as_we_do(db: tablestore.Catalog,
                                                               tmp_path: Path) -> None:
-    table = rolled_over(local_catalog)
-    evolved = local_catalog.create_table("db.t", schema=SCHEMA, partition_by=["days(ts)"])
+    table = rolled_over(db)
+    evolved = db.create_table("db.t", schema=SCHEMA, partition_by=["days(ts)"])
     ours = run_sequence(evolved)
     java_wh = tmp_path / "java"
     batch = oracle.OracleBatch(warehouse=str(java_wh))
@@ -230,9 +232,9 @@ def test_oracle_reads_the_rollover_and_evolves_specs_as_we_do(local_catalog: tab
     assert [spec_state(json.loads(p.read_text())) for p in java_metadata[1:]] == ours
 
 
-def test_filtered_scan_of_1000_partitions_plans_only_matching_files(local_catalog: tablestore.Catalog) -> None:
+def test_filtered_scan_of_1000_partitions_plans_only_matching_files(db: tablestore.Catalog) -> None:
     schema = pa.schema([("p", pa.int32()), ("v", pa.int64())])
-    table = local_catalog.create_table("db.wide", schema=schema, partition_by=["p"])
+    table = db.create_table("db.wide", schema=schema, partition_by=["p"])
     table.append(pa.table({"p": pa.array(range(1000), pa.int32()), "v": list(range(1000))}, schema=schema))
     assert len(table.scan().plan_files()) == 1000
 
@@ -253,10 +255,10 @@ def test_filtered_scan_of_1000_partitions_plans_only_matching_files(local_catalo
 
 
 def test_files_written_before_a_spec_change_are_committed_under_their_own_spec(
-        local_catalog: tablestore.Catalog) -> None:
-    table = local_catalog.create_table("db.t", schema=SCHEMA, partition_by=["days(ts)"])
+        db: tablestore.Catalog) -> None:
+    table = db.create_table("db.t", schema=SCHEMA, partition_by=["days(ts)"])
     early = table.write_files(rows(1, range(0, 2), 0))  # a task of a long write, before the change
-    other = local_catalog.load_table("db.t")
+    other = db.load_table("db.t")
     with other.update_spec() as u:
         u.replace_field("days(ts)", "hours(ts)")
     late = other.write_files(rows(2, range(0, 2), 10))

@@ -1,8 +1,12 @@
 """Trino reconciliation (stack only): Trino's row counts equal tablestore's.
 
-In the embedded environment there is no Trino; the asset records that it skipped and why.
+In the embedded environment there is no Trino; the asset records that it skipped and why. In
+the Docker Compose stack, Trino is the compose profile ``trino``: the stack passes its profiles
+as ``$LAKEHOUSE_PROFILES``, and without ``trino`` among them the asset skips, saying "no Trino in
+this stack". With it, an unreachable Trino fails the asset.
 """
 
+import os
 
 import dagster as dg
 from dagster import AssetExecutionContext
@@ -13,6 +17,19 @@ from pipelines.settings import CATALOG, DATABASE
 
 RECONCILE_KEY = dg.AssetKey(["lakehouse", "shop", "trino_reconciliation"])
 RECONCILED_TABLES = ("events", "customers", "erasure_requests")
+PROFILES_VARIABLE = "LAKEHOUSE_PROFILES"
+
+
+def trino_absent_reason(trino_settings: dict[str, object] | None, environment: str) -> str | None:
+    """Why there is no Trino to reconcile with, or None when Trino is part of this deployment.
+
+    ``$LAKEHOUSE_PROFILES`` unset (not under Compose) leaves the settings in charge."""
+    if not trino_settings:
+        return f"no Trino in the {environment} environment"
+    profiles = os.environ.get(PROFILES_VARIABLE)
+    if profiles is not None and "trino" not in {p.strip() for p in profiles.split(",")}:
+        return "no Trino in this stack (the compose profile trino is not enabled: COMPOSE_PROFILES=trino)"
+    return None
 
 
 def build_reconcile_assets() -> list[dg.AssetsDefinition]:
@@ -20,11 +37,10 @@ def build_reconcile_assets() -> list[dg.AssetsDefinition]:
     def trino_reconciliation(context: AssetExecutionContext, tablestore: TableStoreResource) -> dg.MaterializeResult:
         """Row counts through the ``trino`` client equal the counts of tablestore scans."""
         trino_settings = tablestore.settings.trino
-        if not trino_settings:
-            context.log.info("no Trino in the %s environment; reconciliation skipped",
-                             tablestore.settings.environment)
-            return dg.MaterializeResult(metadata={"skipped": f"no Trino in the {tablestore.settings.environment} "
-                                                             "environment"})
+        absent = trino_absent_reason(trino_settings, tablestore.settings.environment)
+        if absent or not trino_settings:
+            context.log.info("skipped: %s", absent)
+            return dg.MaterializeResult(metadata={"skipped": str(absent)})
         import trino  # the stack image installs it
 
         connection = trino.dbapi.connect(host=trino_settings["host"], port=int(trino_settings.get("port", 8080)),

@@ -1,6 +1,9 @@
-"""Several named catalogs, a current catalog and database, and how names resolve against them.
+"""A session's catalogs: several named catalogs, a current catalog and database, and how names
+resolve against them.
 
-The SQL layer keeps one ``CatalogManager`` per session. ``USE`` changes the current catalog
+It sits above the catalog layer (it builds catalogs from the configuration) and below the
+engines, the SQL layer and the service, which each keep one. The SQL layer keeps one
+``CatalogManager`` per session. ``USE`` changes the current catalog
 and database; table names of one, two or three parts resolve so:
 
 - ``t`` → table ``t`` in the current database of the current catalog;
@@ -19,9 +22,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from tablestore.catalog import Catalog, Identifier, to_namespace, validate_name
+from tablestore.catalog import Catalog
 from tablestore.config import LakehouseConfig
 from tablestore.errors import NoSuchCatalogError, NoSuchNamespaceError, ValidationError
+from tablestore.names import Identifier, to_namespace, validate_name
 
 NameLike = str | Sequence[str]
 
