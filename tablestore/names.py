@@ -158,10 +158,16 @@ def new_metadata_location(metadata: _Located, previous_location: str | None) -> 
 
     Tables and views name their metadata files alike (as Java's JDBC catalog does).
     """
+    version = parse_metadata_version(previous_location) + 1
+    return f"{metadata_directory(metadata)}/{version:05d}-{uuid.uuid4()}.metadata.json"
+
+
+def metadata_directory(metadata: _Located) -> str:
+    """Where a table's (or view's) metadata files, manifest lists and manifests go: the
+    ``write.metadata.path`` property, else ``<location>/metadata``; a local one as a URI."""
     custom = metadata.properties.get(WRITE_METADATA_PATH)
     directory = to_location_uri(custom) if custom else f"{to_location_uri(metadata.location.rstrip('/'))}/metadata"
-    version = parse_metadata_version(previous_location) + 1
-    return f"{directory.rstrip('/')}/{version:05d}-{uuid.uuid4()}.metadata.json"
+    return directory.rstrip("/")
 
 
 __all__ = [
@@ -170,6 +176,7 @@ __all__ = [
     "Identifier",
     "IdentifierLike",
     "identifier_str",
+    "metadata_directory",
     "new_metadata_location",
     "normalize_location",
     "parse_metadata_version",

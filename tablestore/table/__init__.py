@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from tablestore.errors import CommitConflictError, ValidationError
-from tablestore.io import FileIO, to_location_uri
+from tablestore.io import FileIO
+from tablestore.names import metadata_directory
 from tablestore.spec.evaluators import InclusiveMetricsEvaluator, PartitionEvaluator
 from tablestore.spec.expressions import AlwaysFalse, AlwaysTrue, BoundExpression, Expression, bind, to_expression
 from tablestore.spec.manifest import DataFile
@@ -102,8 +103,7 @@ class Table:
 
     @property
     def metadata_dir(self) -> str:
-        custom = self.metadata.properties.get("write.metadata.path")
-        return (to_location_uri(custom) if custom else f"{to_location_uri(self.location)}/metadata").rstrip("/")
+        return metadata_directory(self.metadata)
 
     @property
     def properties(self) -> dict[str, str]:

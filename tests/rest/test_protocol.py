@@ -445,3 +445,33 @@ def test_v3_only_types_are_refused_in_a_v2_table_with_400(rest_service: RestServ
     v3 = requests.post(_url(rest_service, f"namespaces/{ns}/tables"), headers=AUTH, timeout=30,
                        json={"name": "v3", "schema": nanos, "properties": {"format-version": "3"}})
     assert v3.status_code == 400 and "format version 1 or 2, not 3" in v3.json()["error"]["message"]
+
+
+def test_duckdb_create_table_as_select_works_on_a_local_warehouse(rest_service: RestService,
+                                                                  tmp_path: Path) -> None:
+    """DuckDB stage-creates the table, writes its data file and first manifests into the table's
+    location, then commits with assert-create. It creates no directories for its manifests, so on
+    a local warehouse the stage-create must leave ``metadata/`` in place (DuckDB's commit failed
+    with "Cannot open file .../metadata/<uuid>-m0.avro: No such file or directory")."""
+    from tablestore.catalog.sql import SqlCatalog
+    from tests.interop.readers import duckdb_connect
+
+    ns = _ns()
+    con = duckdb_connect(tmp_path / "duckdb-ext")
+    try:
+        con.execute(f"CREATE SECRET lake_auth (TYPE iceberg, TOKEN '{WRITE_TOKEN}')")
+        con.execute(f"ATTACH '{CATALOG}' AS lake (TYPE iceberg, ENDPOINT '{rest_service.uri}', SECRET lake_auth)")
+        con.execute(f"CREATE SCHEMA lake.{ns}")
+        con.execute(f"CREATE TABLE lake.{ns}.copy AS SELECT range AS id, 'r' || range AS name FROM range(3)")
+        assert con.execute(f"SELECT id, name FROM lake.{ns}.copy ORDER BY id").fetchall() == [
+            (0, "r0"), (1, "r1"), (2, "r2")]
+    finally:
+        con.close()
+    assert (Path(rest_service.warehouse) / ns / "copy" / "metadata").is_dir()
+    direct = SqlCatalog(CATALOG, **rest_service.direct_properties())
+    try:
+        table = direct.load_table(f"{ns}.copy")
+        assert table.scan().to_arrow().sort_by("id").to_pydict() == {"id": [0, 1, 2], "name": ["r0", "r1", "r2"]}
+        assert table.metadata.location == f"file://{rest_service.warehouse}/{ns}/copy"
+    finally:
+        direct.close()
