@@ -112,6 +112,11 @@ def test_no_path_adds_a_v3_type_to_a_v2_table(tmp_path: Path) -> None:
     assert not catalog.table_exists("db.u")
     with pytest.raises(SchemaError, match="column 'at' has type timestamptz_ns"):
         catalog.commit_table("db.t", [], [AddSchemaUpdate(nanos, 3), SetCurrentSchemaUpdate(-1)])
+    # Schema evolution: adding a nanosecond column to a v2 table is refused, nothing committed.
+    before = table.refresh().metadata_location
+    with pytest.raises(SchemaError, match="column 'ns' has type timestamp_ns, which needs table format version 3"):
+        table.refresh().update_schema().add_column("ns", "timestamp_ns").commit()
+    assert table.refresh().metadata_location == before
     # Columns added from Arrow data become microsecond columns too.
     table.refresh().append(pa.table({"id": [1]}))
     table.refresh().merge_columns(pa.table({"id": [1], "seen": pa.array([0], pa.timestamp("ns"))}), on="id")
