@@ -170,7 +170,9 @@ def test_stage_create_writes_nothing_until_the_transaction_commits(rest_service:
     assert response.status_code == 200, response.text
     assert response.json()["metadata-location"] is None
     assert not py.table_exists(f"{ns}.staged")
-    assert not (Path(rest_service.warehouse) / ns / "staged").exists()
+    # Only the empty metadata/ directory, for clients that write manifests before the commit.
+    staged = Path(rest_service.warehouse) / ns / "staged"
+    assert [p.relative_to(staged).as_posix() for p in staged.rglob("*")] == ["metadata"]
 
     with py.create_table_transaction(f"{ns}.created", schema=SCHEMA) as txn:
         txn.set_properties(stage="yes")
