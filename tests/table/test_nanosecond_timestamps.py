@@ -121,3 +121,10 @@ def test_no_path_adds_a_v3_type_to_a_v2_table(tmp_path: Path) -> None:
     table.refresh().append(pa.table({"id": [1]}))
     table.refresh().merge_columns(pa.table({"id": [1], "seen": pa.array([0], pa.timestamp("ns"))}), on="id")
     assert str(table.refresh().schema().find_field("seen").field_type) == "timestamp"
+
+
+def test_a_v3_table_keeps_arrow_nanosecond_timestamps_as_nanosecond_types(tmp_path: Path) -> None:
+    """The v2 rule is keyed on the format version: from v3 on the nanosecond types are the spec's."""
+    table = _table(tmp_path, {"format-version": "3"})
+    assert table.metadata.format_version == 3
+    assert [str(f.field_type) for f in table.schema().fields] == ["long", "timestamptz_ns", "timestamp_ns"]
