@@ -1,27 +1,20 @@
 """rewrite_data_files, rewrite_position_deletes and rewrite_manifests: same rows, fewer files,
-validated against concurrent commits."""
+validated against concurrent commits, on every catalog of the matrix (bin-packing on S3 too)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
 import tablestore
-from tablestore.catalog.sql import SqlCatalog
 from tablestore.errors import CommitConflictError, ValidationError
 from tablestore.spec.expressions import AlwaysTrue
 from tablestore.spec.metadata import Snapshot
 from tablestore.table.scan import plan_files
+from tests.conftest import CATALOGS_ON_EVERY_STORAGE
 from tests.maintenance.helpers import SCHEMA, add_position_deletes, rows
-
-
-def _catalog(tmp_path: Path) -> tablestore.Catalog:
-    catalog = tablestore.load_catalog("c", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "w"))
-    catalog.create_namespace("db")
-    return catalog
 
 
 def _small_files(catalog: tablestore.Catalog, appends: int = 8) -> tablestore.Table:
@@ -39,9 +32,9 @@ def _data_files(table: tablestore.Table) -> list[dict[str, Any]]:
     return [f for f in table.inspect.files().to_pylist() if f["content"] == 0]
 
 
-def test_binpack_compacts_each_partition_and_keeps_rows(catalog: SqlCatalog) -> None:
-    catalog.create_namespace("db")
-    table = _small_files(catalog)
+@pytest.mark.parametrize("catalog_target", CATALOGS_ON_EVERY_STORAGE, indirect=True)
+def test_binpack_compacts_each_partition_and_keeps_rows(db_catalog: tablestore.Catalog) -> None:
+    table = _small_files(db_catalog)
     before = _ids(table)
     assert len(_data_files(table)) == 24
 
@@ -60,8 +53,8 @@ def test_binpack_compacts_each_partition_and_keeps_rows(catalog: SqlCatalog) -> 
     assert table.refresh().current_snapshot() == snapshot
 
 
-def test_min_input_files_and_target_size_decide_what_is_rewritten(tmp_path: Path) -> None:
-    table = _small_files(_catalog(tmp_path), appends=3)
+def test_min_input_files_and_target_size_decide_what_is_rewritten(db_catalog: tablestore.Catalog) -> None:
+    table = _small_files(db_catalog, appends=3)
     assert table.maintenance().rewrite_data_files().rewritten_data_files_count == 0  # 3 < 5 files a partition
     result = table.maintenance().rewrite_data_files(
         options={"min-input-files": "3", "target-file-size-bytes": "1"})
@@ -72,8 +65,8 @@ def test_min_input_files_and_target_size_decide_what_is_rewritten(tmp_path: Path
         table.maintenance().rewrite_data_files(strategy="zorder")
 
 
-def test_sort_strategy_orders_rows_within_files(tmp_path: Path) -> None:
-    table = _small_files(_catalog(tmp_path))
+def test_sort_strategy_orders_rows_within_files(db_catalog: tablestore.Catalog) -> None:
+    table = _small_files(db_catalog)
     table.maintenance().rewrite_data_files("sort", sort_order="user_id DESC", options={"min-input-files": 2})
     for f in _data_files(table.refresh()):
         import pyarrow.parquet as pq
@@ -86,8 +79,8 @@ def test_sort_strategy_orders_rows_within_files(tmp_path: Path) -> None:
         table.maintenance().rewrite_data_files("sort")
 
 
-def test_compaction_applies_position_deletes_and_drops_dangling_ones(tmp_path: Path) -> None:
-    table = _small_files(_catalog(tmp_path))
+def test_compaction_applies_position_deletes_and_drops_dangling_ones(db_catalog: tablestore.Catalog) -> None:
+    table = _small_files(db_catalog)
     task = plan_files(table.io, table.metadata, table.current_snapshot(), table.schema(), AlwaysTrue(),
                       table.engine)[0]
     add_position_deletes(table, task.file, [0, 1])
@@ -101,8 +94,8 @@ def test_compaction_applies_position_deletes_and_drops_dangling_ones(tmp_path: P
     assert all(f["content"] == 0 for f in table.inspect.files().to_pylist())
 
 
-def test_rewrite_position_deletes_merges_per_partition(tmp_path: Path) -> None:
-    table = _small_files(_catalog(tmp_path), appends=4)
+def test_rewrite_position_deletes_merges_per_partition(db_catalog: tablestore.Catalog) -> None:
+    table = _small_files(db_catalog, appends=4)
     tasks = plan_files(table.io, table.metadata, table.current_snapshot(), table.schema(), AlwaysTrue(),
                        table.engine)
     de = [t for t in tasks if t.file.partition == ("de",)]
@@ -120,8 +113,8 @@ def test_rewrite_position_deletes_merges_per_partition(tmp_path: Path) -> None:
     assert len(deletes) == 1 and deletes[0]["record_count"] == 3
 
 
-def test_rewrite_manifests_clusters_into_one_manifest(tmp_path: Path) -> None:
-    table = _small_files(_catalog(tmp_path))
+def test_rewrite_manifests_clusters_into_one_manifest(db_catalog: tablestore.Catalog) -> None:
+    table = _small_files(db_catalog)
     assert table.inspect.manifests().num_rows == 8
     expected = _ids(table)
     result = table.maintenance().rewrite_manifests()
@@ -130,10 +123,9 @@ def test_rewrite_manifests_clusters_into_one_manifest(tmp_path: Path) -> None:
     assert _ids(table) == expected
 
 
-def test_concurrent_append_during_compaction_does_not_conflict(tmp_path: Path) -> None:
-    catalog = _catalog(tmp_path)
-    table = _small_files(catalog)
-    other = catalog.load_table("db.t")
+def test_concurrent_append_during_compaction_does_not_conflict(db_catalog: tablestore.Catalog) -> None:
+    table = _small_files(db_catalog)
+    other = db_catalog.load_table("db.t")
     appended: list[Snapshot] = []
 
     def append_meanwhile(stage: str, done: int, total: int) -> None:
@@ -148,10 +140,9 @@ def test_concurrent_append_during_compaction_does_not_conflict(tmp_path: Path) -
     assert snapshot is not None and snapshot.summary["operation"] == "replace"
 
 
-def test_concurrent_delete_of_compacted_rows_conflicts_naming_the_files(tmp_path: Path) -> None:
-    catalog = _catalog(tmp_path)
-    table = _small_files(catalog)
-    other = catalog.load_table("db.t")
+def test_concurrent_delete_of_compacted_rows_conflicts_naming_the_files(db_catalog: tablestore.Catalog) -> None:
+    table = _small_files(db_catalog)
+    other = db_catalog.load_table("db.t")
 
     def delete_meanwhile(stage: str, done: int, total: int) -> None:
         if done == total:
@@ -162,10 +153,9 @@ def test_concurrent_delete_of_compacted_rows_conflicts_naming_the_files(tmp_path
     assert _ids(table.refresh()) == [i for i in range(96) if i != 7]
 
 
-def test_concurrent_position_delete_on_compacted_file_conflicts(tmp_path: Path) -> None:
-    catalog = _catalog(tmp_path)
-    table = _small_files(catalog)
-    other = catalog.load_table("db.t")
+def test_concurrent_position_delete_on_compacted_file_conflicts(db_catalog: tablestore.Catalog) -> None:
+    table = _small_files(db_catalog)
+    other = db_catalog.load_table("db.t")
     target = plan_files(table.io, table.metadata, table.current_snapshot(), table.schema(), AlwaysTrue(),
                         table.engine)[0].file
 
@@ -178,7 +168,7 @@ def test_concurrent_position_delete_on_compacted_file_conflicts(tmp_path: Path) 
     assert len(_ids(table.refresh())) == 95
 
 
-def test_compaction_of_an_empty_table_is_a_no_op(tmp_path: Path) -> None:
-    table = _catalog(tmp_path).create_table("db.e", schema=pa.schema([("a", pa.int64())]))
+def test_compaction_of_an_empty_table_is_a_no_op(db_catalog: tablestore.Catalog) -> None:
+    table = db_catalog.create_table("db.e", schema=pa.schema([("a", pa.int64())]))
     assert table.maintenance().rewrite_data_files().rewritten_data_files_count == 0
     assert table.maintenance().rewrite_manifests().added_manifests_count == 0

@@ -1,4 +1,5 @@
-"""Verified erasure: no Parquet file under the location holds an erased subject afterwards."""
+"""Verified erasure: no Parquet file under the location holds an erased subject afterwards, on
+every catalog of the matrix (the main case on S3 too; the command-line case on SQLite)."""
 
 from __future__ import annotations
 
@@ -13,20 +14,18 @@ import pyarrow.parquet as pq
 import pytest
 
 import tablestore
-from tablestore.catalog.sql import SqlCatalog
 from tablestore.cli import main
 from tablestore.errors import NoSuchSnapshotError, ValidationError
 from tablestore.maintenance.erasure import ErasureVerificationError
 from tablestore.spec.expressions import AlwaysTrue
 from tablestore.table.scan import plan_files
-from tests.conftest import Warehouse
+from tests.conftest import CATALOGS_ON_EVERY_STORAGE, CatalogTarget
 from tests.maintenance.helpers import SCHEMA, add_position_deletes, rows, subject_rows_in_files
 
 SUBJECTS = [3, 17, 42, 99]
 
 
-def _history(catalog: SqlCatalog) -> tablestore.Table:
-    catalog.create_namespace("db")
+def _history(catalog: tablestore.Catalog) -> tablestore.Table:
     table = catalog.create_table("db.users", schema=SCHEMA, partition_by=["country"])
     for start in range(0, 120, 30):
         table.append(rows(30, start))
@@ -39,7 +38,10 @@ def _expected(table: tablestore.Table, subjects: list[int]) -> list[int]:
     return sorted(v for v in table.scan().to_arrow().column("user_id").to_pylist() if v not in subjects)
 
 
-def test_erasure_leaves_no_row_of_a_subject_in_any_parquet_file(catalog: SqlCatalog, warehouse: Warehouse) -> None:
+@pytest.mark.parametrize("catalog_target", CATALOGS_ON_EVERY_STORAGE, indirect=True)
+def test_erasure_leaves_no_row_of_a_subject_in_any_parquet_file(catalog_target: CatalogTarget,
+                                                                db_catalog: tablestore.Catalog) -> None:
+    catalog, warehouse = db_catalog, catalog_target.warehouse
     table = _history(catalog)
     field_id = table.schema().find_field("user_id").field_id
     before = subject_rows_in_files(table.location, field_id, SUBJECTS, warehouse.properties)
@@ -70,9 +72,8 @@ def test_erasure_leaves_no_row_of_a_subject_in_any_parquet_file(catalog: SqlCata
         table.scan(as_of_timestamp=table.snapshots()[0].timestamp_ms - 1).to_arrow()
 
 
-def test_erasure_rewrites_files_whose_subject_rows_are_only_masked_by_position_deletes(tmp_path: Path) -> None:
-    catalog = tablestore.load_catalog("c", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "w"))
-    catalog.create_namespace("db")
+def test_erasure_rewrites_files_whose_subject_rows_are_only_masked_by_position_deletes(db_catalog: tablestore.Catalog) -> None:
+    catalog = db_catalog
     table = catalog.create_table("db.users", schema=SCHEMA, partition_by=["country"])
     table.append(rows(60))
     table.append(rows(30, 60))
@@ -142,9 +143,8 @@ def test_erasure_reports_residue_and_exits_non_zero(tmp_path: Path) -> None:
     assert report.verified and report.rows_removed == 0
 
 
-def test_erasure_refuses_tables_with_tags_unless_told(tmp_path: Path) -> None:
-    catalog = tablestore.load_catalog("c", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "w"))
-    catalog.create_namespace("db")
+def test_erasure_refuses_tables_with_tags_unless_told(db_catalog: tablestore.Catalog) -> None:
+    catalog = db_catalog
     table = catalog.create_table("db.users", schema=SCHEMA)
     tagged = table.append(rows(10))
     from tablestore.spec.updates import AssertTableUUID, SetSnapshotRefUpdate
@@ -165,12 +165,11 @@ def test_erasure_refuses_tables_with_tags_unless_told(tmp_path: Path) -> None:
     assert subject_rows_in_files(table.location, field_id, [3]) == {}
 
 
-def test_erasure_keeps_each_rewritten_file_in_its_partition_spec(tmp_path: Path) -> None:
+def test_erasure_keeps_each_rewritten_file_in_its_partition_spec(db_catalog: tablestore.Catalog) -> None:
     # A table whose layout evolved (days, then hours): the erasure removes rows from files of
     # both specs, and a file written under the day spec must stay under it (a copy-on-write
     # delete or a plain compaction would move it to the current spec).
-    catalog = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    catalog.create_namespace("db")
+    catalog = db_catalog
     schema = pa.schema([("user_id", pa.int64()), ("ts", pa.timestamp("us"))])
     table = catalog.create_table("db.events", schema=schema, partition_by=["days(ts)"])
     day = pa.array([datetime.datetime(2026, 11, 1, h) for h in range(10)], pa.timestamp("us"))

@@ -1,4 +1,5 @@
-"""expire_snapshots and remove_orphan_files: what they keep, what they delete, and when."""
+"""expire_snapshots and remove_orphan_files: what they keep, what they delete, and when, on every
+catalog of the matrix (the two main tests on S3 too)."""
 
 from __future__ import annotations
 
@@ -9,19 +10,12 @@ from pathlib import Path
 import pytest
 
 import tablestore
-from tablestore.catalog.sql import SqlCatalog
 from tablestore.errors import NoSuchSnapshotError, ValidationError
 from tablestore.maintenance.orphans import referenced_files
 from tablestore.maintenance.reachable import normalize_path
 from tablestore.spec.updates import AssertTableUUID, SetSnapshotRefUpdate
-from tests.conftest import Warehouse
+from tests.conftest import CATALOGS_ON_EVERY_STORAGE
 from tests.maintenance.helpers import SCHEMA, rows
-
-
-def _catalog(tmp_path: Path) -> tablestore.Catalog:
-    catalog = tablestore.load_catalog("c", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "w"))
-    catalog.create_namespace("db")
-    return catalog
 
 
 def _history(catalog: tablestore.Catalog) -> tablestore.Table:
@@ -41,9 +35,9 @@ def _ids(table: tablestore.Table, snapshot_id: int | None = None) -> list[int]:
     return sorted(table.scan(snapshot_id=snapshot_id).to_arrow().column("user_id").to_pylist())
 
 
-def test_expire_keeps_the_last_snapshots_and_deletes_only_unreferenced_files(catalog: SqlCatalog) -> None:
-    catalog.create_namespace("db")
-    table = _history(catalog)
+@pytest.mark.parametrize("catalog_target", CATALOGS_ON_EVERY_STORAGE, indirect=True)
+def test_expire_keeps_the_last_snapshots_and_deletes_only_unreferenced_files(db_catalog: tablestore.Catalog) -> None:
+    table = _history(db_catalog)
     snaps = table.snapshots()
     assert len(snaps) == 4
     current = _ids(table)
@@ -67,8 +61,8 @@ def test_expire_keeps_the_last_snapshots_and_deletes_only_unreferenced_files(cat
         table.scan(snapshot_id=snaps[0].snapshot_id).to_arrow()
 
 
-def test_default_age_keeps_recent_snapshots_and_properties_set_a_floor(tmp_path: Path) -> None:
-    table = _history(_catalog(tmp_path))
+def test_default_age_keeps_recent_snapshots_and_properties_set_a_floor(db_catalog: tablestore.Catalog) -> None:
+    table = _history(db_catalog)
     assert table.maintenance().expire_snapshots().expired_snapshot_ids == []  # all younger than 5 days
     table.update_properties({"history.expire.min-snapshots-to-keep": "3"})
     result = table.maintenance().expire_snapshots(older_than=int(time.time() * 1000) + 1, retain_last=1)
@@ -79,8 +73,8 @@ def test_default_age_keeps_recent_snapshots_and_properties_set_a_floor(tmp_path:
     assert len(result.expired_snapshot_ids) == 2 and len(table.refresh().snapshots()) == 1
 
 
-def test_tags_and_branches_keep_their_snapshots(tmp_path: Path) -> None:
-    table = _history(_catalog(tmp_path))
+def test_tags_and_branches_keep_their_snapshots(db_catalog: tablestore.Catalog) -> None:
+    table = _history(db_catalog)
     first = table.snapshots()[0].snapshot_id
     table._commit([AssertTableUUID(table.metadata.table_uuid)], [SetSnapshotRefUpdate("v1", first, "tag")])
     result = table.maintenance().expire_snapshots(older_than=int(time.time() * 1000) + 1, retain_last=1)
@@ -90,8 +84,8 @@ def test_tags_and_branches_keep_their_snapshots(tmp_path: Path) -> None:
         table.maintenance().expire_snapshots(snapshot_ids=[first])
 
 
-def test_expire_by_id_and_dry_run(tmp_path: Path) -> None:
-    table = _history(_catalog(tmp_path))
+def test_expire_by_id_and_dry_run(db_catalog: tablestore.Catalog) -> None:
+    table = _history(db_catalog)
     snaps = table.snapshots()
     listed = _listed(table)
     dry = table.maintenance().expire_snapshots(snapshot_ids=[snaps[1].snapshot_id], dry_run=True)
@@ -103,9 +97,9 @@ def test_expire_by_id_and_dry_run(tmp_path: Path) -> None:
         table.maintenance().expire_snapshots(retain_last=0)
 
 
-def test_remove_orphan_files_only_deletes_old_unreferenced_files(catalog: SqlCatalog, warehouse: Warehouse) -> None:
-    catalog.create_namespace("db")
-    table = _history(catalog)
+@pytest.mark.parametrize("catalog_target", CATALOGS_ON_EVERY_STORAGE, indirect=True)
+def test_remove_orphan_files_only_deletes_old_unreferenced_files(db_catalog: tablestore.Catalog) -> None:
+    table = _history(db_catalog)
     table.maintenance().expire_snapshots(older_than=int(time.time() * 1000) + 1, retain_last=1)
     junk = f"{table.location}/data/country=de/junk-from-a-failed-writer.parquet"
     table.io.new_output(junk).write(b"not committed")
@@ -125,8 +119,8 @@ def test_remove_orphan_files_only_deletes_old_unreferenced_files(catalog: SqlCat
     assert _ids(table) == list(range(10, 90))
 
 
-def test_orphans_by_file_age(tmp_path: Path) -> None:
-    table = _history(_catalog(tmp_path))
+def test_orphans_by_file_age(db_catalog: tablestore.Catalog, tmp_path: Path) -> None:
+    table = _history(db_catalog)
     data = Path(table.location.removeprefix("file://")) / "data"  # a local warehouse: file:///...
     old = data / "old-junk.parquet"
     new = data / "new-junk.parquet"

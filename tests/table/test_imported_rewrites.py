@@ -1,11 +1,11 @@
 """Rewrites of tables whose files carry no Parquet field ids (registered by MSCK REPAIR or
 ``import_files``/add_files), after a column rename: compaction, DELETE, UPDATE and a column
 merge must find every column through the table's name mapping and keep every value, and
-pyiceberg must read the result the same."""
+pyiceberg must read the result the same, on every catalog of the matrix (on the REST leg the Hive
+tree lies under the service's warehouse: by default the service refuses table locations outside it)."""
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +15,13 @@ import pyarrow.parquet as pq
 import pytest
 from pyiceberg.table import StaticTable
 
-import tablestore
 from tablestore.catalog import Catalog
+from tablestore.errors import ValidationError
 from tablestore.spec.name_mapping import DEFAULT_NAME_MAPPING, NameMapping
 from tablestore.table import Table
 from tablestore.table.external import create_external_table, repair_table
 from tablestore.table.import_files import import_files
+from tests.conftest import CatalogTarget
 
 SCHEMA = pa.schema([("id", pa.int64()), ("user", pa.string()), ("cnt", pa.int32()), ("country", pa.string())])
 DATA = pa.table({
@@ -37,11 +38,21 @@ def original_rows() -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def catalog(tmp_path: Path) -> Catalog:
-    cat = tablestore.load_catalog(f"c{uuid.uuid4().hex[:6]}", type="sql", uri=f"sqlite:///{tmp_path}/c.db",
-                                  warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    return cat
+def catalog(catalog: Catalog) -> Catalog:
+    """A catalog of the matrix (tests/table/conftest.py) with the namespace ``db``."""
+    catalog.create_namespace("db")
+    return catalog
+
+
+@pytest.fixture
+def ext_root(catalog_target: CatalogTarget, tmp_path: Path) -> Path:
+    """Where the other tool's files go. The REST service refuses a table location outside its
+    warehouse unless ``server.allow-external-locations`` is set (see
+    ``test_the_service_refuses_an_external_table_outside_its_warehouse``), so on the ``rest`` leg
+    the Hive tree lies under the service's warehouse; elsewhere outside the catalog's."""
+    if catalog_target.kind == "rest":
+        return Path(catalog_target.warehouse.location) / "ext"
+    return tmp_path / "ext"
 
 
 def has_field_ids(path: str) -> bool:
@@ -49,9 +60,8 @@ def has_field_ids(path: str) -> bool:
     return any(b"PARQUET:field_id" in (f.metadata or {}) for f in schema)
 
 
-def imported_table(catalog: Catalog, tmp_path: Path, how: str) -> Table:
+def imported_table(catalog: Catalog, root: Path, how: str) -> Table:
     """A table over plain pyarrow files (no field ids), two rows per file, then two columns renamed."""
-    root = tmp_path / "ext"
     if how == "msck":
         # Hive layout: country=de/, country=fr/, two files each; MSCK REPAIR registers them.
         ds.write_dataset(DATA, root, format="parquet", max_rows_per_file=2, max_rows_per_group=2,
@@ -60,7 +70,7 @@ def imported_table(catalog: Catalog, tmp_path: Path, how: str) -> Table:
         repair_table(table)
     else:
         # add_files: a table created as usual, with files written elsewhere by another tool.
-        root.mkdir()
+        root.mkdir(parents=True)
         paths = []
         for i in range(0, DATA.num_rows, 2):
             paths.append(str(root / f"part-{i}.parquet"))
@@ -86,17 +96,17 @@ def pyiceberg_rows(table: Table) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("how", ["msck", "add_files"])
-def test_import_keeps_the_name_mapping_so_a_rename_reads_old_files(catalog: Catalog, tmp_path: Path,
+def test_import_keeps_the_name_mapping_so_a_rename_reads_old_files(catalog: Catalog, ext_root: Path,
                                                                    how: str) -> None:
-    table = imported_table(catalog, tmp_path, how)
+    table = imported_table(catalog, ext_root, how)
     mapping = NameMapping.from_json(table.properties[DEFAULT_NAME_MAPPING])
     assert {f.field_id: f.names[0] for f in mapping.fields} == {1: "id", 2: "user", 3: "cnt", 4: "country"}
     assert pyiceberg_rows(table) == original_rows()
 
 
 @pytest.mark.parametrize("how", ["msck", "add_files"])
-def test_compaction_keeps_every_value(catalog: Catalog, tmp_path: Path, how: str) -> None:
-    table = imported_table(catalog, tmp_path, how)
+def test_compaction_keeps_every_value(catalog: Catalog, ext_root: Path, how: str) -> None:
+    table = imported_table(catalog, ext_root, how)
     result = table.maintenance().rewrite_data_files(options={"rewrite-all": "true"})
     assert result.rewritten_data_files_count == 4
     files = [t.file.file_path for t in table.refresh().scan().plan_files()]
@@ -108,9 +118,9 @@ def test_compaction_keeps_every_value(catalog: Catalog, tmp_path: Path, how: str
 
 @pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
 @pytest.mark.parametrize("how", ["msck", "add_files"])
-def test_delete_by_a_renamed_column_keeps_the_other_rows(catalog: Catalog, tmp_path: Path, how: str,
+def test_delete_by_a_renamed_column_keeps_the_other_rows(catalog: Catalog, ext_root: Path, how: str,
                                                          mode: str) -> None:
-    table = imported_table(catalog, tmp_path, how)
+    table = imported_table(catalog, ext_root, how)
     table.update_properties({"write.delete.mode": mode})
     assert table.delete("clicks = 30") == 1
     expected = [r for r in original_rows() if r["clicks"] != 30]
@@ -119,8 +129,8 @@ def test_delete_by_a_renamed_column_keeps_the_other_rows(catalog: Catalog, tmp_p
 
 
 @pytest.mark.parametrize("how", ["msck", "add_files"])
-def test_update_of_a_renamed_column_keeps_every_value(catalog: Catalog, tmp_path: Path, how: str) -> None:
-    table = imported_table(catalog, tmp_path, how)
+def test_update_of_a_renamed_column_keeps_every_value(catalog: Catalog, ext_root: Path, how: str) -> None:
+    table = imported_table(catalog, ext_root, how)
     assert table.update({"clicks": "clicks + 1"}, "name IN ('u1', 'u4')") == 2
     expected = [{**r, "clicks": r["clicks"] + (1 if r["name"] in ("u1", "u4") else 0)} for r in original_rows()]
     assert rows(table) == expected
@@ -128,8 +138,8 @@ def test_update_of_a_renamed_column_keeps_every_value(catalog: Catalog, tmp_path
 
 
 @pytest.mark.parametrize("how", ["msck", "add_files"])
-def test_column_merge_keeps_every_value(catalog: Catalog, tmp_path: Path, how: str) -> None:
-    table = imported_table(catalog, tmp_path, how)
+def test_column_merge_keeps_every_value(catalog: Catalog, ext_root: Path, how: str) -> None:
+    table = imported_table(catalog, ext_root, how)
     table.merge_columns(pa.table({"id": [2, 3, 8], "tier": ["gold", "silver", "gold"]}), on="id")
     tiers = {2: "gold", 3: "silver", 8: "gold"}
     expected = [{**r, "tier": tiers.get(r["id"])} for r in original_rows()]
@@ -137,18 +147,19 @@ def test_column_merge_keeps_every_value(catalog: Catalog, tmp_path: Path, how: s
     assert pyiceberg_rows(table) == expected
 
 
-def test_partition_rename_moves_every_value(catalog: Catalog, tmp_path: Path) -> None:
+def test_partition_rename_moves_every_value(catalog: Catalog, ext_root: Path) -> None:
     from tablestore.table.partitions import rename_partition
 
-    table = imported_table(catalog, tmp_path, "msck")
+    table = imported_table(catalog, ext_root, "msck")
     assert rename_partition(table, [("country", "de")], [("country", "at")]) == 4
     expected = [{**r, "country": "at" if r["country"] == "de" else r["country"]} for r in original_rows()]
     assert rows(table) == expected
     assert pyiceberg_rows(table) == expected
 
 
-def test_files_written_after_a_rename_match_by_the_new_name(catalog: Catalog, tmp_path: Path) -> None:
-    table = imported_table(catalog, tmp_path, "add_files")
+def test_files_written_after_a_rename_match_by_the_new_name(catalog: Catalog, ext_root: Path,
+                                                            tmp_path: Path) -> None:
+    table = imported_table(catalog, ext_root, "add_files")
     mapping = NameMapping.from_json(table.properties[DEFAULT_NAME_MAPPING])
     assert [(f.field_id, list(f.names)) for f in mapping.fields] == [
         (1, ["id"]), (2, ["user", "name"]), (3, ["cnt", "clicks"]), (4, ["country"])]
@@ -160,3 +171,13 @@ def test_files_written_after_a_rename_match_by_the_new_name(catalog: Catalog, tm
     expected = [*original_rows(), {"id": 9, "name": "u9", "clicks": 90, "country": "nl"}]
     assert rows(table) == expected
     assert pyiceberg_rows(table) == expected
+
+
+@pytest.mark.parametrize("catalog_target", ["rest"], indirect=True)
+def test_the_service_refuses_an_external_table_outside_its_warehouse(catalog: Catalog, tmp_path: Path) -> None:
+    """The matrix's REST leg runs the service with its default settings: a table location outside
+    the warehouse is refused before anything is committed (the SQL catalogs accept it)."""
+    with pytest.raises(ValidationError, match=r"table location '.*/outside' is outside the warehouse .*; put it "
+                       r"under the warehouse \(or set server.allow-external-locations: true\)"):
+        create_external_table(catalog, "db.t", SCHEMA, ["country"], str(tmp_path / "outside"))
+    assert catalog.list_tables("db") == []

@@ -1,5 +1,7 @@
 """Metadata tables (``table.inspect``): concrete values, and equality with Java Iceberg's metadata
-tables for the same metadata file (tables tablestore writes and a table Java writes)."""
+tables for the same metadata file (tables tablestore writes and a table Java writes). The
+concrete values are checked on every catalog of the matrix; the comparison with Java, which reads
+metadata files and proves nothing about catalogs, on SQLite alone (one Spark batch per module)."""
 
 from __future__ import annotations
 
@@ -105,11 +107,11 @@ def _by(table: pa.Table, column: str) -> dict[Any, dict[str, Any]]:
     return {row[column]: row for row in table.to_pylist()}
 
 
-# -- concrete values ---------------------------------------------------------------------------
+# -- concrete values, on every catalog of the matrix ---------------------------------------------
 
 
-def test_snapshots_history_and_refs(tmp_path: Path) -> None:
-    table = _evolved_table(_catalog(tmp_path))
+def test_snapshots_history_and_refs(catalog: Catalog) -> None:
+    table = _evolved_table(catalog)
     snaps = table.inspect.snapshots()
     assert snaps.column_names == ["committed_at", "snapshot_id", "parent_id", "operation", "manifest_list", "summary"]
     assert snaps.schema.field("committed_at").type == pa.timestamp("us", tz="UTC")
@@ -142,8 +144,7 @@ def test_snapshots_history_and_refs(tmp_path: Path) -> None:
     assert refs["first"]["max_reference_age_in_ms"] == 86_400_000
 
 
-def test_history_after_rollback_marks_snapshots_that_are_no_longer_ancestors(tmp_path: Path) -> None:
-    catalog = _catalog(tmp_path)
+def test_history_after_rollback_marks_snapshots_that_are_no_longer_ancestors(catalog: Catalog) -> None:
     catalog.create_namespace("db")
     table = catalog.create_table("db.t", schema=SCHEMA)
     a = table.append(_rows([1], "de", 1)).snapshot_id
@@ -154,8 +155,8 @@ def test_history_after_rollback_marks_snapshots_that_are_no_longer_ancestors(tmp
         (a, None, True), (b, a, False), (a, None, True)]
 
 
-def test_files_show_one_partition_struct_across_specs(tmp_path: Path) -> None:
-    table = _evolved_table(_catalog(tmp_path))
+def test_files_show_one_partition_struct_across_specs(catalog: Catalog) -> None:
+    table = _evolved_table(catalog)
     files = table.inspect.files()
     assert files.column_names == FILE_COLUMNS
     partition_type = files.schema.field("partition").type
@@ -190,8 +191,8 @@ def test_files_show_one_partition_struct_across_specs(tmp_path: Path) -> None:
     assert dict(first["value_counts"]) == {1: 3, 2: 3, 3: 3, 4: 3}
 
 
-def test_entries_keep_deleted_entries_and_sequence_numbers(tmp_path: Path) -> None:
-    table = _evolved_table(_catalog(tmp_path))
+def test_entries_keep_deleted_entries_and_sequence_numbers(catalog: Catalog) -> None:
+    table = _evolved_table(catalog)
     entries = table.inspect.entries()
     assert entries.column_names == ["status", "snapshot_id", "sequence_number", "file_sequence_number", "data_file",
                                     "readable_metrics"]
@@ -209,8 +210,8 @@ def test_entries_keep_deleted_entries_and_sequence_numbers(tmp_path: Path) -> No
     assert sum(1 for r in rows if r["status"] != 2) == table.inspect.files().num_rows
 
 
-def test_manifests_counts_and_human_readable_summaries(tmp_path: Path) -> None:
-    table = _evolved_table(_catalog(tmp_path))
+def test_manifests_counts_and_human_readable_summaries(catalog: Catalog) -> None:
+    table = _evolved_table(catalog)
     manifests = table.inspect.manifests()
     assert manifests.column_names == [
         "content", "path", "length", "partition_spec_id", "added_snapshot_id", "added_data_files_count",
@@ -237,8 +238,8 @@ def test_manifests_counts_and_human_readable_summaries(tmp_path: Path) -> None:
                                "upper_bound": "null"}
 
 
-def test_partitions_aggregate_per_spec_and_partition(tmp_path: Path) -> None:
-    table = _evolved_table(_catalog(tmp_path))
+def test_partitions_aggregate_per_spec_and_partition(catalog: Catalog) -> None:
+    table = _evolved_table(catalog)
     parts = table.inspect.partitions()
     assert parts.column_names == [
         "partition", "spec_id", "record_count", "file_count", "total_data_file_size_in_bytes",
@@ -259,8 +260,8 @@ def test_partitions_aggregate_per_spec_and_partition(tmp_path: Path) -> None:
                for r in rows.values())
 
 
-def test_unpartitioned_table_has_no_partition_columns(tmp_path: Path) -> None:
-    table = _unpartitioned_table(_catalog(tmp_path))
+def test_unpartitioned_table_has_no_partition_columns(catalog: Catalog) -> None:
+    table = _unpartitioned_table(catalog)
     files = table.inspect.files()
     assert files.column_names == [c for c in FILE_COLUMNS if c != "partition"]
     assert "partition" not in table.inspect.entries().schema.field("data_file").type.names
@@ -278,8 +279,8 @@ def test_unpartitioned_table_has_no_partition_columns(tmp_path: Path) -> None:
     assert first["st.x"]["null_value_count"] == 1
 
 
-def test_snapshot_id_selects_an_older_snapshot(tmp_path: Path) -> None:
-    table = _evolved_table(_catalog(tmp_path))
+def test_snapshot_id_selects_an_older_snapshot(catalog: Catalog) -> None:
+    table = _evolved_table(catalog)
     first = table.snapshots()[0].snapshot_id
     second = table.snapshots()[1].snapshot_id
     assert table.inspect.files(snapshot_id=first).column("record_count").to_pylist() == [3]
@@ -294,8 +295,7 @@ def test_snapshot_id_selects_an_older_snapshot(tmp_path: Path) -> None:
         table.inspect.files(snapshot_id=12345)
 
 
-def test_empty_table(tmp_path: Path) -> None:
-    catalog = _catalog(tmp_path)
+def test_empty_table(catalog: Catalog) -> None:
     catalog.create_namespace("db")
     table = catalog.create_table("db.t", schema=SCHEMA, partition_by=["country"])
     for name in NAMES:
@@ -307,8 +307,8 @@ def test_empty_table(tmp_path: Path) -> None:
     assert log[0]["latest_snapshot_id"] is None
 
 
-def test_metadata_log_entries(tmp_path: Path) -> None:
-    table = _evolved_table(_catalog(tmp_path))
+def test_metadata_log_entries(catalog: Catalog) -> None:
+    table = _evolved_table(catalog)
     log = table.inspect.metadata_log_entries()
     assert log.column_names == ["timestamp", "file", "latest_snapshot_id", "latest_schema_id", "latest_sequence_number"]
     rows = log.to_pylist()
@@ -321,8 +321,7 @@ def test_metadata_log_entries(tmp_path: Path) -> None:
         current.snapshot_id, 0, current.sequence_number)
 
 
-def test_schemas_lists_schema_versions(tmp_path: Path) -> None:
-    catalog = _catalog(tmp_path)
+def test_schemas_lists_schema_versions(catalog: Catalog) -> None:
     catalog.create_namespace("db")
     table = catalog.create_table("db.t", schema=pa.schema([pa.field("id", pa.int64(), nullable=False)]))
     evolved = Schema((NestedField(1, "id", LongType(), True), NestedField(2, "name", StringType())), 1)
@@ -333,8 +332,7 @@ def test_schemas_lists_schema_versions(tmp_path: Path) -> None:
     assert json.loads(rows[1]["fields"])[1] == {"id": 2, "name": "name", "required": False, "type": "string"}
 
 
-def test_inspector_follows_new_commits(tmp_path: Path) -> None:
-    catalog = _catalog(tmp_path)
+def test_inspector_follows_new_commits(catalog: Catalog) -> None:
     catalog.create_namespace("db")
     table = catalog.create_table("db.t", schema=SCHEMA)
     inspector = table.inspect

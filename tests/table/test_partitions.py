@@ -1,10 +1,10 @@
 """Partition management from Python (``tablestore.table.partitions``): Hive names with escaping and
-nulls, values of every time transform, drops that are metadata-only or rewrite, and conflicts."""
+nulls, values of every time transform, drops that are metadata-only or rewrite, and conflicts, on
+every catalog of the matrix."""
 
 from __future__ import annotations
 
 import datetime
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -22,9 +22,8 @@ from tablestore.table.partitions import (
 
 
 @pytest.fixture
-def catalog(tmp_path: Path) -> tablestore.Catalog:
-    catalog = tablestore.load_catalog("local", type="sql", uri=f"sqlite:///{tmp_path}/catalog.db",
-                                      warehouse=str(tmp_path / "wh"))
+def catalog(catalog: tablestore.Catalog) -> tablestore.Catalog:
+    """A catalog of the matrix (tests/table/conftest.py) with the namespace ``db``."""
     catalog.create_namespace("db")
     return catalog
 
