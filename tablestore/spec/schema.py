@@ -345,7 +345,7 @@ def storage_schema(arrow_schema: pa.Schema) -> pa.Schema:
 
 def _storage_field(f: pa.Field) -> pa.Field:
     t = f.type
-    if isinstance(t, pa.ExtensionType):
+    if isinstance(t, pa.BaseExtensionType):
         return _storage_field(f.with_type(t.storage_type))
     if pa.types.is_struct(t):
         return f.with_type(pa.struct([_storage_field(t.field(i)) for i in range(t.num_fields)]))

@@ -148,3 +148,12 @@ def test_create_table_maps_the_arrow_uuid_extension_type_to_iceberg_uuid(catalog
     assert read.column("us").to_pylist() == [[U1.bytes], None]
     (path,) = data_files(table)
     assert leaf_annotations(path)["u"] == ("FIXED_LEN_BYTE_ARRAY", 16, "UUID")
+
+
+def test_erasure_by_a_uuid_column_is_verified_in_the_uuid_annotated_files(catalog: tablestore.Catalog) -> None:
+    """Verification reads the raw files, whose stored Arrow schema has the uuid extension type."""
+    table = catalog.create_table("db.t", schema=SCHEMA)
+    table.append(rows())
+    report = tablestore.erase(catalog, "db.t", "u", "REQ-U", values=[U1])
+    assert report.verified and report.residue == [] and report.rows_removed == 1
+    assert sorted(table.refresh().scan().to_arrow().column("id").to_pylist()) == [2, 3]
