@@ -326,7 +326,7 @@ class Catalog(ABC):
                 "tables and views share names, so drop the view or choose another name"
             )
 
-        table_schema = to_schema(schema)
+        table_schema = to_schema(schema, properties)
         if partition_by is None:
             spec = UNPARTITIONED_SPEC
         elif isinstance(partition_by, PartitionSpec):
@@ -385,7 +385,7 @@ class Catalog(ABC):
         if metadata is not None:
             # An external table's data files belong to whoever wrote them (Hive keeps them too).
             external = metadata.properties.get("EXTERNAL", "").upper() == "TRUE"
-            location = f"{metadata.location.rstrip('/')}/metadata" if external else metadata.location
+            location = f"{normalize_location(metadata.location)}/metadata" if external else metadata.location
             self._purge_location(self.table_io(metadata), location)
 
     # -- shared view logic ---------------------------------------------------------------------
@@ -484,7 +484,7 @@ class Catalog(ABC):
         namespace, table_name = identifier[:-1], identifier[-1]
         namespace_location = self.load_namespace_properties(namespace).get(LOCATION)
         if namespace_location:
-            return f"{namespace_location.rstrip('/')}/{table_name}"
+            return f"{normalize_location(namespace_location)}/{table_name}"
         if not self.warehouse:
             raise ValidationError(
                 f"cannot choose a location for table {identifier_str(identifier)}: the catalog has no "

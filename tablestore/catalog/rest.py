@@ -297,7 +297,7 @@ class RestCatalog(Catalog):
         from tablestore.spec.partitioning import PartitionSpec, build_partition_spec
 
         ident = to_table_identifier(identifier)
-        table_schema = to_schema(schema)
+        table_schema = to_schema(schema, properties)
         request: dict[str, Any] = {"name": ident[-1], "schema": table_schema.to_json(),
                                    "properties": {str(k): str(v) for k, v in (properties or {}).items()}}
         if partition_by is not None:

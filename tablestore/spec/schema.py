@@ -6,7 +6,7 @@ carry the ids (Parquet ``field_id``), so reads project by id and survive renames
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -359,8 +359,40 @@ def _storage_field(f: pa.Field) -> pa.Field:
     return f
 
 
-def arrow_type_to_iceberg(t: pa.DataType, next_id: Callable[[], int]) -> IcebergType:
-    """The Iceberg type for an Arrow type; nested fields get ids from ``next_id``."""
+# Types the spec adds in format version 3 ("unknown" needs a v3 table too). Java refuses them
+# in older tables when it builds the metadata, and readers fail on them there (DuckDB:
+# "Unrecognized primitive type: timestamptz_ns"; iceberg-rust: "not supported until v3").
+V3_TYPES: tuple[type[IcebergType], ...] = (TimestampNanoType, TimestamptzNanoType, UnknownType)
+
+
+def check_format_version_types(schema: Schema | StructType, format_version: int) -> None:
+    """SchemaError naming the first column whose type the table's format version lacks."""
+    if format_version >= 3:
+        return
+    struct = schema.struct if isinstance(schema, Schema) else schema
+    for name, f in Schema(struct.fields).all_fields():
+        if isinstance(f.field_type, V3_TYPES):
+            hint = {"timestamp_ns": "timestamp", "timestamptz_ns": "timestamptz"}.get(str(f.field_type))
+            way_out = (f"use {hint} (microseconds) for it" if hint
+                       else "give it a concrete type")
+            raise SchemaError(
+                f"column {name!r} has type {f.field_type}, which needs table format version 3, and "
+                f"this table is format version {format_version}; {way_out}"
+            )
+
+
+def arrow_type_to_iceberg(
+    t: pa.DataType, next_id: Callable[[], int], format_version: int = 3
+) -> IcebergType:
+    """The Iceberg type for an Arrow type; nested fields get ids from ``next_id``.
+
+    Arrow nanosecond timestamps (pandas' default) are ``timestamp_ns``/``timestamptz_ns`` only
+    from ``format_version`` 3 on; for older tables they map to the microsecond types, and
+    writes convert the values without losing any (``tablestore.table.conform``).
+    """
+    def inner(child: pa.DataType) -> IcebergType:
+        return arrow_type_to_iceberg(child, next_id, format_version)
+
     if pa.types.is_boolean(t):
         return BooleanType()
     if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t) or pa.types.is_uint8(t) \
@@ -379,7 +411,7 @@ def arrow_type_to_iceberg(t: pa.DataType, next_id: Callable[[], int]) -> Iceberg
     if pa.types.is_time(t):
         return TimeType()
     if pa.types.is_timestamp(t):
-        if t.unit == "ns":
+        if t.unit == "ns" and format_version >= 3:
             return TimestamptzNanoType() if t.tz else TimestampNanoType()
         return TimestamptzType() if t.tz else TimestampType()
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
@@ -391,12 +423,12 @@ def arrow_type_to_iceberg(t: pa.DataType, next_id: Callable[[], int]) -> Iceberg
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
         return BinaryType()
     if pa.types.is_dictionary(t):
-        return arrow_type_to_iceberg(t.value_type, next_id)
+        return inner(t.value_type)
     if pa.types.is_struct(t):
         ids = [next_id() for _ in range(t.num_fields)]
         return StructType(
             *(
-                NestedField(fid, t.field(i).name, arrow_type_to_iceberg(t.field(i).type, next_id),
+                NestedField(fid, t.field(i).name, inner(t.field(i).type),
                             not t.field(i).nullable)
                 for i, fid in enumerate(ids)
             )
@@ -404,25 +436,28 @@ def arrow_type_to_iceberg(t: pa.DataType, next_id: Callable[[], int]) -> Iceberg
     if pa.types.is_map(t):
         key_id, value_id = next_id(), next_id()
         return MapType(
-            key_id, arrow_type_to_iceberg(t.key_type, next_id), value_id,
-            arrow_type_to_iceberg(t.item_type, next_id), not t.item_field.nullable,
+            key_id, inner(t.key_type), value_id,
+            inner(t.item_type), not t.item_field.nullable,
         )
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) \
             or pa.types.is_list_view(t):
         element_id = next_id()
-        return ListType(element_id, arrow_type_to_iceberg(t.value_type, next_id),
+        return ListType(element_id, inner(t.value_type),
                         not t.value_field.nullable)
     if pa.types.is_null(t):
         raise SchemaError("a column of Arrow type null has no Iceberg type; cast it to a concrete type")
     raise SchemaError(f"Arrow type {t} has no Iceberg equivalent")
 
 
-def arrow_to_schema(arrow_schema: pa.Schema, schema_id: int = 0) -> Schema:
-    """A new schema for an Arrow schema: fresh ids, top-level fields first (as Iceberg assigns)."""
+def arrow_to_schema(arrow_schema: pa.Schema, schema_id: int = 0, format_version: int = 2) -> Schema:
+    """A new schema for an Arrow schema: fresh ids, top-level fields first (as Iceberg assigns).
+
+    ``format_version`` is the table's: below 3, nanosecond timestamps become microsecond ones.
+    """
     counter = IdCounter()
     top_ids = [counter() for _ in arrow_schema]
     fields = tuple(
-        NestedField(fid, f.name, arrow_type_to_iceberg(f.type, counter), not f.nullable)
+        NestedField(fid, f.name, arrow_type_to_iceberg(f.type, counter, format_version), not f.nullable)
         for fid, f in zip(top_ids, arrow_schema, strict=True)
     )
     return Schema(fields, schema_id)
@@ -433,13 +468,17 @@ def field_ids_from_arrow(arrow_schema: pa.Schema) -> bool:
     return all(f.metadata and PARQUET_FIELD_ID in f.metadata for f in arrow_schema)
 
 
-def to_schema(schema: Schema | pa.Schema) -> Schema:
+def to_schema(schema: Schema | pa.Schema, properties: Mapping[str, str] | None = None) -> Schema:
     """A schema given either way: a tablestore Schema as it is, a pyarrow schema converted
-    (fresh field ids, as for a new table)."""
+    (fresh field ids, as for a new table). A new table's ``properties`` may choose its format
+    version, which decides what an Arrow nanosecond timestamp becomes (microseconds below v3)."""
     if isinstance(schema, Schema):
         return schema
     if isinstance(schema, pa.Schema):
-        return arrow_to_schema(schema)
+        from tablestore.spec.metadata import DEFAULT_FORMAT_VERSION  # metadata imports this module
+
+        version = str((properties or {}).get("format-version", DEFAULT_FORMAT_VERSION)).strip()
+        return arrow_to_schema(schema, format_version=int(version) if version.isdigit() else DEFAULT_FORMAT_VERSION)
     raise ValidationError(
         f"schema must be a pyarrow.Schema or a tablestore Schema, got {type(schema).__name__}"
     )

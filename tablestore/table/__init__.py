@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from tablestore.errors import CommitConflictError, ValidationError
 from tablestore.io import FileIO
+from tablestore.names import metadata_directory
 from tablestore.spec.evaluators import InclusiveMetricsEvaluator, PartitionEvaluator
 from tablestore.spec.expressions import AlwaysFalse, AlwaysTrue, BoundExpression, Expression, bind, to_expression
 from tablestore.spec.manifest import DataFile
@@ -28,7 +29,7 @@ from tablestore.spec.metadata import Snapshot, TableMetadata
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import Schema
 from tablestore.spec.updates import TableRequirement, TableUpdate
-from tablestore.table.conform import conform_to_schema, to_arrow_table
+from tablestore.table.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
 from tablestore.table.scan import FileTask, TableScan, plan_files
 from tablestore.table.snapshot import FastAppend, OverwriteFiles, added_data_files
 from tablestore.table.write import WriteContext, write_data_files, write_data_stream
@@ -102,8 +103,7 @@ class Table:
 
     @property
     def metadata_dir(self) -> str:
-        custom = self.metadata.properties.get("write.metadata.path")
-        return (custom or f"{self.location}/metadata").rstrip("/")
+        return metadata_directory(self.metadata)
 
     @property
     def properties(self) -> dict[str, str]:
@@ -182,9 +182,10 @@ class Table:
         """
         if isinstance(data, pa.RecordBatchReader):
             schema = self.schema()
-            batches = (conform_to_schema(pa.Table.from_batches([b]), schema) for b in data)
+            downcast = downcast_ns_requested(self.metadata.properties)
+            batches = (conform_to_schema(pa.Table.from_batches([b]), schema, downcast) for b in data)
             return write_data_stream(self._write_context(), batches)
-        rows = conform_to_schema(to_arrow_table(data), self.schema())
+        rows = conform_to_schema(to_arrow_table(data), self.schema(), downcast_ns_requested(self.metadata.properties))
         return write_data_files(self._write_context(), rows, self.engine.map)
 
     def append(self, data: Any, snapshot_properties: dict[str, str] | None = None) -> Snapshot:
@@ -210,7 +211,7 @@ class Table:
         """
         expr = to_expression(filter)
         bound = bind(self.schema(), expr)
-        rows = conform_to_schema(to_arrow_table(data), self.schema())
+        rows = conform_to_schema(to_arrow_table(data), self.schema(), downcast_ns_requested(self.metadata.properties))
         deleted, rewritten, scan_snapshot = self._plan_delete(bound)
         added = write_data_files(self._write_context(), rows, self.engine.map) if rows.num_rows else []
         producer = OverwriteFiles(
@@ -228,7 +229,7 @@ class Table:
         of older specs, stay. A concurrent commit that adds files to a replaced partition makes
         this commit fail with CommitConflictError.
         """
-        rows = conform_to_schema(to_arrow_table(data), self.schema())
+        rows = conform_to_schema(to_arrow_table(data), self.schema(), downcast_ns_requested(self.metadata.properties))
         added = write_data_files(self._write_context(), rows, self.engine.map) if rows.num_rows else []
         spec_id = self.spec().spec_id
         targets = {tuple(f.partition) for f in added}

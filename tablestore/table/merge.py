@@ -42,7 +42,7 @@ from tablestore.spec.expressions import (
     Reference,
     bind,
 )
-from tablestore.table.conform import conform_to_schema, to_arrow_table
+from tablestore.table.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
 from tablestore.table.row_expressions import ArrowEvaluator, parse_expression
 from tablestore.table.row_level import (
     MERGE_ON_READ,
@@ -452,4 +452,4 @@ class _MatchJob:
             parts.append(updated_rows(base, values, schema))
         if not parts:
             return arrow_schema.empty_table()
-        return conform_to_schema(pa.concat_tables(parts), schema)
+        return conform_to_schema(pa.concat_tables(parts), schema, downcast_ns_requested(self.ctx.properties))

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tablestore.errors import ValidationError
-from tablestore.io import FileIO
+from tablestore.io import FileIO, to_location_uri
 from tablestore.spec.manifest import DataFile, DataFileContent, FileFormat
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import Schema, parquet_write_schema
@@ -63,7 +63,7 @@ class WriteContext:
     @property
     def data_location(self) -> str:
         custom = self.properties.get("write.data.path")
-        return (custom or f"{self.location.rstrip('/')}/data").rstrip("/")
+        return (to_location_uri(custom) if custom else f"{to_location_uri(self.location.rstrip('/'))}/data").rstrip("/")
 
     def new_file_path(self, partition_path: str, task_id: int = 0) -> str:
         n = next(self._counter)
