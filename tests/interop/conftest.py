@@ -109,3 +109,17 @@ def _start_builds_early(request: pytest.FixtureRequest, interop_warehouses: Ware
             interop_warehouses.start(kind)
     if any(item.nodeid.startswith("tests/interop/test_java.py") for item in interop):
         request.getfixturevalue("java_reads")
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-randomly's shuffle, which it then keeps
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The interop tests on the S3 warehouse run after those on the local ones, in the same slots.
+
+    The S3 build is the slowest (moto answers every request); run last, its tests find it built
+    while the local warehouses' tests ran.
+    """
+    slots = [i for i, item in enumerate(items) if item.nodeid.startswith("tests/interop/")]
+    interop = [items[i] for i in slots]
+    ordered = [it for it in interop if "[s3-" not in it.nodeid] + [it for it in interop if "[s3-" in it.nodeid]
+    for slot, item in zip(slots, ordered, strict=True):
+        items[slot] = item
