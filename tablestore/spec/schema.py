@@ -301,6 +301,64 @@ def schema_to_arrow(schema: Schema | StructType) -> pa.Schema:
     return pa.schema([field_to_arrow(f) for f in fields])
 
 
+def parquet_write_schema(arrow_schema: pa.Schema, schema: Schema) -> pa.Schema:
+    """The Arrow schema to write a Parquet data file of ``schema`` with.
+
+    tablestore holds uuid values as ``fixed_size_binary(16)``; the spec stores them as
+    ``FIXED_LEN_BYTE_ARRAY(16)`` annotated with the ``UUID`` logical type, which pyarrow writes
+    for Arrow's uuid extension type. So uuid fields (found by field id, at any depth) get that
+    type here, and every other field keeps its own: a ``fixed[16]`` column stays unannotated.
+    Returns ``arrow_schema`` itself when it holds no uuid.
+    """
+    uuids = {f.field_id for _, f in schema.all_fields() if isinstance(f.field_type, UUIDType)}
+    if not uuids:
+        return arrow_schema
+    fields = [_annotate_uuid(f, uuids) for f in arrow_schema]
+    return pa.schema(fields, metadata=arrow_schema.metadata)
+
+
+def _annotate_uuid(f: pa.Field, uuids: set[int]) -> pa.Field:
+    t = f.type
+    if pa.types.is_fixed_size_binary(t) and t.byte_width == 16:
+        fid = f.metadata.get(PARQUET_FIELD_ID) if f.metadata else None
+        return f.with_type(pa.uuid()) if fid is not None and int(fid) in uuids else f
+    if pa.types.is_struct(t):
+        return f.with_type(pa.struct([_annotate_uuid(t.field(i), uuids) for i in range(t.num_fields)]))
+    if pa.types.is_list(t):
+        return f.with_type(pa.list_(_annotate_uuid(t.value_field, uuids)))
+    if pa.types.is_large_list(t):
+        return f.with_type(pa.large_list(_annotate_uuid(t.value_field, uuids)))
+    if pa.types.is_map(t):
+        return f.with_type(pa.map_(_annotate_uuid(t.key_field, uuids), _annotate_uuid(t.item_field, uuids),
+                                   keys_sorted=t.keys_sorted))
+    return f
+
+
+def storage_schema(arrow_schema: pa.Schema) -> pa.Schema:
+    """``arrow_schema`` with every extension type (at any depth) replaced by its storage type.
+
+    pyarrow restores Arrow's uuid extension type when it reads a Parquet file whose stored
+    Arrow schema has it (ours, pyiceberg's); tablestore reads uuids as their 16 bytes.
+    """
+    return pa.schema([_storage_field(f) for f in arrow_schema], metadata=arrow_schema.metadata)
+
+
+def _storage_field(f: pa.Field) -> pa.Field:
+    t = f.type
+    if isinstance(t, pa.BaseExtensionType):
+        return _storage_field(f.with_type(t.storage_type))
+    if pa.types.is_struct(t):
+        return f.with_type(pa.struct([_storage_field(t.field(i)) for i in range(t.num_fields)]))
+    if pa.types.is_list(t):
+        return f.with_type(pa.list_(_storage_field(t.value_field)))
+    if pa.types.is_large_list(t):
+        return f.with_type(pa.large_list(_storage_field(t.value_field)))
+    if pa.types.is_map(t):
+        return f.with_type(pa.map_(_storage_field(t.key_field), _storage_field(t.item_field),
+                                   keys_sorted=t.keys_sorted))
+    return f
+
+
 # Types the spec adds in format version 3 ("unknown" needs a v3 table too). Java refuses them
 # in older tables when it builds the metadata, and readers fail on them there (DuckDB:
 # "Unrecognized primitive type: timestamptz_ns"; iceberg-rust: "not supported until v3").
@@ -358,6 +416,8 @@ def arrow_type_to_iceberg(
         return TimestamptzType() if t.tz else TimestampType()
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return StringType()
+    if isinstance(t, pa.UuidType):  # Arrow's canonical uuid extension (pa.uuid()), as pyiceberg maps it
+        return UUIDType()
     if pa.types.is_fixed_size_binary(t):
         return FixedType(t.byte_width)
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):

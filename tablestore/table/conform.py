@@ -29,6 +29,7 @@ from tablestore.spec.types import (
     TimestampType,
     TimestamptzNanoType,
     TimestamptzType,
+    UUIDType,
 )
 
 
@@ -206,6 +207,8 @@ def _castable(source: pa.DataType, target: pa.DataType, t: IcebergType) -> bool:
         return pa.types.is_timestamp(source) and source.tz is None
     if isinstance(t, TimestamptzType | TimestamptzNanoType):
         return pa.types.is_timestamp(source) and source.tz is not None
+    if isinstance(t, UUIDType):  # Arrow's uuid extension type holds the same 16 bytes
+        return isinstance(source, pa.UuidType)
     if pa.types.is_string(target):
         return pa.types.is_large_string(source) or pa.types.is_string_view(source)
     if pa.types.is_binary(target):

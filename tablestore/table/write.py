@@ -22,7 +22,7 @@ from tablestore.errors import ValidationError
 from tablestore.io import FileIO, to_location_uri
 from tablestore.spec.manifest import DataFile, DataFileContent, FileFormat
 from tablestore.spec.partitioning import PartitionSpec
-from tablestore.spec.schema import Schema
+from tablestore.spec.schema import Schema, parquet_write_schema
 from tablestore.spec.types import DateType, IcebergType
 from tablestore.table.metrics import collect_metrics, float_nan_counts, metrics_modes, parquet_leaf_paths
 
@@ -285,6 +285,9 @@ def write_partition(ctx: WriteContext, part: PartitionSlice, task_id: int = 0) -
     row_group_rows = max(1, int(ctx.row_group_bytes / bytes_per_row))
     modes = metrics_modes(ctx.schema, ctx.properties)
     use_dictionary = dictionary_columns(rows, ctx.schema, row_group_rows)
+    file_schema = parquet_write_schema(rows.schema, ctx.schema)  # uuids annotated as the spec asks
+    if file_schema is not rows.schema:
+        rows = rows.cast(file_schema)
     files: list[DataFile] = []
     offset = 0
     while offset < rows.num_rows:
