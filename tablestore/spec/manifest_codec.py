@@ -23,7 +23,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from tablestore.errors import CorruptMetadataError
+from tablestore.errors import CorruptMetadataError, ValidationError
 
 AvroSchema = Any
 Decoder = Callable[[bytes, int], list[Any]]
@@ -571,7 +571,6 @@ def compile_encoder(schema: AvroSchema) -> Encoder:
     src.emit(0, "def encode(out, rec):")
     _gen_write(src, schema, "rec", 1, NamedTypes(), None)
     src.emit(1, "return None")
-    from tablestore.errors import ValidationError
 
     namespace: dict[str, Any] = {
         "_varint_bytes": _varint_bytes, "_FLOAT": _FLOAT, "_DOUBLE": _DOUBLE, "_Invalid": ValidationError,
