@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from tablestore.errors import ValidationError
 from tablestore.io import FileIO
+from tablestore.spec import conversions
 from tablestore.spec.manifest import DataFile, DataFileContent, FileFormat
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import Schema
@@ -269,8 +270,6 @@ def internal_value(t: IcebergType, value: Any) -> Any:
     if isinstance(t, DateType) and isinstance(value, datetime.date):
         return (value - _EPOCH).days
     if isinstance(value, datetime.datetime | datetime.date | datetime.time):
-        from tablestore.spec import conversions
-
         return conversions.from_python(t, value)
     return value
 
