@@ -53,8 +53,9 @@ from tablestore.errors import (
 )
 from tablestore.io import FileIO, load_file_io
 from tablestore.spec.metadata import TableMetadata
+from tablestore.spec.partitioning import PartitionSpec, build_partition_spec
 from tablestore.spec.schema import to_schema
-from tablestore.spec.view import View, ViewMetadata, new_view_metadata
+from tablestore.spec.view import COMMENT_PROPERTY, View, ViewMetadata, new_view_metadata
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -294,8 +295,6 @@ class RestCatalog(Catalog):
         properties: Mapping[str, str] | None = None,
         location: str | None = None,
     ) -> Table:
-        from tablestore.spec.partitioning import PartitionSpec, build_partition_spec
-
         ident = to_table_identifier(identifier)
         table_schema = to_schema(schema)
         request: dict[str, Any] = {"name": ident[-1], "schema": table_schema.to_json(),
@@ -392,8 +391,6 @@ class RestCatalog(Catalog):
         replace: bool = False,
         comment: str | None = None,
     ) -> View:
-        from tablestore.spec.view import COMMENT_PROPERTY
-
         ident = to_view_identifier(identifier)
         view_schema = to_schema(schema)
         props = {str(k): str(v) for k, v in (properties or {}).items()}
