@@ -593,6 +593,7 @@ def load_catalog(name: str, **properties: str) -> Catalog:
     """
     catalog_type = str(properties.get("type") or "sql").strip().lower()
     if catalog_type == "sql":
+        # Imported here: the implementations subclass Catalog, so they import this module.
         from tablestore.catalog.sql import SqlCatalog
 
         return SqlCatalog(name, **properties)

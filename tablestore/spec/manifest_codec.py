@@ -355,6 +355,7 @@ def _gen_fast_skip(src: _Source, fields: list[tuple[AvroSchema, str | None]], in
     ``avro_skip``), in generated Python where a match fails (a value past the patterns' bounds)
     and for plain string fields. A run whose pattern failed 32 times in a block is no longer tried
     in that block (a table whose stats are all past the bounds pays little for the attempt)."""
+    # Imported here: avro_skip builds on this module's type helpers, so it imports this module.
     from tablestore.spec import avro_skip
 
     run: list[tuple[AvroSchema, str | None, bytes]] = []

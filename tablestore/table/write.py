@@ -411,6 +411,7 @@ def write_data_stream(
 ) -> list[DataFile]:
     """Write a stream of conformed batches with bounded memory: the single-partition, clustered
     or fanout writer is chosen from the input (see :mod:`tablestore.table.writers`)."""
+    # Imported here: the writers build on this module's partition helpers, so they import it.
     from tablestore.table.writers import write_batches
 
     return write_batches(ctx, batches, task_id)[0]
