@@ -47,7 +47,7 @@ EVENTS = """query($id: ID!, $cursor: String) { logsForRun(runId: $id, afterCurso
       ... on TextMetadataEntry { text } ... on IntMetadataEntry { intValue } ... on JsonMetadataEntry { jsonString }
       ... on MarkdownMetadataEntry { mdStr } } }
     ... on AssetCheckEvaluationEvent { evaluation { checkName success description assetKey { path } } }
-    ... on ExecutionStepFailureEvent { error { message } }
+    ... on ExecutionStepFailureEvent { error { message causes { message } } }
   } }
   ... on PythonError { message } } }"""
 
@@ -154,7 +154,10 @@ class DagsterClient:
                 result.checks.append(CheckResult("/".join(ev["assetKey"]["path"]), ev["checkName"], ev["success"],
                                                  ev.get("description") or ""))
             elif kind == "ExecutionStepFailureEvent":
-                result.errors.append(str(event["error"]["message"]).strip()[-2000:])
+                # The step's error wraps the asset's or check's own exception: keep its causes.
+                error = event["error"]
+                chain = [error["message"], *(c["message"] for c in error.get("causes") or [])]
+                result.errors.append(" <- ".join(str(m).strip() for m in chain)[-2000:])
         return result
 
 

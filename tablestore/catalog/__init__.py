@@ -77,6 +77,19 @@ WAREHOUSE = "warehouse"
 LOCATION = "location"
 FORMAT_VERSION = "format-version"
 
+
+def properties_with_format_version(properties: Mapping[str, str] | None, format_version: int | None) -> dict[str, str]:
+    """A new table's properties, with ``format_version`` as the ``format-version`` property."""
+    props = {str(k): str(v) for k, v in (properties or {}).items()}
+    if format_version is not None:
+        given = props.get(FORMAT_VERSION)
+        if given is not None and given != str(format_version):
+            raise ValidationError(
+                f"format_version={format_version} contradicts the property format-version={given}; give one"
+            )
+        props[FORMAT_VERSION] = str(format_version)
+    return props
+
 # CREATE OR REPLACE VIEW is a blind overwrite, so losing the pointer swap to another writer is
 # retried (on the new current version) rather than reported.
 VIEW_REPLACE_ATTEMPTS = 5
@@ -298,6 +311,7 @@ class Catalog(ABC):
         sort_order: SortOrder | None = None,
         properties: Mapping[str, str] | None = None,
         location: str | None = None,
+        format_version: int | None = None,
     ) -> Table:
         """Create a table and write its first metadata file (``00000-<uuid>.metadata.json``).
 
@@ -305,6 +319,8 @@ class Catalog(ABC):
         ``partition_by`` lists partition expressions: ``"day(ts)"``, ``"bucket(16, id)"``,
         ``"country"``. The location defaults to ``<warehouse>/<namespace levels>/<table>``
         (or ``<namespace location>/<table>`` if the namespace has a ``location`` property).
+        ``format_version`` (1, 2 or 3; default 2), or the ``format-version`` property, chooses
+        the Iceberg format version.
         """
         ident = to_table_identifier(identifier)
         namespace = ident[:-1]
@@ -333,7 +349,7 @@ class Catalog(ABC):
             spec = build_partition_spec(table_schema, exprs) if exprs else UNPARTITIONED_SPEC
 
         # A format-version property chooses the format version (new_table_metadata takes it out).
-        table_properties = {str(k): str(v) for k, v in (properties or {}).items()}
+        table_properties = properties_with_format_version(properties, format_version)
         table_location = normalize_location(location) if location else self.default_table_location(ident)
         metadata = new_table_metadata(
             table_schema, spec, sort_order or UNSORTED_ORDER, table_location, table_properties

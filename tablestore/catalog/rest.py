@@ -12,6 +12,8 @@ Functions use tablestore's extension endpoints (``/v1/{prefix}/namespaces/{ns}/f
 from __future__ import annotations
 
 import os
+import secrets
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import quote
@@ -25,6 +27,7 @@ from tablestore.catalog import (
     IdentifierLike,
     PropertiesUpdateSummary,
     identifier_str,
+    properties_with_format_version,
     to_function_identifier,
     to_namespace,
     to_table_identifier,
@@ -84,6 +87,16 @@ def _seg(text: str) -> str:
     return quote(text, safe="")
 
 
+def uuid7() -> str:
+    """A UUIDv7 (RFC 9562: 48 bits of Unix milliseconds, then random bits), the form the REST
+    spec asks for an Idempotency-Key (Python 3.11 has no uuid.uuid7)."""
+    value = (int(time.time() * 1000) & (2**48 - 1)) << 80 | secrets.randbits(80)
+    value = (value & ~(0xF << 76)) | (0x7 << 76)  # version 7
+    value = (value & ~(0x3 << 62)) | (0x2 << 62)  # the RFC 4122 variant
+    hexed = f"{value:032x}"
+    return f"{hexed[:8]}-{hexed[8:12]}-{hexed[12:16]}-{hexed[16:20]}-{hexed[20:]}"
+
+
 def _session_for(uri: str) -> requests.Session:
     """An HTTP session to the service, with the environment's proxy and CA bundle settings
     resolved once: every request goes to the same host, and requests would otherwise scan the
@@ -117,6 +130,9 @@ class RestCatalog(Catalog):
             self._session.headers["Authorization"] = f"Bearer {token}"
         params = {SERVER_WAREHOUSE: props[SERVER_WAREHOUSE]} if props.get(SERVER_WAREHOUSE) else None
         config = self._request("GET", f"{self.uri}/v1/config", params=params)
+        # The spec: a server that advertises a key lifetime replays retried mutations that carry
+        # an Idempotency-Key, so a request whose response was lost can be sent again safely.
+        self._idempotent = bool(config.get("idempotency-key-lifetime"))
         overrides = dict(config.get("overrides") or {})
         prefix = overrides.get("prefix") or props.get("prefix") or ""
         self._base = f"{self.uri}/v1/{prefix}".rstrip("/")
@@ -161,14 +177,25 @@ class RestCatalog(Catalog):
         conflict: type[TableStoreError] = AlreadyExistsError,
         commit: bool = False,
     ) -> Any:
+        headers = None
+        if method in ("POST", "DELETE") and getattr(self, "_idempotent", False):
+            headers = {"Idempotency-Key": uuid7()}
         try:
-            response = self._session.request(method, url, json=json, params=params,
-                                             timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S))
+            try:
+                response = self._session.request(method, url, json=json, params=params, headers=headers,
+                                                 timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S))
+            except (requests.ConnectionError, requests.ReadTimeout):
+                if headers is None:
+                    raise
+                # The response was lost (or the request never arrived): the same key makes the
+                # retry replay the first response if the server applied it.
+                response = self._session.request(method, url, json=json, params=params, headers=headers,
+                                                 timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S))
             if response.status_code == 401 and self._credential:
                 # The issued token expired (or the server's signing secret changed): a 401 means
                 # the request was not applied, so it is safe to send again with a new token.
                 self._session.headers["Authorization"] = f"Bearer {self._fetch_token(self._credential)}"
-                response = self._session.request(method, url, json=json, params=params,
+                response = self._session.request(method, url, json=json, params=params, headers=headers,
                                                  timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S))
         except requests.RequestException as e:
             if commit and not isinstance(e, requests.ConnectTimeout | requests.exceptions.SSLError):
@@ -294,11 +321,13 @@ class RestCatalog(Catalog):
         sort_order: SortOrder | None = None,
         properties: Mapping[str, str] | None = None,
         location: str | None = None,
+        format_version: int | None = None,
     ) -> Table:
         ident = to_table_identifier(identifier)
         table_schema = to_schema(schema)
+        # The REST spec carries the format version as the format-version property.
         request: dict[str, Any] = {"name": ident[-1], "schema": table_schema.to_json(),
-                                   "properties": {str(k): str(v) for k, v in (properties or {}).items()}}
+                                   "properties": properties_with_format_version(properties, format_version)}
         if partition_by is not None:
             if isinstance(partition_by, PartitionSpec):
                 spec = partition_by

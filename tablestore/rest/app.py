@@ -20,11 +20,13 @@ from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse
 
 from tablestore.catalog import Catalog
+from tablestore.catalog.sql import SqlCatalog
 from tablestore.config import LakehouseConfig
 from tablestore.errors import NoSuchCatalogError, NotAuthorizedError
 from tablestore.rest import functions, namespaces, tables, views
 from tablestore.rest.access import NAMESPACE_SEPARATOR, Service, authenticate, declare_bearer_auth, service_of
 from tablestore.rest.errors import install_error_handlers
+from tablestore.rest.idempotency import IdempotencyMiddleware, IdempotencyStore, iso_duration
 from tablestore.rest.served_catalog import ServedSqlCatalog
 from tablestore.rest.settings import READ, ServerSettings, server_settings
 
@@ -55,6 +57,7 @@ ENDPOINTS = [
     "POST /v1/{prefix}/namespaces/{namespace}/views/{view}",
     "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
     "POST /v1/{prefix}/views/rename",
+    "POST /v1/{prefix}/namespaces/{namespace}/register-view",
     "GET /v1/{prefix}/namespaces/{namespace}/functions",
     "POST /v1/{prefix}/namespaces/{namespace}/functions",
     "GET /v1/{prefix}/namespaces/{namespace}/functions/{name}",
@@ -74,6 +77,11 @@ def create_app(
         n: ServedSqlCatalog(n, **config.catalog(n).properties) for n in settings.catalogs
     }
     service = Service(settings, dict(served))
+    # Idempotency keys live in each catalog's own database (shared by every instance).
+    stores = {
+        name: IdempotencyStore(catalog.engine, name, settings.idempotency_lifetime_s)
+        for name, catalog in served.items() if isinstance(catalog, SqlCatalog)
+    }
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -104,11 +112,15 @@ def create_app(
                 f"this server serves no catalog {name!r}; it serves {', '.join(svc.catalogs)}"
             )
         svc.auth.authorize(principal, name, READ)
-        return {
+        config: dict[str, Any] = {
             "defaults": svc.client_config(catalog),
             "overrides": {"prefix": name, "namespace-separator": "%1F"},
             "endpoints": ENDPOINTS,
         }
+        if name in stores:
+            # The spec: its presence says Idempotency-Key is supported on mutations.
+            config["idempotency-key-lifetime"] = iso_duration(settings.idempotency_lifetime_s)
+        return config
 
     @app.post("/v1/oauth/tokens", tags=["oauth"])
     async def get_token(request: Request) -> JSONResponse:
@@ -141,6 +153,8 @@ def create_app(
     for module in (namespaces, tables, views, functions):
         app.include_router(module.router)
     _document_prefixes(app, list(served))
+    app.add_middleware(IdempotencyMiddleware, stores=stores,
+                       authenticate=lambda header: service.auth.authenticate(header).name)
     return app
 
 
@@ -177,20 +191,35 @@ def _client_credentials(authorization: str | None, form: Mapping[str, str]) -> t
     return client_id, client_secret, True
 
 
+IDEMPOTENCY_PARAMETER = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "schema": {"type": "string", "format": "uuid", "minLength": 36, "maxLength": 36},
+    "description": "A UUID (the spec asks for UUIDv7) naming this operation: a retry with the same key "
+                   "replays the first response (2xx, 4xx) instead of running again.",
+}
+
+
 def _document_prefixes(app: FastAPI, prefixes: list[str]) -> None:
-    """Make the OpenAPI document name the served prefixes (an enum of the ``prefix`` parameter)
-    and declare the bearer tokens."""
+    """Make the OpenAPI document name the served prefixes (an enum of the ``prefix`` parameter),
+    declare the bearer tokens and the Idempotency-Key header of mutations."""
     generate = app.openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             schema = generate()
             declare_bearer_auth(schema)
-            for item in schema.get("paths", {}).values():
-                for operation in item.values():
-                    for parameter in operation.get("parameters", []) if isinstance(operation, dict) else []:
+            for path, item in schema.get("paths", {}).items():
+                for method, operation in item.items():
+                    if not isinstance(operation, dict):
+                        continue
+                    for parameter in operation.get("parameters", []):
                         if parameter.get("name") == "prefix" and parameter.get("in") == "path":
                             parameter["schema"] = {"type": "string", "enum": prefixes}
+                    if method in ("post", "delete") and path.startswith("/v1/{prefix}/") \
+                            and not path.endswith("/metrics"):
+                        operation.setdefault("parameters", []).append(dict(IDEMPOTENCY_PARAMETER))
             app.openapi_schema = schema
         return app.openapi_schema
 

@@ -46,6 +46,11 @@ class RegisterTableRequest(_Model):
     overwrite: bool = False
 
 
+class RegisterViewRequest(_Model):
+    name: str
+    metadata_location: str = Field(alias="metadata-location")
+
+
 class RenameRequest(_Model):
     source: TableIdentifierModel
     destination: TableIdentifierModel
@@ -88,5 +93,5 @@ class CreateFunctionRequest(_Model):
 __all__ = [
     "CommitTableRequest", "CommitTransactionRequest", "CommitViewRequest", "CreateFunctionRequest",
     "CreateNamespaceRequest", "CreateTableRequest", "CreateViewRequest", "RegisterTableRequest",
-    "RenameRequest", "TableIdentifierModel", "UpdateNamespacePropertiesRequest",
+    "RegisterViewRequest", "RenameRequest", "TableIdentifierModel", "UpdateNamespacePropertiesRequest",
 ]

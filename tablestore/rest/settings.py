@@ -21,6 +21,7 @@
       token-secret: ${TOKEN_SECRET}    # signs issued tokens (default: random per process)
       allow-external-locations: false  # table locations outside the warehouse
       table-config: {}                 # extra properties handed to clients with every table
+      idempotency-key-lifetime-seconds: 1800  # how long an Idempotency-Key is replayed
       auth: required                   # or none: everyone may write (local use only)
 
 Each served catalog is one REST ``prefix`` (its name). The ``s3.*`` properties of a served
@@ -42,7 +43,7 @@ READ = "read"
 WRITE = "write"
 ROLES = (READ, WRITE)
 _KEYS = ("catalogs", "host", "port", "tokens", "clients", "token-ttl-seconds", "token-secret",
-         "allow-external-locations", "table-config", "auth")
+         "allow-external-locations", "table-config", "auth", "idempotency-key-lifetime-seconds")
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8181
 
@@ -76,6 +77,7 @@ class ServerSettings:
     allow_external_locations: bool = False
     table_config: dict[str, str] = field(default_factory=dict)
     auth_required: bool = True
+    idempotency_lifetime_s: int = 1800
 
     def __repr__(self) -> str:
         # Tokens and secrets are never shown; only who they belong to.
@@ -149,8 +151,12 @@ def server_settings(config: LakehouseConfig, overrides: Mapping[str, Any] | None
     try:
         port = int(raw.get("port", DEFAULT_PORT))
         ttl = int(raw.get("token-ttl-seconds", 3600))
+        idempotency_lifetime = int(raw.get("idempotency-key-lifetime-seconds", 1800))
     except (TypeError, ValueError):
-        raise ConfigError(f"{src}: server.port and server.token-ttl-seconds must be integers") from None
+        raise ConfigError(f"{src}: server.port, server.token-ttl-seconds and "
+                          "server.idempotency-key-lifetime-seconds must be integers") from None
+    if idempotency_lifetime < 1:
+        raise ConfigError(f"{src}: server.idempotency-key-lifetime-seconds must be at least 1")
     secret = raw.get("token-secret")
     return ServerSettings(
         catalogs=catalogs,
@@ -163,6 +169,7 @@ def server_settings(config: LakehouseConfig, overrides: Mapping[str, Any] | None
         allow_external_locations=str(raw.get("allow-external-locations", False)).lower() in ("true", "1", "yes"),
         table_config={str(k): str(v) for k, v in table_config.items()},
         auth_required=auth == "required",
+        idempotency_lifetime_s=idempotency_lifetime,
     )
 
 

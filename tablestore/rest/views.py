@@ -22,7 +22,7 @@ from tablestore.rest.access import (
     parse_identifier,
     parse_namespace,
 )
-from tablestore.rest.models import CommitViewRequest, CreateViewRequest, RenameRequest
+from tablestore.rest.models import CommitViewRequest, CreateViewRequest, RegisterViewRequest, RenameRequest
 from tablestore.rest.namespaces import page
 from tablestore.rest.tables import parsed
 from tablestore.rest.view_updates import apply_view_updates, check_view_requirements, new_view_from_request
@@ -68,6 +68,25 @@ def create_view(namespace: str, body: CreateViewRequest, access: WriteAccess) ->
         catalog.io.delete(metadata_location)
         raise
     return _result(access, metadata_location, metadata)
+
+
+@router.post("/namespaces/{namespace}/register-view")
+def register_view(namespace: str, body: RegisterViewRequest, access: WriteAccess) -> dict[str, Any]:
+    """Add a view by an existing view metadata file (written by another catalog, or kept from a
+    dropped view), as register does for tables."""
+    catalog = access.catalog
+    ident = parse_identifier(namespace, body.name, "view")
+    location = normalize_location(body.metadata_location)
+    access.check_location(location, "metadata location")
+    metadata = read_view_metadata_file(catalog.io, location)
+    # Checked before registering: a view whose files live elsewhere must not enter the catalog.
+    access.check_location(metadata.location, "view location")
+    if not catalog.namespace_exists(ident[:-1]):
+        raise NoSuchNamespaceError(f"cannot register view {'.'.join(ident)}: namespace does not exist; create it first")
+    if catalog.table_exists(ident):
+        raise ViewAlreadyExistsError(f"a table named {'.'.join(ident)} already exists")
+    catalog._create_view_entry(ident, location)  # ViewAlreadyExistsError (409) if the name is taken
+    return _result(access, location, metadata)
 
 
 @router.get("/namespaces/{namespace}/views/{view}")

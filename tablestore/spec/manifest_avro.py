@@ -184,7 +184,7 @@ def partition_record(partition_type: StructType) -> dict[str, Any]:
 
 
 def data_file_record(partition: dict[str, Any], format_version: int) -> dict[str, Any]:
-    """The ``r2`` data_file record of a manifest entry for format version 1 or 2."""
+    """The ``r2`` data_file record of a manifest entry for format version 1, 2 or 3."""
     fields: list[dict[str, Any]] = []
     if format_version >= 2:
         fields.append(_required("content", 134, "int",
@@ -212,9 +212,16 @@ def data_file_record(partition: dict[str, Any], format_version: int) -> dict[str
     if format_version >= 2:
         fields.append(_optional("equality_ids", 135, _list(136, "int"), "Equality comparison field IDs"))
     fields.append(_optional("sort_order_id", 140, "int", "Sort order ID"))
+    if format_version >= 3:
+        fields.append(_optional("first_row_id", 142, "long",
+                                "The first row ID assigned to the first row in the data file"))
     if format_version >= 2:
         fields.append(_optional("referenced_data_file", 143, "string",
                                 "Fully qualified location of a data file that all deletes reference"))
+    if format_version >= 3:
+        fields.append(_optional("content_offset", 144, "long", "The offset in the file where the content starts"))
+        fields.append(_optional("content_size_in_bytes", 145, "long",
+                                "The length of referenced content stored in the file"))
     return {"type": "record", "name": "r2", "fields": fields}
 
 
@@ -288,6 +295,9 @@ def manifest_file_schema(format_version: int) -> dict[str, Any]:
             partitions,
             _optional("key_metadata", 519, "bytes", "Encryption key metadata blob"),
         ]
+        if format_version >= 3:
+            fields.append(_optional("first_row_id", 520, "long",
+                                    "Starting row ID to assign to new rows in ADDED data files"))
     return {"type": "record", "name": "manifest_file", "fields": fields}
 
 

@@ -26,7 +26,9 @@ from tablestore.spec.sorting import SortField, SortOrder
 
 MAIN_BRANCH = "main"
 SUPPORTED_READ_VERSIONS = (1, 2, 3)
-SUPPORTED_WRITE_VERSIONS = (1, 2)
+SUPPORTED_WRITE_VERSIONS = (1, 2, 3)
+# The first version with row lineage: its tables track next-row-id from creation or upgrade.
+ROW_LINEAGE_VERSION = 3
 DEFAULT_FORMAT_VERSION = 2
 INITIAL_SEQUENCE_NUMBER = 0
 PARTITION_FIELD_ID_START = 1000
@@ -578,9 +580,9 @@ def new_table_metadata(
         try:
             format_version = int(props.pop("format-version"))
         except ValueError as e:
-            raise ValidationError(f"table property format-version must be 1 or 2, got {e}") from e
+            raise ValidationError(f"table property format-version must be 1, 2 or 3, got {e}") from e
     if format_version not in SUPPORTED_WRITE_VERSIONS:
-        raise ValidationError(f"tablestore creates tables of format version 1 or 2, not {format_version}")
+        raise ValidationError(f"tablestore creates tables of format version 1, 2 or 3, not {format_version}")
 
     fresh_struct = assign_fresh_ids(schema, IdCounter(0))
     fresh_ids: dict[int, int] = {}
@@ -629,4 +631,5 @@ def new_table_metadata(
         sort_orders=(fresh_order,),
         default_sort_order_id=fresh_order.order_id,
         refs={},
+        next_row_id=0 if format_version >= ROW_LINEAGE_VERSION else None,
     )

@@ -26,6 +26,7 @@ from tablestore.spec.metadata import (
     METADATA_PREVIOUS_VERSIONS_MAX,
     METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT,
     PARTITION_FIELD_ID_START,
+    ROW_LINEAGE_VERSION,
     SUPPORTED_WRITE_VERSIONS,
     MetadataLogEntry,
     SnapshotLogEntry,
@@ -100,6 +101,8 @@ def build_metadata(
         if first is not None:
             _check_writable_version(first.format_version)
             md["format_version"] = first.format_version
+            if first.format_version >= ROW_LINEAGE_VERSION:
+                md["next_row_id"] = 0
     else:
         md = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
     b = _Builder(md)
@@ -115,7 +118,7 @@ def build_metadata(
 
 def _check_writable_version(version: int) -> None:
     if version not in SUPPORTED_WRITE_VERSIONS:
-        raise ValidationError(f"tablestore writes table format versions 1 and 2, not {version}")
+        raise ValidationError(f"tablestore writes table format versions 1, 2 and 3, not {version}")
 
 
 def _assign_uuid(b: _Builder, u: AssignUUIDUpdate) -> None:
@@ -140,6 +143,10 @@ def _upgrade_format_version(b: _Builder, u: UpgradeFormatVersionUpdate) -> None:
         raise ValidationError(f"cannot downgrade a v{current} table to v{u.format_version}")
     _check_writable_version(u.format_version)
     b.md["format_version"] = u.format_version
+    if u.format_version >= ROW_LINEAGE_VERSION and b.md["next_row_id"] is None:
+        # Spec, "Row Lineage for Upgraded Tables": next-row-id starts at 0 and existing
+        # snapshots keep no first-row-id; the first snapshot after the upgrade assigns ids.
+        b.md["next_row_id"] = 0
     b.changed = True
 
 

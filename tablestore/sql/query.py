@@ -27,8 +27,10 @@ from tablestore.errors import (
     NoSuchTableError,
     ParseError,
     QueryError,
+    UnsupportedError,
     ValidationError,
 )
+from tablestore.spec.view import DEFAULT_DIALECT, SQLViewRepresentation, View
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -103,7 +105,7 @@ class QueryPlanner:
                 if version is not None:
                     raise ValidationError("time travel is not supported on metadata tables")
                 return self._metadata_view(table, parts[-1].lower())
-        catalog, identifier = self.manager.resolve_table(parts)
+        catalog, identifier = self._resolve(parts)
         if catalog.table_exists(identifier):
             return self._table_view(catalog, identifier, version)
         if catalog.view_exists(identifier):
@@ -119,9 +121,17 @@ class QueryPlanner:
             f"table or view {'.'.join(parts)!r} does not exist (looked for {catalog.name}.{'.'.join(identifier)})"
         )
 
+    def _resolve(self, parts: tuple[str, ...]) -> tuple[Catalog, tuple[str, ...]]:
+        """The catalog and identifier of a table name; inside a view, a catalog name unknown here
+        is the name another engine gave the catalog the view lives in (Spark's ``rest`` in
+        ``SELECT ... FROM rest.db.t``), so the rest of the name is resolved there."""
+        if self._expanding and len(parts) >= 3 and not self.manager.has_catalog(parts[0]):
+            return self.manager.catalog(self._expanding[-1][0]), parts[1:]
+        return self.manager.resolve_table(parts)
+
     def _try_table(self, parts: tuple[str, ...]) -> Any:
         try:
-            catalog, identifier = self.manager.resolve_table(parts)
+            catalog, identifier = self._resolve(parts)
         except (ValidationError, NoSuchTableError, NoSuchNamespaceError, LookupError):
             return None
         try:
@@ -164,10 +174,20 @@ class QueryPlanner:
             chain = " -> ".join(".".join(k) for k in [*self._expanding, key])
             raise ValidationError(f"view {'.'.join(key)} refers to itself: {chain}")
         view = catalog.load_view(identifier)
+        sql = _runnable_sql(view, ".".join(key))
+        # A default catalog unknown here (Spark writes its session catalog, spark_catalog) is
+        # another engine's: unqualified names resolve in the catalog the view lives in.
+        foreign = bool(view.default_catalog) and not self.manager.has_catalog(str(view.default_catalog))
+        default_catalog = catalog.name if foreign or not view.default_catalog else str(view.default_catalog)
+        namespace = tuple(view.default_namespace)
+        if foreign and namespace and not catalog.namespace_exists(namespace):
+            # That engine's current database (Spark's "default"), not one of this catalog: the
+            # view's own namespace stands in.
+            namespace = identifier[:-1]
         self._expanding.append(key)
         try:
-            with self.manager_context(view.default_catalog or catalog.name, tuple(view.default_namespace)):
-                df = self.spark.sql(self.rewrite(view.sql))
+            with self.manager_context(default_catalog, namespace):
+                df = self.spark.sql(self.rewrite(sql))
         finally:
             self._expanding.pop()
         names = view.schema.column_names
@@ -213,6 +233,20 @@ class QueryPlanner:
             return  # Spark reports the unknown function with its own message
         fn = load_python_function(definition.class_name)
         self.spark.udf.register(name, fn, returnType=definition.return_type or "string")
+
+
+def _runnable_sql(view: View, name: str) -> str:
+    """The view's SQL in the dialect tablestore runs (Spark's); UnsupportedError naming the
+    dialects it has otherwise."""
+    spark = view.version.sql_representation(DEFAULT_DIALECT)
+    if spark is not None:
+        return spark.sql
+    dialects = sorted({r.dialect for r in view.version.representations if isinstance(r, SQLViewRepresentation)})
+    raise UnsupportedError(
+        f"view {name} has SQL only in dialect {', '.join(repr(d) for d in dialects) or 'none'}; tablestore "
+        f"runs views in the {DEFAULT_DIALECT!r} dialect: add a {DEFAULT_DIALECT} version of the view "
+        "(CREATE OR REPLACE VIEW from Spark or tablestore), or query it from an engine that speaks that dialect"
+    )
 
 
 @contextmanager

@@ -289,12 +289,34 @@ class Table:
         return UpdateSchema(self, case_sensitive)
 
     def update_properties(self, updates: dict[str, str] | None = None, removals: list[str] | None = None) -> None:
-        """Set and remove table properties in one commit (retried: property changes commute)."""
-        from tablestore.spec.updates import AssertTableUUID, RemovePropertiesUpdate, SetPropertiesUpdate
+        """Set and remove table properties in one commit (retried: property changes commute).
+
+        ``format-version`` is not a stored property: setting it upgrades the table's format (as
+        Spark's ``ALTER TABLE ... SET TBLPROPERTIES ('format-version'='3')`` does); a downgrade
+        or an unknown version is refused, and it cannot be removed.
+        """
+        from tablestore.spec.metadata import RESERVED_PROPERTIES
+        from tablestore.spec.updates import (
+            AssertTableUUID,
+            RemovePropertiesUpdate,
+            SetPropertiesUpdate,
+            UpgradeFormatVersionUpdate,
+        )
 
         changes: list[TableUpdate] = []
+        updates = {str(k): str(v) for k, v in (updates or {}).items()}
+        if "format-version" in updates:
+            text = updates.pop("format-version")
+            try:
+                version = int(text)
+            except ValueError:
+                raise ValidationError(f"format-version must be 1, 2 or 3, got {text!r}") from None
+            if version != self.metadata.format_version:
+                changes.append(UpgradeFormatVersionUpdate(version))
+        if any(k in RESERVED_PROPERTIES for k in removals or ()):
+            raise ValidationError("format-version cannot be removed; a table always has a format version")
         if updates:
-            changes.append(SetPropertiesUpdate({str(k): str(v) for k, v in updates.items()}))
+            changes.append(SetPropertiesUpdate(updates))
         if removals:
             changes.append(RemovePropertiesUpdate(tuple(removals)))
         if not changes:

@@ -31,6 +31,7 @@ from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import PARQUET_FIELD_ID, Schema, arrow_type_to_iceberg, type_to_arrow
 from tablestore.spec.transforms import IdentityTransform
 from tablestore.spec.types import IcebergType, ListType, MapType, NestedField, StructType
+from tablestore.table.deletion_vectors import is_deletion_vector, read_deletion_vector
 
 # Reserved field ids of position delete files (spec: "Position Delete Files").
 DELETE_FILE_PATH_ID = 2147483546
@@ -403,6 +404,9 @@ def _select(table: pa.Table, projected: Schema) -> pa.Table:
 
 
 def read_position_deletes(io: FileIO, delete_file: DataFile, data_path: str) -> np.ndarray:
+    """Deleted positions of ``data_path`` from a position delete file or a deletion vector."""
+    if is_deletion_vector(delete_file):
+        return read_deletion_vector(io, delete_file, data_path)
     fs, path = io.filesystem_for(delete_file.file_path)
     fragment = parquet_format().make_fragment(path, filesystem=fs)
     by_id = _ids_of(fragment.physical_schema)

@@ -32,6 +32,7 @@ from tablestore.spec.name_mapping import DEFAULT_NAME_MAPPING
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import Schema
 from tablestore.spec.types import StringType
+from tablestore.table.deletion_vectors import is_deletion_vector
 from tablestore.table.read import DELETE_FILE_PATH_ID, read_task_table
 
 if TYPE_CHECKING:
@@ -91,6 +92,7 @@ class DeleteFileIndex:
     def for_data_file(self, sequence_number: int, data_file: DataFile) -> tuple[DataFile, ...]:
         candidates = self.by_partition.get((data_file.spec_id, tuple(data_file.partition)), [])
         out = []
+        dv: DataFile | None = None
         for item in (*candidates, *self.global_deletes):
             df = item.file
             if df.content == DataFileContent.POSITION_DELETES:
@@ -100,9 +102,20 @@ class DeleteFileIndex:
                     continue
                 if not path_in_bounds(df, data_file.file_path):
                     continue
+                if is_deletion_vector(df):
+                    if dv is not None:
+                        raise CorruptMetadataError(
+                            f"data file {data_file.file_path} has two live deletion vectors ({dv.file_path} and "
+                            f"{df.file_path}); a snapshot may hold at most one DV per data file"
+                        )
+                    dv = df
             elif item.sequence_number <= sequence_number:
                 continue
             out.append(df)
+        if dv is not None:
+            # A DV writer merges the file's older position deletes into the DV, so with a DV the
+            # position delete files are ignored, as Java's DeleteFileIndex does.
+            out = [df for df in out if df is dv or df.content != DataFileContent.POSITION_DELETES]
         return tuple(out)
 
 

@@ -128,7 +128,7 @@ def test_dockerfile_copies_existing_paths_and_installs_from_the_lock() -> None:
     assert re.search(r"^FROM python:3\.11", dockerfile, re.M)
     assert "openjdk-17-jre-headless" in dockerfile
     assert "uv sync --frozen" in dockerfile
-    assert "# syntax=" not in dockerfile  # the engine's own frontend: nothing to pull
+    assert not re.match(r"#\s*syntax=", dockerfile)  # the engine's own frontend: nothing to pull
     ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
                if line.strip() and not line.startswith("#")}
     assert ".env" in ignored  # secrets never enter the image
@@ -293,6 +293,10 @@ def test_pinned_images_healthchecks_and_start_conditions() -> None:
     assert {n for n, s in services.items() if "healthcheck" not in s} == {"storage-init"}
     assert services["catalog"]["depends_on"] == {"postgres": {"condition": "service_healthy"},
                                                  "storage-init": {"condition": "service_completed_successfully"}}
+    # The daemon runs the runs: it waits for the catalog and the Spark worker (the webserver does
+    # not wait for Spark, so it starts while the JVMs do).
+    assert set(services["dagster-daemon"]["depends_on"]) == {"dagster-webserver", "catalog", "spark-worker"}
+    assert set(services["dagster-webserver"]["depends_on"]) == {"catalog"}
 
 
 # -- names, ports, credentials and buckets agree ---------------------------------------------
@@ -309,7 +313,10 @@ def test_secrets_are_all_in_env_example_and_reach_the_services() -> None:
     assert stack_vars <= set(lakehouse_env), stack_vars - set(lakehouse_env)
     trino_vars = set(re.findall(r"\$\{ENV:(\w+)\}", TRINO_CATALOG.read_text()))
     assert trino_vars <= set(_services()["trino"]["environment"])
-    assert set(lakehouse_env) - {"TABLESTORE_CONFIG", "LAKEHOUSE_ENV", "LAKEHOUSE_ROOT"} <= set(example)
+    # The rest are fixed settings, or (LAKEHOUSE_PROFILES) derived from the example's COMPOSE_PROFILES.
+    fixed = {"TABLESTORE_CONFIG", "LAKEHOUSE_ENV", "LAKEHOUSE_ROOT", "LAKEHOUSE_PROFILES"}
+    assert set(lakehouse_env) - fixed <= set(example), set(lakehouse_env) - fixed - set(example)
+    assert "COMPOSE_PROFILES" in example
 
 
 def test_stack_config_parses_and_serves_the_metastore() -> None:

@@ -144,8 +144,8 @@ def test_new_unpartitioned_unsorted_v1() -> None:
     assert out["schema"] == md.schema().to_json() and out["partition-spec"] == []
     assert "last-sequence-number" not in out
     assert parse_metadata(serialize_metadata(md)) == md
-    with pytest.raises(ValidationError, match="format version"):
-        new_table_metadata(SCHEMA, UNPARTITIONED_SPEC, UNSORTED_ORDER, "/tmp/t", {"format-version": "3"})
+    with pytest.raises(ValidationError, match="format version 1, 2 or 3, not 4"):
+        new_table_metadata(SCHEMA, UNPARTITIONED_SPEC, UNSORTED_ORDER, "/tmp/t", {"format-version": "4"})
 
 
 def test_new_table_unknown_source_column() -> None:

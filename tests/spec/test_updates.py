@@ -373,8 +373,12 @@ def test_properties_location_uuid_and_versions() -> None:
     assert apply_updates(v1, [UpgradeFormatVersionUpdate(2)]).format_version == 2
     with pytest.raises(ValidationError, match="cannot downgrade a v2 table to v1"):
         apply_updates(md, [UpgradeFormatVersionUpdate(1)])
-    with pytest.raises(ValidationError, match="format versions 1 and 2, not 3"):
-        apply_updates(md, [UpgradeFormatVersionUpdate(3)])
+    v3 = apply_updates(md, [UpgradeFormatVersionUpdate(3)])
+    # Spec, "Row Lineage for Upgraded Tables": next-row-id starts at 0 on the upgrade.
+    assert (v3.format_version, v3.next_row_id, md.next_row_id) == (3, 0, None)
+    assert v3.to_json()["next-row-id"] == 0
+    with pytest.raises(ValidationError, match="format versions 1, 2 and 3, not 4"):
+        apply_updates(md, [UpgradeFormatVersionUpdate(4)])
 
 
 def test_no_op_returns_base() -> None:

@@ -1,0 +1,123 @@
+"""The whole asset graph in the Docker Compose stack and embedded, at the same landing scale.
+
+    python -m bench.stack_pipeline                     # starts a throwaway stack (no Trino), then embedded
+    python -m bench.stack_pipeline --dagster-url http://127.0.0.1:3000 --env-file .env   # a running stack
+
+The stack side launches the plan of ``pipelines.run.pipeline_plan`` through Dagster's GraphQL API
+(``infra.dagster_client``), one run per step, as the stack test does; each step's time runs from
+its launch to the end of its run (queueing and the run's process start included). The embedded
+side runs the same plan in-process (``run_pipeline``) on the embedded settings (SQLite catalog,
+local files, ``local[2]`` Spark) with the stack's ``data:`` section, so both land the same
+events. Not a test: figures go to the console and to ``bench/results/stack_pipeline.jsonl``.
+Targets (issue 17, 2 cores): the stack within 2x of embedded, the stack's whole graph under 5 min.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from bench.common import RESULTS_DIR
+from infra.compose_stack import running_stack
+from infra.dagster_client import STACK_SETTINGS, run_plan, stack_plan
+from pipelines.run import run_pipeline
+from pipelines.settings import CONFIG_DIR
+
+STACK_TARGET_S = 300.0
+RATIO_TARGET = 2.0
+
+
+def stack_steps(url: str) -> list[tuple[str, float]]:
+    results = run_plan(url, stack_plan(), timeout_s=3600.0)
+    failed = [r.label for r in results if not r.success]
+    if failed:
+        raise SystemExit(f"the stack's runs failed: {failed}; see {url}/runs")
+    return [(r.label, r.seconds) for r in results]
+
+
+def embedded_steps(workdir: Path) -> list[tuple[str, float]]:
+    """The embedded plan with the stack's data section; seconds per step from the log."""
+    doc = yaml.safe_load((CONFIG_DIR / "embedded.yaml").read_text())
+    doc["data"] = yaml.safe_load(STACK_SETTINGS.read_text())["data"]
+    settings = workdir / "embedded-at-stack-scale.yaml"
+    settings.write_text(yaml.safe_dump(doc))
+    marks: list[tuple[str, float]] = []
+
+    def log(message: str) -> None:
+        if message.startswith("materializing "):
+            marks.append((message.removeprefix("materializing "), time.monotonic()))
+
+    run = run_pipeline(str(settings), str(workdir / "lakehouse"), log=log, log_level="WARNING")
+    ended = time.monotonic()
+    if not run.success:
+        raise SystemExit(f"the embedded pipeline failed: {[s.error for s in run.steps if not s.success]}")
+    ends = [t for _, t in marks[1:]] + [ended]
+    return [(label, end - start) for (label, start), end in zip(marks, ends, strict=True)]
+
+
+Steps = list[tuple[str, float]]
+
+
+def report(stack: Steps, embedded: Steps, extra: dict[str, float]) -> dict[str, object]:
+    embedded_by_label = dict(embedded)
+    stack_total, embedded_total = sum(s for _, s in stack), sum(s for _, s in embedded)
+    print(f"{'step':<44} {'stack s':>9} {'embedded s':>11} {'ratio':>7}")
+    for label, seconds in stack:
+        other = embedded_by_label.get(label, float("nan"))
+        print(f"{label:<44} {seconds:>9.1f} {other:>11.1f} {seconds / other:>7.2f}")
+    ratio = stack_total / embedded_total
+    print(f"{'whole graph':<44} {stack_total:>9.1f} {embedded_total:>11.1f} {ratio:>7.2f}")
+    for name, seconds in extra.items():
+        print(f"{name}: {seconds:.1f} s")
+    print(f"target stack within {RATIO_TARGET}x of embedded: {'met' if ratio <= RATIO_TARGET else 'MISSED'}; "
+          f"stack's whole graph under {STACK_TARGET_S:.0f} s: {'met' if stack_total <= STACK_TARGET_S else 'MISSED'}")
+    return {"stack_s": stack_total, "embedded_s": embedded_total, "ratio": ratio,
+            "steps": [{"label": label, "stack_s": s, "embedded_s": embedded_by_label.get(label)} for label, s in stack],
+            **{f"{k}_s": v for k, v in extra.items()}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.stack_pipeline", description=__doc__.splitlines()[0])
+    parser.add_argument("--dagster-url", help="a running stack's Dagster webserver (default: start a throwaway stack)")
+    parser.add_argument("--env-file", type=Path, default=Path(".env"), help="that stack's secrets (with --dagster-url)")
+    parser.add_argument("--embedded-only", action="store_true",
+                        help="time the embedded side alone (e.g. beside the stack test's per-step log)")
+    args = parser.parse_args(argv)
+    extra: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="tablestore-bench-stack-") as tmp:
+        if args.embedded_only:
+            embedded = embedded_steps(Path(tmp))
+            for label, seconds in embedded:
+                print(f"{label:<44} {seconds:>9.1f}")
+            print(f"{'whole graph, embedded':<44} {sum(s for _, s in embedded):>9.1f}")
+            return 0
+        if args.dagster_url:
+            stack_plan(args.env_file)  # loads the secrets the stack settings name
+            stack = stack_steps(args.dagster_url)
+        else:
+            with running_stack(Path(tmp), prefix="tablestore-bench") as running:
+                extra["docker compose up --build --wait"] = running.timings["up"]
+                for key in ("MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD", "CATALOG_TOKEN_DAGSTER"):
+                    os.environ.setdefault(key, running.env[key])
+                stack = stack_steps(running.url("dagster-webserver", 3000))
+        embedded = embedded_steps(Path(tmp))
+    figures = report(stack, embedded, extra)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    RESULTS_DIR.mkdir(exist_ok=True)
+    with (RESULTS_DIR / "stack_pipeline.jsonl").open("a") as out:
+        out.write(json.dumps({"benchmark": "stack_pipeline", "commit": commit, "machine": platform.node(),
+                              "cpus": os.cpu_count(), "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                              **figures}) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
