@@ -165,6 +165,7 @@ def load_file_io(properties: Mapping[str, str] | None = None, location: str | No
     scheme there); the pyarrow implementation handles every supported scheme, so an
     unsupported one is reported when a file is first accessed, naming the location.
     """
+    # Imported here: the implementation subclasses FileIO, so it imports this module.
     from tablestore.io.arrow import ArrowFileIO
 
     return ArrowFileIO(properties or {})

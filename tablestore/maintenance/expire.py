@@ -37,6 +37,7 @@ from tablestore.spec.updates import (
     TableRequirement,
     TableUpdate,
 )
+from tablestore.table import parse_timestamp_ms
 
 if TYPE_CHECKING:
     from tablestore.table import Table
@@ -72,8 +73,6 @@ class ExpireResult:
 def to_epoch_ms(value: int | float | str | datetime.datetime | datetime.date | None) -> int | None:
     if value is None:
         return None
-    from tablestore.table import parse_timestamp_ms
-
     return parse_timestamp_ms(value)
 
 

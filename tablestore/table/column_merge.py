@@ -32,6 +32,7 @@ from tablestore.spec.metadata import Snapshot
 from tablestore.spec.schema import IdCounter, Schema, arrow_type_to_iceberg, type_to_arrow
 from tablestore.spec.types import IntegerType, LongType, NestedField
 from tablestore.table.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
+from tablestore.table.file_rows import read_file_rows
 from tablestore.table.fragments import (
     LINEAGE_KEY,
     Fragment,
@@ -332,8 +333,6 @@ def rewrite_fragment(fragment: Fragment, plan: MergePlan, source: pa.Table, forc
     Returns the new fragment, or None when no source row matched (and ``force`` is off): the
     fragment then needs no rewrite.
     """
-    from tablestore.table.file_rows import read_file_rows
-
     context = fragment.context
     table_schema = context.table_schema
     rows = read_file_rows(context.io, context.properties, fragment.file, fragment.delete_files, fragment.spec,

@@ -48,6 +48,7 @@ from tablestore.table.row_level import (
     MERGE_ON_READ,
     FileChange,
     RowLevelContext,
+    as_sql,
     change_file,
     check_assignable,
     commit_changes,
@@ -141,8 +142,6 @@ class MergeBuilder:
         return self
 
     def _values(self, values: dict[str, Any]) -> tuple[tuple[str, str], ...]:
-        from tablestore.table.row_level import as_sql
-
         out = []
         for key, value in values.items():
             name = key.split(".", 1)[1] if key.lower().startswith(f"{self.target_alias.lower()}.") else key

@@ -28,7 +28,7 @@ from tablestore.spec.expressions import AlwaysTrue, BoundExpression
 from tablestore.spec.manifest import DataFile, DataFileContent
 from tablestore.spec.name_mapping import NameMapping, apply_name_mapping
 from tablestore.spec.partitioning import PartitionSpec
-from tablestore.spec.schema import PARQUET_FIELD_ID, Schema, storage_schema, type_to_arrow
+from tablestore.spec.schema import PARQUET_FIELD_ID, Schema, arrow_type_to_iceberg, storage_schema, type_to_arrow
 from tablestore.spec.transforms import IdentityTransform
 from tablestore.spec.types import IcebergType, ListType, MapType, NestedField, StructType
 from tablestore.table.deletion_vectors import is_deletion_vector, read_deletion_vector
@@ -292,8 +292,6 @@ def _file_filter(row_filter: BoundExpression, physical: pa.Schema) -> pc.Express
 
 def schema_from_file(physical: pa.Schema) -> Schema | None:
     """Our Schema for a Parquet file's Arrow schema, keeping the file's names and ids."""
-    from tablestore.spec.schema import arrow_type_to_iceberg
-
     fields = []
     for f in physical:
         fid = parquet_field_id(f)

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from tablestore.errors import ValidationError
 from tablestore.io import FileIO, to_location_uri
+from tablestore.spec import conversions
 from tablestore.spec.manifest import DataFile, DataFileContent, FileFormat
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import Schema, parquet_write_schema
@@ -269,8 +270,6 @@ def internal_value(t: IcebergType, value: Any) -> Any:
     if isinstance(t, DateType) and isinstance(value, datetime.date):
         return (value - _EPOCH).days
     if isinstance(value, datetime.datetime | datetime.date | datetime.time):
-        from tablestore.spec import conversions
-
         return conversions.from_python(t, value)
     return value
 
@@ -415,6 +414,7 @@ def write_data_stream(
 ) -> list[DataFile]:
     """Write a stream of conformed batches with bounded memory: the single-partition, clustered
     or fanout writer is chosen from the input (see :mod:`tablestore.table.writers`)."""
+    # Imported here: the writers build on this module's partition helpers, so they import it.
     from tablestore.table.writers import write_batches
 
     return write_batches(ctx, batches, task_id)[0]

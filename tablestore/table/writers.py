@@ -57,6 +57,7 @@ from tablestore.table.write import (
     partition_keys,
     partition_tuple,
     single_chunk,
+    split_by_partition,
     value_runs,
 )
 
@@ -535,8 +536,6 @@ def route_pieces(
         return data, [(partition_tuple(keys, 0, result_types), 0, data.num_rows)], True
     grouped = group_codes(keys)
     if grouped is None:  # a key type without dictionary encoding: fall back to sorting
-        from tablestore.table.write import split_by_partition
-
         parts = [(p.partition, p.rows) for p in split_by_partition(ctx.spec, ctx.schema, data)]
         table = pa.concat_tables([rows for _, rows in parts]) if parts else data
         pieces, offset = [], 0
