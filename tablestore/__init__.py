@@ -6,11 +6,24 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from tablestore.catalog import Catalog, load_catalog
 from tablestore.errors import TableStoreError
-from tablestore.maintenance.erasure import erase
 from tablestore.session import CatalogManager
 from tablestore.table import Table
 
+if TYPE_CHECKING:
+    from tablestore.maintenance.erasure import ErasureReport
+
 __version__ = "0.1.0"
 __all__ = ["Catalog", "CatalogManager", "Table", "TableStoreError", "erase", "load_catalog"]
+
+
+def erase(catalog: Catalog, tables: str | list[str], column: str, request_id: str, **kwargs: Any) -> ErasureReport:
+    """Verified erasure of subjects' rows: see :func:`tablestore.maintenance.erasure.erase`."""
+    # Imported on first use: erasure's row-level delete parses SQL conditions with sqlglot,
+    # which `import tablestore` (every Spark worker, every CLI start) should not pay for.
+    from tablestore.maintenance.erasure import erase as erase_tables
+
+    return erase_tables(catalog, tables, column, request_id, **kwargs)

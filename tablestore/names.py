@@ -109,14 +109,30 @@ def identifier_str(identifier: Identifier) -> str:
 # -- locations -------------------------------------------------------------------------------
 
 
+def to_location_uri(location: str) -> str:
+    """A location as it is recorded in metadata: a local path becomes a ``file:///`` URI.
+
+    The spec asks for full URIs with a scheme (and from v4 on reads a path without one as
+    relative to the table), and readers such as iceberg-rust refuse a bare ``/abs/path``. A
+    relative path is made absolute first, as it means nothing outside this process; Hadoop's
+    ``file:/abs/path`` is spelled ``file:///abs/path``. URIs with a scheme are returned as given.
+    Reading accepts every spelling (``FileIO.new_input``), so tables written with plain
+    paths, by older versions of tablestore or by other tools, stay readable.
+    """
+    scheme, sep, rest = location.partition(":")
+    if sep and len(scheme) > 1 and "/" not in scheme:
+        if scheme.lower() == "file" and not rest.startswith("//"):
+            return f"file://{rest}"
+        return location
+    path = os.path.abspath(os.path.expanduser(location))
+    return f"file://{path}"
+
+
 def normalize_location(location: str) -> str:
-    """A table or warehouse location without a trailing slash; a relative local path made
-    absolute (locations are recorded in metadata and read by other engines, so a path that
-    means something only in this process's working directory would mislead them)."""
-    location = location.rstrip("/") or "/"
-    if "://" not in location and not location.startswith("file:"):
-        location = os.path.abspath(location)
-    return location
+    """A table or warehouse location as recorded: no trailing slash, a local path as an
+    absolute ``file:///`` URI (locations are read by other engines; the spec asks for full
+    URIs, iceberg-rust refuses a bare path, and from v4 on one would mean a relative path)."""
+    return to_location_uri(location.rstrip("/") or "/")
 
 
 class _Located(Protocol):
@@ -142,9 +158,16 @@ def new_metadata_location(metadata: _Located, previous_location: str | None) -> 
 
     Tables and views name their metadata files alike (as Java's JDBC catalog does).
     """
-    directory = metadata.properties.get(WRITE_METADATA_PATH) or f"{metadata.location.rstrip('/')}/metadata"
     version = parse_metadata_version(previous_location) + 1
-    return f"{directory.rstrip('/')}/{version:05d}-{uuid.uuid4()}.metadata.json"
+    return f"{metadata_directory(metadata)}/{version:05d}-{uuid.uuid4()}.metadata.json"
+
+
+def metadata_directory(metadata: _Located) -> str:
+    """Where a table's (or view's) metadata files, manifest lists and manifests go: the
+    ``write.metadata.path`` property, else ``<location>/metadata``; a local one as a URI."""
+    custom = metadata.properties.get(WRITE_METADATA_PATH)
+    directory = to_location_uri(custom) if custom else f"{to_location_uri(metadata.location.rstrip('/'))}/metadata"
+    return directory.rstrip("/")
 
 
 __all__ = [
@@ -153,10 +176,12 @@ __all__ = [
     "Identifier",
     "IdentifierLike",
     "identifier_str",
+    "metadata_directory",
     "new_metadata_location",
     "normalize_location",
     "parse_metadata_version",
     "to_function_identifier",
+    "to_location_uri",
     "to_namespace",
     "to_table_identifier",
     "to_view_identifier",

@@ -53,6 +53,11 @@ class Warehouse:
     location: str
     properties: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def uri(self) -> str:
+        """The location as tables record it: a local directory is written as a file:/// URI."""
+        return f"file://{self.location}" if self.kind == "local" else self.location
+
 
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:

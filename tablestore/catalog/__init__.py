@@ -51,7 +51,11 @@ from tablestore.names import (
     to_view_identifier,
     validate_name,
 )
+from tablestore.spec.metadata import new_table_metadata, parse_metadata, serialize_metadata
+from tablestore.spec.partitioning import UNPARTITIONED_SPEC, PartitionSpec, build_partition_spec
 from tablestore.spec.schema import Schema, to_schema
+from tablestore.spec.sorting import UNSORTED_ORDER
+from tablestore.spec.updates import apply_updates
 from tablestore.spec.view import (
     COMMENT_PROPERTY,
     View,
@@ -60,6 +64,7 @@ from tablestore.spec.view import (
     parse_view_metadata,
     serialize_view_metadata,
 )
+from tablestore.table import Table
 
 if TYPE_CHECKING:
     from tablestore.spec.metadata import TableMetadata
@@ -116,14 +121,10 @@ class FunctionDef:
 
 def write_metadata_file(io: FileIO, location: str, metadata: TableMetadata) -> None:
     """Write a metadata file; never overwrites (FileExistsError), as commits rely on it."""
-    from tablestore.spec.metadata import serialize_metadata
-
     io.new_output(location).write(serialize_metadata(metadata), overwrite=False)
 
 
 def read_metadata_file(io: FileIO, location: str) -> TableMetadata:
-    from tablestore.spec.metadata import parse_metadata
-
     try:
         data = io.new_input(location).read()
     except FileNotFoundError:
@@ -321,10 +322,6 @@ class Catalog(ABC):
         ``format_version`` (1, 2 or 3; default 2), or the ``format-version`` property, chooses
         the Iceberg format version.
         """
-        from tablestore.spec.metadata import new_table_metadata
-        from tablestore.spec.partitioning import UNPARTITIONED_SPEC, PartitionSpec, build_partition_spec
-        from tablestore.spec.sorting import UNSORTED_ORDER
-
         ident = to_table_identifier(identifier)
         namespace = ident[:-1]
         if not self.namespace_exists(namespace):
@@ -342,7 +339,10 @@ class Catalog(ABC):
                 "tables and views share names, so drop the view or choose another name"
             )
 
-        table_schema = to_schema(schema)
+        # A format-version property chooses the format version (new_table_metadata takes it out);
+        # it also decides what an Arrow nanosecond timestamp becomes (microseconds below v3).
+        table_properties = properties_with_format_version(properties, format_version)
+        table_schema = to_schema(schema, table_properties)
         if partition_by is None:
             spec = UNPARTITIONED_SPEC
         elif isinstance(partition_by, PartitionSpec):
@@ -351,8 +351,6 @@ class Catalog(ABC):
             exprs = [partition_by] if isinstance(partition_by, str) else list(partition_by)
             spec = build_partition_spec(table_schema, exprs) if exprs else UNPARTITIONED_SPEC
 
-        # A format-version property chooses the format version (new_table_metadata takes it out).
-        table_properties = properties_with_format_version(properties, format_version)
         table_location = normalize_location(location) if location else self.default_table_location(ident)
         metadata = new_table_metadata(
             table_schema, spec, sort_order or UNSORTED_ORDER, table_location, table_properties
@@ -401,7 +399,7 @@ class Catalog(ABC):
         if metadata is not None:
             # An external table's data files belong to whoever wrote them (Hive keeps them too).
             external = metadata.properties.get("EXTERNAL", "").upper() == "TRUE"
-            location = f"{metadata.location.rstrip('/')}/metadata" if external else metadata.location
+            location = f"{normalize_location(metadata.location)}/metadata" if external else metadata.location
             self._purge_location(self.table_io(metadata), location)
 
     # -- shared view logic ---------------------------------------------------------------------
@@ -500,7 +498,7 @@ class Catalog(ABC):
         namespace, table_name = identifier[:-1], identifier[-1]
         namespace_location = self.load_namespace_properties(namespace).get(LOCATION)
         if namespace_location:
-            return f"{namespace_location.rstrip('/')}/{table_name}"
+            return f"{normalize_location(namespace_location)}/{table_name}"
         if not self.warehouse:
             raise ValidationError(
                 f"cannot choose a location for table {identifier_str(identifier)}: the catalog has no "
@@ -542,9 +540,6 @@ class Catalog(ABC):
         )
 
     def _make_table(self, identifier: Identifier, metadata_location: str, metadata: TableMetadata) -> Table:
-        # Imported here: the table layer sits above the catalog layer and imports it.
-        from tablestore.table import Table
-
         return Table(self, identifier, metadata_location, metadata, self.table_io(metadata))
 
     def _new_metadata(
@@ -558,8 +553,6 @@ class Catalog(ABC):
 
         Returns the new (location, metadata), or None when the updates change nothing.
         """
-        from tablestore.spec.updates import apply_updates
-
         current_location, current_metadata = current if current is not None else (None, None)
         for requirement in requirements:
             requirement.validate(current_metadata)
@@ -617,6 +610,7 @@ def load_catalog(name: str, **properties: str) -> Catalog:
     """
     catalog_type = str(properties.get("type") or "sql").strip().lower()
     if catalog_type == "sql":
+        # Imported here: the implementations subclass Catalog, so they import this module.
         from tablestore.catalog.sql import SqlCatalog
 
         return SqlCatalog(name, **properties)

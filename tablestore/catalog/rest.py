@@ -56,8 +56,9 @@ from tablestore.errors import (
 )
 from tablestore.io import FileIO, load_file_io
 from tablestore.spec.metadata import TableMetadata
+from tablestore.spec.partitioning import PartitionSpec, build_partition_spec
 from tablestore.spec.schema import to_schema
-from tablestore.spec.view import View, ViewMetadata, new_view_metadata
+from tablestore.spec.view import COMMENT_PROPERTY, View, ViewMetadata, new_view_metadata
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -322,13 +323,12 @@ class RestCatalog(Catalog):
         location: str | None = None,
         format_version: int | None = None,
     ) -> Table:
-        from tablestore.spec.partitioning import PartitionSpec, build_partition_spec
-
         ident = to_table_identifier(identifier)
-        table_schema = to_schema(schema)
         # The REST spec carries the format version as the format-version property.
+        table_properties = properties_with_format_version(properties, format_version)
+        table_schema = to_schema(schema, table_properties)
         request: dict[str, Any] = {"name": ident[-1], "schema": table_schema.to_json(),
-                                   "properties": properties_with_format_version(properties, format_version)}
+                                   "properties": table_properties}
         if partition_by is not None:
             if isinstance(partition_by, PartitionSpec):
                 spec = partition_by
@@ -421,8 +421,6 @@ class RestCatalog(Catalog):
         replace: bool = False,
         comment: str | None = None,
     ) -> View:
-        from tablestore.spec.view import COMMENT_PROPERTY
-
         ident = to_view_identifier(identifier)
         view_schema = to_schema(schema)
         props = {str(k): str(v) for k, v in (properties or {}).items()}

@@ -74,6 +74,7 @@ from tablestore.errors import (
     TableAlreadyExistsError,
     ValidationError,
 )
+from tablestore.spec.updates import AssertCreate
 
 if TYPE_CHECKING:
     from tablestore.spec.metadata import TableMetadata
@@ -550,8 +551,6 @@ class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
         another commit won; the new metadata file is deleted then. CommitStateUnknownError if the
         database failed while committing (the file is kept: it may be the table's state now).
         """
-        from tablestore.spec.updates import AssertCreate
-
         ident = self._table_ident(identifier)
         current: tuple[str, TableMetadata] | None
         try:

@@ -53,6 +53,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
+        # Each command imports its own module on use: `tablestore catalog` need not load Spark
+        # and the SQL layer, `tablestore sql` need not load FastAPI.
         if args.command == "sql":
             from tablestore.cli.sql import run_sql
 

@@ -13,7 +13,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from tablestore.cli.output import print_result
 from tablestore.config import load_config
 from tablestore.errors import ValidationError
+from tablestore.maintenance.erasure import erase
 from tablestore.maintenance.expire import Progress as ProgressCallback
+from tablestore.maintenance.expire import result_row
 from tablestore.session import CatalogManager
 from tablestore.sql.result import StatementResult
 
@@ -53,8 +55,6 @@ def run_maintenance(args: argparse.Namespace) -> int:
     m = table.maintenance()
     with _progress(sys.stderr.isatty() or getattr(args, "progress", False)) as progress:
         if args.action == "expire-snapshots":
-            from tablestore.maintenance.expire import result_row
-
             row = result_row(m.expire_snapshots(args.older_than, args.retain_last, progress=progress))
             result = StatementResult(list(row), [list(row.values())])
         elif args.action == "remove-orphans":
@@ -71,8 +71,6 @@ def run_maintenance(args: argparse.Namespace) -> int:
 
 
 def run_erase(args: argparse.Namespace) -> int:
-    from tablestore.maintenance.erasure import erase
-
     manager = CatalogManager(load_config(args.config))
     catalog, _ = manager.resolve_table(tuple(args.table[0].split(".")))
     names = []

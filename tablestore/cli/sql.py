@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from tablestore.cli.output import print_result
+from tablestore.cli.shell import run_shell
 from tablestore.config import load_config
 from tablestore.errors import ValidationError
 from tablestore.sql.parser import parse_script
@@ -16,8 +17,6 @@ from tablestore.sql.session import SqlSession
 def run_sql(args: argparse.Namespace) -> int:
     session = SqlSession(load_config(args.config))
     if args.statements is None and args.file is None:
-        from tablestore.cli.shell import run_shell
-
         return run_shell(session, args.format)
     if args.file is not None:
         path = Path(args.file)

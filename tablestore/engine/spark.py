@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
+from tablestore.config import load_config
 from tablestore.engine.local import LocalEngine
 from tablestore.engine.spark_column_merge import spark_rewrite
 from tablestore.engine.spark_native_read import NATIVE_READ_CONF, ReadOutcome, read_dataframe, read_table
@@ -101,8 +102,6 @@ def spark_session(config: LakehouseConfig | None = None, app_name: str = "tables
     when a read or write gives no ``config`` option.
     """
     from pyspark.sql import SparkSession
-
-    from tablestore.config import load_config
 
     effective = config if config is not None else load_config()
     # Read by the SparkContext when it starts its Python workers; must be set before that.

@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from tablestore.engine.spark_source_files import SourceSlice, parquet_source_slices
+from tablestore.io import to_location_uri
 from tablestore.table.column_merge import disjoint_order, rewrite_fragment, rows_by_range
 from tablestore.table.fragments import source_columns
 
@@ -168,7 +169,7 @@ def staged_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan
     task_at = task_of[sorted_frags]  # the task of each position in key order: non-decreasing
     context = fragments[0].context
     io = context.io
-    staging = f"{context.location}/data/.column-merge-{uuid.uuid4().hex}"
+    staging = f"{to_location_uri(context.location)}/data/.column-merge-{uuid.uuid4().hex}"
     columns = [*plan.keys, *plan.columns]
     key = plan.keys[0]
 

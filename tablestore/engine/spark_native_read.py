@@ -45,6 +45,7 @@ from pyspark.sql import types as st
 from tablestore.engine.spark_native_write import FIELD_ID_KEY, NATIVE_TYPES
 from tablestore.engine.spark_source_options import SOURCE_NAME, table_options
 from tablestore.engine.spark_source_read import ReadState, TablestoreReader, resolve_read
+from tablestore.io import load_file_io
 from tablestore.spec.manifest import FileFormat
 from tablestore.spec.schema import PARQUET_FIELD_ID
 from tablestore.spec.types import (
@@ -131,8 +132,6 @@ def _ineligible(state: ReadState, tasks: list[FileTask]) -> str:
     if state.name_mapping is not None and tasks:
         # Only imported files lack field ids, and only imports set a name mapping: a footer
         # read per file, on the driver, only for such tables.
-        from tablestore.io import load_file_io
-
         io = load_file_io(state.io_properties)
         for task in tasks:
             with io.new_input(task.file.file_path).open() as f:

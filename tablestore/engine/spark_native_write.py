@@ -45,6 +45,7 @@ from pyspark.sql import types as st
 from tablestore.engine.spark_source_options import SNAPSHOT_PROPERTY_PREFIX, SOURCE_NAME, table_options
 from tablestore.engine.spark_source_write import TablestoreCommitMessage, TablestoreWriter, WriteTarget, resolve_write
 from tablestore.errors import ValidationError
+from tablestore.io import load_file_io
 from tablestore.spec import conversions
 from tablestore.spec.manifest import DataFile, DataFileContent, FileFormat
 from tablestore.spec.types import (
@@ -214,8 +215,6 @@ def _local(path: str) -> str:
 
 
 def _write_native(df: DataFrame, target: WriteTarget, overwrite: bool) -> None:
-    from tablestore.io import load_file_io
-
     io = load_file_io(target.io_properties)
     ctx = WriteContext(io, target.location, target.schema(), target.spec(), dict(target.properties),
                        write_uuid=target.write_id)

@@ -23,6 +23,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from tablestore.engine.spark_convert import spark_arrow_schema, to_spark_table
 from tablestore.engine.spark_source import TablestoreDataSource
 from tablestore.engine.spark_source_read import FileTaskPartition, TablestoreReader
+from tablestore.table.row_level import RowLevelContext, read_live_rows
 
 SOURCE_NAME = "tablestore_rows"
 FILE_COLUMN = "_file"
@@ -31,8 +32,6 @@ POS_COLUMN = "_pos"
 
 class RowPositionsReader(TablestoreReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        from tablestore.table.row_level import RowLevelContext, read_live_rows
-
         if not isinstance(partition, FileTaskPartition):
             return
         ctx = self._context()

@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tablestore.names import to_location_uri  # re-exported: how FileIO users spell locations
+
 if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.fs as pafs
@@ -137,6 +139,19 @@ class FileIO(ABC):
     def filesystem_for(self, path: str) -> tuple[pafs.FileSystem, str]:
         """The pyarrow filesystem for a location and the path to give it (no scheme)."""
 
+    def make_local_directory(self, path: str) -> None:
+        """Create the directory ``path`` (and its parents) if it is on a local file system.
+
+        Object stores have no directories, and our own writes create them as needed; this is
+        for other writers that expect one to exist (DuckDB writes a staged table's first
+        manifest into ``metadata/`` without creating it).
+        """
+        import pyarrow.fs as pafs
+
+        fs, local = self.filesystem_for(path)
+        if isinstance(fs, pafs.LocalFileSystem):
+            fs.create_dir(local, recursive=True)
+
     def __repr__(self) -> str:
         # Only non-secret settings: properties may hold credentials.
         shown = {k: v for k, v in redact_properties(self.properties).items() if v != "***"}
@@ -150,6 +165,7 @@ def load_file_io(properties: Mapping[str, str] | None = None, location: str | No
     scheme there); the pyarrow implementation handles every supported scheme, so an
     unsupported one is reported when a file is first accessed, naming the location.
     """
+    # Imported here: the implementation subclasses FileIO, so it imports this module.
     from tablestore.io.arrow import ArrowFileIO
 
     return ArrowFileIO(properties or {})
@@ -171,4 +187,5 @@ __all__ = [
     "is_secret_property",
     "load_file_io",
     "redact_properties",
+    "to_location_uri",
 ]

@@ -39,6 +39,7 @@ from tablestore.spec.manifest import (
 )
 from tablestore.spec.metadata import Snapshot
 from tablestore.spec.partitioning import PartitionSpec
+from tablestore.spec.schema import schema_to_arrow
 from tablestore.spec.types import LongType, StringType
 from tablestore.table.conform import conform_to_schema
 from tablestore.table.file_rows import read_file_rows
@@ -267,8 +268,6 @@ def rewrite_data_files(
 
 
 def schema_empty(schema: Any) -> pa.Table:
-    from tablestore.spec.schema import schema_to_arrow
-
     return schema_to_arrow(schema).empty_table()
 
 

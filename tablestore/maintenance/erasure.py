@@ -185,6 +185,8 @@ def residue_in_file(io: FileIO, path: str, field_id: int, column: str, values: p
             array = reader.read(columns=[parts[0]], use_threads=False).column(parts[0])
             for name in parts[1:]:
                 array = pc.struct_field(array, name)
+            if isinstance(array.type, pa.BaseExtensionType):  # a uuid: compute kernels take its 16 bytes
+                array = array.cast(array.type.storage_type)
             try:
                 probe = values.cast(array.type)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):

@@ -37,6 +37,7 @@ from tablestore.spec.updates import (
     TableRequirement,
     TableUpdate,
 )
+from tablestore.table import parse_timestamp_ms
 from tablestore.table.update.retry import StagedCommit, commit_with_retries
 
 if TYPE_CHECKING:
@@ -73,8 +74,6 @@ class ExpireResult:
 def to_epoch_ms(value: int | float | str | datetime.datetime | datetime.date | None) -> int | None:
     if value is None:
         return None
-    from tablestore.table import parse_timestamp_ms
-
     return parse_timestamp_ms(value)
 
 

@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 
 from tablestore.catalog import Catalog, read_metadata_file
 from tablestore.errors import TableStoreError, UnsupportedError, ValidationError
-from tablestore.names import Identifier, normalize_location
+from tablestore.names import Identifier, metadata_directory, normalize_location
 from tablestore.rest.access import (
     Access,
     ReadAccess,
@@ -134,6 +134,10 @@ def create_table(namespace: str, body: CreateTableRequest, access: WriteAccess) 
         if not catalog.namespace_exists(ident[:-1]):
             catalog.load_namespace_properties(ident[:-1])  # raises NoSuchNamespaceError
         metadata = new_table_metadata(schema, spec, order, location, dict(body.properties))
+        # The client writes its first manifests before it commits the table; on a local
+        # warehouse the directory must exist for writers that do not create it (DuckDB's
+        # CREATE TABLE AS SELECT failed there).
+        catalog.table_io(metadata).make_local_directory(metadata_directory(metadata))
         return JSONResponse(load_result(access, None, metadata))
     table = catalog.create_table(ident, schema, spec, order, body.properties, location)
     return table_response(access, table.metadata_location, table.metadata)

@@ -32,6 +32,7 @@ from decimal import Decimal
 from typing import Any, ClassVar
 
 from tablestore.errors import FilterError
+from tablestore.spec.conversions import to_python
 from tablestore.spec.schema import Schema
 from tablestore.spec.types import (
     IcebergType,
@@ -651,8 +652,6 @@ class BoundSetPredicate(BoundPredicate):
 def _external(t: IcebergType, value: Any) -> Any:
     """The value as users write it (a date rather than a day number), for display only."""
     try:
-        from tablestore.spec.conversions import to_python
-
         return to_python(t, value)
     except Exception:  # display must never fail; fall back to the internal value
         return value

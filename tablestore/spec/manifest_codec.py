@@ -23,7 +23,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from tablestore.errors import CorruptMetadataError
+from tablestore.errors import CorruptMetadataError, ValidationError
 
 AvroSchema = Any
 Decoder = Callable[[bytes, int], list[Any]]
@@ -355,6 +355,7 @@ def _gen_fast_skip(src: _Source, fields: list[tuple[AvroSchema, str | None]], in
     ``avro_skip``), in generated Python where a match fails (a value past the patterns' bounds)
     and for plain string fields. A run whose pattern failed 32 times in a block is no longer tried
     in that block (a table whose stats are all past the bounds pays little for the attempt)."""
+    # Imported here: avro_skip builds on this module's type helpers, so it imports this module.
     from tablestore.spec import avro_skip
 
     run: list[tuple[AvroSchema, str | None, bytes]] = []
@@ -571,7 +572,6 @@ def compile_encoder(schema: AvroSchema) -> Encoder:
     src.emit(0, "def encode(out, rec):")
     _gen_write(src, schema, "rec", 1, NamedTypes(), None)
     src.emit(1, "return None")
-    from tablestore.errors import ValidationError
 
     namespace: dict[str, Any] = {
         "_varint_bytes": _varint_bytes, "_FLOAT": _FLOAT, "_DOUBLE": _DOUBLE, "_Invalid": ValidationError,

@@ -21,7 +21,7 @@ from typing import Any
 
 from tablestore.errors import CorruptMetadataError, NoSuchSnapshotError, SchemaError, ValidationError
 from tablestore.spec.partitioning import PartitionField, PartitionSpec
-from tablestore.spec.schema import IdCounter, Schema, assign_fresh_ids
+from tablestore.spec.schema import IdCounter, Schema, assign_fresh_ids, check_format_version_types
 from tablestore.spec.sorting import SortField, SortOrder
 
 MAIN_BRANCH = "main"
@@ -583,6 +583,7 @@ def new_table_metadata(
             raise ValidationError(f"table property format-version must be 1, 2 or 3, got {e}") from e
     if format_version not in SUPPORTED_WRITE_VERSIONS:
         raise ValidationError(f"tablestore creates tables of format version 1, 2 or 3, not {format_version}")
+    check_format_version_types(schema, format_version)
 
     fresh_struct = assign_fresh_ids(schema, IdCounter(0))
     fresh_ids: dict[int, int] = {}

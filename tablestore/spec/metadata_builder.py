@@ -35,7 +35,7 @@ from tablestore.spec.metadata import (
     now_ms,
 )
 from tablestore.spec.partitioning import PartitionSpec
-from tablestore.spec.schema import Schema
+from tablestore.spec.schema import Schema, check_format_version_types
 from tablestore.spec.sorting import SortOrder
 from tablestore.spec.updates import (
     AddPartitionSpecUpdate,
@@ -453,6 +453,12 @@ def _finish(base: TableMetadata | None, b: _Builder, metadata_location: str | No
         )
     if md["table_uuid"] is None:
         md["table_uuid"] = str(uuid.uuid4())
+    # Schemas this commit adds (or all of them, when it upgrades the format version) must use
+    # only types of the table's format version; schemas already there stay readable as they are.
+    known = () if base is None or base.format_version != md["format_version"] else base.schemas
+    for schema in md["schemas"]:
+        if schema not in known:
+            check_format_version_types(schema, md["format_version"])
 
     # last-updated-ms moves to the commit's snapshot time (or now) and never backwards.
     updated = b.last_updated_ms if b.last_updated_ms is not None else now_ms()

@@ -6,7 +6,7 @@ carry the ids (Parquet ``field_id``), so reads project by id and survive renames
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -301,8 +301,98 @@ def schema_to_arrow(schema: Schema | StructType) -> pa.Schema:
     return pa.schema([field_to_arrow(f) for f in fields])
 
 
-def arrow_type_to_iceberg(t: pa.DataType, next_id: Callable[[], int]) -> IcebergType:
-    """The Iceberg type for an Arrow type; nested fields get ids from ``next_id``."""
+def parquet_write_schema(arrow_schema: pa.Schema, schema: Schema) -> pa.Schema:
+    """The Arrow schema to write a Parquet data file of ``schema`` with.
+
+    tablestore holds uuid values as ``fixed_size_binary(16)``; the spec stores them as
+    ``FIXED_LEN_BYTE_ARRAY(16)`` annotated with the ``UUID`` logical type, which pyarrow writes
+    for Arrow's uuid extension type. So uuid fields (found by field id, at any depth) get that
+    type here, and every other field keeps its own: a ``fixed[16]`` column stays unannotated.
+    Returns ``arrow_schema`` itself when it holds no uuid.
+    """
+    uuids = {f.field_id for _, f in schema.all_fields() if isinstance(f.field_type, UUIDType)}
+    if not uuids:
+        return arrow_schema
+    fields = [_annotate_uuid(f, uuids) for f in arrow_schema]
+    return pa.schema(fields, metadata=arrow_schema.metadata)
+
+
+def _annotate_uuid(f: pa.Field, uuids: set[int]) -> pa.Field:
+    t = f.type
+    if pa.types.is_fixed_size_binary(t) and t.byte_width == 16:
+        fid = f.metadata.get(PARQUET_FIELD_ID) if f.metadata else None
+        return f.with_type(pa.uuid()) if fid is not None and int(fid) in uuids else f
+    if pa.types.is_struct(t):
+        return f.with_type(pa.struct([_annotate_uuid(t.field(i), uuids) for i in range(t.num_fields)]))
+    if pa.types.is_list(t):
+        return f.with_type(pa.list_(_annotate_uuid(t.value_field, uuids)))
+    if pa.types.is_large_list(t):
+        return f.with_type(pa.large_list(_annotate_uuid(t.value_field, uuids)))
+    if pa.types.is_map(t):
+        return f.with_type(pa.map_(_annotate_uuid(t.key_field, uuids), _annotate_uuid(t.item_field, uuids),
+                                   keys_sorted=t.keys_sorted))
+    return f
+
+
+def storage_schema(arrow_schema: pa.Schema) -> pa.Schema:
+    """``arrow_schema`` with every extension type (at any depth) replaced by its storage type.
+
+    pyarrow restores Arrow's uuid extension type when it reads a Parquet file whose stored
+    Arrow schema has it (ours, pyiceberg's); tablestore reads uuids as their 16 bytes.
+    """
+    return pa.schema([_storage_field(f) for f in arrow_schema], metadata=arrow_schema.metadata)
+
+
+def _storage_field(f: pa.Field) -> pa.Field:
+    t = f.type
+    if isinstance(t, pa.BaseExtensionType):
+        return _storage_field(f.with_type(t.storage_type))
+    if pa.types.is_struct(t):
+        return f.with_type(pa.struct([_storage_field(t.field(i)) for i in range(t.num_fields)]))
+    if pa.types.is_list(t):
+        return f.with_type(pa.list_(_storage_field(t.value_field)))
+    if pa.types.is_large_list(t):
+        return f.with_type(pa.large_list(_storage_field(t.value_field)))
+    if pa.types.is_map(t):
+        return f.with_type(pa.map_(_storage_field(t.key_field), _storage_field(t.item_field),
+                                   keys_sorted=t.keys_sorted))
+    return f
+
+
+# Types the spec adds in format version 3 ("unknown" needs a v3 table too). Java refuses them
+# in older tables when it builds the metadata, and readers fail on them there (DuckDB:
+# "Unrecognized primitive type: timestamptz_ns"; iceberg-rust: "not supported until v3").
+V3_TYPES: tuple[type[IcebergType], ...] = (TimestampNanoType, TimestamptzNanoType, UnknownType)
+
+
+def check_format_version_types(schema: Schema | StructType, format_version: int) -> None:
+    """SchemaError naming the first column whose type the table's format version lacks."""
+    if format_version >= 3:
+        return
+    struct = schema.struct if isinstance(schema, Schema) else schema
+    for name, f in Schema(struct.fields).all_fields():
+        if isinstance(f.field_type, V3_TYPES):
+            hint = {"timestamp_ns": "timestamp", "timestamptz_ns": "timestamptz"}.get(str(f.field_type))
+            way_out = (f"use {hint} (microseconds) for it" if hint
+                       else "give it a concrete type")
+            raise SchemaError(
+                f"column {name!r} has type {f.field_type}, which needs table format version 3, and "
+                f"this table is format version {format_version}; {way_out}"
+            )
+
+
+def arrow_type_to_iceberg(
+    t: pa.DataType, next_id: Callable[[], int], format_version: int = 3
+) -> IcebergType:
+    """The Iceberg type for an Arrow type; nested fields get ids from ``next_id``.
+
+    Arrow nanosecond timestamps (pandas' default) are ``timestamp_ns``/``timestamptz_ns`` only
+    from ``format_version`` 3 on; for older tables they map to the microsecond types, and
+    writes convert the values without losing any (``tablestore.table.conform``).
+    """
+    def inner(child: pa.DataType) -> IcebergType:
+        return arrow_type_to_iceberg(child, next_id, format_version)
+
     if pa.types.is_boolean(t):
         return BooleanType()
     if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t) or pa.types.is_uint8(t) \
@@ -321,22 +411,24 @@ def arrow_type_to_iceberg(t: pa.DataType, next_id: Callable[[], int]) -> Iceberg
     if pa.types.is_time(t):
         return TimeType()
     if pa.types.is_timestamp(t):
-        if t.unit == "ns":
+        if t.unit == "ns" and format_version >= 3:
             return TimestamptzNanoType() if t.tz else TimestampNanoType()
         return TimestamptzType() if t.tz else TimestampType()
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return StringType()
+    if isinstance(t, pa.UuidType):  # Arrow's canonical uuid extension (pa.uuid()), as pyiceberg maps it
+        return UUIDType()
     if pa.types.is_fixed_size_binary(t):
         return FixedType(t.byte_width)
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
         return BinaryType()
     if pa.types.is_dictionary(t):
-        return arrow_type_to_iceberg(t.value_type, next_id)
+        return inner(t.value_type)
     if pa.types.is_struct(t):
         ids = [next_id() for _ in range(t.num_fields)]
         return StructType(
             *(
-                NestedField(fid, t.field(i).name, arrow_type_to_iceberg(t.field(i).type, next_id),
+                NestedField(fid, t.field(i).name, inner(t.field(i).type),
                             not t.field(i).nullable)
                 for i, fid in enumerate(ids)
             )
@@ -344,25 +436,28 @@ def arrow_type_to_iceberg(t: pa.DataType, next_id: Callable[[], int]) -> Iceberg
     if pa.types.is_map(t):
         key_id, value_id = next_id(), next_id()
         return MapType(
-            key_id, arrow_type_to_iceberg(t.key_type, next_id), value_id,
-            arrow_type_to_iceberg(t.item_type, next_id), not t.item_field.nullable,
+            key_id, inner(t.key_type), value_id,
+            inner(t.item_type), not t.item_field.nullable,
         )
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) \
             or pa.types.is_list_view(t):
         element_id = next_id()
-        return ListType(element_id, arrow_type_to_iceberg(t.value_type, next_id),
+        return ListType(element_id, inner(t.value_type),
                         not t.value_field.nullable)
     if pa.types.is_null(t):
         raise SchemaError("a column of Arrow type null has no Iceberg type; cast it to a concrete type")
     raise SchemaError(f"Arrow type {t} has no Iceberg equivalent")
 
 
-def arrow_to_schema(arrow_schema: pa.Schema, schema_id: int = 0) -> Schema:
-    """A new schema for an Arrow schema: fresh ids, top-level fields first (as Iceberg assigns)."""
+def arrow_to_schema(arrow_schema: pa.Schema, schema_id: int = 0, format_version: int = 2) -> Schema:
+    """A new schema for an Arrow schema: fresh ids, top-level fields first (as Iceberg assigns).
+
+    ``format_version`` is the table's: below 3, nanosecond timestamps become microsecond ones.
+    """
     counter = IdCounter()
     top_ids = [counter() for _ in arrow_schema]
     fields = tuple(
-        NestedField(fid, f.name, arrow_type_to_iceberg(f.type, counter), not f.nullable)
+        NestedField(fid, f.name, arrow_type_to_iceberg(f.type, counter, format_version), not f.nullable)
         for fid, f in zip(top_ids, arrow_schema, strict=True)
     )
     return Schema(fields, schema_id)
@@ -373,13 +468,17 @@ def field_ids_from_arrow(arrow_schema: pa.Schema) -> bool:
     return all(f.metadata and PARQUET_FIELD_ID in f.metadata for f in arrow_schema)
 
 
-def to_schema(schema: Schema | pa.Schema) -> Schema:
+def to_schema(schema: Schema | pa.Schema, properties: Mapping[str, str] | None = None) -> Schema:
     """A schema given either way: a tablestore Schema as it is, a pyarrow schema converted
-    (fresh field ids, as for a new table)."""
+    (fresh field ids, as for a new table). A new table's ``properties`` may choose its format
+    version, which decides what an Arrow nanosecond timestamp becomes (microseconds below v3)."""
     if isinstance(schema, Schema):
         return schema
     if isinstance(schema, pa.Schema):
-        return arrow_to_schema(schema)
+        from tablestore.spec.metadata import DEFAULT_FORMAT_VERSION  # metadata imports this module
+
+        version = str((properties or {}).get("format-version", DEFAULT_FORMAT_VERSION)).strip()
+        return arrow_to_schema(schema, format_version=int(version) if version.isdigit() else DEFAULT_FORMAT_VERSION)
     raise ValidationError(
         f"schema must be a pyarrow.Schema or a tablestore Schema, got {type(schema).__name__}"
     )

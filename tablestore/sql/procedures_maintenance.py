@@ -9,6 +9,9 @@ import datetime
 from typing import TYPE_CHECKING, Any
 
 from tablestore.errors import ValidationError
+from tablestore.maintenance.compaction import rewrite_data_files, rewrite_manifests, rewrite_position_deletes
+from tablestore.maintenance.expire import expire_snapshots, result_row
+from tablestore.maintenance.orphans import remove_orphan_files
 from tablestore.sql.procedures import Parameter, procedure
 from tablestore.sql.result import StatementResult
 
@@ -64,8 +67,6 @@ def _options(value: Any) -> dict[str, Any]:
     doc="Remove snapshots older than older_than (keeping retain_last) and the files only they used.",
 )
 def _expire(session: Any, catalog: Catalog, args: dict[str, Any]) -> StatementResult:
-    from tablestore.maintenance.expire import expire_snapshots, result_row
-
     ids = args.get("snapshot_ids")
     if ids is not None and not isinstance(ids, list):
         ids = [ids]
@@ -86,8 +87,6 @@ def _expire(session: Any, catalog: Catalog, args: dict[str, Any]) -> StatementRe
     doc="Delete files under the table location that no metadata references (older than 3 days by default).",
 )
 def _orphans(session: Any, catalog: Catalog, args: dict[str, Any]) -> StatementResult:
-    from tablestore.maintenance.orphans import remove_orphan_files
-
     result = remove_orphan_files(
         _table(catalog, args), _timestamp(args.get("older_than"), "older_than"), args.get("location"),
         bool(args.get("dry_run") or False), _int(args.get("max_concurrent_deletes"), "max_concurrent_deletes"),
@@ -102,8 +101,6 @@ def _orphans(session: Any, catalog: Catalog, args: dict[str, Any]) -> StatementR
     doc="Compact small files per partition (binpack or sort), applying deletes.",
 )
 def _rewrite_data(session: Any, catalog: Catalog, args: dict[str, Any]) -> StatementResult:
-    from tablestore.maintenance.compaction import rewrite_data_files
-
     strategy = args.get("strategy") or ("sort" if args.get("sort_order") else "binpack")
     r = rewrite_data_files(_table(catalog, args), str(strategy), args.get("sort_order"), args.get("where"),
                            _options(args.get("options")))
@@ -118,16 +115,12 @@ def _rewrite_data(session: Any, catalog: Catalog, args: dict[str, Any]) -> State
     doc="Rewrite data manifests clustered by partition, in one commit.",
 )
 def _rewrite_manifests(session: Any, catalog: Catalog, args: dict[str, Any]) -> StatementResult:
-    from tablestore.maintenance.compaction import rewrite_manifests
-
     r = rewrite_manifests(_table(catalog, args), _int(args.get("spec_id"), "spec_id"))
     return StatementResult(["rewritten_manifests_count", "added_manifests_count"],
                            [[r.rewritten_manifests_count, r.added_manifests_count]])
 
 
 def _rewrite_deletes(session: Any, catalog: Catalog, args: dict[str, Any]) -> StatementResult:
-    from tablestore.maintenance.compaction import rewrite_position_deletes
-
     r = rewrite_position_deletes(_table(catalog, args), _options(args.get("options")))
     columns = ["rewritten_delete_files_count", "added_delete_files_count", "rewritten_bytes_count",
                "added_bytes_count"]

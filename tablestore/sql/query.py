@@ -20,6 +20,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError as SqlglotParseError
 
+from tablestore.engine.spark_source_read import resolve_ref
 from tablestore.errors import (
     NoSuchFunctionError,
     NoSuchNamespaceError,
@@ -149,8 +150,6 @@ class QueryPlanner:
             literal = value.this if isinstance(value, exp.Literal) else value.sql(dialect="spark")
             if kind == "VERSION":
                 if isinstance(value, exp.Literal) and value.is_string:
-                    from tablestore.engine.spark_source_read import resolve_ref
-
                     # Checked here too, so that an unknown name is our error, not Spark's.
                     _, metadata = catalog.load_table_metadata(identifier)
                     resolve_ref(metadata, str(literal), ".".join((catalog.name, *identifier)), None, None)

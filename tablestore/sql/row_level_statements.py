@@ -24,13 +24,19 @@ import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
+from tablestore.engine.spark_convert import from_spark_table
+from tablestore.engine.spark_row_source import SOURCE_NAME, register
+from tablestore.engine.spark_source_options import quote_name
 from tablestore.errors import FilterError, SchemaError, UnsupportedError, ValidationError
 from tablestore.spec.expression_parser import parse_filter
 from tablestore.spec.expressions import AlwaysTrue, BooleanExpression, bind
 from tablestore.spec.types import sql_type_name
+from tablestore.sql.dml import assignable, spark_cast_type
 from tablestore.sql.parse_row_level import DeleteFrom, MergeClause, MergeInto, UpdateTable
 from tablestore.sql.query import QueryPlanner, parse_query, spark_errors
 from tablestore.sql.result import StatementResult
+from tablestore.table.conform import conform_to_schema
+from tablestore.table.row_level import apply_positions, check_assignable
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -125,9 +131,6 @@ class RowLevelStatements:
 
     def _target_planner(self, catalog: Any, identifier: tuple[str, ...], table: Table,
                         prune: BooleanExpression | None) -> QueryPlanner:
-        from tablestore.engine.spark_row_source import SOURCE_NAME, register
-        from tablestore.engine.spark_source_options import quote_name
-
         spark = self.spark  # type: ignore[attr-defined]
         register(spark)
         base: QueryPlanner = self.planner()  # type: ignore[attr-defined]
@@ -148,8 +151,6 @@ class RowLevelStatements:
 
     # -- DELETE ------------------------------------------------------------------------------------------
     def _DeleteFrom(self, s: DeleteFrom) -> StatementResult:
-        from tablestore.table.row_level import apply_positions
-
         self._check_batch()
         catalog, identifier, table = self._row_level_table(s.name)
         alias = s.alias or identifier[-1]
@@ -172,8 +173,6 @@ class RowLevelStatements:
         """``df`` with each named column checked against and cast to the table's column type."""
         from pyspark.sql import functions as F
 
-        from tablestore.sql.dml import assignable, spark_cast_type
-
         schema = table.schema()
         spark_types = {f.name: f.dataType for f in df.schema.fields}
         columns = []
@@ -193,16 +192,11 @@ class RowLevelStatements:
         return df.select(*columns)
 
     def _new_rows(self, arrow: pa.Table, table: Table) -> pa.Table:
-        from tablestore.engine.spark_convert import from_spark_table
-        from tablestore.table.conform import conform_to_schema
-
         schema = table.schema()
         data = arrow.select(schema.column_names)
         return conform_to_schema(from_spark_table(data, schema), schema)
 
     def _UpdateTable(self, s: UpdateTable) -> StatementResult:
-        from tablestore.table.row_level import apply_positions, check_assignable
-
         self._check_batch()
         catalog, identifier, table = self._row_level_table(s.name)
         names = check_assignable(table, [c for c, _ in s.assignments])
@@ -237,8 +231,6 @@ class RowLevelStatements:
 
     # -- MERGE -------------------------------------------------------------------------------------------
     def _MergeInto(self, s: MergeInto) -> StatementResult:
-        from tablestore.table.row_level import apply_positions, check_assignable
-
         self._check_batch()
         catalog, identifier, table = self._row_level_table(s.name)
         schema = table.schema()

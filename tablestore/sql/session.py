@@ -69,6 +69,7 @@ class SqlSession(
     @property
     def spark(self) -> SparkSession:
         if self._spark is None:
+            # Imported here: pyspark loads (and a JVM starts) only when a statement needs Spark.
             from tablestore.engine.spark import spark_session
 
             self._spark = spark_session(self.config)

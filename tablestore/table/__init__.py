@@ -20,13 +20,14 @@ import pyarrow as pa
 
 from tablestore.errors import ValidationError
 from tablestore.io import FileIO
+from tablestore.names import metadata_directory
 from tablestore.spec.expressions import Expression
 from tablestore.spec.manifest import DataFile
 from tablestore.spec.metadata import Snapshot, TableMetadata
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import Schema
 from tablestore.spec.updates import TableRequirement, TableUpdate
-from tablestore.table.conform import conform_to_schema, to_arrow_table
+from tablestore.table.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
 from tablestore.table.overwrite import overwrite_producer, replace_partitions_producer
 from tablestore.table.scan import FileTask, TableScan
 from tablestore.table.update.identity import CommitIdentity
@@ -103,8 +104,7 @@ class Table:
 
     @property
     def metadata_dir(self) -> str:
-        custom = self.metadata.properties.get("write.metadata.path")
-        return (custom or f"{self.location}/metadata").rstrip("/")
+        return metadata_directory(self.metadata)
 
     @property
     def properties(self) -> dict[str, str]:
@@ -183,9 +183,10 @@ class Table:
         """
         if isinstance(data, pa.RecordBatchReader):
             schema = self.schema()
-            batches = (conform_to_schema(pa.Table.from_batches([b]), schema) for b in data)
+            downcast = downcast_ns_requested(self.metadata.properties)
+            batches = (conform_to_schema(pa.Table.from_batches([b]), schema, downcast) for b in data)
             return write_data_stream(self._write_context(), batches)
-        rows = conform_to_schema(to_arrow_table(data), self.schema())
+        rows = conform_to_schema(to_arrow_table(data), self.schema(), downcast_ns_requested(self.metadata.properties))
         return write_data_files(self._write_context(), rows, self.engine.map)
 
     def append(self, data: Any, snapshot_properties: dict[str, str] | None = None,

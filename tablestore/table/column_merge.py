@@ -31,7 +31,8 @@ from tablestore.spec.expressions import Expression
 from tablestore.spec.metadata import Snapshot
 from tablestore.spec.schema import IdCounter, Schema, arrow_type_to_iceberg, type_to_arrow
 from tablestore.spec.types import IntegerType, LongType, NestedField
-from tablestore.table.conform import conform_to_schema, to_arrow_table
+from tablestore.table.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
+from tablestore.table.file_rows import read_file_rows
 from tablestore.table.fragments import (
     LINEAGE_KEY,
     Fragment,
@@ -126,7 +127,8 @@ class MergePlan:
             added = []
             for c in wanted:
                 fid = counter()
-                added.append(NestedField(fid, c, arrow_type_to_iceberg(source_types[c], counter), False))
+                column_type = arrow_type_to_iceberg(source_types[c], counter, context.format_version)
+                added.append(NestedField(fid, c, column_type, False))
             schema = Schema((*table.fields, *added), context.next_schema_id, table.identifier_field_ids)
         return MergePlan(tuple(keys), tuple(wanted), mode, null_policy, duplicates, schema,
                          tuple(wanted) if mode == "merge" else ())
@@ -331,8 +333,6 @@ def rewrite_fragment(fragment: Fragment, plan: MergePlan, source: pa.Table, forc
     Returns the new fragment, or None when no source row matched (and ``force`` is off): the
     fragment then needs no rewrite.
     """
-    from tablestore.table.file_rows import read_file_rows
-
     context = fragment.context
     table_schema = context.table_schema
     rows = read_file_rows(context.io, context.properties, fragment.file, fragment.delete_files, fragment.spec,
@@ -342,7 +342,8 @@ def rewrite_fragment(fragment: Fragment, plan: MergePlan, source: pa.Table, forc
         return None
     if rows.num_rows == 0:
         raise ValidationError(f"fragment {fragment.id} has no live rows; there is nothing to merge into")
-    out = conform_to_schema(merged_rows(rows, source, plan, index), plan.schema)
+    out = conform_to_schema(merged_rows(rows, source, plan, index), plan.schema,
+                            downcast_ns_requested(context.properties))
     out = out.replace_schema_metadata({LINEAGE_KEY: fragment.id})
     ctx = WriteContext(context.io, context.location, plan.schema, fragment.spec,
                        {**context.properties, "write.target-file-size-bytes": _ONE_FILE})

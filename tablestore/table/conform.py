@@ -29,6 +29,7 @@ from tablestore.spec.types import (
     TimestampType,
     TimestamptzNanoType,
     TimestamptzType,
+    UUIDType,
 )
 
 
@@ -52,8 +53,22 @@ def to_arrow_table(data: Any) -> pa.Table:
     )
 
 
-def conform_to_schema(data: pa.Table, schema: Schema) -> pa.Table:
-    """The data as an Arrow table with exactly the schema's columns, types and field ids."""
+# pyiceberg's name for the same choice, so one setting serves both libraries.
+DOWNCAST_NS_PROPERTY = "downcast-ns-timestamp-to-us-on-write"
+
+
+def downcast_ns_requested(properties: dict[str, str]) -> bool:
+    """Whether writes may truncate nanosecond timestamps to the table's microseconds."""
+    return str(properties.get(DOWNCAST_NS_PROPERTY, "false")).strip().lower() == "true"
+
+
+def conform_to_schema(data: pa.Table, schema: Schema, downcast_ns: bool = False) -> pa.Table:
+    """The data as an Arrow table with exactly the schema's columns, types and field ids.
+
+    Nanosecond timestamps go into microsecond columns when no value loses precision; with
+    ``downcast_ns`` (the table property ``downcast-ns-timestamp-to-us-on-write``) they are
+    truncated to microseconds, as pyiceberg does with the same setting.
+    """
     by_name: dict[str, int] = {}
     lowered: dict[str, list[int]] = {}
     for i, name in enumerate(data.column_names):
@@ -76,7 +91,7 @@ def conform_to_schema(data: pa.Table, schema: Schema) -> pa.Table:
             arrays.append(pa.chunked_array([pa.nulls(data.num_rows, type_to_arrow(f.field_type))]))
             continue
         used.add(index)
-        arrays.append(_conform_column(data.column(index), f, f.name))
+        arrays.append(_conform_column(data.column(index), f, f.name, downcast_ns))
     extra = [name for i, name in enumerate(data.column_names) if i not in used]
     if extra:
         raise SchemaError(
@@ -87,13 +102,13 @@ def conform_to_schema(data: pa.Table, schema: Schema) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema_to_arrow(schema))
 
 
-def _conform_column(column: pa.ChunkedArray, f: NestedField, path: str) -> pa.ChunkedArray:
+def _conform_column(column: pa.ChunkedArray, f: NestedField, path: str, downcast_ns: bool) -> pa.ChunkedArray:
     target = type_to_arrow(f.field_type)
     if pa.types.is_dictionary(column.type):
         column = column.cast(column.type.value_type)
     if not _same_type(column.type, target):
         column = pa.chunked_array(
-            [_conform_array(chunk, f.field_type, target, path) for chunk in column.chunks], type=target
+            [_conform_array(chunk, f.field_type, target, path, downcast_ns) for chunk in column.chunks], type=target
         )
     if f.required and column.null_count:
         raise SchemaError(
@@ -112,7 +127,8 @@ def _names_match(a: pa.DataType, b: pa.DataType) -> bool:
     return True
 
 
-def _conform_array(array: pa.Array, t: IcebergType, target: pa.DataType, path: str) -> pa.Array:
+def _conform_array(array: pa.Array, t: IcebergType, target: pa.DataType, path: str,
+                   downcast_ns: bool = False) -> pa.Array:
     source = array.type
     if pa.types.is_dictionary(source):
         array = array.cast(source.value_type)
@@ -131,7 +147,8 @@ def _conform_array(array: pa.Array, t: IcebergType, target: pa.DataType, path: s
                 continue
             inner = array.field(idx)
             children.append(
-                _conform_array(inner, child.field_type, type_to_arrow(child.field_type), f"{path}.{child.name}")
+                _conform_array(inner, child.field_type, type_to_arrow(child.field_type), f"{path}.{child.name}",
+                               downcast_ns)
             )
         extra = set(names) - {c.name for c in t.fields}
         if extra:
@@ -157,9 +174,20 @@ def _conform_array(array: pa.Array, t: IcebergType, target: pa.DataType, path: s
             raise _mismatch(path, source, t, str(e)) from None
     if not _castable(source, target, t):
         raise _mismatch(path, source, t)
+    nanos_to_micros = pa.types.is_timestamp(source) and source.unit == "ns" and target.unit == "us" \
+        if pa.types.is_timestamp(target) else False
+    if nanos_to_micros and downcast_ns:
+        return pc.cast(array, target, safe=False)
     try:
         return pc.cast(array, target, safe=True)
     except pa.ArrowInvalid as e:
+        if nanos_to_micros:
+            raise SchemaError(
+                f"column {path!r} holds nanosecond timestamps and the table stores {t} in "
+                "microseconds (nanosecond types need table format version 3); truncate the values "
+                "to microseconds first, or set the table property "
+                f"{DOWNCAST_NS_PROPERTY}=true to have writes truncate them"
+            ) from None
         raise _mismatch(path, source, t, str(e)) from None
 
 
@@ -179,6 +207,8 @@ def _castable(source: pa.DataType, target: pa.DataType, t: IcebergType) -> bool:
         return pa.types.is_timestamp(source) and source.tz is None
     if isinstance(t, TimestamptzType | TimestamptzNanoType):
         return pa.types.is_timestamp(source) and source.tz is not None
+    if isinstance(t, UUIDType):  # Arrow's uuid extension type holds the same 16 bytes
+        return isinstance(source, pa.UuidType)
     if pa.types.is_string(target):
         return pa.types.is_large_string(source) or pa.types.is_string_view(source)
     if pa.types.is_binary(target):

@@ -51,6 +51,7 @@ class FragmentContext:
     last_column_id: int
     next_schema_id: int
     snapshot_id: int | None
+    format_version: int = 2
 
 
 @dataclass(frozen=True, eq=False)
@@ -169,7 +170,7 @@ def context_of(table: Table) -> FragmentContext:
     return FragmentContext(
         io=table.io, location=table.location, properties=dict(md.properties), table_schema=md.schema(),
         last_column_id=md.last_column_id, next_schema_id=max(s.schema_id for s in md.schemas) + 1,
-        snapshot_id=snapshot.snapshot_id if snapshot else None,
+        snapshot_id=snapshot.snapshot_id if snapshot else None, format_version=md.format_version,
     )
 
 

@@ -42,12 +42,13 @@ from tablestore.spec.expressions import (
     Reference,
     bind,
 )
-from tablestore.table.conform import conform_to_schema, to_arrow_table
+from tablestore.table.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
 from tablestore.table.row_expressions import ArrowEvaluator, parse_expression
 from tablestore.table.row_level import (
     MERGE_ON_READ,
     FileChange,
     RowLevelContext,
+    as_sql,
     change_file,
     check_assignable,
     commit_changes,
@@ -141,8 +142,6 @@ class MergeBuilder:
         return self
 
     def _values(self, values: dict[str, Any]) -> tuple[tuple[str, str], ...]:
-        from tablestore.table.row_level import as_sql
-
         out = []
         for key, value in values.items():
             name = key.split(".", 1)[1] if key.lower().startswith(f"{self.target_alias.lower()}.") else key
@@ -452,4 +451,4 @@ class _MatchJob:
             parts.append(updated_rows(base, values, schema))
         if not parts:
             return arrow_schema.empty_table()
-        return conform_to_schema(pa.concat_tables(parts), schema)
+        return conform_to_schema(pa.concat_tables(parts), schema, downcast_ns_requested(self.ctx.properties))

@@ -18,7 +18,7 @@ from tablestore.spec.expressions import AlwaysFalse, AlwaysTrue, BoundExpression
 from tablestore.spec.manifest import DataFile
 from tablestore.spec.metadata import Snapshot
 from tablestore.spec.schema import Schema
-from tablestore.table.conform import conform_to_schema, to_arrow_table
+from tablestore.table.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
 from tablestore.table.read import read_task_table
 from tablestore.table.scan import FileTask, plan_files
 from tablestore.table.update.snapshot import OverwriteFiles, since
@@ -41,7 +41,7 @@ def overwrite_producer(table: Table, data: Any, filter: str | Expression | None,
     after this overwrite read the table.
     """
     bound = bind(table.schema(), to_expression(filter))
-    rows = conform_to_schema(to_arrow_table(data), table.schema())
+    rows = conform_to_schema(to_arrow_table(data), table.schema(), downcast_ns_requested(table.metadata.properties))
     deleted, rewritten, scan_snapshot = plan_delete(table, bound)
     added = write_data_files(write_context(table), rows, table.engine.map) if rows.num_rows else []
     return OverwriteFiles(
@@ -57,7 +57,7 @@ def replace_partitions_producer(table: Table, data: Any,
     has rows in. Files of the current spec in those partitions are dropped; other partitions,
     and files of older specs, stay. A concurrent commit that adds files to a replaced partition
     makes it fail with CommitConflictError."""
-    rows = conform_to_schema(to_arrow_table(data), table.schema())
+    rows = conform_to_schema(to_arrow_table(data), table.schema(), downcast_ns_requested(table.metadata.properties))
     added = write_data_files(write_context(table), rows, table.engine.map) if rows.num_rows else []
     spec_id = table.spec().spec_id
     targets = {tuple(f.partition) for f in added}

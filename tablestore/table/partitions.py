@@ -59,6 +59,7 @@ from tablestore.spec.transforms import (
 )
 from tablestore.spec.types import DateType, IcebergType, TimestampNanoType, TimestamptzNanoType
 from tablestore.table.conform import conform_to_schema
+from tablestore.table.file_rows import read_file_rows
 from tablestore.table.scan import FileTask, plan_files
 from tablestore.table.update.snapshot import OverwriteFiles
 from tablestore.table.update.transaction import commit_snapshot
@@ -246,8 +247,6 @@ def _split_rows(rows: pa.Table, keys_list: Sequence[Sequence[PartitionKey]],
 
 
 def _read_all(table: Table, task: FileTask) -> pa.Table:
-    from tablestore.table.file_rows import read_file_rows
-
     schema = table.schema()
     spec = table.metadata.spec_for(task.spec_id)
     rows = read_file_rows(table.io, table.properties, task.file, task.delete_files, spec, schema)

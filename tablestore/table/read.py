@@ -28,7 +28,7 @@ from tablestore.spec.expressions import AlwaysTrue, BoundExpression
 from tablestore.spec.manifest import DataFile, DataFileContent
 from tablestore.spec.name_mapping import NameMapping, apply_name_mapping
 from tablestore.spec.partitioning import PartitionSpec
-from tablestore.spec.schema import PARQUET_FIELD_ID, Schema, type_to_arrow
+from tablestore.spec.schema import PARQUET_FIELD_ID, Schema, arrow_type_to_iceberg, storage_schema, type_to_arrow
 from tablestore.spec.transforms import IdentityTransform
 from tablestore.spec.types import IcebergType, ListType, MapType, NestedField, StructType
 from tablestore.table.deletion_vectors import is_deletion_vector, read_deletion_vector
@@ -109,7 +109,8 @@ def read_task_table(
     fs, path = io.filesystem_for(data_file.file_path)
     try:
         fragment = parquet_format().make_fragment(path, filesystem=fs)
-        physical = fragment.physical_schema
+        # Extension types (the uuid that our and pyiceberg's files store) read as their storage.
+        physical = storage_schema(fragment.physical_schema)
     except (pa.ArrowInvalid, OSError) as e:
         raise CorruptMetadataError(f"cannot read data file {data_file.file_path}: {e}") from None
     if row_groups is not None:
@@ -144,6 +145,7 @@ def read_task_table(
                 raise
             raw = _read_file(fs, path, fragment, read_names, [], None)
 
+    raw = _without_extensions(raw)
     if has_deletes:
         raw = _apply_deletes(io, raw, data_file, delete_files, file_fields, table_schema)
 
@@ -172,6 +174,11 @@ def read_task_table(
         # A filter that references no column (AlwaysFalse after binding) keeps nothing.
         table = table.filter(to_arrow_expression(row_filter, table_schema))
     return _select(table, projected)
+
+
+def _without_extensions(table: pa.Table) -> pa.Table:
+    plain = storage_schema(table.schema)
+    return table if plain.equals(table.schema) else table.cast(plain)
 
 
 def _read_file(
@@ -285,8 +292,6 @@ def _file_filter(row_filter: BoundExpression, physical: pa.Schema) -> pc.Express
 
 def schema_from_file(physical: pa.Schema) -> Schema | None:
     """Our Schema for a Parquet file's Arrow schema, keeping the file's names and ids."""
-    from tablestore.spec.schema import arrow_type_to_iceberg
-
     fields = []
     for f in physical:
         fid = parquet_field_id(f)
@@ -452,7 +457,7 @@ def equality_matches(
     fragment = parquet_format().make_fragment(path, filesystem=fs)
     delete_by_id = _ids_of(fragment.physical_schema)
     names = [delete_by_id[i].name for i in ids]
-    deleted = fragment.to_table(columns=names)
+    deleted = _without_extensions(fragment.to_table(columns=names))
     data_names = [file_fields[i].name for i in ids]
     keys = pa.table(
         {f"k{n}": raw.column(name) for n, name in enumerate(data_names)}

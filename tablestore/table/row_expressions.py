@@ -32,6 +32,8 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from tablestore.errors import ValidationError
+from tablestore.spec.schema import type_to_arrow
+from tablestore.spec.types import parse_sql_type
 
 Resolver = Callable[[str | None, str], pa.Array | pa.ChunkedArray]
 
@@ -272,9 +274,6 @@ class ArrowEvaluator:
         return pc.if_else(pc.fill_null(pc.equal(a, b), False), pa.scalar(None, value.type), value)
 
     def _Cast(self, node: exp.Cast) -> Any:
-        from tablestore.spec.schema import type_to_arrow
-        from tablestore.spec.types import parse_sql_type
-
         target = type_to_arrow(parse_sql_type(node.to.sql(dialect="spark")))
         value = self.evaluate(node.this)
         if isinstance(value, pa.Scalar) and pa.types.is_string(value.type) and value.is_valid:

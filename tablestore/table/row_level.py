@@ -50,6 +50,7 @@ from tablestore.spec.expressions import (
     Expression,
     Or,
     bind,
+    format_literal,
     to_expression,
 )
 from tablestore.spec.manifest import DataFile, DataFileContent
@@ -61,7 +62,8 @@ from tablestore.spec.types import DateType, DecimalType, IntegerType, LongType, 
 from tablestore.table.conform import conform_to_schema
 from tablestore.table.file_rows import read_file_rows
 from tablestore.table.position_deletes import delete_file_path, write_position_deletes
-from tablestore.table.read import read_position_deletes
+from tablestore.table.read import equality_matches, read_position_deletes
+from tablestore.table.row_expressions import ArrowEvaluator, parse_expression
 from tablestore.table.scan import FileTask, plan_files
 from tablestore.table.update.snapshot import RowDelta
 from tablestore.table.update.transaction import Transaction, commit_snapshot
@@ -143,8 +145,6 @@ def read_live_rows(
     ``columns`` (field ids) narrows the read to what a condition needs; the columns of equality
     deletes are read too, to apply them.
     """
-    from tablestore.table.read import equality_matches
-
     spec = ctx.specs[task.spec_id]
     projected = ctx.schema
     if columns is not None:
@@ -453,16 +453,12 @@ def assignment_values(
     rows: pa.Table, assignments: dict[str, str], table_name: str
 ) -> dict[str, Any]:
     """Evaluate the SET expressions (SQL text) on ``rows``."""
-    from tablestore.table.row_expressions import ArrowEvaluator, parse_expression
-
     evaluator = ArrowEvaluator(_resolver(rows, table_name), rows.num_rows)
     return {name: evaluator.array(parse_expression(sql)) for name, sql in assignments.items()}
 
 
 def as_sql(value: Any) -> str:
     """A Python value as a SQL literal (strings given to update() are expressions, not values)."""
-    from tablestore.spec.expressions import format_literal
-
     if isinstance(value, str):
         return value
     if value is None:

@@ -25,7 +25,7 @@ from tablestore.io import FileIO
 from tablestore.spec.expressions import AlwaysTrue
 from tablestore.spec.manifest import DataFile
 from tablestore.spec.metadata import TableMetadata
-from tablestore.spec.schema import Schema, type_to_arrow
+from tablestore.spec.schema import Schema, storage_schema, type_to_arrow
 from tablestore.spec.schema_evolution import CastMode, TypeChangeRecord, is_implicit_conversion
 from tablestore.spec.types import IcebergType, NestedField, StringType, UUIDType, sql_type_name
 from tablestore.table.conform import conform_to_schema
@@ -51,7 +51,7 @@ def physical_type(io: FileIO, data_file: DataFile, field_id: int) -> pa.DataType
     from tablestore.table.read import parquet_field_id, parquet_format
 
     fs, path = io.filesystem_for(data_file.file_path)
-    physical = parquet_format().make_fragment(path, filesystem=fs).physical_schema
+    physical = storage_schema(parquet_format().make_fragment(path, filesystem=fs).physical_schema)
     for f in physical:
         if parquet_field_id(f) == field_id:
             return f.type

@@ -19,10 +19,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tablestore.errors import ValidationError
-from tablestore.io import FileIO
+from tablestore.io import FileIO, to_location_uri
+from tablestore.spec import conversions
 from tablestore.spec.manifest import DataFile, DataFileContent, FileFormat
 from tablestore.spec.partitioning import PartitionSpec
-from tablestore.spec.schema import Schema
+from tablestore.spec.schema import Schema, parquet_write_schema
 from tablestore.spec.types import DateType, IcebergType
 from tablestore.table.metrics import collect_metrics, float_nan_counts, metrics_modes, parquet_leaf_paths
 
@@ -63,7 +64,7 @@ class WriteContext:
     @property
     def data_location(self) -> str:
         custom = self.properties.get("write.data.path")
-        return (custom or f"{self.location.rstrip('/')}/data").rstrip("/")
+        return (to_location_uri(custom) if custom else f"{to_location_uri(self.location.rstrip('/'))}/data").rstrip("/")
 
     def new_file_path(self, partition_path: str, task_id: int = 0) -> str:
         n = next(self._counter)
@@ -269,8 +270,6 @@ def internal_value(t: IcebergType, value: Any) -> Any:
     if isinstance(t, DateType) and isinstance(value, datetime.date):
         return (value - _EPOCH).days
     if isinstance(value, datetime.datetime | datetime.date | datetime.time):
-        from tablestore.spec import conversions
-
         return conversions.from_python(t, value)
     return value
 
@@ -285,6 +284,9 @@ def write_partition(ctx: WriteContext, part: PartitionSlice, task_id: int = 0) -
     row_group_rows = max(1, int(ctx.row_group_bytes / bytes_per_row))
     modes = metrics_modes(ctx.schema, ctx.properties)
     use_dictionary = dictionary_columns(rows, ctx.schema, row_group_rows)
+    file_schema = parquet_write_schema(rows.schema, ctx.schema)  # uuids annotated as the spec asks
+    if file_schema is not rows.schema:
+        rows = rows.cast(file_schema)
     files: list[DataFile] = []
     offset = 0
     while offset < rows.num_rows:
@@ -412,6 +414,7 @@ def write_data_stream(
 ) -> list[DataFile]:
     """Write a stream of conformed batches with bounded memory: the single-partition, clustered
     or fanout writer is chosen from the input (see :mod:`tablestore.table.writers`)."""
+    # Imported here: the writers build on this module's partition helpers, so they import it.
     from tablestore.table.writers import write_batches
 
     return write_batches(ctx, batches, task_id)[0]

@@ -45,6 +45,7 @@ import pyarrow.parquet as pq
 
 from tablestore.errors import ValidationError
 from tablestore.spec.manifest import DataFile, DataFileContent, FileFormat
+from tablestore.spec.schema import parquet_write_schema
 from tablestore.spec.types import IcebergType
 from tablestore.table.metrics import collect_metrics, float_nan_counts, metrics_modes
 from tablestore.table.write import (
@@ -56,6 +57,7 @@ from tablestore.table.write import (
     partition_keys,
     partition_tuple,
     single_chunk,
+    split_by_partition,
     value_runs,
 )
 
@@ -150,6 +152,7 @@ class RollingFileWriter:
         self._path = ""
         self._nan_counts: dict[int, int] = {}
         self._use_dictionary: bool | list[str] | None = None
+        self._file_schema: pa.Schema | None = None  # set when the file's types differ (uuids)
         self.row_groups = 0  # in the open file: its footer metadata is held until close
 
     @property
@@ -163,7 +166,8 @@ class RollingFileWriter:
         if self._writer is None:
             self._open(rows)
         assert self._writer is not None
-        self._writer.write_table(rows, row_group_size=rows.num_rows)
+        file_rows = rows.cast(self._file_schema) if self._file_schema is not None else rows
+        self._writer.write_table(file_rows, row_group_size=rows.num_rows)
         self.row_groups += 1
         for fid, count in float_nan_counts(rows, self.ctx.schema).items():
             self._nan_counts[fid] = self._nan_counts.get(fid, 0) + count
@@ -176,10 +180,12 @@ class RollingFileWriter:
             self._use_dictionary = dictionary_columns(rows, self.ctx.schema, rows.num_rows)
         self._path = self.ctx.new_file_path(self.partition_path, self.task_id)
         self._stream = self.ctx.io.new_output(self._path).create(overwrite=False)
+        file_schema = parquet_write_schema(rows.schema, self.ctx.schema)
+        self._file_schema = file_schema if file_schema is not rows.schema else None
         try:
             self._writer = pq.ParquetWriter(
                 self._stream,
-                rows.schema,
+                file_schema,
                 compression=self.ctx.codec,
                 compression_level=self.ctx.compression_level,
                 write_statistics=True,
@@ -530,8 +536,6 @@ def route_pieces(
         return data, [(partition_tuple(keys, 0, result_types), 0, data.num_rows)], True
     grouped = group_codes(keys)
     if grouped is None:  # a key type without dictionary encoding: fall back to sorting
-        from tablestore.table.write import split_by_partition
-
         parts = [(p.partition, p.rows) for p in split_by_partition(ctx.spec, ctx.schema, data)]
         table = pa.concat_tables([rows for _, rows in parts]) if parts else data
         pieces, offset = [], 0

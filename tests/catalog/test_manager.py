@@ -46,7 +46,7 @@ def test_catalogs_are_created_lazily_and_cached(manager: CatalogManager, tmp_pat
     other = manager.catalog("other")
     assert other_db.exists()
     assert other is manager.catalog("other") and other is not main
-    assert isinstance(other, SqlCatalog) and other.warehouse == str(tmp_path / "other" / "wh")
+    assert isinstance(other, SqlCatalog) and other.warehouse == f"file://{tmp_path}/other/wh"
 
 
 def test_unknown_catalog_lists_the_names(manager: CatalogManager) -> None:

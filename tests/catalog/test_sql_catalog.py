@@ -129,8 +129,8 @@ def test_create_and_load_table(catalog: SqlCatalog, warehouse: Warehouse) -> Non
     catalog.create_table("db.events", SCHEMA, partition_by=["day(ts)", "country"], properties={"owner": "x"})
     location, metadata = catalog.load_table_metadata(("db", "events"))
 
-    assert metadata.location == f"{warehouse.location}/db/events"
-    assert location.startswith(f"{warehouse.location}/db/events/metadata/00000-")
+    assert metadata.location == f"{warehouse.uri}/db/events"
+    assert location.startswith(f"{warehouse.uri}/db/events/metadata/00000-")
     assert location.endswith(".metadata.json") and parse_metadata_version(location) == 0
     assert [f.name for f in metadata.schema().fields] == ["id", "ts", "country"]
     assert [f.field_id for f in metadata.schema().fields] == [1, 2, 3]
@@ -172,14 +172,14 @@ def test_create_table_errors(catalog: SqlCatalog, warehouse: Warehouse) -> None:
 def test_explicit_and_namespace_locations(catalog: SqlCatalog, warehouse: Warehouse) -> None:
     catalog.create_namespace("db", {"location": f"{warehouse.location}/custom-db/"})
     catalog.create_table("db.t", SCHEMA)
-    assert catalog.load_table_metadata("db.t")[1].location == f"{warehouse.location}/custom-db/t"
+    assert catalog.load_table_metadata("db.t")[1].location == f"{warehouse.uri}/custom-db/t"
     catalog.create_table("db.u", SCHEMA, location=f"{warehouse.location}/elsewhere/u/")
     location, metadata = catalog.load_table_metadata("db.u")
-    assert metadata.location == f"{warehouse.location}/elsewhere/u"
-    assert location.startswith(f"{warehouse.location}/elsewhere/u/metadata/00000-")
+    assert metadata.location == f"{warehouse.uri}/elsewhere/u"
+    assert location.startswith(f"{warehouse.uri}/elsewhere/u/metadata/00000-")
     catalog.create_namespace("a.b")
     catalog.create_table("a.b.t", SCHEMA)
-    assert catalog.load_table_metadata(("a", "b", "t"))[1].location == f"{warehouse.location}/a/b/t"
+    assert catalog.load_table_metadata(("a", "b", "t"))[1].location == f"{warehouse.uri}/a/b/t"
 
 
 def test_rename_and_drop(catalog: SqlCatalog, warehouse: Warehouse) -> None:
@@ -256,7 +256,7 @@ def test_commit_table(catalog: SqlCatalog, warehouse: Warehouse) -> None:
     location, metadata = catalog.commit_table("db.t", [requirement], [_set_properties(k="v")])
 
     assert parse_metadata_version(location) == 1
-    assert location.startswith(f"{warehouse.location}/db/t/metadata/00001-")
+    assert location.startswith(f"{warehouse.uri}/db/t/metadata/00001-")
     assert metadata.properties["k"] == "v"
     assert catalog.load_table_metadata("db.t") == (location, metadata)
     rows = _rows(catalog.engine.url.render_as_string(hide_password=False),
@@ -290,13 +290,13 @@ def test_commit_creates_table_with_assert_create(catalog: SqlCatalog, warehouse:
         {"action": "set-default-spec", "spec-id": -1},
         {"action": "add-sort-order", "sort-order": {"order-id": 0, "fields": []}},
         {"action": "set-default-sort-order", "sort-order-id": -1},
-        {"action": "set-location", "location": f"{warehouse.location}/db/made"},
+        {"action": "set-location", "location": f"{warehouse.uri}/db/made"},
         {"action": "set-properties", "updates": {"created-by": "commit"}},
     ]]
     create = requirement_from_json({"type": "assert-create"})
     location, metadata = catalog.commit_table("db.made", [create], updates)
     assert parse_metadata_version(location) == 0
-    assert location.startswith(f"{warehouse.location}/db/made/metadata/00000-")
+    assert location.startswith(f"{warehouse.uri}/db/made/metadata/00000-")
     assert str(metadata.table_uuid) == table_uuid and metadata.properties["created-by"] == "commit"
     assert catalog.load_table_metadata("db.made") == (location, metadata)
     # A second create of the same table fails its requirement.

@@ -1,62 +1,96 @@
 """The fixture tables, built once per test session in each of the three warehouses.
 
 ``interop_warehouse(kind)`` is ``path`` (a bare local path), ``file`` (a ``file://`` URI) or
-``s3`` (a bucket on the loopback moto server; tests that use it carry the ``s3`` marker). Each is
-built the first time a test asks for it and kept for the session.
+``s3`` (a bucket on the loopback moto server; tests that use it carry the ``s3`` marker).
+
+The three are built in background threads from the first interop test on, and Java's batch of
+reads starts as soon as both local warehouses are built: a test waits only for the warehouse it
+reads, so the S3 build (mostly waiting on moto, which runs in its own process) and the JVM
+overlap the other readers' tests instead of adding to them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
 from tests import oracle
-from tests.interop.built import Warehouse, build_warehouse
+from tests.interop.built import KINDS, Warehouse, build_warehouse
 from tests.interop.params import LOCAL_KINDS, JavaReads
 from tests.services import S3Server
 
 Builder = Callable[[str], Warehouse]
 
+
+class Warehouses:
+    """Each kind of warehouse built at most once, in a background thread."""
+
+    def __init__(self, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                 pool: ThreadPoolExecutor) -> None:
+        self._request = request
+        self._tmp = tmp_path_factory
+        self._pool = pool
+        self._builds: dict[str, Future[Warehouse]] = {}
+
+    def start(self, kind: str) -> Future[Warehouse]:
+        """Start building ``kind`` unless it was started; call from the test's thread (fixtures)."""
+        if kind not in self._builds:
+            root = self._tmp.mktemp(f"interop-{kind}")
+            self._builds[kind] = self._pool.submit(self._build, kind, root, self._s3() if kind == "s3" else None)
+        return self._builds[kind]
+
+    def _s3(self) -> S3Server:
+        # pytest's fixtures are not thread-safe: the server is started here, never in the pool.
+        server: S3Server = self._request.getfixturevalue("s3_server")
+        return server
+
+    @staticmethod
+    def _build(kind: str, root: Path, s3: S3Server | None) -> Warehouse:
+        if kind == "path":
+            return build_warehouse(kind, root, {}, str(root / "warehouse"))
+        if kind == "file":
+            return build_warehouse(kind, root, {}, (root / "warehouse").as_uri())
+        if kind == "s3":
+            assert s3 is not None
+            return build_warehouse(kind, root, s3.properties, f"s3://{s3.create_bucket()}/warehouse")
+        raise ValueError(kind)
+
+    def get(self, kind: str) -> Warehouse:
+        return self.start(kind).result()
+
+
 @pytest.fixture(scope="session")
-def interop_warehouse(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Builder:
-    built: dict[str, Warehouse] = {}
-
-    def get(kind: str) -> Warehouse:
-        if kind not in built:
-            root = tmp_path_factory.mktemp(f"interop-{kind}")
-            if kind == "path":
-                built[kind] = build_warehouse(kind, root, {}, str(root / "warehouse"))
-            elif kind == "file":
-                built[kind] = build_warehouse(kind, root, {}, (root / "warehouse").as_uri())
-            elif kind == "s3":
-                server: S3Server = request.getfixturevalue("s3_server")
-                bucket = server.create_bucket()
-                built[kind] = build_warehouse(kind, root, server.properties, f"s3://{bucket}/warehouse")
-            else:
-                raise ValueError(kind)
-        return built[kind]
-
-    return get
+def interop_warehouses(request: pytest.FixtureRequest,
+                       tmp_path_factory: pytest.TempPathFactory) -> Iterator[Warehouses]:
+    with ThreadPoolExecutor(max_workers=len(KINDS), thread_name_prefix="interop-build") as pool:
+        yield Warehouses(request, tmp_path_factory, pool)
 
 
 @pytest.fixture(scope="session")
-def java_reads(interop_warehouse: Builder) -> Iterator[Future[JavaReads]]:
+def interop_warehouse(interop_warehouses: Warehouses) -> Builder:
+    return interop_warehouses.get
+
+
+@pytest.fixture(scope="session")
+def java_reads(interop_warehouses: Warehouses) -> Iterator[Future[JavaReads]]:
     """Java's reads of every fixture at every snapshot in both local warehouses, in one JVM.
 
-    Keyed by (warehouse kind, fixture, snapshot id). The JVM runs in the background from the
-    first interop test on, so its reads overlap the other readers' tests.
+    Keyed by (warehouse kind, fixture, snapshot id). The batch runs in the background once both
+    local warehouses are built.
     """
-    batch = oracle.OracleBatch()
-    jobs: dict[tuple[str, str, int], int] = {}
-    for kind in LOCAL_KINDS:
-        for name, built in interop_warehouse(kind).tables.items():
-            for snapshot in built.snapshots:
-                jobs[(kind, name, snapshot.snapshot_id)] = batch.read(built.metadata_location,
-                                                                      snapshot_id=snapshot.snapshot_id)
+    builds = {kind: interop_warehouses.start(kind) for kind in LOCAL_KINDS}
 
     def run() -> JavaReads:
+        batch = oracle.OracleBatch()
+        jobs: dict[tuple[str, str, int], int] = {}
+        for kind, build in builds.items():
+            for name, built in build.result().tables.items():
+                for snapshot in built.snapshots:
+                    jobs[(kind, name, snapshot.snapshot_id)] = batch.read(built.metadata_location,
+                                                                          snapshot_id=snapshot.snapshot_id)
         results = batch.run()
         return {key: results[job] for key, job in jobs.items()}
 
@@ -67,7 +101,25 @@ def java_reads(interop_warehouse: Builder) -> Iterator[Future[JavaReads]]:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _start_java_reads_early(request: pytest.FixtureRequest) -> None:
-    """Start the JVM at the first interop test when the session will run the Java reader's tests."""
-    if any(item.nodeid.startswith("tests/interop/test_java.py") for item in request.session.items):
+def _start_builds_early(request: pytest.FixtureRequest, interop_warehouses: Warehouses) -> None:
+    """At the first interop test, start every warehouse the session's tests read, and Java's batch."""
+    interop = [item for item in request.session.items if item.nodeid.startswith("tests/interop/")]
+    for kind in KINDS:
+        if any(f"[{kind}-" in item.nodeid for item in interop):
+            interop_warehouses.start(kind)
+    if any(item.nodeid.startswith("tests/interop/test_java.py") for item in interop):
         request.getfixturevalue("java_reads")
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-randomly's shuffle, which it then keeps
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The interop tests on the S3 warehouse run after those on the local ones, in the same slots.
+
+    The S3 build is the slowest (moto answers every request); run last, its tests find it built
+    while the local warehouses' tests ran.
+    """
+    slots = [i for i, item in enumerate(items) if item.nodeid.startswith("tests/interop/")]
+    interop = [items[i] for i in slots]
+    ordered = [it for it in interop if "[s3-" not in it.nodeid] + [it for it in interop if "[s3-" in it.nodeid]
+    for slot, item in zip(slots, ordered, strict=True):
+        items[slot] = item

@@ -260,6 +260,26 @@ def time_rows(table: Table) -> list[Step]:
     return [Step("append 3", 3)]
 
 
+# What pandas and pyiceberg hand over: nanosecond timestamps (stored as microseconds in a v2
+# table) and Arrow's uuid extension type (an Iceberg uuid).
+ARROW_DEFAULTS = pa.schema([pa.field("id", pa.int64(), nullable=False), ("ts", pa.timestamp("ns")),
+                            ("tstz", pa.timestamp("ns", tz="UTC")), ("u", pa.uuid()), ("us", pa.list_(pa.uuid()))])
+
+
+def arrow_defaults_rows(table: Table) -> list[Step]:
+    ts = [datetime.datetime(2024, 2, 29, 23, 59, 59, 999999), None, datetime.datetime(1969, 12, 31, 23, 59, 59, 1)]
+    u = [uuid.UUID(int=7).bytes, None, uuid.UUID("f81d4fae-7dec-11d0-a765-00a0c91e6bf6").bytes]
+    table.append(pa.table({
+        "id": pa.array([1, 2, 3], pa.int64()),
+        "ts": pa.array(ts, pa.timestamp("us")).cast(pa.timestamp("ns")),
+        "tstz": pa.array([t and t.replace(tzinfo=UTC) for t in ts], pa.timestamp("us", tz="UTC")).cast(
+            pa.timestamp("ns", tz="UTC")),
+        "u": pa.array(u, pa.binary(16)).cast(pa.uuid()),
+        "us": pa.array([[uuid.UUID(int=8).bytes], [], None], pa.list_(pa.binary(16))).cast(pa.list_(pa.uuid())),
+    }, schema=ARROW_DEFAULTS))
+    return [Step("append 3", 3)]
+
+
 ODD_SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("with space", pa.string()),
                         ("ünïcødé 名前", pa.float64()), ("dot.ted", pa.int32())])
 
@@ -300,6 +320,8 @@ FIXTURES: tuple[FixtureTable, ...] = (
                  about="DELETE and UPDATE as rewritten files"),
     FixtureTable("odd names ü.x", ODD_SCHEMA, ["`with space`", "bucket(2, `dot.ted`)"], odd_names,
                  about="table and column names with spaces, unicode and dots; partition values with / = % and spaces"),
+    FixtureTable("arrow_defaults", ARROW_DEFAULTS, None, arrow_defaults_rows, properties={"format-version": "2"},
+                 about="a v2 table created from Arrow nanosecond timestamps and Arrow's uuid type"),
     FixtureTable("time_type", pa.schema([("id", pa.int32()), ("t", pa.time64("us"))]), ["t"], time_rows,
                  about="time, the one type Spark cannot read"),
 )

@@ -119,7 +119,7 @@ def test_erasure_reports_residue_and_exits_non_zero(tmp_path: Path) -> None:
     requests.append(pa.table({"request_id": ["R1", "R1", "R2"], "user_id": [3, 5, 7]}))
     # A stray copy of a subject's row under the table location, written "after" the erasure
     # started (so it is not the erasure's garbage to delete): verification must catch it.
-    stray = Path(table.location) / "data" / "stray-copy.parquet"
+    stray = Path(table.location.removeprefix("file://")) / "data" / "stray-copy.parquet"
     pq.write_table(table.scan().to_arrow().slice(3, 1).cast(table.scan().arrow_schema), stray)
     future = time.time() + 3600
     os.utime(stray, (future, future))
@@ -133,7 +133,7 @@ def test_erasure_reports_residue_and_exits_non_zero(tmp_path: Path) -> None:
     assert code == 2
     audit = catalog.load_table("db.erasure_audit").scan().to_arrow().to_pylist()
     assert audit[0]["verified"] is False and audit[0]["rows_removed"] == 2  # only R1's subjects: 3 and 5
-    assert audit[0]["residue"] == [f"{stray}: 1 row(s)"]
+    assert audit[0]["residue"] == [f"file://{stray}: 1 row(s)"]  # as the table records locations
     assert sorted(catalog.load_table("db.users").scan().to_arrow().column("user_id").to_pylist()) == [
         i for i in range(20) if i not in (3, 5)]
     with pytest.raises(ErasureVerificationError, match="stray-copy.parquet"):

@@ -121,13 +121,14 @@ def test_remove_orphan_files_only_deletes_old_unreferenced_files(db_catalog: tab
 
 def test_orphans_by_file_age(db_catalog: tablestore.Catalog, tmp_path: Path) -> None:
     table = _history(db_catalog)
-    old = Path(table.location) / "data" / "old-junk.parquet"
-    new = Path(table.location) / "data" / "new-junk.parquet"
+    data = Path(table.location.removeprefix("file://")) / "data"  # a local warehouse: file:///...
+    old = data / "old-junk.parquet"
+    new = data / "new-junk.parquet"
     old.write_bytes(b"x")
     new.write_bytes(b"x")
     four_days_ago = time.time() - 4 * 24 * 3600
     os.utime(old, (four_days_ago, four_days_ago))
-    assert table.maintenance().remove_orphan_files().orphan_file_locations == [str(old)]
+    assert table.maintenance().remove_orphan_files().orphan_file_locations == [f"file://{old}"]
     assert new.exists() and not old.exists()
     with pytest.raises(ValidationError, match="not under the table location"):
         table.maintenance().remove_orphan_files(location=str(tmp_path))

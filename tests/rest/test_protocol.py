@@ -170,7 +170,9 @@ def test_stage_create_writes_nothing_until_the_transaction_commits(rest_service:
     assert response.status_code == 200, response.text
     assert response.json()["metadata-location"] is None
     assert not py.table_exists(f"{ns}.staged")
-    assert not (Path(rest_service.warehouse) / ns / "staged").exists()
+    # Only the empty metadata/ directory, for clients that write manifests before the commit.
+    staged = Path(rest_service.warehouse) / ns / "staged"
+    assert [p.relative_to(staged).as_posix() for p in staged.rglob("*")] == ["metadata"]
 
     with py.create_table_transaction(f"{ns}.created", schema=SCHEMA) as txn:
         txn.set_properties(stage="yes")
@@ -414,3 +416,67 @@ def test_metrics_reports_are_accepted_and_config_lists_the_endpoints(rest_servic
         assert method.lower() in paths[route], endpoint
     other = requests.get(f"{rest_service.uri}/v1/config", headers=AUTH, params={"warehouse": "nope"}, timeout=30)
     assert other.status_code == 404
+
+
+def test_v3_only_types_are_refused_in_a_v2_table_with_400(rest_service: RestService) -> None:
+    """DuckDB, iceberg-rust, pyiceberg and Java fail on a v2 table holding timestamp_ns; Java
+    refuses to write one, and so does the service, on create and on commit."""
+    ns, path = _table(rest_service)
+    nanos: dict[str, Any] = {"type": "struct", "schema-id": 0, "fields": [
+        {"id": 1, "name": "id", "required": False, "type": "long"},
+        {"id": 2, "name": "at", "required": False, "type": "timestamptz_ns"},
+    ]}
+    create = requests.post(_url(rest_service, f"namespaces/{ns}/tables"), headers=AUTH, timeout=30,
+                           json={"name": "nanos", "schema": nanos})
+    assert create.status_code == 400, create.text
+    message = create.json()["error"]["message"]
+    assert "'at'" in message and "timestamptz_ns" in message and "format version 3" in message
+    assert "use timestamptz (microseconds)" in message
+    assert requests.head(_url(rest_service, f"namespaces/{ns}/tables/nanos"), headers=AUTH, timeout=30
+                         ).status_code == 404
+
+    before = _metadata_files(rest_service, ns)
+    commit = _commit(rest_service, path, [], [{"action": "add-schema", "schema": {**nanos, "schema-id": 1},
+                                               "last-column-id": 2},
+                                              {"action": "set-current-schema", "schema-id": -1}])
+    assert commit.status_code == 400, commit.text
+    assert "'at'" in commit.json()["error"]["message"]
+    assert _metadata_files(rest_service, ns) == before
+
+    # The check is keyed on the format version: a v3 table holds nanosecond timestamps.
+    v3 = requests.post(_url(rest_service, f"namespaces/{ns}/tables"), headers=AUTH, timeout=30,
+                       json={"name": "v3", "schema": nanos, "properties": {"format-version": "3"}})
+    assert v3.status_code == 200, v3.text
+    metadata = v3.json()["metadata"]
+    assert metadata["format-version"] == 3
+    assert [f["type"] for f in metadata["schemas"][0]["fields"]] == ["long", "timestamptz_ns"]
+
+
+def test_duckdb_create_table_as_select_works_on_a_local_warehouse(rest_service: RestService,
+                                                                  tmp_path: Path) -> None:
+    """DuckDB stage-creates the table, writes its data file and first manifests into the table's
+    location, then commits with assert-create. It creates no directories for its manifests, so on
+    a local warehouse the stage-create must leave ``metadata/`` in place (DuckDB's commit failed
+    with "Cannot open file .../metadata/<uuid>-m0.avro: No such file or directory")."""
+    from tablestore.catalog.sql import SqlCatalog
+    from tests.interop.readers import duckdb_connect
+
+    ns = _ns()
+    con = duckdb_connect(tmp_path / "duckdb-ext")
+    try:
+        con.execute(f"CREATE SECRET lake_auth (TYPE iceberg, TOKEN '{WRITE_TOKEN}')")
+        con.execute(f"ATTACH '{CATALOG}' AS lake (TYPE iceberg, ENDPOINT '{rest_service.uri}', SECRET lake_auth)")
+        con.execute(f"CREATE SCHEMA lake.{ns}")
+        con.execute(f"CREATE TABLE lake.{ns}.copy AS SELECT range AS id, 'r' || range AS name FROM range(3)")
+        assert con.execute(f"SELECT id, name FROM lake.{ns}.copy ORDER BY id").fetchall() == [
+            (0, "r0"), (1, "r1"), (2, "r2")]
+    finally:
+        con.close()
+    assert (Path(rest_service.warehouse) / ns / "copy" / "metadata").is_dir()
+    direct = SqlCatalog(CATALOG, **rest_service.direct_properties())
+    try:
+        table = direct.load_table(f"{ns}.copy")
+        assert table.scan().to_arrow().sort_by("id").to_pydict() == {"id": [0, 1, 2], "name": ["r0", "r1", "r2"]}
+        assert table.metadata.location == f"file://{rest_service.warehouse}/{ns}/copy"
+    finally:
+        direct.close()

@@ -18,6 +18,7 @@ from pyiceberg.table import StaticTable
 
 from tablestore.config import parse_config
 from tablestore.errors import ParseError, SchemaError, TableAlreadyExistsError, ValidationError
+from tablestore.names import normalize_location
 from tablestore.sql.session import SqlSession
 from tablestore.table import Table
 from tests import oracle
@@ -65,7 +66,8 @@ class Tree:
     """Parquet files under ``root`` written by plain pyarrow with Hive partitioning."""
 
     def __init__(self, session: SqlSession, root: str) -> None:
-        self.root = root
+        # The root as tables record it: a local directory as a file:/// URI.
+        self.root = normalize_location(root)
         self.fs, self.path = session.manager.catalog().io.filesystem_for(root)
 
     def write(self, users: list[str], counts: list[int], dates: list[str], countries: list[str],

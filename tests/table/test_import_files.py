@@ -18,6 +18,7 @@ from pyiceberg.table import StaticTable
 
 from tablestore.catalog.sql import SqlCatalog
 from tablestore.errors import AlreadyExistsError, SchemaError, ValidationError
+from tablestore.names import normalize_location
 from tablestore.spec import conversions
 from tablestore.spec.name_mapping import DEFAULT_NAME_MAPPING, NameMapping
 from tablestore.spec.types import LongType, StringType
@@ -57,7 +58,8 @@ class Tree:
     """A directory tree of Parquet files written by plain pyarrow, as another tool would."""
 
     def __init__(self, catalog: SqlCatalog, root: str) -> None:
-        self.root = root
+        # The root as tables record it: a local directory as a file:/// URI.
+        self.root = normalize_location(root)
         self.fs, self.path = catalog.io.filesystem_for(root)
 
     def write(self, data: pa.Table, partitioning: pa.Schema | None = PARTITIONING, prefix: str = "part") -> None:

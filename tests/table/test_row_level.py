@@ -189,7 +189,7 @@ def test_bad_updates_give_clear_errors_and_commit_nothing(db: Catalog, mode: str
     with pytest.raises(ValidationError, match="local engine does not evaluate"):
         table.update({"name": "sha1(name)"}, "id = 1")
     assert table.refresh().current_snapshot().snapshot_id == before  # type: ignore[union-attr]
-    assert len(list(Path(table.location).rglob("*-deletes.parquet"))) == 0
+    assert len(list(Path(table.location.removeprefix("file://")).rglob("*-deletes.parquet"))) == 0
 
 
 def test_updating_a_primary_key_column_is_rejected(db: Catalog) -> None:

@@ -55,7 +55,7 @@ from tablestore.spec.updates import (
     UpgradeFormatVersionUpdate,
     apply_updates,
 )
-from tablestore.table.conform import conform_to_schema, to_arrow_table
+from tablestore.table.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
 from tablestore.table.update.identity import CommitIdentity, as_identity
 from tablestore.table.update.retry import StagedCommit, commit_with_retries
 from tablestore.table.update.snapshot import FastAppend, SnapshotProducer
@@ -203,7 +203,7 @@ class Transaction:
     def write_files(self, data: Any) -> list[DataFile]:
         """Data files for ``data`` in the schema and spec the transaction's changes leave."""
         md = self.metadata
-        rows = conform_to_schema(to_arrow_table(data), md.schema())
+        rows = conform_to_schema(to_arrow_table(data), md.schema(), downcast_ns_requested(md.properties))
         ctx = WriteContext(self.table.io, self.table.location, md.schema(), md.spec(), dict(md.properties))
         return write_data_files(ctx, rows, self.table.engine.map) if rows.num_rows else []
 
