@@ -531,6 +531,10 @@ class Catalog(ABC):
             raise ValidationError(
                 f"function {identifier_str(ident)}: return_type must be a type name like 'bigint' or None"
             )
+        if chr(0) in class_name or (return_type is not None and chr(0) in return_type):
+            raise ValidationError(
+                f"function {identifier_str(ident)}: the class name or return type contains a NUL character; remove it"
+            )
         return FunctionDef(
             ident,
             class_name.strip(),

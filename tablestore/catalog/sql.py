@@ -120,6 +120,20 @@ def _like_prefix(value: str) -> str:
     return value.replace("!", "!!").replace("_", "!_").replace("%", "!%") + ".%"
 
 
+def _storable_properties(what: str, properties: Mapping[str, str]) -> dict[str, str]:
+    """``properties`` as strings, refusing a NUL character: PostgreSQL's text cannot hold one
+    (SQLite can), and a catalog must accept the same properties on either database."""
+    rows = {str(k): str(v) for k, v in properties.items()}
+    for key, value in rows.items():
+        if "\x00" in key or "\x00" in value:
+            where = "key" if "\x00" in key else "value"
+            raise ValidationError(
+                f"{what} property {key!r} contains a NUL character, which a catalog database cannot "
+                f"store; remove it from the {where}"
+            )
+    return rows
+
+
 def _too_long(what: str, name: str) -> str:
     return f"{what} {name[:40]!r}... is longer than {NAME_MAX_LENGTH} characters"
 
@@ -320,7 +334,7 @@ class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
         self, namespace: IdentifierLike, properties: Mapping[str, str] | None = None
     ) -> None:
         ns = self._ns_str(to_namespace(namespace))
-        rows = {str(k): str(v) for k, v in (properties or {}).items()}
+        rows = _storable_properties("namespace", properties or {})
         # Java's JDBC catalog always writes the marker (pyiceberg only when there are no
         # properties); with it the namespace survives the removal of all its properties.
         rows[EXISTS_PROPERTY] = "true"
@@ -412,7 +426,7 @@ class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
     ) -> PropertiesUpdateSummary:
         ns = self._ns_str(to_namespace(namespace))
         removals = set(removals or ())
-        updates = {str(k): str(v) for k, v in (updates or {}).items()}
+        updates = _storable_properties("namespace", updates or {})
         if overlap := removals & updates.keys():
             raise ValidationError(f"properties {sorted(overlap)} are both removed and updated; pick one")
         if EXISTS_PROPERTY in removals or EXISTS_PROPERTY in updates:
