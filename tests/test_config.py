@@ -134,7 +134,8 @@ def test_catalog_config_loads_a_working_catalog(tmp_path: Path) -> None:
     try:
         assert isinstance(catalog, SqlCatalog)
         catalog.create_namespace("db")
-        assert catalog.warehouse == str(tmp_path / "conf" / "wh")
+        # A relative warehouse resolves against the config file's folder, recorded as a full URI.
+        assert catalog.warehouse == f"file://{tmp_path / 'conf' / 'wh'}"
         assert (tmp_path / "conf" / "db" / "c.db").is_file()
     finally:
         catalog.close()
