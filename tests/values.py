@@ -27,6 +27,12 @@ def _value(v: Any, t: pa.DataType, uuid_columns: bool = False) -> Any:
         if uuid_columns and len(v) == 16 and pa.types.is_fixed_size_binary(t):
             return str(uuid.UUID(bytes=bytes(v)))
         return bytes(v).hex()
+    return scalar_value(v)
+
+
+def scalar_value(v: Any) -> Any:
+    """A decimal, date, time, timestamp or float in the oracle's JSON form (timestamps in UTC,
+    NaN as "NaN"); other values as they are."""
     if isinstance(v, decimal.Decimal):
         return str(v)
     if isinstance(v, datetime.datetime):

@@ -8,10 +8,7 @@ Iceberg type, so that only a different *value* makes rows differ, never its shap
 
 from __future__ import annotations
 
-import datetime
-import decimal
 import json
-import math
 import uuid
 from typing import Any
 
@@ -27,6 +24,7 @@ from tablestore.spec.types import (
     StructType,
     UUIDType,
 )
+from tests.values import scalar_value
 
 
 def canonical(value: Any, t: IcebergType) -> Any:
@@ -47,17 +45,7 @@ def canonical(value: Any, t: IcebergType) -> Any:
         return str(uuid.UUID(str(value)))
     if isinstance(t, FixedType | BinaryType) and isinstance(value, bytes | bytearray):
         return bytes(value).hex()
-    if isinstance(value, decimal.Decimal):
-        return str(value)
-    if isinstance(value, datetime.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=datetime.UTC)
-        return value.astimezone(datetime.UTC).isoformat()
-    if isinstance(value, datetime.date | datetime.time):
-        return value.isoformat()
-    if isinstance(value, float) and math.isnan(value):
-        return "NaN"
-    return value
+    return scalar_value(value)
 
 
 def sort_rows(rows: list[list[Any]]) -> list[list[Any]]:
