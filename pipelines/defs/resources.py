@@ -71,13 +71,25 @@ class SparkResource(dg.ConfigurableResource):
     """A SparkSession for the tablestore config: ``local[2]`` embedded, the cluster in the stack."""
 
     tablestore: TableStoreResource
+    _remote: SparkSession | None = PrivateAttr(default=None)
 
     def session(self) -> SparkSession:
-        from tablestore.engine.spark import spark_session
+        from tablestore.engine.spark import CONNECT_SCHEME, spark_session
 
         # One session per process; Dagster may build resources on several threads.
         with _spark_lock:
-            return spark_session(self.tablestore.settings.tablestore, app_name="lakehouse-pipelines")
+            spark = spark_session(self.tablestore.settings.tablestore, app_name="lakehouse-pipelines")
+            if self.tablestore.settings.tablestore.spark.master.startswith(CONNECT_SCHEME):
+                self._remote = spark
+            return spark
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        # A Spark Connect session lives on the server (its temporary views, the DataFrames made
+        # from Arrow tables) until released; a run's session ends with the run. A local or
+        # cluster session stays: ``run_pipeline`` reuses it, warm, from step to step.
+        if self._remote is not None:
+            self._remote.stop()
+            self._remote = None
 
 
 def resources(settings_file: str | None = None, root: str | None = None) -> dict[str, Any]:

@@ -86,6 +86,8 @@ DEFAULT_CONF = {
 UNSAFE_ARROW_PROPERTY = "arrow.enable_unsafe_memory_access"
 JAVA_OPTION_KEYS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
 # Sensible on one machine (tests, `make demo`); a cluster's config sets its own.
+# A master URL of this scheme is a Spark Connect server (``sc://spark-connect:15002``).
+CONNECT_SCHEME = "sc://"
 LOCAL_CONF = {
     "spark.ui.enabled": "false",
     "spark.sql.shuffle.partitions": "4",
@@ -109,6 +111,8 @@ def spark_session(config: LakehouseConfig | None = None, app_name: str = "tables
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     master = effective.spark.master
     user_conf = dict(effective.spark.conf)
+    if master.startswith(CONNECT_SCHEME):
+        return _connect_session(master, app_name, user_conf, config)
     conf = with_java_options({**DEFAULT_CONF, **(LOCAL_CONF if master.startswith("local") else {}), **REQUIRED_CONF,
                               **user_conf})
     builder = SparkSession.builder.appName(app_name).master(master)
@@ -116,6 +120,24 @@ def spark_session(config: LakehouseConfig | None = None, app_name: str = "tables
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     # getOrCreate returns an existing session unchanged; SQL settings can still be applied.
+    for key, value in {**REQUIRED_CONF, **user_conf}.items():
+        if key.startswith("spark.sql."):
+            spark.conf.set(key, value)
+    register_data_source(spark, config)
+    return spark
+
+
+def _connect_session(url: str, app_name: str, user_conf: dict[str, str],
+                     config: LakehouseConfig | None) -> SparkSession:
+    """A Spark Connect session on the long-lived server at ``url`` (``sc://host:port``).
+
+    The server's own settings (its JVMs, the Python daemon, Arrow) are its configuration's;
+    only the session's SQL settings can be set from here. The ``tablestore`` data source is
+    registered in the session and runs in the server's Python (the same image, so the same
+    tablestore)."""
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.remote(url).appName(app_name).getOrCreate()
     for key, value in {**REQUIRED_CONF, **user_conf}.items():
         if key.startswith("spark.sql."):
             spark.conf.set(key, value)

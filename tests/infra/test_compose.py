@@ -41,7 +41,8 @@ TRINO_476_PROPERTIES = {
     "iceberg.rest-catalog.vended-credentials-enabled", "fs.native-s3.enabled", "s3.endpoint", "s3.region",
     "s3.path-style-access", "s3.aws-access-key", "s3.aws-secret-key",
 }
-OUR_IMAGE_SERVICES = ("storage-init", "catalog", "spark-master", "spark-worker", "dagster-webserver", "dagster-daemon")
+OUR_IMAGE_SERVICES = ("storage-init", "catalog", "spark-master", "spark-worker", "spark-connect", "dagster-webserver",
+                      "dagster-daemon")
 
 
 def _compose() -> dict[str, Any]:
@@ -198,8 +199,9 @@ def test_dockerfile_keeps_the_uv_cache_out_of_the_image_and_dependencies_in_thei
 def test_ports_are_published_on_loopback_unless_lakehouse_bind_says_otherwise() -> None:
     published = {name: _published(name) for name in _services()}  # asserts the form of each port
     assert published["dagster-webserver"] == {"3000": "3000"} and published["catalog"] == {"8181": "8181"}
-    # The master's RPC port runs code on the worker: it stays on the stack's network.
+    # The master's RPC port and the Spark Connect server run code: they stay on the stack's network.
     assert "7077" not in published["spark-master"]
+    assert published["spark-connect"] == {}
     example = _env_example()
     assert example["LAKEHOUSE_BIND"] == "127.0.0.1"
     for ports in published.values():
@@ -250,7 +252,15 @@ def test_spark_applications_do_not_starve_and_work_outside_the_venv() -> None:
     work_dir = worker[worker.index("--work-dir") + 1]
     assert not work_dir.startswith("/app"), work_dir
     assert f"SPARK_WORKER_DIR={work_dir}" in (INFRA / "Dockerfile").read_text()
-    # One run at a time, and one Spark application per run: every step in the run's process.
+    # One run at a time, every step in the run's process; the Spark work of every run goes to
+    # the one long-lived application of the Spark Connect server, which the pipeline's stack
+    # settings and the stack's tablestore config name.
+    connect = _services()["spark-connect"]["command"]
+    assert connect[:3] == ["python", "-m", "infra.spark_connect"]
+    url = f"sc://spark-connect:{connect[connect.index('--port') + 1]}"
+    assert connect[connect.index("--master") + 1] == f"spark://spark-master:{_container_port('spark-master', '--port')}"
+    pipeline_stack = yaml.safe_load((ROOT / "pipelines" / "config" / "stack.yaml").read_text())
+    assert pipeline_stack["tablestore"]["spark"]["master"] == url
     dagster = yaml.safe_load((INFRA / "dagster" / "dagster.yaml").read_text())
     assert dagster["run_coordinator"]["config"]["max_concurrent_runs"] == 1
     from pipelines.definitions import build_definitions
@@ -293,9 +303,10 @@ def test_pinned_images_healthchecks_and_start_conditions() -> None:
     assert {n for n, s in services.items() if "healthcheck" not in s} == {"storage-init"}
     assert services["catalog"]["depends_on"] == {"postgres": {"condition": "service_healthy"},
                                                  "storage-init": {"condition": "service_completed_successfully"}}
-    # The daemon runs the runs: it waits for the catalog and the Spark worker (the webserver does
-    # not wait for Spark, so it starts while the JVMs do).
-    assert set(services["dagster-daemon"]["depends_on"]) == {"dagster-webserver", "catalog", "spark-worker"}
+    # The daemon runs the runs: it waits for the catalog and the Spark Connect server (the
+    # webserver does not wait for Spark, so it starts while the JVMs do).
+    assert set(services["dagster-daemon"]["depends_on"]) == {"dagster-webserver", "catalog", "spark-connect"}
+    assert services["spark-connect"]["depends_on"] == {"spark-worker": {"condition": "service_healthy"}}
     assert set(services["dagster-webserver"]["depends_on"]) == {"catalog"}
 
 
@@ -327,10 +338,10 @@ def test_stack_config_parses_and_serves_the_metastore() -> None:
     assert settings.catalogs == ("metastore",) and settings.port == int(_container_port("catalog", "--port"))
     assert {p.name for p in settings.tokens.values()} == {"trino", "spark", "dagster"}
     assert config.default_catalog == "lakehouse" and config.catalog("lakehouse").type == "rest"
-    assert config.spark.master == f"spark://spark-master:{_container_port('spark-master', '--port')}"
+    assert config.spark.master == f"sc://spark-connect:{_container_port('spark-connect', '--port')}"
     # The pipeline's external landing table lies on the volume the catalog, Dagster and Spark share.
     assert settings.allow_external_locations
-    for name in ("catalog", "dagster-daemon", "spark-worker"):
+    for name in ("catalog", "dagster-daemon", "spark-worker", "spark-connect"):
         assert "lakehouse-data:/data/lakehouse" in _services()[name]["volumes"], name
 
 
@@ -420,7 +431,7 @@ def test_compose_config_passes(compose_tool: list[str], tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     resolved = yaml.safe_load(done.stdout)
     assert set(resolved["services"]) == {"minio", "storage-init", "postgres", "catalog", "spark-master",
-                                         "spark-worker", "dagster-webserver", "dagster-daemon", "trino"}
+                                         "spark-worker", "spark-connect", "dagster-webserver", "dagster-daemon", "trino"}
     secret = _env_example()["MINIO_ROOT_PASSWORD"]
     assert resolved["services"]["catalog"]["environment"]["MINIO_ROOT_PASSWORD"] == secret
 
