@@ -41,7 +41,7 @@ from infra.compose_stack import Stack, StackError, running_stack
 from infra.dagster_client import DagsterClient, RunResult, run_plan, stack_plan
 
 # The whole module: image build and start (~3 min with a warm cache), the pipeline, the crash.
-pytestmark = [pytest.mark.docker, pytest.mark.timeout(2400)]
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(3600)]
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
@@ -50,7 +50,7 @@ SERVICES = ("minio", "storage-init", "postgres", "catalog", "spark-master", "spa
             "dagster-webserver", "dagster-daemon")
 IMAGE = "lakehouse/tablestore:0.1.0"
 IMAGE_LIMIT_BYTES = 2_500_000_000
-PLAN_TIMEOUT_S = 1500.0
+PLAN_TIMEOUT_S = 2400.0
 
 
 @pytest.fixture(scope="module")
