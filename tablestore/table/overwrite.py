@@ -43,16 +43,16 @@ from tablestore.spec.transforms import IdentityTransform, VoidTransform
 from tablestore.table.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
 from tablestore.table.partitions import PartitionKey, partition_status
 from tablestore.table.row_level import (
-    _EXACT_BOUND_TYPES,
     COPY_ON_WRITE,
+    EXACT_BOUND_TYPES,
     FileChange,
     RowLevelContext,
-    _top_level_ids,
     change_file,
     delete_job,
     discard,
     read_live_rows,
     run_changes,
+    top_level_ids,
     write_mode,
 )
 from tablestore.table.scan import FileTask, plan_files
@@ -65,7 +65,14 @@ from tablestore.table.update.validation import (
     no_new_data_matching,
     row_level_checks,
 )
-from tablestore.table.write import WriteContext, group_codes, partition_keys, partition_tuple, single_chunk, write_data_files
+from tablestore.table.write import (
+    WriteContext,
+    group_codes,
+    partition_keys,
+    partition_tuple,
+    single_chunk,
+    write_data_files,
+)
 
 if TYPE_CHECKING:
     from tablestore.table import Table
@@ -198,7 +205,7 @@ def _bounds_status(key: PartitionKey, f: DataFile, schema: Schema) -> str:
     fid = key.source_id
     values = (f.value_counts or {}).get(fid)
     nulls = (f.null_value_counts or {}).get(fid)
-    if not isinstance(source, _EXACT_BOUND_TYPES) or values is None or nulls is None or values != f.record_count:
+    if not isinstance(source, EXACT_BOUND_TYPES) or values is None or nulls is None or values != f.record_count:
         return "unknown"
     lower = decode_bound(source, (f.lower_bounds or {}).get(fid))
     upper = decode_bound(source, (f.upper_bounds or {}).get(fid))
@@ -212,7 +219,7 @@ def _bounds_status(key: PartitionKey, f: DataFile, schema: Schema) -> str:
 
 def replace_job(ctx: RowLevelContext, replaced: ReplacedPartitions) -> Callable[[FileTask], FileChange | None]:
     """Delete a straddling file's rows in the replaced partitions (by ``ctx.mode``)."""
-    sources = _top_level_ids(ctx.schema, {f.source_id for f in replaced.spec.fields})
+    sources = top_level_ids(ctx.schema, {f.source_id for f in replaced.spec.fields})
 
     def run(task: FileTask) -> FileChange | None:
         # Merge-on-read needs only the partition source columns to find the rows.

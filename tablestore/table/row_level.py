@@ -182,7 +182,7 @@ def condition_mask(rows: pa.Table, bound: BoundExpression, schema: Schema) -> pa
 
 # -- push-down: files that match as a whole ------------------------------------------------------------
 
-_EXACT_BOUND_TYPES = (IntegerType, LongType, DateType, TimestampType, TimestamptzType, DecimalType)
+EXACT_BOUND_TYPES = (IntegerType, LongType, DateType, TimestampType, TimestamptzType, DecimalType)
 
 
 def all_rows_match(bound: BooleanExpression, task: FileTask, spec: PartitionSpec) -> bool:
@@ -221,7 +221,7 @@ def _strict(expr: BooleanExpression, f: DataFile, identity: dict[int, Any]) -> b
         return nulls == values
     if expr.op == "not_null":
         return nulls == 0
-    if nulls != 0 or not isinstance(t, _EXACT_BOUND_TYPES):
+    if nulls != 0 or not isinstance(t, EXACT_BOUND_TYPES):
         return False
     lower = decode_bound(t, (f.lower_bounds or {}).get(fid))
     upper = decode_bound(t, (f.upper_bounds or {}).get(fid))
@@ -283,7 +283,7 @@ def delete_job(ctx: RowLevelContext, bound: BoundExpression) -> Callable[[FileTa
             return FileChange(task.file, affected=task.file.record_count, removed=True)
         if ctx.mode == MERGE_ON_READ:
             # Position deletes need only the condition's columns, not whole rows.
-            live, positions = read_live_rows(ctx, task, _top_level_ids(ctx.schema, referenced_field_ids(bound)))
+            live, positions = read_live_rows(ctx, task, top_level_ids(ctx.schema, referenced_field_ids(bound)))
             mask = condition_mask(live, bound, ctx.schema).to_numpy(zero_copy_only=False)
             count = int(mask.sum())
             if count == 0:
@@ -298,7 +298,7 @@ def delete_job(ctx: RowLevelContext, bound: BoundExpression) -> Callable[[FileTa
     return run
 
 
-def _top_level_ids(schema: Schema, ids: set[int]) -> set[int]:
+def top_level_ids(schema: Schema, ids: set[int]) -> set[int]:
     out = set()
     for fid in ids:
         current: int | None = fid
