@@ -126,14 +126,15 @@ def floor_upsert(files: list[Path], source: pa.Table, out: Path, codec: str) -> 
         list(pool.map(rewrite, [(i, f) for i, f in enumerate(files) if len(per_file[i])]))
     inserted = source.filter(pa.array(~matched))
     pq.write_table(inserted, out / "inserted.parquet", compression=codec)
+    if int(matched.sum()) != source.num_rows // 2:  # the source is built half matched
+        raise AssertionError(f"the floor matched {int(matched.sum())} keys, not {source.num_rows // 2}")
     return int(matched.sum()) + inserted.num_rows
 
 
-def upsert_case(ws: Workspace, name: str, keys: int, data: pa.Table, base_metadata: str, catalog: Any,
-                py_catalog: Any, rounds: int | None, targets: dict[str, float]) -> Case:
-    """An upsert of ``keys`` source rows (half matched) into the base table, side by side."""
+def upsert_case(ws: Workspace, name: str, keys: int, data: pa.Table, files: list[Path], base_metadata: str,
+                catalog: Any, py_catalog: Any, rounds: int | None, targets: dict[str, float]) -> Case:
+    """An upsert of ``keys`` source rows (half matched) into the base table (``files``), side by side."""
     source = upsert_source(data, keys)
-    files = _data_files(Path(base_metadata).parent.parent)
     state: dict[str, Any] = {}
     floor_dir = ws.root / "row-level-floor"
 
@@ -232,10 +233,10 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
     )
 
     upsert_cases = [
-        upsert_case(ws, "upsert_large", max(ws.rows // 10, 2), data, base_metadata, catalog, py_catalog, rounds,
+        upsert_case(ws, "upsert_large", max(ws.rows // 10, 2), data, files, base_metadata, catalog, py_catalog, rounds,
                     {"pyarrow": 1.0, "pyiceberg": 50.0}),
-        upsert_case(ws, "upsert_10k", min(SMALL_UPSERT_KEYS, max(ws.rows // 10, 2)), data, base_metadata, catalog,
-                    py_catalog, rounds, {"pyarrow": 1.5}),
+        upsert_case(ws, "upsert_10k", min(SMALL_UPSERT_KEYS, max(ws.rows // 10, 2)), data, files, base_metadata,
+                    catalog, py_catalog, rounds, {"pyarrow": 1.5}),
     ]
 
     def cleanup() -> None:
