@@ -283,6 +283,9 @@ def measure(case: Case, log: Callable[[str], None]) -> list[Measurement]:
             if m.contestant.setup is not None:
                 m.contestant.setup()
             gc.collect()
+            # Freed memory back to the system first, so a round's RSS growth is its own, not
+            # hidden by pages an earlier contestant left in the allocators.
+            release_memory()
             started, cpu_span = time.perf_counter(), ProcessTreeCPU()
             rows = _run_capped(m.contestant)
             elapsed, cpu = time.perf_counter() - started, cpu_span.stop()
@@ -304,6 +307,12 @@ def measure(case: Case, log: Callable[[str], None]) -> list[Measurement]:
     if len(set(counts.values())) != 1:
         raise AssertionError(f"{case.name}: the contestants disagree on the row count: {counts}")
     return results
+
+
+def release_memory() -> None:
+    from tablestore.table.writers import release_memory as release
+
+    release()
 
 
 def _run_capped(contestant: Contestant) -> int | None:
