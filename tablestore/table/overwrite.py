@@ -211,9 +211,13 @@ def _bounds_status(key: PartitionKey, f: DataFile, schema: Schema) -> str:
     upper = decode_bound(source, (f.upper_bounds or {}).get(fid))
     if lower is None or upper is None:
         return "unknown"
-    low, high = t.apply(lower, source), t.apply(upper, source)
-    if high < key.value or low > key.value:
-        return _NO if nulls == 0 else "unknown"
+    try:
+        low, high = t.apply(lower, source), t.apply(upper, source)
+        outside = bool(high < key.value or low > key.value)
+    except (TypeError, ValueError):  # a bound this transform cannot take: only pruning is lost
+        return "unknown"
+    if outside:
+        return _NO  # NULL values are outside too: their partition value is NULL, the key's is not
     return _YES if nulls == 0 and low == high == key.value else "unknown"
 
 
