@@ -22,11 +22,15 @@
       allow-external-locations: false  # table locations outside the warehouse
       table-config: {}                 # extra properties handed to clients with every table
       idempotency-key-lifetime-seconds: 1800  # how long an Idempotency-Key is replayed
+      storage-credentials:             # scoped, short-lived S3 credentials (tablestore.rest.credentials)
+        vending: sts                   # sts (default for an s3:// warehouse) | none
+        duration-seconds: 900
       auth: required                   # or none: everyone may write (local use only)
 
-Each served catalog is one REST ``prefix`` (its name). The ``s3.*`` properties of a served
-catalog are handed out to clients in ``/v1/config`` and in every LoadTableResult ``config``, so
-a client needs only the URI and a token.
+Each served catalog is one REST ``prefix`` (its name). The non-secret ``s3.*`` properties of a
+served catalog (endpoint, region, path style) are handed out in ``/v1/config`` and in every
+LoadTableResult ``config``; its keys never are: clients that ask get scoped, short-lived
+credentials instead (:mod:`tablestore.rest.credentials`).
 """
 
 from __future__ import annotations
@@ -38,12 +42,14 @@ from typing import Any
 
 from tablestore.config import LakehouseConfig
 from tablestore.errors import ConfigError
+from tablestore.rest.credentials import VendingSettings, vending_settings
 
 READ = "read"
 WRITE = "write"
 ROLES = (READ, WRITE)
 _KEYS = ("catalogs", "host", "port", "tokens", "clients", "token-ttl-seconds", "token-secret",
-         "allow-external-locations", "table-config", "auth", "idempotency-key-lifetime-seconds")
+         "allow-external-locations", "table-config", "auth", "idempotency-key-lifetime-seconds",
+         "storage-credentials")
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8181
 
@@ -78,6 +84,7 @@ class ServerSettings:
     table_config: dict[str, str] = field(default_factory=dict)
     auth_required: bool = True
     idempotency_lifetime_s: int = 1800
+    vending: VendingSettings = field(default_factory=VendingSettings)
 
     def __repr__(self) -> str:
         # Tokens and secrets are never shown; only who they belong to.
@@ -170,6 +177,7 @@ def server_settings(config: LakehouseConfig, overrides: Mapping[str, Any] | None
         table_config={str(k): str(v) for k, v in table_config.items()},
         auth_required=auth == "required",
         idempotency_lifetime_s=idempotency_lifetime,
+        vending=vending_settings(raw.get("storage-credentials"), str(src)),
     )
 
 
