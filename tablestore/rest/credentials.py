@@ -49,7 +49,10 @@ SECRET_PROPERTIES = frozenset({"s3.access-key-id", "s3.secret-access-key", "s3.s
                                "client.access-key-id", "client.secret-access-key", "client.session-token"})
 DEFAULT_DURATION_S = 900
 MIN_DURATION_S, MAX_DURATION_S = 900, 43200
-DEFAULT_ROLE_ARN = "arn:aws:iam::000000000000:role/tablestore-vended"
+# A placeholder: MinIO ignores the role (the session gets the calling user's policy, cut down by
+# the session policy); AWS needs a real role. 123456789012 is AWS's example account id, and the
+# account moto serves by default.
+DEFAULT_ROLE_ARN = "arn:aws:iam::123456789012:role/tablestore-vended"
 _KEYS = ("vending", "duration-seconds", "role-arn", "sts-endpoint")
 READ_ACTIONS = ("s3:GetObject", "s3:GetObjectVersion")
 WRITE_ACTIONS = ("s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts")

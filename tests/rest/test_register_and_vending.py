@@ -131,12 +131,16 @@ def test_s3_settings_are_vended_and_never_logged(vending_service: RestService,
     finally:
         client.close()
 
-    # The LoadTableResult carries the settings (what pyiceberg and Java clients read them from).
+    # The LoadTableResult carries the settings (what pyiceberg and Java clients read them from):
+    # the endpoint for everyone, and vended credentials (never the catalog's key) for clients
+    # that ask for them (tests/rest/test_credentials.py proves their scope).
     loaded = requests.get(f"{service.uri}/v1/{CATALOG}/namespaces/vend/tables/t", timeout=30,
-                          headers={"Authorization": f"Bearer {READ_TOKEN}"})
+                          headers={"Authorization": f"Bearer {READ_TOKEN}",
+                                   "X-Iceberg-Access-Delegation": "vended-credentials"})
     assert loaded.status_code == 200
     config = loaded.json()["config"]
-    assert config["s3.access-key-id"] == ACCESS_KEY and config["s3.secret-access-key"] == SECRET_KEY
+    assert config["s3.access-key-id"] != ACCESS_KEY and config["s3.secret-access-key"] != SECRET_KEY
+    assert config["s3.session-token"]
     assert config["s3.endpoint"] == service.s3_properties["s3.endpoint"]
 
     # pyiceberg, given only the URI and a token, reads and writes the table with those settings.
