@@ -61,7 +61,7 @@ class StsRecorder:
         self.policies: dict[str, dict[str, Any]] = {}
 
         class Relay(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - the http.server API
+            def do_POST(self) -> None:  # the http.server API names it so
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
                 answer = requests.post(upstream, data=body, headers=headers, timeout=30)
