@@ -2,9 +2,9 @@
 
 pyiceberg's ``RestCatalog``, DuckDB 1.5 (its iceberg extension, attached with a bearer token)
 and Java Iceberg's ``RESTCatalog`` (``../shared/iceberg-oracle/oracle rest-sql``, the client
-Trino's connector uses) each create a table, write it, delete rows from it and write into
-another client's table; then every client, and tablestore, reads all three tables and gets the
-same rows. Over a local warehouse with all three (one JVM), and over S3 (moto on loopback) with
+Trino's connector uses) each create a table, write it, delete rows from it, write into another
+client's table and drop a table another client made; then every client, and tablestore, reads
+all three tables and gets the same rows. Over a local warehouse with all three (one JVM), and over S3 (moto on loopback) with
 vended credentials, where the Java build has no S3 FileIO and tablestore takes its place.
 """
 
@@ -41,9 +41,11 @@ def _rows(*rows: tuple[int, str, str, str]) -> pa.Table:
 
 
 def pyiceberg_writes(service: RestService) -> None:
-    """pyiceberg: creates ``p`` partitioned by name, appends, deletes a row."""
+    """pyiceberg: creates ``p`` partitioned by name, appends, deletes a row; creates ``p_tmp``
+    for DuckDB to drop."""
     py = service.pyiceberg()
     py.create_namespace(NS)
+    py.create_table(f"{NS}.p_tmp", schema=ARROW).append(_rows((0, "tmp", "0.01", "2000-01-01")))
     table = py.create_table(f"{NS}.p", schema=ARROW)
     with table.update_spec() as spec:
         spec.add_identity("name")
@@ -54,16 +56,21 @@ def pyiceberg_writes(service: RestService) -> None:
 
 
 def duckdb_writes(con: Any) -> None:
-    """DuckDB: creates ``d``, inserts, deletes a row, and inserts into pyiceberg's ``p``."""
+    """DuckDB: creates ``d``, inserts, deletes a row, inserts into pyiceberg's ``p``, drops
+    pyiceberg's ``p_tmp`` and creates ``d_tmp`` for the next client to drop."""
     con.execute(f"CREATE TABLE lake.{NS}.d (id BIGINT, name VARCHAR, amount DECIMAL(10, 2), day DATE)")
     con.execute(f"INSERT INTO lake.{NS}.d VALUES (10, 'x', 10.10, DATE '2024-03-01'), "
                 "(11, 'y', 11.11, DATE '2024-03-02'), (12, NULL, NULL, NULL)")
     assert con.execute(f"DELETE FROM lake.{NS}.d WHERE id = 11").fetchall() == [(1,)]
     con.execute(f"INSERT INTO lake.{NS}.p VALUES (5, 'duck', 5.55, DATE '2024-05-05')")
+    assert con.execute(f"SELECT count(*) FROM lake.{NS}.p_tmp").fetchall() == [(1,)]
+    con.execute(f"DROP TABLE lake.{NS}.p_tmp")
+    con.execute(f"CREATE TABLE lake.{NS}.d_tmp AS SELECT * FROM lake.{NS}.d")
 
 
 # Java: creates ``j`` (merge-on-read deletes), inserts, deletes, inserts into DuckDB's ``d``,
-# deletes from pyiceberg's ``p``, then reads all three.
+# deletes from pyiceberg's ``p``, drops DuckDB's ``d_tmp``, creates ``j_tmp`` for pyiceberg to
+# drop, then reads all three.
 JAVA_STATEMENTS = [
     f"CREATE TABLE rest.{NS}.j ({COLUMNS}) USING iceberg TBLPROPERTIES ('write.delete.mode'='merge-on-read')",
     f"INSERT INTO rest.{NS}.j VALUES (20, 'j', 20.20, DATE '2024-06-01'), (21, 'k', 21.21, DATE '2024-06-02'), "
@@ -71,6 +78,8 @@ JAVA_STATEMENTS = [
     f"DELETE FROM rest.{NS}.j WHERE id = 21",
     f"INSERT INTO rest.{NS}.d VALUES (13, 'java', 13.13, DATE '2024-07-01')",
     f"DELETE FROM rest.{NS}.p WHERE id = 3",
+    f"DROP TABLE rest.{NS}.d_tmp",
+    f"CREATE TABLE rest.{NS}.j_tmp USING iceberg AS SELECT * FROM rest.{NS}.j",
     *[f"SELECT * FROM rest.{NS}.{t} ORDER BY id" for t in TABLES],
 ]
 
@@ -85,6 +94,8 @@ def tablestore_writes(service: RestService) -> None:
         client.load_table(f"{NS}.j").delete("id = 21")
         client.load_table(f"{NS}.d").append(_rows((13, "java", "13.13", "2024-07-01")))
         client.load_table(f"{NS}.p").delete("id = 3")
+        client.drop_table(f"{NS}.d_tmp")
+        client.create_table(f"{NS}.j_tmp", ARROW).append(client.load_table(f"{NS}.j").scan().to_arrow())
     finally:
         client.close()
 
@@ -101,6 +112,13 @@ def attach_duckdb(service: RestService) -> Any:
     con.execute(f"CREATE SECRET lake_auth (TYPE iceberg, TOKEN '{WRITE_TOKEN}')")
     con.execute(f"ATTACH '{CATALOG}' AS lake (TYPE iceberg, ENDPOINT '{service.uri}', SECRET lake_auth)")
     return con
+
+
+def pyiceberg_drops_the_last_clients_table(service: RestService) -> None:
+    py = service.pyiceberg()
+    assert len(py.load_table(f"{NS}.j_tmp").scan().to_arrow()) == 2
+    py.drop_table(f"{NS}.j_tmp")
+    assert sorted(name for _, name in py.list_tables(NS)) == sorted(TABLES)
 
 
 def everyone_reads(service: RestService, con: Any) -> dict[str, dict[str, list[list[Any]]]]:
@@ -147,6 +165,7 @@ def test_pyiceberg_duckdb_and_java_write_and_read_each_others_tables_alike(local
         java = [json.loads(line)["rows"] for line in done.stdout.splitlines() if line.startswith("{")]
         java_reads = dict(zip(TABLES, [sort_rows(rows) for rows in java[-3:]], strict=True))
         assert java_reads == EXPECTED
+        pyiceberg_drops_the_last_clients_table(service)
         seen = everyone_reads(service, con)
     finally:
         con.close()
@@ -174,6 +193,7 @@ def test_pyiceberg_duckdb_and_tablestore_share_tables_in_s3_with_vended_credenti
         try:
             duckdb_writes(con)
             tablestore_writes(service)
+            pyiceberg_drops_the_last_clients_table(service)
             seen = everyone_reads(service, con)
             # DuckDB made one S3 secret per table from the vended storage-credentials: scoped to
             # the table's location, a temporary key (not the catalog's), with its expiry.
@@ -182,7 +202,8 @@ def test_pyiceberg_duckdb_and_tablestore_share_tables_in_s3_with_vended_credenti
             con.close()
         for client, tables in seen.items():
             assert tables == EXPECTED, f"{client} reads differently"
-        assert {scope[0] for scope, _ in secrets} == {f"{service.warehouse}/{NS}/{t}" for t in TABLES}
+        touched = (*TABLES, "p_tmp", "d_tmp")  # every table DuckDB read or wrote
+        assert {scope[0] for scope, _ in secrets} == {f"{service.warehouse}/{NS}/{t}" for t in touched}
         for _, text in secrets:
             assert f"key_id={catalog_key};" not in text and "session_token=redacted" in text
             assert "expires_at=" in text
