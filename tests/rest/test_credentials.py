@@ -152,10 +152,23 @@ def test_vended_credentials_are_scoped_to_the_table_read_only_for_readers_and_ex
         table = writer.create_table(f"{ns}.t", SCHEMA)
         table.append(pa.table({"id": [1, 2]}, schema=SCHEMA))
         writer.load_table(f"{ns}.t").append(pa.table({"id": [3]}, schema=SCHEMA))
-        location = writer.load_table(f"{ns}.t").metadata.location
+        loaded_table = writer.load_table(f"{ns}.t")
+        location = loaded_table.metadata.location
         # The writer's FileIO holds vended credentials, not the catalog's key.
         config = writer._table_configs[location]
         assert config["s3.access-key-id"] != ACCESS_KEY and config["s3.session-token"]
+        # Credentials with less than 5 minutes left are renewed at the credentials endpoint
+        # before the table's files are touched again.
+        recorder = Recorder()
+        recorder.watch(writer._session)
+        config[EXPIRES_AT] = str(int((time.time() + 60) * 1000))
+        writer._table_ios.pop(location, None)
+        io = writer.table_io(loaded_table.metadata)
+        assert [t.split(" ")[:2] for t in recorder.texts] == \
+            [["GET", f"{service.uri}/v1/{CATALOG}/namespaces/{ns}/tables/t/credentials"]]
+        renewed = writer._table_configs[location]
+        assert int(renewed[EXPIRES_AT]) / 1000 - time.time() > 600
+        assert io.properties["s3.session-token"] == renewed["s3.session-token"]
     finally:
         writer.close()
     bucket, key = location.removeprefix("s3://").split("/", 1)
