@@ -34,10 +34,12 @@ from __future__ import annotations
 import json
 import threading
 import time
+import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from tablestore.errors import ConfigError, TableStoreError
 
@@ -147,7 +149,6 @@ class CredentialVendor:
     settings: VendingSettings = field(default_factory=VendingSettings)
     _cache: dict[tuple[tuple[str, ...], bool], _Vended] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
-    _sts: Any = field(default=None, init=False, repr=False)
 
     @property
     def enabled(self) -> bool:
@@ -185,45 +186,75 @@ class CredentialVendor:
                 del self._cache[stale]
         return vended
 
-    def _client(self) -> Any:
-        if self._sts is None:
-            import boto3
-            from botocore.config import Config
-
-            endpoint = self.settings.sts_endpoint or self.properties.get("s3.endpoint")
-            self._sts = boto3.client(
-                "sts", endpoint_url=endpoint, region_name=self.properties.get("s3.region") or "us-east-1",
-                aws_access_key_id=self.properties.get("s3.access-key-id"),
-                aws_secret_access_key=self.properties.get("s3.secret-access-key"),
-                aws_session_token=self.properties.get("s3.session-token"),
-                config=Config(connect_timeout=5, read_timeout=20, retries={"max_attempts": 2}),
-            )
-        return self._sts
-
     def _assume_role(self, locations: tuple[str, ...], write: bool) -> _Vended:
         policy = json.dumps(session_policy(locations, write), separators=(",", ":"))
-        try:
-            answer = self._client().assume_role(
-                RoleArn=self.settings.role_arn,
-                RoleSessionName=f"tablestore-{'write' if write else 'read'}-{int(time.time())}",
-                Policy=policy,
-                DurationSeconds=self.settings.duration_s,
-            )
-        except Exception as e:  # botocore's ClientError, EndpointConnectionError, ...
-            raise VendingError(
-                f"cannot vend storage credentials: STS AssumeRole failed ({type(e).__name__}: {_short(e)}); "
-                "check server.storage-credentials (sts-endpoint, role-arn) or set vending: none"
-            ) from None
-        creds = answer["Credentials"]
-        expires_at_s = creds["Expiration"].timestamp()
-        config = {
-            **self.public_config(),
-            "s3.access-key-id": creds["AccessKeyId"],
-            "s3.secret-access-key": creds["SecretAccessKey"],
-            "s3.session-token": creds["SessionToken"],
-            EXPIRES_AT: str(int(expires_at_s * 1000)),
+        endpoint = self.settings.sts_endpoint or self.properties.get("s3.endpoint") or "https://sts.amazonaws.com"
+        form = {
+            "Action": "AssumeRole", "Version": "2011-06-15", "DurationSeconds": str(self.settings.duration_s),
+            "RoleArn": self.settings.role_arn, "Policy": policy,
+            "RoleSessionName": f"tablestore-{'write' if write else 'read'}-{int(time.time())}",
         }
+        try:
+            status, body = _sts_post(endpoint, urlencode(form), self.properties)
+            answer = ET.fromstring(body)
+            if status != 200:
+                raise RuntimeError(f"HTTP {status}: {_xml_text(answer, 'Code')}: {_xml_text(answer, 'Message')}")
+            expiration = _xml_text(answer, "Expiration")
+            config = {
+                **self.public_config(),
+                "s3.access-key-id": _xml_text(answer, "AccessKeyId"),
+                "s3.secret-access-key": _xml_text(answer, "SecretAccessKey"),
+                "s3.session-token": _xml_text(answer, "SessionToken"),
+            }
+            expires_at_s = datetime.fromisoformat(expiration.replace("Z", "+00:00")).timestamp()
+        except Exception as e:  # refused, unreachable, not an STS answer
+            raise VendingError(
+                f"cannot vend storage credentials: STS AssumeRole at {endpoint} failed "
+                f"({type(e).__name__}: {_short(e)}); check server.storage-credentials (sts-endpoint, "
+                "role-arn) and the catalog's S3 key, or set vending: none"
+            ) from None
+        config[EXPIRES_AT] = str(int(expires_at_s * 1000))
         return _Vended(config, expires_at_s)
+
+
+def _sts_post(endpoint: str, body: str, properties: Mapping[str, str]) -> tuple[int, bytes]:
+    """POST a form to STS, signed (SigV4, service ``sts``) with the catalog's key. The minio SDK
+    (a dependency already) signs; its AssumeRoleProvider would raise any duration below an hour."""
+    from minio.credentials import Credentials
+    from minio.helpers import sha256_hash
+    from minio.signer import sign_v4_sts
+    from minio.time import to_amz_date, utcnow
+    from urllib3 import PoolManager, Retry, Timeout
+
+    url = urlsplit(endpoint)
+    now = utcnow()
+    unsigned: dict[str, str | list[str] | tuple[str]] = {
+        "Content-Type": "application/x-www-form-urlencoded", "Host": url.netloc, "X-Amz-Date": to_amz_date(now)}
+    if properties.get("s3.session-token"):
+        # A catalog key that is itself temporary: the token goes with the signed headers.
+        unsigned["X-Amz-Security-Token"] = properties["s3.session-token"]
+    headers = sign_v4_sts(
+        method="POST", url=url, region=properties.get("s3.region") or "us-east-1",
+        headers=unsigned,
+        credentials=Credentials(access_key=properties.get("s3.access-key-id") or "",
+                                secret_key=properties.get("s3.secret-access-key") or "",
+                                session_token=properties.get("s3.session-token") or None),
+        content_sha256=sha256_hash(body), date=now,
+    )
+    http = PoolManager(timeout=Timeout(connect=5, read=20), retries=Retry(total=1))
+    try:
+        response = http.request("POST", endpoint, body=body, headers={k: str(v) for k, v in headers.items()})
+        return response.status, response.data
+    finally:
+        http.clear()
+
+
+def _xml_text(element: ET.Element, name: str) -> str:
+    """The text of the first element named ``name`` (any namespace) under ``element``."""
+    for child in element.iter():
+        if child.tag == name or child.tag.endswith("}" + name):
+            return child.text or ""
+    raise ValueError(f"the STS answer has no {name}")
 
 
 def _short(error: BaseException) -> str:

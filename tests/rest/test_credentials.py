@@ -280,7 +280,7 @@ def test_a_failing_sts_is_a_503_naming_the_cause_and_vending_can_be_turned_off(
         assert response.status_code == 503, response.text
         error = response.json()["error"]
         assert error["type"] == "ServiceUnavailableException"
-        assert "AssumeRole failed" in error["message"] and "sts-endpoint" in error["message"]
+        assert f"STS AssumeRole at {closed} failed" in error["message"] and "sts-endpoint" in error["message"]
         client.close()
     finally:
         service.stop()
