@@ -157,11 +157,11 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
     start_day = (START - EPOCH).days
 
     def floor(keep: Callable[[dict[str, Any]], bool]) -> int:
-        with open(manifest_list, "rb") as f:
+        with open(_local(manifest_list), "rb") as f:
             listed: list[Any] = list(fastavro.reader(f))
         count = 0
         for path in [m["manifest_path"] for m in listed]:
-            with open(path, "rb") as f:
+            with open(_local(path), "rb") as f:
                 entries: list[Any] = list(fastavro.reader(f))
             count += sum(1 for e in entries if e["status"] != 2 and keep(e["data_file"]["partition"]))
         return count
@@ -252,6 +252,11 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
         ],
         cleanup=stop_service,
     )
+
+
+def _local(location: str) -> str:
+    """A local path of a location; tablestore records local files as file:// URIs."""
+    return location.removeprefix("file://")
 
 
 def _days(value: Any) -> int:
