@@ -53,7 +53,7 @@ SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us")), ("region", p
 TABLE = "bench.planned"
 DAY = 42
 REGION = 42
-SERVED = "lake"
+SERVED = "bench"  # the name the SQLite catalog rows carry (tablestore_catalog names it so)
 TOKEN = "bench-planning-token-0123456789"
 
 
