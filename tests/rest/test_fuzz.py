@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from xml.etree import ElementTree
 from pathlib import Path
+from xml.etree import ElementTree
 
 import requests
 
