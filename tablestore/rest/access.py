@@ -16,6 +16,7 @@ from tablestore.catalog import Catalog
 from tablestore.errors import NoSuchCatalogError, ValidationError
 from tablestore.names import Identifier, to_namespace, validate_name
 from tablestore.rest.credentials import DELEGATION_HEADER, CredentialVendor, public_properties, wants_vended
+from tablestore.rest.plan_store import PlanStore
 from tablestore.rest.security import LOCATION_PROPERTIES, Authenticator, check_location
 from tablestore.rest.settings import READ, WRITE, Principal, ServerSettings
 
@@ -48,11 +49,13 @@ class Service:
     catalogs: dict[str, Catalog]
     auth: Authenticator = field(init=False)
     vendors: dict[str, CredentialVendor] = field(init=False)
+    plans: PlanStore = field(init=False)
 
     def __post_init__(self) -> None:
         self.auth = Authenticator(self.settings)
         self.vendors = {name: CredentialVendor(catalog.properties, catalog.warehouse, self.settings.vending)
                         for name, catalog in self.catalogs.items()}
+        self.plans = PlanStore(self.settings.scan_plan_ttl_s)
 
     def client_config(self, catalog: Catalog) -> dict[str, str]:
         """What every client may know about a catalog's files: its ``s3.*`` properties without
