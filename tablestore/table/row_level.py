@@ -12,8 +12,9 @@ The plan is Iceberg's (and Spark's) for row-level commands:
 
    - ``copy-on-write`` (the default, as in Iceberg): the file is replaced by a rewrite without
      the deleted rows and with the updated ones;
-   - ``merge-on-read``: a position delete file marks the affected rows, and updated rows go
-     to new data files. A file whose every live row is affected is dropped instead.
+   - ``merge-on-read``: a position delete file (format v2) or the file's deletion vector (v3:
+     one per data file, holding its earlier deletes too) marks the affected rows, and updated
+     rows go to new data files. A file whose every live row is affected is dropped instead.
 
 4. One :class:`~tablestore.table.update.snapshot.RowDelta` commit, validated under the table's
    isolation level (``write.<op>.isolation-level``: ``serializable`` or ``snapshot``).
@@ -61,7 +62,12 @@ from tablestore.spec.transforms import IdentityTransform
 from tablestore.spec.types import DateType, DecimalType, IntegerType, LongType, TimestampType, TimestamptzType
 from tablestore.table.conform import conform_to_schema
 from tablestore.table.file_rows import read_file_rows
-from tablestore.table.position_deletes import delete_file_path, write_position_deletes
+from tablestore.table.position_deletes import (
+    delete_file_path,
+    merged_previous_deletes,
+    write_deletion_vector,
+    write_position_deletes,
+)
 from tablestore.table.read import equality_matches, read_position_deletes
 from tablestore.table.row_expressions import ArrowEvaluator, parse_expression
 from tablestore.table.scan import FileTask, plan_files
@@ -99,11 +105,12 @@ class RowLevelContext:
     specs: dict[int, PartitionSpec]
     properties: dict[str, str]
     mode: str
+    format_version: int = 2
 
     @staticmethod
     def of(table: Table, mode: str) -> RowLevelContext:
         return RowLevelContext(table.io, table.location, table.schema(), table.spec(), table.specs(),
-                               table.properties, mode)
+                               table.properties, mode, table.metadata.format_version)
 
     def write_context(self) -> WriteContext:
         # A fresh name prefix per job: jobs on different executors must never collide.
@@ -116,11 +123,30 @@ class RowLevelContext:
         serial = lambda fn, items: [fn(i) for i in items]  # noqa: E731  (already on an engine worker)
         return write_data_files(self.write_context(), conform_to_schema(rows, self.schema), serial)
 
-    def write_deletes(self, data_file: DataFile, positions: np.ndarray) -> DataFile:
-        spec = self.specs[data_file.spec_id]
+    def delete_positions(self, task: FileTask, positions: np.ndarray, affected: int,
+                         added_data: list[DataFile] | None = None) -> FileChange:
+        """The change that deletes the rows at ``positions`` of the task's data file.
+
+        v2: a Parquet position delete file of those positions. v3: the file's one deletion
+        vector, holding those positions and every position it had deleted before (its DV and
+        position delete files, which the change replaces); when that is every row, the data
+        file is dropped instead.
+        """
+        spec = self.specs[task.file.spec_id]
         ctx = self.write_context()
-        path = delete_file_path(ctx.data_location, spec, self.schema, data_file)
-        return write_position_deletes(self.io, path, data_file, positions, ctx.codec)
+        if self.format_version < 3:
+            path = delete_file_path(ctx.data_location, spec, self.schema, task.file)
+            delete = write_position_deletes(self.io, path, task.file, positions, ctx.codec)
+            return FileChange(task.file, affected, added_data=added_data or [], added_deletes=[delete])
+        bitmap, replaced = merged_previous_deletes(self.io, task.file, task.delete_files)
+        bitmap.update(np.asarray(positions, dtype=np.int64).astype(np.uint64))
+        rows = task.file.record_count
+        if len(bitmap) == rows and bitmap.max() == rows - 1:
+            return FileChange(task.file, affected, removed=True, added_data=added_data or [])
+        path = delete_file_path(ctx.data_location, spec, self.schema, task.file, extension="puffin")
+        dv = write_deletion_vector(self.io, path, task.file, bitmap)
+        return FileChange(task.file, affected, added_data=added_data or [], added_deletes=[dv],
+                          removed_deletes=replaced)
 
 
 @dataclass
@@ -132,6 +158,8 @@ class FileChange:
     removed: bool = False
     added_data: list[DataFile] = field(default_factory=list)
     added_deletes: list[DataFile] = field(default_factory=list)
+    # Delete files the change replaces: a v3 deletion vector's predecessors for its data file.
+    removed_deletes: list[DataFile] = field(default_factory=list)
 
 
 # -- reading rows with their positions ---------------------------------------------------------------
@@ -271,10 +299,8 @@ def change_file(
         change.removed = True
         change.added_data = ctx.write_rows(kept)
         return change
-    change.added_deletes = [ctx.write_deletes(task.file, positions[affected])]
-    if new_rows is not None:
-        change.added_data = ctx.write_rows(new_rows)
-    return change
+    return ctx.delete_positions(task, positions[affected], count,
+                                added_data=ctx.write_rows(new_rows) if new_rows is not None else None)
 
 
 def delete_job(ctx: RowLevelContext, bound: BoundExpression) -> Callable[[FileTask], FileChange | None]:
@@ -290,7 +316,7 @@ def delete_job(ctx: RowLevelContext, bound: BoundExpression) -> Callable[[FileTa
                 return None
             if count == live.num_rows:
                 return FileChange(task.file, affected=count, removed=True)
-            return FileChange(task.file, affected=count, added_deletes=[ctx.write_deletes(task.file, positions[mask])])
+            return ctx.delete_positions(task, positions[mask], count)
         live, positions = read_live_rows(ctx, task)
         mask = condition_mask(live, bound, ctx.schema).to_numpy(zero_copy_only=False)
         return change_file(ctx, task, live, positions, mask)
@@ -323,14 +349,15 @@ def commit_changes(
     ``transaction`` instead when given (None is returned then)."""
     removed = [c.data_file for c in changes if c.removed]
     referenced = [c.data_file for c in changes if c.added_deletes]
+    replaced_deletes = [f for c in changes for f in c.removed_deletes]
     added = [f for c in changes for f in c.added_data] + list(extra_data or [])
     deletes = [f for c in changes for f in c.added_deletes]
     if not removed and not added and not deletes:
         return None
     checks = row_level_checks([*removed, *referenced], isolation_level(table.properties, operation),
                               conflict_filter)
-    producer = RowDelta(table, removed, added, deletes, scan_snapshot.snapshot_id if scan_snapshot else None,
-                        checks, snapshot_properties)
+    producer = RowDelta(table, [*removed, *replaced_deletes], added, deletes,
+                        scan_snapshot.snapshot_id if scan_snapshot else None, checks, snapshot_properties)
     if transaction is not None:
         transaction.add_snapshot(producer)
         return None
@@ -548,7 +575,7 @@ def apply_positions(
             return change_file(ctx, task, live, live_positions, mask, replacements.get(task.file.file_path))
         if not task.delete_files and len(positions) == task.file.record_count:
             return FileChange(task.file, affected=len(positions), removed=True)
-        return FileChange(task.file, affected=len(positions), added_deletes=[ctx.write_deletes(task.file, positions)])
+        return ctx.delete_positions(task, positions, len(positions))
 
     changes = [c for c in table.engine.map(run, tasks) if c is not None]
     extra: list[DataFile] = []
