@@ -13,6 +13,7 @@ merged DELETED (:func:`merged_previous_deletes`).
 
 from __future__ import annotations
 
+import importlib.metadata
 from collections.abc import Sequence
 
 import numpy as np
@@ -88,6 +89,15 @@ def read_deletion_vector(io: FileIO, dv: DataFile, data_path: str) -> np.ndarray
     return positions_array(read_deletion_vector_bitmap(io, dv, data_path))
 
 
+def _created_by() -> str:
+    # The installed distribution's version: the package itself cannot be imported from the
+    # table layer (it imports the catalogs and the session).
+    try:
+        return f"tablestore {importlib.metadata.version('tablestore')}"
+    except importlib.metadata.PackageNotFoundError:
+        return "tablestore"
+
+
 def write_deletion_vectors(io: FileIO, path: str, vectors: Sequence[tuple[DataFile, BitMap64]]) -> list[DataFile]:
     """Write one Puffin file at ``path`` holding a DV for each (data file, deleted positions);
     returns the DVs' manifest entries' files, in the order given.
@@ -99,10 +109,8 @@ def write_deletion_vectors(io: FileIO, path: str, vectors: Sequence[tuple[DataFi
     """
     if not vectors:
         raise ValueError("a deletion vector file needs at least one deletion vector")
-    from tablestore import __version__  # here: the package imports this module while it initialises
-
     blobs = [DeletionVectorBlob(data_file.file_path, positions).to_blob() for data_file, positions in vectors]
-    payload, footer = write_puffin(blobs, {CREATED_BY: f"tablestore {__version__}"})
+    payload, footer = write_puffin(blobs, {CREATED_BY: _created_by()})
     io.new_output(path).write(payload)
     return [
         DataFile(

@@ -243,7 +243,7 @@ def test_our_dvs_merge_the_dvs_java_wrote_and_java_reads_the_result(java_again: 
     (task,) = more.scan().plan_files()
     (ours,) = task.delete_files
     assert ours.file_format == FileFormat.PUFFIN and ours.record_count == 3 and "-deletes.puffin" in ours.file_path
-    summary = more.current_snapshot().summary  # type: ignore[union-attr]
+    summary = more.current_snapshot().summary
     assert (summary["added-dvs"], summary["removed-dvs"]) == ("1", "1")
     upgraded = java_again["tables"]["upgraded"]
     expected = sorted([i, "changed" if i in (3, 100) else f"v{i}"]

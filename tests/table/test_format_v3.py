@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
