@@ -42,6 +42,7 @@ from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import schema_to_arrow
 from tablestore.spec.types import LongType, StringType
 from tablestore.table.conform import conform_to_schema
+from tablestore.table.deletion_vectors import delete_file_key
 from tablestore.table.file_rows import read_file_rows
 from tablestore.table.read import DELETE_FILE_PATH_ID, DELETE_POS_ID
 from tablestore.table.scan import FileTask, plan_files
@@ -289,8 +290,9 @@ def remove_dangling_deletes(table: Table) -> int:
     if snapshot is None:
         return 0
     tasks = plan_files(table.io, table.metadata, snapshot, table.schema(), AlwaysTrue(), table.engine)
-    used = {d.file_path for t in tasks for d in t.delete_files}
-    dangling = [f for f, _ in live_delete_files(table, snapshot) if f.file_path not in used]
+    # By path and, for DVs, offset: a Puffin file may hold a used DV and a dangling one.
+    used = {delete_file_key(d) for t in tasks for d in t.delete_files}
+    dangling = [f for f, _ in live_delete_files(table, snapshot) if delete_file_key(f) not in used]
     if not dangling:
         return 0
     commit_snapshot(RewriteFiles(table, dangling, [], snapshot, (), {"dangling-deletes-removed": str(len(dangling))}))
