@@ -20,6 +20,7 @@ from tablestore.spec.expressions import AlwaysTrue
 from tablestore.spec.row_lineage import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, with_row_lineage
 from tablestore.spec.schema import PARQUET_FIELD_ID
 from tablestore.table import Table
+from tablestore.table.partitions import drop_partitions, rename_partition
 from tablestore.table.read import RowGroupRange, read_task_table
 
 LINEAGE = ["_row_id", "_last_updated_sequence_number"]
@@ -170,3 +171,23 @@ def test_a_v2_table_never_writes_lineage_columns_and_a_clashing_column_name_is_r
     with pytest.raises(SchemaError, match="name of a row lineage metadata column"):
         clash.delete("id = 1")
     assert clash.refresh().scan().count() == 2
+
+
+def test_partition_drops_renames_and_type_rewrites_keep_row_ids(catalog: SqlCatalog) -> None:
+    schema = pa.schema([("id", pa.int64()), ("p", pa.string()), ("n", pa.int32())])
+    table = catalog.create_table("db.parts", schema, partition_by=["p"], format_version=3)
+    table.append(pa.table({"id": pa.array([1, 2, 3, 4], pa.int64()), "p": ["a", "b", "c", "c"],
+                           "n": pa.array([10, 20, 30, 40], pa.int32())}))
+    before = lineage_by_id(table)
+    assert sorted(before.values()) == [(0, 1), (1, 1), (2, 1), (3, 1)]
+
+    drop_partitions(table, [[("p", "a")]])  # a whole file: nothing moves
+    rename_partition(table.refresh(), [("p", "b")], [("p", "z")])  # row 2 moves with a new value
+    after = lineage_by_id(table)
+    assert after == {2: (before[2][0], seq(table)), 3: before[3], 4: before[4]}
+
+    table.update_schema().widen("n", "double").commit()  # rewrites every file: values converted
+    converted = lineage_by_id(table)
+    assert {i: r for i, (r, _) in converted.items()} == {i: r for i, (r, _) in after.items()}
+    assert {s for _, s in converted.values()} == {seq(table)}
+    assert table.scan(columns=["id", "n"]).to_arrow().sort_by("id").column("n").to_pylist() == [20.0, 30.0, 40.0]
