@@ -65,7 +65,7 @@ def test_lineage_columns_are_selectable_hidden_from_star_and_kept_by_update_and_
         WHEN MATCHED THEN UPDATE SET name = src.name WHEN NOT MATCHED THEN INSERT *
     """)
     merge_seq = s.manager.catalog("c").load_table("db.t").metadata.last_sequence_number
-    columns, rows = query("SELECT id, name, _row_id, _last_updated_sequence_number FROM t ORDER BY id")
+    _, rows = query("SELECT id, name, _row_id, _last_updated_sequence_number FROM t ORDER BY id")
     by_id = {r[0]: r[1:] for r in rows}
     assert {i: by_id[i] for i in (1, 2, 3, 4)} == {
         1: ["a", 0, 1], 2: ["B", 1, update_seq], 3: ["merged", 2, merge_seq], 4: ["d", 3, 2]}
