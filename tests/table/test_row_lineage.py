@@ -7,6 +7,7 @@ files, which the catalog takes no part in.
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 from typing import Any
 
@@ -191,3 +192,26 @@ def test_partition_drops_renames_and_type_rewrites_keep_row_ids(catalog: SqlCata
     assert {i: r for i, (r, _) in converted.items()} == {i: r for i, (r, _) in after.items()}
     assert {s for _, s in converted.values()} == {seq(table)}
     assert table.scan(columns=["id", "n"]).to_arrow().sort_by("id").column("n").to_pylist() == [20.0, 30.0, 40.0]
+
+
+def test_rewriting_and_expiring_manifests_keeps_every_files_first_row_id(catalog: SqlCatalog) -> None:
+    table = catalog.create_table("db.manifests", SCHEMA, partition_by=["v"], format_version=3)
+    for batch in ([1, 2], [3], [4, 5, 6]):
+        table.append(rows(batch))
+    before_ids = lineage_by_id(table)
+    before_files = {f["file_path"]: f["first_row_id"] for f in table.inspect.data_files().to_pylist()}
+    assert len(table.inspect.manifests().to_pylist()) == 3
+    next_row_id = table.metadata.next_row_id
+    table.maintenance().rewrite_manifests()
+    table.refresh()
+    assert len(table.inspect.manifests().to_pylist()) == 1
+    # The one new manifest took a new id range for its (existing) rows, but every file carries
+    # its old first_row_id explicitly, so no row's id changed.
+    snapshot = table.current_snapshot()
+    assert snapshot is not None and snapshot.first_row_id == next_row_id
+    assert table.metadata.next_row_id == next_row_id + 6
+    assert {f["file_path"]: f["first_row_id"] for f in table.inspect.data_files().to_pylist()} == before_files
+    assert lineage_by_id(table) == before_ids
+    table.maintenance().expire_snapshots(older_than=datetime.datetime.now(datetime.UTC), retain_last=1)
+    assert len(table.refresh().metadata.snapshots) == 1
+    assert lineage_by_id(table) == before_ids
