@@ -202,6 +202,7 @@ def test_rewriting_and_expiring_manifests_keeps_every_files_first_row_id(catalog
     before_files = {f["file_path"]: f["first_row_id"] for f in table.inspect.data_files().to_pylist()}
     assert len(table.inspect.manifests().to_pylist()) == 3
     next_row_id = table.metadata.next_row_id
+    assert next_row_id == 6
     table.maintenance().rewrite_manifests()
     table.refresh()
     assert len(table.inspect.manifests().to_pylist()) == 1
