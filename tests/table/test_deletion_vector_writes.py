@@ -219,7 +219,9 @@ def test_positions_selected_by_an_engine_are_applied_as_one_merged_dv(catalog: S
     replacement = rows_of([12], 2).set_column(1, "v", pa.array(["new12"]))
     affected = apply_positions(table, table.current_snapshot(), "update",  # type: ignore[arg-type]
                                {data_file.file_path: np.array(sorted(chosen))},
-                               replacements={data_file.file_path: replacement})
+                               replacements={data_file.file_path: replacement},
+                               replaced_positions={data_file.file_path: np.array(sorted(positions_of(
+                                   table, data_file, {12})))})
     assert affected == 2
     table = catalog.load_table("db.t")
     got = {r["id"]: r["v"] for r in table.scan().to_arrow().to_pylist()}
