@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from tablestore.spec.sorting import SortOrder
     from tablestore.spec.updates import TableRequirement, TableUpdate
     from tablestore.table import Table
+    from tablestore.table.scan import ScanPlanner
 
 WAREHOUSE = "warehouse"
 LOCATION = "location"
@@ -530,6 +531,11 @@ class Catalog(ABC):
         if not overrides:
             return self.io
         return load_file_io({**self.properties, **overrides}, metadata.location)
+
+    def scan_planner(self, identifier: Identifier) -> ScanPlanner | None:
+        """Who plans the scans of a table when not the client itself: a catalog whose service
+        plans scans (the REST catalog, when the server advertises it) returns its planner."""
+        return None
 
     # -- helpers for implementations -----------------------------------------------------------
     @staticmethod

@@ -172,6 +172,7 @@ class Table:
             self.io, self.metadata, self.engine, filter=filter, columns=columns, snapshot_id=snapshot_id,
             as_of_timestamp_ms=parse_timestamp_ms(as_of_timestamp) if as_of_timestamp is not None else None,
             ref=ref, case_sensitive=case_sensitive, limit=limit,
+            planner=self.catalog.scan_planner(self.identifier),
         )
 
     # -- writes ----------------------------------------------------------------------------
