@@ -31,7 +31,7 @@ from tablestore.spec.manifest import (
 from tablestore.spec.metadata import Snapshot, TableMetadata
 from tablestore.spec.name_mapping import DEFAULT_NAME_MAPPING
 from tablestore.spec.partitioning import PartitionSpec
-from tablestore.spec.row_lineage import ROW_LINEAGE_BY_NAME
+from tablestore.spec.row_lineage import ROW_LINEAGE_BY_NAME, ROW_LINEAGE_IDS
 from tablestore.spec.schema import Schema
 from tablestore.spec.types import StringType
 from tablestore.table.deletion_vectors import is_deletion_vector
@@ -157,6 +157,17 @@ def select_snapshot(
     return metadata.current_snapshot()
 
 
+def read_pruned_manifest(io: FileIO, m: ManifestFile, evaluator: PartitionEvaluator | None,
+                         specs: dict[int, PartitionSpec]) -> list[ManifestEntry]:
+    """A manifest's entries in the partitions ``evaluator`` accepts, data files with their
+    inherited ``first_row_id``: row ids are inherited in file order over the whole manifest, so
+    in a v3 manifest the partition filter applies after inheritance."""
+    if m.first_row_id is not None and m.content == ManifestContent.DATA:
+        entries = inherit_first_row_ids(m, read_manifest(io, m, specs=specs))
+        return [e for e in entries if evaluator.eval(e.data_file.partition)] if evaluator is not None else entries
+    return read_manifest(io, m, partition_filter=evaluator.eval if evaluator else None, specs=specs)
+
+
 def plan_files(
     io: FileIO,
     metadata: TableMetadata,
@@ -195,15 +206,7 @@ def plan_files(
     delete_manifests = [m for m in manifests if m.content == ManifestContent.DELETES and keep_manifest(m)]
 
     def live_entries(m: ManifestFile) -> list[ManifestEntry]:
-        evaluator = partition_evaluators.get(m.partition_spec_id)
-        if m.first_row_id is not None and m.content == ManifestContent.DATA:
-            # Row ids are inherited in file order over the whole manifest, so the partition
-            # filter applies after inheritance (every reader of a task then has its first_row_id).
-            entries = inherit_first_row_ids(m, read_manifest(io, m, specs=specs))
-            if evaluator is not None:
-                entries = [e for e in entries if evaluator.eval(e.data_file.partition)]
-        else:
-            entries = read_manifest(io, m, partition_filter=evaluator.eval if evaluator else None, specs=specs)
+        entries = read_pruned_manifest(io, m, partition_evaluators.get(m.partition_spec_id), specs)
         return [e for e in entries if e.status != ManifestEntryStatus.DELETED]
 
     deletes = DeleteFileIndex(specs=specs)
@@ -298,8 +301,7 @@ def plan_appended_files(
 
     def added(item: tuple[int, ManifestFile]) -> list[ManifestEntry]:
         snapshot_id, m = item
-        evaluator = evaluators.get(m.partition_spec_id)
-        entries = read_manifest(io, m, partition_filter=evaluator.eval if evaluator else None, specs=specs)
+        entries = read_pruned_manifest(io, m, evaluators.get(m.partition_spec_id), specs)
         return [e for e in entries if e.status == ManifestEntryStatus.ADDED and e.snapshot_id == snapshot_id]
 
     tasks = []
@@ -357,7 +359,10 @@ class TableScan:
         self._tasks: list[FileTask] | None = None
 
     def plan_files(self) -> list[FileTask]:
-        if self._tasks is None and self.planner is not None:
+        # The REST protocol's file scan tasks carry no data sequence number, which row lineage
+        # inherits: a scan that reads the lineage columns plans here.
+        lineage = any(f.field_id in ROW_LINEAGE_IDS for f in self.projected.fields)
+        if self._tasks is None and self.planner is not None and not lineage:
             self._tasks = self.planner.plan(self)
         if self._tasks is None:
             self._tasks = plan_files(self.io, self.metadata, self.snapshot, self.table_schema,

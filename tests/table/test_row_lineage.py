@@ -17,12 +17,13 @@ import pytest
 
 from tablestore.catalog.sql import SqlCatalog
 from tablestore.errors import SchemaError
-from tablestore.spec.expressions import AlwaysTrue
+from tablestore.spec.expressions import AlwaysTrue, bind, to_expression
 from tablestore.spec.row_lineage import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, with_row_lineage
 from tablestore.spec.schema import PARQUET_FIELD_ID
 from tablestore.table import Table
 from tablestore.table.partitions import drop_partitions, rename_partition
 from tablestore.table.read import RowGroupRange, read_task_table
+from tablestore.table.scan import plan_appended_files
 
 LINEAGE = ["_row_id", "_last_updated_sequence_number"]
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
@@ -67,6 +68,12 @@ def test_row_ids_inherit_from_first_row_id_and_position_and_sequence_numbers_fro
     # filter (rows dropped after their positions are known) gives each row its own id.
     assert lineage_by_id(table, filter="v = 'b'") == {2: (2, 1), 4: (3, 2), 5: (4, 2)}
     assert lineage_by_id(table, filter="id >= 3") == {3: (1, 1), 4: (3, 2), 5: (4, 2)}
+    # An incremental append scan's tasks carry the same inherited ids, partition-filtered too.
+    md = table.refresh().metadata
+    schema = table.schema()
+    appended = plan_appended_files(table.io, md, md.snapshots[0].snapshot_id, md.snapshots[1].snapshot_id, schema,
+                                   bind(schema, to_expression("v = 'b'")), table.engine)
+    assert [t.file.first_row_id for t in appended] == [3]
     # The columns come in the caller's order, next to the table's; SELECT * style scans omit them.
     assert table.scan(columns=["_last_updated_sequence_number", "id"]).to_arrow().column_names == [
         "_last_updated_sequence_number", "id"]
