@@ -194,6 +194,9 @@ class Case:
     # contestant -> target: for the floor, the most tablestore may take as a ratio of it; for
     # the others, how many times faster than them tablestore must be.
     targets: dict[str, float] = field(default_factory=dict)
+    # (a, b, limit): contestant a may take at most ``limit`` times contestant b's median
+    # (two tablestore variants against each other, e.g. deletion vectors against position deletes).
+    relative: list[tuple[str, str, float]] = field(default_factory=list)
 
 
 @dataclass
@@ -302,6 +305,12 @@ def _verdicts(case: Case, results: list[Measurement]) -> list[str]:
                 speedup = theirs.median / ours.median
                 verdict = "met" if speedup >= limit else "MISSED"
                 out.append(f"{case.name}: {other} / {name} = {speedup:.2f}x (target >= {limit}x): {verdict}")
+    by_name = {m.contestant.name: m for m in results}
+    for a, b, limit in case.relative:
+        ratio = by_name[a].median / by_name[b].median
+        cpu = by_name[a].cpu_median / by_name[b].cpu_median
+        verdict = "met" if ratio <= limit else "MISSED"
+        out.append(f"{case.name}: {a} / {b} = {ratio:.2f} (cpu {cpu:.2f}; target <= {limit}): {verdict}")
     return out
 
 

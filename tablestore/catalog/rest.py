@@ -30,7 +30,7 @@ from tablestore.catalog import (
     IdentifierLike,
     PropertiesUpdateSummary,
     identifier_str,
-    properties_with_format_version,
+    new_table_properties,
     to_function_identifier,
     to_namespace,
     to_table_identifier,
@@ -373,7 +373,9 @@ class RestCatalog(Catalog):
     ) -> Table:
         ident = to_table_identifier(identifier)
         # The REST spec carries the format version as the format-version property.
-        table_properties = properties_with_format_version(properties, format_version)
+        # The client's own table-default.* / table-override.* apply, as in Java's REST client;
+        # the server may add its own.
+        table_properties = new_table_properties(self.properties, properties, format_version)
         table_schema = to_schema(schema, table_properties)
         request: dict[str, Any] = {"name": ident[-1], "schema": table_schema.to_json(),
                                    "properties": table_properties}

@@ -165,6 +165,8 @@ class Table:
         """A scan of the table, optionally filtered, projected and at an older snapshot.
 
         ``as_of_timestamp`` takes epoch milliseconds, a datetime (naive means UTC) or an ISO string.
+        ``columns`` may name the row lineage columns of format v3, ``_row_id`` and
+        ``_last_updated_sequence_number``, which are never part of the default projection.
         """
         return TableScan(
             self.io, self.metadata, self.engine, filter=filter, columns=columns, snapshot_id=snapshot_id,

@@ -24,12 +24,14 @@ from tablestore.spec.manifest import (
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
+    inherit_first_row_ids,
     read_manifest,
     read_manifest_list,
 )
 from tablestore.spec.metadata import Snapshot, TableMetadata
 from tablestore.spec.name_mapping import DEFAULT_NAME_MAPPING
 from tablestore.spec.partitioning import PartitionSpec
+from tablestore.spec.row_lineage import ROW_LINEAGE_BY_NAME, ROW_LINEAGE_IDS
 from tablestore.spec.schema import Schema
 from tablestore.spec.types import StringType
 from tablestore.table.deletion_vectors import is_deletion_vector
@@ -155,6 +157,17 @@ def select_snapshot(
     return metadata.current_snapshot()
 
 
+def read_pruned_manifest(io: FileIO, m: ManifestFile, evaluator: PartitionEvaluator | None,
+                         specs: dict[int, PartitionSpec]) -> list[ManifestEntry]:
+    """A manifest's entries in the partitions ``evaluator`` accepts, data files with their
+    inherited ``first_row_id``: row ids are inherited in file order over the whole manifest, so
+    in a v3 manifest the partition filter applies after inheritance."""
+    if m.first_row_id is not None and m.content == ManifestContent.DATA:
+        entries = inherit_first_row_ids(m, read_manifest(io, m, specs=specs))
+        return [e for e in entries if evaluator.eval(e.data_file.partition)] if evaluator is not None else entries
+    return read_manifest(io, m, partition_filter=evaluator.eval if evaluator else None, specs=specs)
+
+
 def plan_files(
     io: FileIO,
     metadata: TableMetadata,
@@ -193,8 +206,7 @@ def plan_files(
     delete_manifests = [m for m in manifests if m.content == ManifestContent.DELETES and keep_manifest(m)]
 
     def live_entries(m: ManifestFile) -> list[ManifestEntry]:
-        evaluator = partition_evaluators.get(m.partition_spec_id)
-        entries = read_manifest(io, m, partition_filter=evaluator.eval if evaluator else None, specs=specs)
+        entries = read_pruned_manifest(io, m, partition_evaluators.get(m.partition_spec_id), specs)
         return [e for e in entries if e.status != ManifestEntryStatus.DELETED]
 
     deletes = DeleteFileIndex(specs=specs)
@@ -210,6 +222,31 @@ def plan_files(
             seq = entry.sequence_number or 0
             tasks.append(FileTask(df, seq, deletes.for_data_file(seq, df) if deletes else ()))
     return tasks
+
+
+def projected_schema(schema: Schema, columns: list[str] | None, case_sensitive: bool = True) -> Schema:
+    """The columns of a scan, in the caller's order. Besides the table's columns, the names of
+    the row lineage metadata columns (``_row_id``, ``_last_updated_sequence_number``) select
+    them, as in Spark; a table column of that name wins."""
+    if columns is None:
+        return schema
+
+    def lineage(name: str) -> bool:
+        key = name if case_sensitive else name.lower()
+        return key in ROW_LINEAGE_BY_NAME and schema.find_field_id(name, case_sensitive) is None
+
+    projected = schema.select([c for c in columns if not lineage(c)], case_sensitive)
+    by_id = {f.field_id: f for f in projected.fields}
+    order = []
+    for c in columns:
+        if lineage(c):
+            f = ROW_LINEAGE_BY_NAME[c if case_sensitive else c.lower()]
+        else:
+            f = schema.find_field(c, case_sensitive)
+        by_id.setdefault(f.field_id, f)
+        if f.field_id not in order:
+            order.append(f.field_id)
+    return Schema(tuple(by_id[i] for i in order if i in by_id), schema.schema_id)
 
 
 def _ancestors_between(metadata: TableMetadata, start_snapshot_id: int, end_snapshot_id: int) -> list[Snapshot]:
@@ -264,8 +301,7 @@ def plan_appended_files(
 
     def added(item: tuple[int, ManifestFile]) -> list[ManifestEntry]:
         snapshot_id, m = item
-        evaluator = evaluators.get(m.partition_spec_id)
-        entries = read_manifest(io, m, partition_filter=evaluator.eval if evaluator else None, specs=specs)
+        entries = read_pruned_manifest(io, m, evaluators.get(m.partition_spec_id), specs)
         return [e for e in entries if e.status == ManifestEntryStatus.ADDED and e.snapshot_id == snapshot_id]
 
     tasks = []
@@ -283,7 +319,11 @@ class ScanPlanner(Protocol):
 
 
 class TableScan:
-    """A lazy scan: plan with :meth:`plan_files`, read with :meth:`to_arrow` and friends."""
+    """A lazy scan: plan with :meth:`plan_files`, read with :meth:`to_arrow` and friends.
+
+    ``columns`` may name the row lineage columns ``_row_id`` and
+    ``_last_updated_sequence_number`` (see :func:`projected_schema`).
+    """
 
     def __init__(
         self,
@@ -314,17 +354,15 @@ class TableScan:
             schema = metadata.schema_by_id(self.snapshot.schema_id) or schema
         self.table_schema = schema
         self.row_filter = bind(schema, to_expression(filter), case_sensitive)
-        self.projected = schema.select(columns, case_sensitive) if columns is not None else schema
-        if columns is not None:
-            # Keep the caller's column order.
-            order = [schema.find_field(c, case_sensitive).field_id for c in columns]
-            by_id = {f.field_id: f for f in self.projected.fields}
-            self.projected = Schema(tuple(by_id[i] for i in order if i in by_id), schema.schema_id)
+        self.projected = projected_schema(schema, columns, case_sensitive)
         self.limit = limit
         self._tasks: list[FileTask] | None = None
 
     def plan_files(self) -> list[FileTask]:
-        if self._tasks is None and self.planner is not None:
+        # The REST protocol's file scan tasks carry no data sequence number, which row lineage
+        # inherits: a scan that reads the lineage columns plans here.
+        lineage = any(f.field_id in ROW_LINEAGE_IDS for f in self.projected.fields)
+        if self._tasks is None and self.planner is not None and not lineage:
             self._tasks = self.planner.plan(self)
         if self._tasks is None:
             self._tasks = plan_files(self.io, self.metadata, self.snapshot, self.table_schema,
@@ -343,7 +381,7 @@ class TableScan:
         return read_task_table(
             self.io, task.file, task.delete_files, spec, self.table_schema, self.projected,
             self.row_filter if task.residual is None else task.residual,
-            self.metadata.properties.get(DEFAULT_NAME_MAPPING),
+            self.metadata.properties.get(DEFAULT_NAME_MAPPING), data_sequence_number=task.data_sequence_number,
         )
 
     def to_arrow(self) -> pa.Table:
