@@ -164,6 +164,7 @@ class Contestant:
     setup: Callable[[], None] | None = None  # untimed, before every round (e.g. a fresh directory)
     floor: bool = False
     written: Callable[[], int] | None = None  # untimed, after a round: the bytes of data it wrote
+    targets: dict[str, float] | None = None  # this contestant's own targets, instead of the case's
     # Stop a round after this many seconds (SIGALRM); the round then counts as at least the cap.
     cap_seconds: float | None = None
 
@@ -208,6 +209,9 @@ class Case:
     # contestant -> target: for the floor, the most tablestore may take as a ratio of it; for
     # the others, how many times faster than them tablestore must be.
     targets: dict[str, float] = field(default_factory=dict)
+    # (a, b, limit): contestant a may take at most ``limit`` times contestant b's median
+    # (two tablestore variants against each other, e.g. deletion vectors against position deletes).
+    relative: list[tuple[str, str, float]] = field(default_factory=list)
 
 
 @dataclass
@@ -349,7 +353,8 @@ def _verdicts(case: Case, results: list[Measurement]) -> list[str]:
     # Every tablestore contestant ("tablestore", "tablestore-<variant>") is held to the targets.
     for ours in (m for m in results if m.contestant.name.split("-", 1)[0] == "tablestore"):
         name = ours.contestant.name
-        for other, limit in case.targets.items():
+        limits = ours.contestant.targets if ours.contestant.targets is not None else case.targets
+        for other, limit in limits.items():
             theirs = next(m for m in results if m.contestant.name == other)
             if theirs.contestant.floor:
                 ratio = ours.median / theirs.median
@@ -361,6 +366,12 @@ def _verdicts(case: Case, results: list[Measurement]) -> list[str]:
                                                           else "MISSED")
                 bound = ">=" if theirs.capped else ""
                 out.append(f"{case.name}: {other} / {name} = {bound}{speedup:.2f}x (target >= {limit}x): {verdict}")
+    by_name = {m.contestant.name: m for m in results}
+    for a, b, limit in case.relative:
+        ratio = by_name[a].median / by_name[b].median
+        cpu = by_name[a].cpu_median / by_name[b].cpu_median
+        verdict = "met" if ratio <= limit else "MISSED"
+        out.append(f"{case.name}: {a} / {b} = {ratio:.2f} (cpu {cpu:.2f}; target <= {limit}): {verdict}")
     return out
 
 

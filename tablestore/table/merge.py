@@ -319,7 +319,8 @@ class _MatchJob:
         return ordered, rows[order]
 
     def __call__(self, task: FileTask) -> _FileOutcome:
-        live, positions = read_live_rows(self.ctx, task, self.columns)
+        # A merge-on-read match writes the updated rows anew: they keep their _row_id.
+        live, positions = read_live_rows(self.ctx, task, self.columns, with_row_id=True)
         t_idx, s_idx = self._pairs(live)
         if len(t_idx) == 0:
             return _FileOutcome(None, s_idx)
@@ -434,7 +435,7 @@ class _MatchJob:
 
     def _whole_rows(self, rows: pa.Table) -> pa.Table:
         """Rows in the full table schema: columns not read (all of them reassigned) as nulls."""
-        arrow_schema = self.ctx.schema.as_arrow()
+        arrow_schema = self.ctx.file_schema.as_arrow()  # updated rows keep their _row_id on v3
         if rows.column_names == arrow_schema.names:
             return rows
         columns = [rows.column(f.name) if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type)
