@@ -236,7 +236,7 @@ def replace_job(ctx: RowLevelContext, replaced: ReplacedPartitions) -> Callable[
             return change_file(ctx, task, live, positions, mask)
         if count == live.num_rows:
             return FileChange(task.file, affected=count, removed=True)
-        return FileChange(task.file, affected=count, added_deletes=[ctx.write_deletes(task.file, positions[mask])])
+        return ctx.delete_positions(task, positions[mask], count)
 
     return run
 
