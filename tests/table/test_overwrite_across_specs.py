@@ -37,14 +37,14 @@ def ids(table: tablestore.Table) -> list[int]:
 
 
 def rolled_over(tmp_path: Path, mode: str, name: str = "t", old: str = "days(ts)",
-                new: str = "hours(ts)") -> tablestore.Table:
+                new: str = "hours(ts)", format_version: int = 2) -> tablestore.Table:
     """The repro's table: day-spec files for 2026-01-01 (10:00, 10:59:59, 11:00) and 2026-01-02,
     then the spec replaced."""
     catalog = tablestore.load_catalog("c", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
     if not catalog.namespace_exists("db"):
         catalog.create_namespace("db")
     table = catalog.create_table(f"db.{name}", schema=SCHEMA, partition_by=[old],
-                                 properties={"write.delete.mode": mode})
+                                 properties={"write.delete.mode": mode, "format-version": str(format_version)})
     table.append(rows((1, D(2026, 1, 1, 10)), (2, D(2026, 1, 1, 10, 59, 59)), (3, D(2026, 1, 1, 11)),
                       (4, D(2026, 1, 2, 10, 30))))
     with table.update_spec() as u:
@@ -52,9 +52,12 @@ def rolled_over(tmp_path: Path, mode: str, name: str = "t", old: str = "days(ts)
     return table
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_dynamic_overwrite_after_rollover_replaces_exactly_the_rows_of_the_hour(tmp_path: Path, mode: str) -> None:
-    table = rolled_over(tmp_path, mode)
+@pytest.mark.parametrize(("mode", "format_version"), [(m, 2) for m in MODES] + [("merge-on-read", 3)])
+def test_dynamic_overwrite_after_rollover_replaces_exactly_the_rows_of_the_hour(tmp_path: Path, mode: str,
+                                                                             format_version: int) -> None:
+    # On v3, merge-on-read marks the rows in a deletion vector.
+    table = rolled_over(tmp_path, mode, format_version=format_version)
+    assert table.metadata.format_version == format_version
     before = len(table.snapshots())
     snapshot = table.replace_partitions(rows((9, D(2026, 1, 1, 10, 30))))
     assert len(table.snapshots()) == before + 1
