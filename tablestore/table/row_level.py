@@ -12,8 +12,9 @@ The plan is Iceberg's (and Spark's) for row-level commands:
 
    - ``copy-on-write`` (the default, as in Iceberg): the file is replaced by a rewrite without
      the deleted rows and with the updated ones;
-   - ``merge-on-read``: a position delete file marks the affected rows, and updated rows go
-     to new data files. A file whose every live row is affected is dropped instead.
+   - ``merge-on-read``: a position delete file (format v2) or the file's deletion vector (v3:
+     one per data file, holding its earlier deletes too) marks the affected rows, and updated
+     rows go to new data files. A file whose every live row is affected is dropped instead.
 
 4. One :class:`~tablestore.table.update.snapshot.RowDelta` commit, validated under the table's
    isolation level (``write.<op>.isolation-level``: ``serializable`` or ``snapshot``).
@@ -56,12 +57,18 @@ from tablestore.spec.expressions import (
 from tablestore.spec.manifest import DataFile, DataFileContent
 from tablestore.spec.metadata import Snapshot
 from tablestore.spec.partitioning import PartitionSpec
+from tablestore.spec.row_lineage import ROW_ID, mark_updated, with_row_lineage
 from tablestore.spec.schema import Schema
 from tablestore.spec.transforms import IdentityTransform
 from tablestore.spec.types import DateType, DecimalType, IntegerType, LongType, TimestampType, TimestamptzType
 from tablestore.table.conform import conform_to_schema
 from tablestore.table.file_rows import read_file_rows
-from tablestore.table.position_deletes import delete_file_path, write_position_deletes
+from tablestore.table.position_deletes import (
+    delete_file_path,
+    merged_previous_deletes,
+    write_deletion_vector,
+    write_position_deletes,
+)
 from tablestore.table.read import equality_matches, read_position_deletes
 from tablestore.table.row_expressions import ArrowEvaluator, parse_expression
 from tablestore.table.scan import FileTask, plan_files
@@ -99,28 +106,64 @@ class RowLevelContext:
     specs: dict[int, PartitionSpec]
     properties: dict[str, str]
     mode: str
+    format_version: int = 2
+    #: A format v3 table: rewritten rows carry their row lineage (``_row_id`` and
+    #: ``_last_updated_sequence_number``) into the new files.
+    lineage: bool = False
 
     @staticmethod
     def of(table: Table, mode: str) -> RowLevelContext:
         return RowLevelContext(table.io, table.location, table.schema(), table.spec(), table.specs(),
-                               table.properties, mode)
+                               table.properties, mode, table.metadata.format_version,
+                               lineage=table.metadata.format_version >= 3)
+
+    @property
+    def file_schema(self) -> Schema:
+        """The schema of the rows read whole and written: the table's, plus row lineage on v3."""
+        return with_row_lineage(self.schema) if self.lineage else self.schema
 
     def write_context(self) -> WriteContext:
         # A fresh name prefix per job: jobs on different executors must never collide.
-        return WriteContext(self.io, self.location, self.schema, self.spec, self.properties,
+        return WriteContext(self.io, self.location, self.file_schema, self.spec, self.properties,
                             write_uuid=str(uuid.uuid4()), _counter=itertools.count(1))
 
     def write_rows(self, rows: pa.Table) -> list[DataFile]:
+        """Write rows of the table (new rows lack the lineage columns: they read null and inherit)."""
         if rows.num_rows == 0:
             return []
         serial = lambda fn, items: [fn(i) for i in items]  # noqa: E731  (already on an engine worker)
-        return write_data_files(self.write_context(), conform_to_schema(rows, self.schema), serial)
+        return write_data_files(self.write_context(), conform_to_schema(rows, self.file_schema), serial)
 
-    def write_deletes(self, data_file: DataFile, positions: np.ndarray) -> DataFile:
-        spec = self.specs[data_file.spec_id]
+    def row_ids_at(self, task: FileTask, positions: np.ndarray) -> pa.Array:
+        """The ``_row_id`` of the rows at ``positions`` of a data file (an updated row keeps it)."""
+        ids = read_file_rows(self.io, self.properties, task.file, (), self.specs[task.spec_id], self.schema,
+                             Schema((ROW_ID,)), task.data_sequence_number).column(ROW_ID.name)
+        return ids.take(pa.array(positions, pa.int64())).combine_chunks()
+
+    def delete_positions(self, task: FileTask, positions: np.ndarray, affected: int,
+                         added_data: list[DataFile] | None = None) -> FileChange:
+        """The change that deletes the rows at ``positions`` of the task's data file.
+
+        v2: a Parquet position delete file of those positions. v3: the file's one deletion
+        vector, holding those positions and every position it had deleted before (its DV and
+        position delete files, which the change replaces); when that is every row, the data
+        file is dropped instead.
+        """
+        spec = self.specs[task.file.spec_id]
         ctx = self.write_context()
-        path = delete_file_path(ctx.data_location, spec, self.schema, data_file)
-        return write_position_deletes(self.io, path, data_file, positions, ctx.codec)
+        if self.format_version < 3:
+            path = delete_file_path(ctx.data_location, spec, self.schema, task.file)
+            delete = write_position_deletes(self.io, path, task.file, positions, ctx.codec)
+            return FileChange(task.file, affected, added_data=added_data or [], added_deletes=[delete])
+        bitmap, replaced = merged_previous_deletes(self.io, task.file, task.delete_files)
+        bitmap.update(np.asarray(positions, dtype=np.int64).astype(np.uint64))
+        rows = task.file.record_count
+        if len(bitmap) == rows and bitmap.max() == rows - 1:
+            return FileChange(task.file, affected, removed=True, added_data=added_data or [])
+        path = delete_file_path(ctx.data_location, spec, self.schema, task.file, extension="puffin")
+        dv = write_deletion_vector(self.io, path, task.file, bitmap)
+        return FileChange(task.file, affected, added_data=added_data or [], added_deletes=[dv],
+                          removed_deletes=replaced)
 
 
 @dataclass
@@ -132,27 +175,32 @@ class FileChange:
     removed: bool = False
     added_data: list[DataFile] = field(default_factory=list)
     added_deletes: list[DataFile] = field(default_factory=list)
+    # Delete files the change replaces: a v3 deletion vector's predecessors for its data file.
+    removed_deletes: list[DataFile] = field(default_factory=list)
 
 
 # -- reading rows with their positions ---------------------------------------------------------------
 
 
 def read_live_rows(
-    ctx: RowLevelContext, task: FileTask, columns: set[int] | None = None
+    ctx: RowLevelContext, task: FileTask, columns: set[int] | None = None, with_row_id: bool = False,
 ) -> tuple[pa.Table, np.ndarray]:
     """The live rows of a data file (its deletes applied), and their positions.
 
     ``columns`` (field ids) narrows the read to what a condition needs; the columns of equality
-    deletes are read too, to apply them.
+    deletes are read too, to apply them. Whole rows carry their row lineage on a v3 table;
+    narrowed ones only ``_row_id``, and only ``with_row_id`` (rows an update writes anew).
     """
     spec = ctx.specs[task.spec_id]
-    projected = ctx.schema
+    projected = ctx.file_schema  # whole rows are read to be written again: with their lineage on v3
     if columns is not None:
         wanted = set(columns)
         for delete in task.delete_files:
             wanted.update(delete.equality_ids or [])
-        projected = Schema(tuple(f for f in ctx.schema.fields if f.field_id in wanted), ctx.schema.schema_id)
-    rows = read_file_rows(ctx.io, ctx.properties, task.file, (), spec, ctx.schema, projected)
+        lineage = (ROW_ID,) if ctx.lineage and with_row_id else ()
+        projected = Schema((*(f for f in ctx.schema.fields if f.field_id in wanted), *lineage), ctx.schema.schema_id)
+    rows = read_file_rows(ctx.io, ctx.properties, task.file, (), spec, ctx.schema, projected,
+                          task.data_sequence_number)
     positions = np.arange(rows.num_rows, dtype=np.int64)
     if not task.delete_files:
         return rows, positions
@@ -182,7 +230,7 @@ def condition_mask(rows: pa.Table, bound: BoundExpression, schema: Schema) -> pa
 
 # -- push-down: files that match as a whole ------------------------------------------------------------
 
-_EXACT_BOUND_TYPES = (IntegerType, LongType, DateType, TimestampType, TimestamptzType, DecimalType)
+EXACT_BOUND_TYPES = (IntegerType, LongType, DateType, TimestampType, TimestamptzType, DecimalType)
 
 
 def all_rows_match(bound: BooleanExpression, task: FileTask, spec: PartitionSpec) -> bool:
@@ -221,7 +269,7 @@ def _strict(expr: BooleanExpression, f: DataFile, identity: dict[int, Any]) -> b
         return nulls == values
     if expr.op == "not_null":
         return nulls == 0
-    if nulls != 0 or not isinstance(t, _EXACT_BOUND_TYPES):
+    if nulls != 0 or not isinstance(t, EXACT_BOUND_TYPES):
         return False
     lower = decode_bound(t, (f.lower_bounds or {}).get(fid))
     upper = decode_bound(t, (f.upper_bounds or {}).get(fid))
@@ -264,17 +312,20 @@ def change_file(
         return None
     change = FileChange(task.file, affected=count)
     new_rows = replacement if replacement is not None and replacement.num_rows else None
+    if new_rows is not None:
+        new_rows = mark_updated(new_rows)  # updated rows keep their _row_id, not their sequence number
     if ctx.mode == COPY_ON_WRITE or count == live.num_rows:
         kept = live.filter(pa.array(~affected))
         if new_rows is not None:
+            for f in kept.schema:  # a lineage column the new rows lack reads null: it inherits
+                if f.name not in new_rows.column_names:
+                    new_rows = new_rows.append_column(f, pa.nulls(new_rows.num_rows, f.type))
             kept = pa.concat_tables([kept, new_rows.select(kept.column_names).cast(kept.schema)])
         change.removed = True
         change.added_data = ctx.write_rows(kept)
         return change
-    change.added_deletes = [ctx.write_deletes(task.file, positions[affected])]
-    if new_rows is not None:
-        change.added_data = ctx.write_rows(new_rows)
-    return change
+    return ctx.delete_positions(task, positions[affected], count,
+                                added_data=ctx.write_rows(new_rows) if new_rows is not None else None)
 
 
 def delete_job(ctx: RowLevelContext, bound: BoundExpression) -> Callable[[FileTask], FileChange | None]:
@@ -283,14 +334,14 @@ def delete_job(ctx: RowLevelContext, bound: BoundExpression) -> Callable[[FileTa
             return FileChange(task.file, affected=task.file.record_count, removed=True)
         if ctx.mode == MERGE_ON_READ:
             # Position deletes need only the condition's columns, not whole rows.
-            live, positions = read_live_rows(ctx, task, _top_level_ids(ctx.schema, referenced_field_ids(bound)))
+            live, positions = read_live_rows(ctx, task, top_level_ids(ctx.schema, referenced_field_ids(bound)))
             mask = condition_mask(live, bound, ctx.schema).to_numpy(zero_copy_only=False)
             count = int(mask.sum())
             if count == 0:
                 return None
             if count == live.num_rows:
                 return FileChange(task.file, affected=count, removed=True)
-            return FileChange(task.file, affected=count, added_deletes=[ctx.write_deletes(task.file, positions[mask])])
+            return ctx.delete_positions(task, positions[mask], count)
         live, positions = read_live_rows(ctx, task)
         mask = condition_mask(live, bound, ctx.schema).to_numpy(zero_copy_only=False)
         return change_file(ctx, task, live, positions, mask)
@@ -298,7 +349,7 @@ def delete_job(ctx: RowLevelContext, bound: BoundExpression) -> Callable[[FileTa
     return run
 
 
-def _top_level_ids(schema: Schema, ids: set[int]) -> set[int]:
+def top_level_ids(schema: Schema, ids: set[int]) -> set[int]:
     out = set()
     for fid in ids:
         current: int | None = fid
@@ -323,14 +374,15 @@ def commit_changes(
     ``transaction`` instead when given (None is returned then)."""
     removed = [c.data_file for c in changes if c.removed]
     referenced = [c.data_file for c in changes if c.added_deletes]
+    replaced_deletes = [f for c in changes for f in c.removed_deletes]
     added = [f for c in changes for f in c.added_data] + list(extra_data or [])
     deletes = [f for c in changes for f in c.added_deletes]
     if not removed and not added and not deletes:
         return None
     checks = row_level_checks([*removed, *referenced], isolation_level(table.properties, operation),
                               conflict_filter)
-    producer = RowDelta(table, removed, added, deletes, scan_snapshot.snapshot_id if scan_snapshot else None,
-                        checks, snapshot_properties)
+    producer = RowDelta(table, [*removed, *replaced_deletes], added, deletes,
+                        scan_snapshot.snapshot_id if scan_snapshot else None, checks, snapshot_properties)
     if transaction is not None:
         transaction.add_snapshot(producer)
         return None
@@ -522,10 +574,15 @@ def apply_positions(
     replacements: dict[str, pa.Table] | None = None,
     inserted: pa.Table | None = None,
     conflict_filter: BooleanExpression | None = None,
+    replaced_positions: dict[str, np.ndarray] | None = None,
 ) -> int:
     """Delete the rows at ``deleted`` (data file path → positions), put ``replacements`` (the
     updated rows of each file) and ``inserted`` in, and commit once. Returns the rows deleted
     or replaced.
+
+    ``replaced_positions`` are the positions the replacement rows had, in their order (default:
+    ``deleted``'s, as for an UPDATE); on a v3 table each replacement row keeps the ``_row_id``
+    of the row it replaces.
 
     Copy-on-write rewrites each file with its replacement rows; merge-on-read writes position
     deletes without reading the data file, and all new rows together.
@@ -539,21 +596,31 @@ def apply_positions(
         raise ValidationError(f"{len(missing)} data file(s) selected for the change are not in snapshot "
                               f"{snapshot.snapshot_id} (for example {sorted(missing)[0]})")
     mode = ctx.mode
+    was = replaced_positions if replaced_positions is not None else deleted
 
     def run(task: FileTask) -> FileChange | None:
-        positions = np.unique(deleted[task.file.file_path])
+        path = task.file.file_path
+        positions = np.unique(deleted[path])
+        replacement = replacements.get(path)
+        if ctx.lineage and replacement is not None and ROW_ID.name not in replacement.column_names:
+            replacement = replacement.append_column(ROW_ID.name, ctx.row_ids_at(task, was[path]))
         if mode == COPY_ON_WRITE:
             live, live_positions = read_live_rows(ctx, task)
             mask = np.isin(live_positions, positions)
-            return change_file(ctx, task, live, live_positions, mask, replacements.get(task.file.file_path))
+            return change_file(ctx, task, live, live_positions, mask, replacement)
         if not task.delete_files and len(positions) == task.file.record_count:
-            return FileChange(task.file, affected=len(positions), removed=True)
-        return FileChange(task.file, affected=len(positions), added_deletes=[ctx.write_deletes(task.file, positions)])
+            change = FileChange(task.file, affected=len(positions), removed=True)
+        else:
+            change = ctx.delete_positions(task, positions, len(positions))
+        if ctx.lineage and replacement is not None:
+            change.added_data = ctx.write_rows(mark_updated(replacement))  # with the row ids read here
+        return change
 
     changes = [c for c in table.engine.map(run, tasks) if c is not None]
     extra: list[DataFile] = []
     try:
-        new_rows = [*([] if mode == COPY_ON_WRITE else replacements.values()),
+        moved = [] if mode == COPY_ON_WRITE or ctx.lineage else replacements.values()
+        new_rows = [*moved,
                     *([inserted] if inserted is not None else [])]
         new_rows = [r for r in new_rows if r.num_rows]
         if new_rows:

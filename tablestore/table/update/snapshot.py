@@ -23,14 +23,17 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from tablestore.errors import CommitConflictError
+from tablestore.errors import CommitConflictError, UnsupportedError
 from tablestore.spec.manifest import (
     DataFile,
     DataFileContent,
+    FileFormat,
     ManifestContent,
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
+    assign_first_row_ids,
+    inherit_first_row_ids,
     read_manifest,
     snapshot_manifests,
     write_manifest,
@@ -45,6 +48,7 @@ from tablestore.spec.updates import (
     TableRequirement,
     TableUpdate,
 )
+from tablestore.table.deletion_vectors import delete_file_key, is_deletion_vector
 from tablestore.table.update.retry import StagedCommit
 from tablestore.table.update.validation import Check, Validation, validate_all
 
@@ -107,6 +111,8 @@ class SnapshotProducer:
         self._written_manifests: list[str] = []
         self._added_manifests: list[ManifestFile] | None = None
         self._manifest_list: str | None = None
+        # DVs of removed data files that the last attempt dropped with them (v3).
+        self._dropped_dvs: list[DataFile] = []
 
     # -- what the snapshot is ----------------------------------------------------------------
     @property
@@ -146,7 +152,14 @@ class SnapshotProducer:
         return [], [], base.current_schema_id
 
     def existing_manifests(self, base: TableMetadata, parent: Snapshot | None) -> list[ManifestFile]:
-        """The parent's manifests, rewritten where this change removes files."""
+        """The parent's manifests, rewritten where this change removes files.
+
+        On a v3 table, removing a data file also removes its deletion vector (Java's
+        ``removeDanglingDeletesFor``): a DV applies to its one data file only, so it would
+        otherwise stay live, pointing at nothing. Compaction, copy-on-write rewrites and
+        overwrites all drop the DVs of the files they replace this way.
+        """
+        self._dropped_dvs = []
         if parent is None:
             if self.deleted_files:
                 raise CommitConflictError("the table has no snapshot any more; the files to replace are gone")
@@ -154,24 +167,41 @@ class SnapshotProducer:
         manifests = snapshot_manifests(self.table.io, parent)
         if not self.deleted_files:
             return manifests
-        doomed = {f.file_path for f in self.deleted_files}
+        # DVs are told apart by their offset too: one Puffin file holds the DVs of many data files.
+        doomed = {delete_file_key(f) for f in self.deleted_files}
         kinds = {manifest_kind(f) for f in self.deleted_files}
-        found: set[str] = set()
+        removed_data = {f.file_path for f in self.deleted_files if f.content == DataFileContent.DATA}
+        drop_dvs = base.format_version >= 3 and bool(removed_data)
+        if drop_dvs:
+            kinds.add(ManifestContent.DELETES)
+
+        def goes(e: ManifestEntry) -> bool:
+            if e.status == ManifestEntryStatus.DELETED:
+                return False
+            f = e.data_file
+            return delete_file_key(f) in doomed or (
+                drop_dvs and is_deletion_vector(f) and f.referenced_data_file in removed_data)
+
+        found: set[tuple[str, int | None]] = set()
         out: list[ManifestFile] = []
         for manifest in manifests:
             if manifest.content not in kinds:
                 out.append(manifest)
                 continue
-            entries = read_manifest(self.table.io, manifest, specs=self.table.specs())
-            if not any(e.status != ManifestEntryStatus.DELETED and e.data_file.file_path in doomed for e in entries):
+            entries = self.carried_entries(base, manifest)
+            if not any(goes(e) for e in entries):
                 out.append(manifest)
                 continue
             rewritten: list[ManifestEntry] = []
             for e in entries:
                 if e.status == ManifestEntryStatus.DELETED:
                     continue  # deleted entries only live in the snapshot that deleted them
-                if e.data_file.file_path in doomed:
-                    found.add(e.data_file.file_path)
+                if goes(e):
+                    key = delete_file_key(e.data_file)
+                    if key in doomed:
+                        found.add(key)
+                    else:
+                        self._dropped_dvs.append(e.data_file)
                     rewritten.append(replace(e, status=ManifestEntryStatus.DELETED, snapshot_id=self.snapshot_id))
                 else:
                     rewritten.append(replace(e, status=ManifestEntryStatus.EXISTING))
@@ -179,10 +209,17 @@ class SnapshotProducer:
                 self.table.io, self._manifest_path(), base.spec_for(manifest.partition_spec_id), base.schema(),
                 self.snapshot_id, rewritten, content=manifest.content, format_version=base.format_version,
             ))
-        missing = sorted(doomed - found)
+        missing = sorted(path for path, _ in doomed - found)
         if missing:
             raise self.missing_files_error(missing)
         return out
+
+    def carried_entries(self, base: TableMetadata, manifest: ManifestFile) -> list[ManifestEntry]:
+        """All entries of a parent manifest about to be rewritten; in v3, each data file with
+        the ``first_row_id`` it inherits there, written explicitly so its rows keep their
+        ``_row_id`` in the new manifest (which gets a ``first_row_id`` of its own)."""
+        entries = read_manifest(self.table.io, manifest, specs=self.table.specs())
+        return inherit_first_row_ids(manifest, entries) if base.format_version >= 3 else entries
 
     def missing_files_error(self, missing: list[str]) -> CommitConflictError:
         return CommitConflictError(
@@ -196,16 +233,24 @@ class SnapshotProducer:
         manifest list written. ``staged`` is ``base`` with the transaction's metadata changes
         applied; the manifests are written in its schema and specs."""
         parent = base.current_snapshot()
+        if staged.format_version >= 3:
+            self._refuse_position_delete_files()
         self.validate(base, parent)
         requirements, updates, schema_id = self.metadata_changes(staged)
         manifests = [*self._write_added_manifests(staged), *self.existing_manifests(staged, parent)]
         sequence_number = base.last_sequence_number + 1
+        first_row_id, added_rows = None, None
+        if staged.format_version >= 3:
+            # Row ids come from the table's next-row-id as it is now, on every attempt: the added
+            # manifests are kept unassigned, so a retry reassigns them from the refreshed value.
+            first_row_id = staged.next_row_id or 0
+            manifests, added_rows = assign_first_row_ids(manifests, first_row_id)
         self._attempt += 1
         path = f"{self.table.metadata_dir}/snap-{self.snapshot_id}-{self._attempt}-{self.commit_uuid}.avro"
         self._manifest_list = path
         write_manifest_list(
             self.table.io, path, self.snapshot_id, parent.snapshot_id if parent else None, sequence_number,
-            manifests, format_version=base.format_version,
+            manifests, format_version=staged.format_version, first_row_id=first_row_id,
         )
         snapshot = Snapshot(
             snapshot_id=self.snapshot_id,
@@ -215,6 +260,8 @@ class SnapshotProducer:
             manifest_list=path,
             summary=self.summary(parent),
             schema_id=schema_id,
+            first_row_id=first_row_id,
+            added_rows=added_rows,
         )
         requirements = [
             AssertTableUUID(base.table_uuid),
@@ -223,6 +270,18 @@ class SnapshotProducer:
         ]
         updates = [*updates, AddSnapshotUpdate(snapshot), SetSnapshotRefUpdate(MAIN_BRANCH, self.snapshot_id, "branch")]
         return StagedCommit(requirements, updates), snapshot
+
+    def _refuse_position_delete_files(self) -> None:
+        # format/spec.md, v3: "Position delete files must not be added to v3 tables"; deletes
+        # of rows by position are deletion vectors (Puffin) there.
+        files = [f.file_path for f in self.added_files
+                 if f.content == DataFileContent.POSITION_DELETES and f.file_format != FileFormat.PUFFIN]
+        if files:
+            raise UnsupportedError(
+                f"a format v3 table takes deletion vectors, not position delete files ({files[0]}); "
+                "this change writes Parquet position deletes, which the spec forbids on v3: delete rows with "
+                "merge-on-read DELETE/UPDATE/MERGE (which write deletion vectors) or rewrite_data_files instead"
+            )
 
     def on_conflict(self) -> None:
         """The attempt lost: drop its manifest list and the manifests rewritten for its parent
@@ -270,17 +329,30 @@ class SnapshotProducer:
         return list(self._added_manifests)
 
     def summary(self, parent: Snapshot | None) -> dict[str, str]:
+        """Iceberg's snapshot summary (Java's ``SnapshotSummary``). A deletion vector counts as a
+        delete file and as a DV (``added-dvs``, ``removed-dvs``), not as a position delete file,
+        and its size is its blob's, not its Puffin file's (which it may share)."""
         def of(files: list[DataFile], content: DataFileContent) -> list[DataFile]:
             return [f for f in files if f.content == content]
 
+        def size(f: DataFile) -> int:
+            if is_deletion_vector(f) and f.content_size_in_bytes is not None:
+                return f.content_size_in_bytes
+            return f.file_size_in_bytes
+
+        deleted_files = [*self.deleted_files, *self._dropped_dvs]
         added_data = of(self.added_files, DataFileContent.DATA)
-        removed_data = of(self.deleted_files, DataFileContent.DATA)
+        removed_data = of(deleted_files, DataFileContent.DATA)
         added_deletes = [f for f in self.added_files if f.content != DataFileContent.DATA]
-        removed_deletes = [f for f in self.deleted_files if f.content != DataFileContent.DATA]
+        removed_deletes = [f for f in deleted_files if f.content != DataFileContent.DATA]
         added_records = sum(f.record_count for f in added_data)
         deleted_records = sum(f.record_count for f in removed_data)
-        added_size = sum(f.file_size_in_bytes for f in self.added_files)
-        removed_size = sum(f.file_size_in_bytes for f in self.deleted_files)
+        added_size = sum(size(f) for f in self.added_files)
+        removed_size = sum(size(f) for f in deleted_files)
+        added_dvs = [f for f in added_deletes if is_deletion_vector(f)]
+        removed_dvs = [f for f in removed_deletes if is_deletion_vector(f)]
+        added_position_files = [f for f in of(self.added_files, DataFileContent.POSITION_DELETES)
+                                if not is_deletion_vector(f)]
         added_positions = of(self.added_files, DataFileContent.POSITION_DELETES)
 
         def rows(files: list[DataFile], content: DataFileContent) -> int:
@@ -299,12 +371,17 @@ class SnapshotProducer:
             out["removed-files-size"] = str(removed_size)
         if added_deletes:
             out["added-delete-files"] = str(len(added_deletes))
+        if added_position_files:
+            out["added-position-delete-files"] = str(len(added_position_files))
+        if added_dvs:
+            out["added-dvs"] = str(len(added_dvs))
         if added_positions:
-            out["added-position-delete-files"] = str(len(added_positions))
             out["added-position-deletes"] = str(sum(f.record_count for f in added_positions))
         if removed_deletes:
             out["removed-delete-files"] = str(len(removed_deletes))
-        partitions = {(f.spec_id, tuple(f.partition)) for f in (*self.added_files, *self.deleted_files)}
+        if removed_dvs:
+            out["removed-dvs"] = str(len(removed_dvs))
+        partitions = {(f.spec_id, tuple(f.partition)) for f in (*self.added_files, *deleted_files)}
         out["changed-partition-count"] = str(len(partitions))
         previous = parent.summary if parent is not None else {}
 
@@ -320,7 +397,7 @@ class SnapshotProducer:
         total("total-delete-files", len(added_deletes) - len(removed_deletes))
         for key, content in (("total-position-deletes", DataFileContent.POSITION_DELETES),
                              ("total-equality-deletes", DataFileContent.EQUALITY_DELETES)):
-            total(key, rows(self.added_files, content) - rows(self.deleted_files, content))
+            total(key, rows(self.added_files, content) - rows(deleted_files, content))
         out.update(self.snapshot_properties)
         return out
 
