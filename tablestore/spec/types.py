@@ -379,6 +379,8 @@ _SQL_NAMES: dict[str, IcebergType] = {
     "bytes": BinaryType(),
     "decimal": DecimalType(10, 0),
     "numeric": DecimalType(10, 0),
+    "unknown": UnknownType(),  # v3; Spark calls a column of only NULLs void
+    "void": UnknownType(),
 }
 
 
