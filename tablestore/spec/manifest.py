@@ -541,7 +541,9 @@ def inherit_first_row_ids(manifest_file: ManifestFile, entries: list[ManifestEnt
     """Entries with each data file's ``first_row_id`` inherited (format/spec.md, "First Row ID Inheritance").
 
     A null ``first_row_id`` becomes the manifest's ``first_row_id`` plus the record counts of the
-    files before it in the manifest that also had none. ``entries`` must be the manifest's whole
+    live (ADDED or EXISTING) files before it in the manifest that also had none. DELETED entries
+    take no ids: the manifest list reserved ids only for added and existing rows (Java's reader
+    skips them too). ``entries`` must be the manifest's whole
     entry list in file order (read without a partition filter), since skipped entries shift the
     ids of later ones. A manifest without ``first_row_id`` (written before a v3 upgrade) leaves
     every id null, and delete files never have one.
@@ -552,7 +554,7 @@ def inherit_first_row_ids(manifest_file: ManifestFile, entries: list[ManifestEnt
     out = []
     for entry in entries:
         df = entry.data_file
-        if df.first_row_id is None:
+        if df.first_row_id is None and entry.status != ManifestEntryStatus.DELETED:
             df = dataclasses.replace(df, first_row_id=next_id)
             next_id += df.record_count
             entry = ManifestEntry(entry.status, entry.snapshot_id, entry.sequence_number,
@@ -596,10 +598,9 @@ def write_manifest_list(
         unassigned = [m.manifest_path for m in manifests
                       if m.content == ManifestContent.DATA and m.first_row_id is None]
         if first_row_id is None or unassigned:
-            raise UnsupportedError(
-                "writing a snapshot of a format v3 table needs row lineage: the snapshot's first-row-id and a "
-                f"first_row_id for every data manifest (unassigned: {unassigned[:3]}); tablestore's writers do "
-                "not assign them yet, so write to this table with another engine or keep it on format v2"
+            raise ValidationError(
+                "a snapshot of a format v3 table needs its first-row-id and a first_row_id for every data manifest "
+                f"(unassigned: {unassigned[:3]}); assign them with assign_first_row_ids from the table's next-row-id"
             )
     written: list[ManifestFile] = []
     records = []

@@ -42,6 +42,7 @@ from tablestore.spec.manifest import (
     ManifestContent,
     ManifestEntry,
     ManifestFile,
+    inherit_first_row_ids,
     read_manifest,
     read_manifest_list,
 )
@@ -349,7 +350,8 @@ class TableInspector:
         specs = {spec.spec_id: spec for spec in self._metadata.partition_specs}
 
         def read(m: ManifestFile) -> list[ManifestEntry]:
-            return read_manifest(io, m, discard_deleted=live, specs=specs)
+            # Data files show the first_row_id they inherit, as Java's files table does.
+            return inherit_first_row_ids(m, read_manifest(io, m, discard_deleted=live, specs=specs))
 
         return [e for entries in self._map(read, manifests) for e in entries]
 

@@ -13,7 +13,7 @@ from typing import Any
 import fastavro
 import pytest
 
-from tablestore.errors import UnsupportedError
+from tablestore.errors import ValidationError
 from tablestore.spec.manifest import (
     UNASSIGNED_SEQUENCE_NUMBER,
     DataFile,
@@ -93,6 +93,6 @@ def test_v3_manifest_round_trips_row_ids_and_dv_fields_and_files_inherit_ids(tmp
 
 
 def test_v3_manifest_list_without_row_ids_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(UnsupportedError, match="row lineage"):
+    with pytest.raises(ValidationError, match="needs its first-row-id"):
         write_manifest_list(LocalIO(), str(tmp_path / "l.avro"), 7, None, 2, [manifest("m", 1, 0)], format_version=3)
     assert not (tmp_path / "l.avro").exists()

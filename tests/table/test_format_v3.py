@@ -1,12 +1,15 @@
 """Format v3 tables on tablestore's side: created as v3, upgraded from v2, v3 metadata written.
 
-Row-id assignment in snapshot producers is not built yet, so writing rows to a v3 table is
-refused with an error that says so, and nothing is committed.
+Snapshot producers assign row ids: every snapshot of a v3 table records its first-row-id
+(the table's next-row-id on the attempt that lands) and added-rows, and the carried files
+keep the ids they had.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -14,6 +17,8 @@ from pyiceberg.table import StaticTable
 
 from tablestore.catalog import Catalog
 from tablestore.errors import UnsupportedError, ValidationError
+from tablestore.spec.manifest import read_manifest_list
+from tablestore.table import Table
 
 ROWS = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": pa.array(["a", "b", "c"])})
 
@@ -72,12 +77,74 @@ def test_upgrade_v2_to_v3_keeps_snapshots_and_starts_row_ids_at_zero(catalog: Ca
         table.update_properties(removals=["format-version"])
     with pytest.raises(ValidationError, match="must be 1, 2 or 3"):
         table.update_properties({"format-version": "three"})
+    # The first snapshot after the upgrade gives the old manifest (and so its file) ids too.
+    table.append(pa.table({"id": pa.array([4], pa.int64()), "name": pa.array(["d"])}))
+    md = catalog.load_table("up.t").metadata
+    snap = md.current_snapshot()
+    assert snap is not None and (snap.first_row_id, snap.added_rows, md.next_row_id) == (0, 4, 4)
+    assert sorted(live_row_ids(catalog.load_table("up.t")).values()) == [(0, 1), (1, 3)]
 
 
-def test_writing_rows_to_a_v3_table_is_refused_until_row_ids_are_assigned(catalog: Catalog) -> None:
+def live_row_ids(table: Table) -> dict[str, tuple[int, int]]:
+    """Each live data file's (inherited first_row_id, record_count), by the ids' order."""
+    files = table.inspect.data_files().to_pylist()
+    return {f["file_path"]: (f["first_row_id"], f["record_count"]) for f in files}
+
+
+def test_appends_overwrites_and_deletes_commit_on_v3_with_row_ids_from_next_row_id(catalog: Catalog) -> None:
     catalog.create_namespace("w")
     table = catalog.create_table("w.t", ROWS.schema, format_version=3)
-    with pytest.raises(UnsupportedError, match="row lineage"):
-        table.append(ROWS)
-    reloaded = catalog.load_table("w.t")
-    assert reloaded.metadata.current_snapshot_id is None and reloaded.metadata_location == table.metadata_location
+    table.append(ROWS)
+    first = catalog.load_table("w.t").metadata
+    snap = first.current_snapshot()
+    assert snap is not None and (snap.first_row_id, snap.added_rows, first.next_row_id) == (0, 3, 3)
+    written = metadata_json(catalog, "w.t")
+    assert written["next-row-id"] == 3
+    assert (written["snapshots"][0]["first-row-id"], written["snapshots"][0]["added-rows"]) == (0, 3)
+    (manifest,) = read_manifest_list(table.io, snap.manifest_list)  # type: ignore[arg-type]
+    assert manifest.first_row_id == 0
+    assert list(live_row_ids(table.refresh()).values()) == [(0, 3)]
+
+    # A writer holding the table before that append loses its first attempt; its retry takes
+    # its row ids from the refreshed next-row-id, so the two appends' ids do not overlap.
+    stale = catalog.load_table("w.t")
+    table.append(pa.table({"id": pa.array([4, 5], pa.int64()), "name": pa.array(["d", "e"])}))
+    stale.append(pa.table({"id": pa.array([6], pa.int64()), "name": pa.array(["f"])}))
+    md = catalog.load_table("w.t").metadata
+    assert [(s.first_row_id, s.added_rows) for s in md.snapshots] == [(0, 3), (3, 2), (5, 1)]
+    assert md.next_row_id == 6
+    ids = sorted(live_row_ids(catalog.load_table("w.t")).values())
+    assert ids == [(0, 3), (3, 2), (5, 1)]
+
+    # An overwrite by filter rewrites the first file; the carried files keep their ids, and
+    # the rewritten manifest's new range covers its existing rows too (spec, "First Row ID Assignment").
+    table = catalog.load_table("w.t")
+    table.delete("id = 1")
+    md = catalog.load_table("w.t").metadata
+    last = md.current_snapshot()
+    assert last is not None and last.first_row_id == 6 and md.next_row_id == 6 + (last.added_rows or 0)
+    after = live_row_ids(catalog.load_table("w.t"))
+    assert (3, 2) in after.values() and (5, 1) in after.values()
+    assert sorted(catalog.load_table("w.t").scan().to_arrow().column("id").to_pylist()) == [2, 3, 4, 5, 6]
+    # Every live file's id range is disjoint from every other's.
+    ranges = sorted(after.values())
+    assert all(a + n <= b for (a, n), (b, _) in itertools.pairwise(ranges))
+    # pyiceberg reads the v3 table we wrote.
+    assert sorted(StaticTable.from_metadata(catalog.load_table("w.t").metadata_location)
+                  .scan().to_arrow().column("id").to_pylist()) == [2, 3, 4, 5, 6]
+
+
+def test_merge_on_read_delete_on_v3_refuses_position_delete_files_and_commits_nothing(catalog: Catalog) -> None:
+    catalog.create_namespace("m")
+    table = catalog.create_table("m.t", ROWS.schema, format_version=3,
+                                 properties={"write.delete.mode": "merge-on-read"})
+    table.append(ROWS)
+    before = catalog.load_table("m.t").metadata_location
+    with pytest.raises(UnsupportedError, match="deletion vectors, not position delete files"):
+        table.delete("id = 1")
+    reloaded = catalog.load_table("m.t")
+    assert reloaded.metadata_location == before
+    assert sorted(reloaded.scan().to_arrow().column("id").to_pylist()) == [1, 2, 3]
+    # The position delete file written for the refused commit was removed again.
+    data_dir = reloaded.location.removeprefix("file://") + "/data"
+    assert not [p for p in Path(data_dir).rglob("*") if "delete" in p.name]

@@ -20,7 +20,6 @@ from tablestore.spec.manifest import (
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
-    read_manifest,
     snapshot_manifests,
 )
 from tablestore.spec.manifest import write_manifest as write_manifest_file
@@ -85,7 +84,7 @@ class RewriteManifests(SnapshotProducer):
         per_manifest = max(1, self.target_entries(chosen))
         by_spec: dict[int, list[ManifestEntry]] = {}
         for m in chosen:
-            for e in read_manifest(self.table.io, m, specs=self.table.specs()):
+            for e in self.carried_entries(base, m):
                 if e.status != ManifestEntryStatus.DELETED:
                     by_spec.setdefault(m.partition_spec_id, []).append(replace(e, status=ManifestEntryStatus.EXISTING))
         added: list[ManifestFile] = []

@@ -23,14 +23,17 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from tablestore.errors import CommitConflictError
+from tablestore.errors import CommitConflictError, UnsupportedError
 from tablestore.spec.manifest import (
     DataFile,
     DataFileContent,
+    FileFormat,
     ManifestContent,
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
+    assign_first_row_ids,
+    inherit_first_row_ids,
     read_manifest,
     snapshot_manifests,
     write_manifest,
@@ -162,7 +165,7 @@ class SnapshotProducer:
             if manifest.content not in kinds:
                 out.append(manifest)
                 continue
-            entries = read_manifest(self.table.io, manifest, specs=self.table.specs())
+            entries = self.carried_entries(base, manifest)
             if not any(e.status != ManifestEntryStatus.DELETED and e.data_file.file_path in doomed for e in entries):
                 out.append(manifest)
                 continue
@@ -184,6 +187,13 @@ class SnapshotProducer:
             raise self.missing_files_error(missing)
         return out
 
+    def carried_entries(self, base: TableMetadata, manifest: ManifestFile) -> list[ManifestEntry]:
+        """All entries of a parent manifest about to be rewritten; in v3, each data file with
+        the ``first_row_id`` it inherits there, written explicitly so its rows keep their
+        ``_row_id`` in the new manifest (which gets a ``first_row_id`` of its own)."""
+        entries = read_manifest(self.table.io, manifest, specs=self.table.specs())
+        return inherit_first_row_ids(manifest, entries) if base.format_version >= 3 else entries
+
     def missing_files_error(self, missing: list[str]) -> CommitConflictError:
         return CommitConflictError(
             f"{len(missing)} file(s) this {self.noun} replaces were removed by a concurrent commit "
@@ -196,16 +206,24 @@ class SnapshotProducer:
         manifest list written. ``staged`` is ``base`` with the transaction's metadata changes
         applied; the manifests are written in its schema and specs."""
         parent = base.current_snapshot()
+        if staged.format_version >= 3:
+            self._refuse_position_delete_files()
         self.validate(base, parent)
         requirements, updates, schema_id = self.metadata_changes(staged)
         manifests = [*self._write_added_manifests(staged), *self.existing_manifests(staged, parent)]
         sequence_number = base.last_sequence_number + 1
+        first_row_id, added_rows = None, None
+        if staged.format_version >= 3:
+            # Row ids come from the table's next-row-id as it is now, on every attempt: the added
+            # manifests are kept unassigned, so a retry reassigns them from the refreshed value.
+            first_row_id = staged.next_row_id or 0
+            manifests, added_rows = assign_first_row_ids(manifests, first_row_id)
         self._attempt += 1
         path = f"{self.table.metadata_dir}/snap-{self.snapshot_id}-{self._attempt}-{self.commit_uuid}.avro"
         self._manifest_list = path
         write_manifest_list(
             self.table.io, path, self.snapshot_id, parent.snapshot_id if parent else None, sequence_number,
-            manifests, format_version=base.format_version,
+            manifests, format_version=staged.format_version, first_row_id=first_row_id,
         )
         snapshot = Snapshot(
             snapshot_id=self.snapshot_id,
@@ -215,6 +233,8 @@ class SnapshotProducer:
             manifest_list=path,
             summary=self.summary(parent),
             schema_id=schema_id,
+            first_row_id=first_row_id,
+            added_rows=added_rows,
         )
         requirements = [
             AssertTableUUID(base.table_uuid),
@@ -223,6 +243,18 @@ class SnapshotProducer:
         ]
         updates = [*updates, AddSnapshotUpdate(snapshot), SetSnapshotRefUpdate(MAIN_BRANCH, self.snapshot_id, "branch")]
         return StagedCommit(requirements, updates), snapshot
+
+    def _refuse_position_delete_files(self) -> None:
+        # format/spec.md, v3: "Position delete files must not be added to v3 tables"; deletes
+        # of rows by position are deletion vectors (Puffin) there.
+        files = [f.file_path for f in self.added_files
+                 if f.content == DataFileContent.POSITION_DELETES and f.file_format != FileFormat.PUFFIN]
+        if files:
+            raise UnsupportedError(
+                f"a format v3 table takes deletion vectors, not position delete files ({files[0]}); "
+                "tablestore does not write deletion vectors yet, so set write.delete.mode, write.update.mode "
+                "and write.merge.mode to copy-on-write on this table"
+            )
 
     def on_conflict(self) -> None:
         """The attempt lost: drop its manifest list and the manifests rewritten for its parent
