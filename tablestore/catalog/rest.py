@@ -300,7 +300,12 @@ class RestCatalog(Catalog):
         return str(body["metadata-location"]), metadata
 
     def load_table_metadata(self, identifier: IdentifierLike) -> tuple[str, TableMetadata]:
-        return self._remember(self._request("GET", self._object_url(to_table_identifier(identifier), "tables")))
+        ident = to_table_identifier(identifier)
+        body = self._request("GET", self._object_url(ident, "tables"))
+        try:
+            return self._remember(body)
+        except UnsupportedError as e:
+            raise UnsupportedError(f"cannot load table {identifier_str(ident)}: {e}") from None
 
     def table_io(self, metadata: TableMetadata) -> FileIO:
         """The FileIO for a table, from the ``config`` the server handed out with it."""
