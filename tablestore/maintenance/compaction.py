@@ -42,7 +42,7 @@ from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import schema_to_arrow
 from tablestore.spec.types import LongType, StringType
 from tablestore.table.conform import conform_to_schema
-from tablestore.table.file_rows import read_file_rows
+from tablestore.table.file_rows import read_file_rows, rewrite_schema
 from tablestore.table.read import DELETE_FILE_PATH_ID, DELETE_POS_ID
 from tablestore.table.scan import FileTask, plan_files
 from tablestore.table.update.rewrite import RewriteFiles, RewriteManifests
@@ -224,9 +224,13 @@ def rewrite_data_files(
             return spec
         return ctx.spec
 
+    # Compaction moves rows without changing them: on v3 they keep their lineage.
+    file_schema = rewrite_schema(schema, table.metadata.format_version)
+
     def rewrite_group(group: list[FileTask]) -> list[DataFile]:
-        parts = [read_file_rows(io, properties, t.file, t.delete_files, specs[t.spec_id], schema) for t in group]
-        rows = pa.concat_tables(parts) if parts else schema_empty(schema)
+        parts = [read_file_rows(io, properties, t.file, t.delete_files, specs[t.spec_id], schema, file_schema,
+                                t.data_sequence_number) for t in group]
+        rows = pa.concat_tables(parts) if parts else schema_empty(file_schema)
         if sort_keys and rows.num_rows:
             order = pc.sort_indices(rows, sort_keys=sort_keys)
             rows = rows.take(order)
@@ -235,8 +239,8 @@ def rewrite_data_files(
         serial = lambda fn, items: [fn(i) for i in items]  # noqa: E731
         # A context per group: on Spark each task gets its own copy of the captured context, and
         # copies would hand out the same file names.
-        group_ctx = WriteContext(ctx.io, ctx.location, ctx.schema, output_spec(group), ctx.properties)
-        return write_data_files(group_ctx, conform_to_schema(rows, schema), serial)
+        group_ctx = WriteContext(ctx.io, ctx.location, file_schema, output_spec(group), ctx.properties)
+        return write_data_files(group_ctx, conform_to_schema(rows, file_schema), serial)
 
     outputs: list[list[DataFile]] = []
     done = 0

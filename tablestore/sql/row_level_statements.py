@@ -307,19 +307,22 @@ class RowLevelStatements:
             deleted, rows = _positions_by_file(matched_rows.column("__file"), matched_rows.column("__pos"))
             updates = self._new_rows(matched_rows, table)
             update_mask = (acts[is_matched] == "update")
-            replacements = {}
+            replacements, replaced_positions = {}, {}
+            positions = matched_rows.column("__pos").to_numpy()
             for path, index in rows.items():
                 chosen = index[update_mask[index]]
                 if len(chosen):
                     replacements[path] = updates.take(pa.array(chosen))
+                    replaced_positions[path] = positions[chosen]
         else:
-            deleted, replacements = {}, {}
+            deleted, replacements, replaced_positions = {}, {}, {}
         inserted = self._new_rows(selected.filter(pa.array(acts == "insert")), table) if counts["insert"] else None
         if snapshot is None:
             if inserted is not None:
                 table.append(inserted)
         else:
-            apply_positions(table, snapshot, "merge", deleted, replacements, inserted, conflict_filter=AlwaysTrue())
+            apply_positions(table, snapshot, "merge", deleted, replacements, inserted, conflict_filter=AlwaysTrue(),
+                            replaced_positions=replaced_positions)
         total = sum(counts.values())
         return StatementResult(
             ["num_affected_rows", "num_updated_rows", "num_deleted_rows", "num_inserted_rows"],

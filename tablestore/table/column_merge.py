@@ -29,10 +29,11 @@ from tablestore.errors import SchemaError, ValidationError
 from tablestore.spec import conversions
 from tablestore.spec.expressions import Expression
 from tablestore.spec.metadata import Snapshot
+from tablestore.spec.row_lineage import ROW_LINEAGE_FIELDS, mark_updated
 from tablestore.spec.schema import IdCounter, Schema, arrow_type_to_iceberg, type_to_arrow
 from tablestore.spec.types import IntegerType, LongType, NestedField
 from tablestore.table.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
-from tablestore.table.file_rows import read_file_rows
+from tablestore.table.file_rows import read_file_rows, rewrite_schema
 from tablestore.table.fragments import (
     LINEAGE_KEY,
     Fragment,
@@ -335,17 +336,25 @@ def rewrite_fragment(fragment: Fragment, plan: MergePlan, source: pa.Table, forc
     """
     context = fragment.context
     table_schema = context.table_schema
+    # On v3 the rows keep their _row_id; the rows a source row matched were modified, so their
+    # _last_updated_sequence_number is nulled (it inherits the merge's sequence number).
+    read_schema = rewrite_schema(table_schema, context.format_version)
+    write_schema = rewrite_schema(plan.schema, context.format_version)
     rows = read_file_rows(context.io, context.properties, fragment.file, fragment.delete_files, fragment.spec,
-                          table_schema)
+                          table_schema, read_schema, fragment.data_sequence_number)
     index = match_indices(rows, source, list(plan.keys))
     if not force and index.null_count == len(index):
         return None
     if rows.num_rows == 0:
         raise ValidationError(f"fragment {fragment.id} has no live rows; there is nothing to merge into")
-    out = conform_to_schema(merged_rows(rows, source, plan, index), plan.schema,
-                            downcast_ns_requested(context.properties))
+    merged = merged_rows(rows, source, plan, index)
+    if write_schema is not plan.schema:
+        lineage = mark_updated(rows.select([f.name for f in ROW_LINEAGE_FIELDS]), pc.is_valid(index))
+        for name in lineage.column_names:
+            merged = merged.append_column(name, lineage.column(name))
+    out = conform_to_schema(merged, write_schema, downcast_ns_requested(context.properties))
     out = out.replace_schema_metadata({LINEAGE_KEY: fragment.id})
-    ctx = WriteContext(context.io, context.location, plan.schema, fragment.spec,
+    ctx = WriteContext(context.io, context.location, write_schema, fragment.spec,
                        {**context.properties, "write.target-file-size-bytes": _ONE_FILE})
     (written,) = write_partition(ctx, PartitionSlice(fragment.partition, out))
     return replace(fragment, file=written, delete_files=(), schema=plan.schema, replaces=fragment.id,

@@ -22,6 +22,7 @@ from tablestore.spec.expressions import Expression, bind, to_expression
 from tablestore.spec.manifest import DataFile
 from tablestore.spec.metadata import Snapshot, TableMetadata
 from tablestore.spec.partitioning import PartitionSpec
+from tablestore.spec.row_lineage import ROW_LINEAGE_IDS
 from tablestore.spec.schema import PARQUET_FIELD_ID, Schema
 from tablestore.spec.updates import (
     AddSchemaUpdate,
@@ -72,6 +73,9 @@ class Fragment:
     replaced_file: DataFile | None = None
     new_columns: tuple[str, ...] = field(default=())
     lineage: str | None = None
+    #: The data sequence number of the file's manifest entry (its rows' inherited
+    #: ``_last_updated_sequence_number`` on a v3 table).
+    data_sequence_number: int | None = None
 
     @property
     def id(self) -> str:
@@ -147,6 +151,7 @@ def _footer(io: FileIO, path: str) -> tuple[set[int], str | None]:
     with fs.open_input_file(local) as f:
         physical = pq.read_schema(f)
     ids = {int(f.metadata[PARQUET_FIELD_ID]) for f in physical if f.metadata and PARQUET_FIELD_ID in f.metadata}
+    ids -= ROW_LINEAGE_IDS  # a v3 rewrite's _row_id columns are metadata, not part of a table schema
     lineage = (physical.metadata or {}).get(LINEAGE_KEY.encode())
     return ids, lineage.decode() if lineage is not None else None
 
@@ -192,7 +197,7 @@ def list_fragments(table: Table, filter: str | Expression | None = None) -> list
     footers = engine.map(lambda t: _footer(io, t.file.file_path), tasks)
     return [
         Fragment(t.file, tuple(t.delete_files), md.spec_for(t.spec_id), written_schema(md, ids), context,
-                 lineage=lineage)
+                 lineage=lineage, data_sequence_number=t.data_sequence_number)
         for t, (ids, lineage) in zip(tasks, footers, strict=True)
     ]
 

@@ -395,7 +395,7 @@ class _MatchJob:
 
     def _whole_rows(self, rows: pa.Table) -> pa.Table:
         """Rows in the full table schema: columns not read (all of them reassigned) as nulls."""
-        arrow_schema = self.ctx.schema.as_arrow()
+        arrow_schema = self.ctx.file_schema.as_arrow()  # updated rows keep their _row_id on v3
         if rows.column_names == arrow_schema.names:
             return rows
         columns = [rows.column(f.name) if f.name in rows.column_names else pa.nulls(rows.num_rows, f.type)

@@ -19,7 +19,7 @@ from tablestore.spec.manifest import DataFile
 from tablestore.spec.metadata import Snapshot
 from tablestore.spec.schema import Schema
 from tablestore.table.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
-from tablestore.table.read import read_task_table
+from tablestore.table.file_rows import read_file_rows, rewrite_schema
 from tablestore.table.scan import FileTask, plan_files
 from tablestore.table.update.snapshot import OverwriteFiles, since
 from tablestore.table.update.validation import no_new_data_files, no_new_data_matching
@@ -83,13 +83,15 @@ def plan_delete(table: Table, bound: BoundExpression) -> tuple[list[DataFile], l
     tasks = plan_files(table.io, table.metadata, snapshot, schema, bound, table.engine)
     if isinstance(bound, AlwaysTrue):
         return [t.file for t in tasks], [], snapshot
-    ctx = write_context(table)
+    # The remainders are moved rows: on v3 they keep their lineage.
+    file_schema = rewrite_schema(schema, table.metadata.format_version)
+    ctx = WriteContext(table.io, table.location, file_schema, table.spec(), table.properties)
     properties = table.properties
 
     def rewrite(task: FileTask) -> tuple[DataFile, list[DataFile]] | None:
         spec = table.metadata.spec_for(task.spec_id)
-        everything = read_task_table(table.io, task.file, task.delete_files, spec, schema, schema, AlwaysTrue(),
-                                     properties.get("schema.name-mapping.default"))
+        everything = read_file_rows(table.io, properties, task.file, task.delete_files, spec, schema, file_schema,
+                                    task.data_sequence_number)
         kept = rows_not_matching(everything, bound, schema)
         if kept.num_rows == everything.num_rows and not task.delete_files:
             return None
@@ -97,7 +99,7 @@ def plan_delete(table: Table, bound: BoundExpression) -> tuple[list[DataFile], l
             return task.file, []
         # Already on an engine thread: write this file's remainder inline.
         serial = lambda fn, items: [fn(i) for i in items]  # noqa: E731
-        return task.file, write_data_files(ctx, conform_to_schema(kept, schema), serial)
+        return task.file, write_data_files(ctx, conform_to_schema(kept, file_schema), serial)
 
     deleted: list[DataFile] = []
     rewritten: list[DataFile] = []

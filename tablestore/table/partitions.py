@@ -48,6 +48,7 @@ from tablestore.spec.manifest import (
     snapshot_manifests,
 )
 from tablestore.spec.partitioning import PartitionField, PartitionSpec
+from tablestore.spec.row_lineage import mark_updated
 from tablestore.spec.schema import Schema, type_to_arrow
 from tablestore.spec.transforms import (
     HourTransform,
@@ -59,12 +60,12 @@ from tablestore.spec.transforms import (
 )
 from tablestore.spec.types import DateType, IcebergType, TimestampNanoType, TimestamptzNanoType
 from tablestore.table.conform import conform_to_schema
-from tablestore.table.file_rows import read_file_rows
+from tablestore.table.file_rows import read_file_rows, rewrite_schema
 from tablestore.table.scan import FileTask, plan_files
 from tablestore.table.update.snapshot import OverwriteFiles
 from tablestore.table.update.transaction import commit_snapshot
 from tablestore.table.update.validation import Check, no_new_data_files
-from tablestore.table.write import split_by_partition, write_data_files
+from tablestore.table.write import WriteContext, split_by_partition, write_data_files
 
 if TYPE_CHECKING:
     from tablestore.table import Table
@@ -246,11 +247,24 @@ def _split_rows(rows: pa.Table, keys_list: Sequence[Sequence[PartitionKey]],
     return matched, others, counts
 
 
+def _file_schema(table: Table) -> Schema:
+    # Rows these operations move keep their lineage on v3.
+    return rewrite_schema(table.schema(), table.metadata.format_version)
+
+
 def _read_all(table: Table, task: FileTask) -> pa.Table:
     schema = table.schema()
     spec = table.metadata.spec_for(task.spec_id)
-    rows = read_file_rows(table.io, table.properties, task.file, task.delete_files, spec, schema)
-    return conform_to_schema(rows, schema)
+    file_schema = _file_schema(table)
+    rows = read_file_rows(table.io, table.properties, task.file, task.delete_files, spec, schema, file_schema,
+                          task.data_sequence_number)
+    return conform_to_schema(rows, file_schema)
+
+
+def _write_moved(table: Table, rows: pa.Table) -> list[DataFile]:
+    ctx = table._write_context()
+    ctx = WriteContext(ctx.io, ctx.location, _file_schema(table), ctx.spec, ctx.properties)
+    return write_data_files(ctx, rows, table.engine.map)
 
 
 # -- listing and statistics -------------------------------------------------------------------------
@@ -446,7 +460,7 @@ def drop_partitions(table: Table, partitions: Iterable[PartitionValues], if_exis
     if remainders:
         rest = pa.concat_tables(remainders)
         if rest.num_rows:
-            added = write_data_files(table._write_context(), rest, table.engine.map)
+            added = _write_moved(table, rest)
     snapshot = table.current_snapshot()
     commit_snapshot(OverwriteFiles(
         table, deleted, added, "overwrite" if added else "delete", snapshot.snapshot_id if snapshot else None,
@@ -515,8 +529,9 @@ def rename_partition(table: Table, old: PartitionValues, new: PartitionValues,
         column = pa.array([k.value] * rows.num_rows, type_to_arrow(t)) if k.value is not None else pa.nulls(
             rows.num_rows, type_to_arrow(t))
         rows = rows.set_column(rows.schema.get_field_index(top), rows.schema.field(top), column)
+    rows = mark_updated(rows)  # the moved rows took new values; the remainders are unchanged
     data = pa.concat_tables([rows, *remainders]) if remainders else rows
-    added = write_data_files(table._write_context(), data, table.engine.map)
+    added = _write_moved(table, data)
     snapshot = table.current_snapshot()
     commit_snapshot(OverwriteFiles(
         table, deleted, added, "overwrite", snapshot.snapshot_id if snapshot else None,

@@ -28,6 +28,13 @@ from tablestore.spec.expressions import AlwaysTrue, BoundExpression
 from tablestore.spec.manifest import DataFile, DataFileContent
 from tablestore.spec.name_mapping import NameMapping, apply_name_mapping
 from tablestore.spec.partitioning import PartitionSpec
+from tablestore.spec.row_lineage import (
+    LAST_UPDATED_SEQUENCE_NUMBER,
+    ROW_ID,
+    ROW_LINEAGE_IDS,
+    inherited_row_ids,
+    inherited_sequence_numbers,
+)
 from tablestore.spec.schema import (
     PARQUET_FIELD_ID,
     Schema,
@@ -106,12 +113,15 @@ def read_task_table(
     row_filter: BoundExpression,
     name_mapping: str | None = None,
     row_groups: RowGroupRange | None = None,
+    data_sequence_number: int | None = None,
 ) -> pa.Table:
     """Rows of one data file, in the projected schema, after deletes and the filter.
 
     ``name_mapping`` is the table's ``schema.name-mapping.default`` (JSON), for files without field ids.
     ``row_groups`` reads a split of the file only (files with deletes are not split: their
-    positions count from the start of the file).
+    positions count from the start of the file). ``projected`` may hold the row lineage fields
+    (:mod:`tablestore.spec.row_lineage`), which inherit from ``data_file.first_row_id`` and
+    ``data_sequence_number`` (the file's manifest entry's).
     """
     fs, path = io.filesystem_for(data_file.file_path)
     try:
@@ -120,10 +130,13 @@ def read_task_table(
         physical = storage_schema(fragment.physical_schema)
     except (pa.ArrowInvalid, OSError) as e:
         raise CorruptMetadataError(f"cannot read data file {data_file.file_path}: {e}") from None
+    first_position = 0
     if row_groups is not None:
         if delete_files:
             raise ValueError("a data file with delete files is read whole, not by row groups")
         selected = row_groups.indices(fragment.metadata.num_row_groups)
+        # A split's rows start at this position of the file (row lineage counts from the file's start).
+        first_position = sum(fragment.metadata.row_group(i).num_rows for i in range(selected[0])) if selected else 0
         fragment = fragment.subset(row_group_ids=selected)
     file_fields = _ids_of(physical)
     if not file_fields:
@@ -131,8 +144,13 @@ def read_task_table(
 
     filter_ids = _top_level_ids(table_schema, referenced_field_ids(row_filter)) if not isinstance(
         row_filter, AlwaysTrue) else set()
-    needed = [f for f in table_schema.fields if f.field_id in filter_ids or projected.has_field(f.field_id)]
+    # The row lineage fields are never read as plain columns: they inherit (see _with_row_lineage).
+    needed = [f for f in table_schema.fields if f.field_id not in ROW_LINEAGE_IDS
+              and (f.field_id in filter_ids or projected.has_field(f.field_id))]
     read_names = [file_fields[f.field_id].name for f in needed if f.field_id in file_fields]
+    lineage = [f for f in projected.fields if f.field_id in ROW_LINEAGE_IDS]
+    stored_lineage = {fid: file_fields[fid].name for fid in ROW_LINEAGE_IDS if lineage and fid in file_fields}
+    read_names += [n for n in stored_lineage.values() if n not in read_names]
 
     pushed = False
     has_deletes = bool(delete_files)
@@ -140,7 +158,8 @@ def read_task_table(
         raw = pq.ParquetFile(fs.open_input_file(path)).read(columns=read_names, use_threads=False)
     else:
         arrow_filter = None
-        if filter_ids and filter_ids <= set(file_fields):
+        # Row lineage needs each row's position in the file, so rows are filtered after reading.
+        if filter_ids and filter_ids <= set(file_fields) and not lineage:
             arrow_filter = _file_filter(row_filter, physical)
         filter_names = [file_fields[f.field_id].name for f in needed
                         if f.field_id in filter_ids and f.field_id in file_fields]
@@ -153,6 +172,10 @@ def read_task_table(
             raw = _read_file(fs, path, fragment, read_names, [], None)
 
     raw = _without_extensions(raw)
+    if lineage:
+        raw, file_fields = _with_row_lineage(raw, data_file, data_sequence_number, first_position,
+                                             stored_lineage, file_fields)
+        needed = [*needed, *lineage]
     if has_deletes:
         raw = _apply_deletes(io, raw, data_file, delete_files, file_fields, table_schema)
 
@@ -182,6 +205,32 @@ def read_task_table(
         # A filter that references no column (AlwaysFalse after binding) keeps nothing.
         table = table.filter(to_arrow_expression(row_filter, table_schema))
     return _select(table, projected)
+
+
+def _with_row_lineage(
+    raw: pa.Table,
+    data_file: DataFile,
+    data_sequence_number: int | None,
+    first_position: int,
+    stored: dict[int, str],
+    file_fields: dict[int, pa.Field],
+) -> tuple[pa.Table, dict[int, pa.Field]]:
+    """``raw`` (every row of the file or split, in file order) with the row lineage columns as
+    read (stored values, nulls inherited), and ``file_fields`` pointing the lineage ids at them."""
+    positions = np.arange(first_position, first_position + raw.num_rows, dtype=np.int64)
+
+    def column(fid: int) -> pa.ChunkedArray | None:
+        return raw.column(stored[fid]) if fid in stored else None
+
+    row_ids = inherited_row_ids(column(ROW_ID.field_id), data_file.first_row_id, positions)
+    sequence_numbers = inherited_sequence_numbers(column(LAST_UPDATED_SEQUENCE_NUMBER.field_id),
+                                                  data_file.first_row_id, data_sequence_number, raw.num_rows)
+    fields = dict(file_fields)
+    for f, values in ((ROW_ID, row_ids), (LAST_UPDATED_SEQUENCE_NUMBER, sequence_numbers)):
+        name = f"__lineage_{f.field_id}"
+        raw = raw.append_column(name, values)
+        fields[f.field_id] = pa.field(name, pa.int64())
+    return raw, fields
 
 
 def _without_extensions(table: pa.Table) -> pa.Table:

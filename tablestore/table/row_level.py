@@ -56,6 +56,7 @@ from tablestore.spec.expressions import (
 from tablestore.spec.manifest import DataFile, DataFileContent
 from tablestore.spec.metadata import Snapshot
 from tablestore.spec.partitioning import PartitionSpec
+from tablestore.spec.row_lineage import ROW_ID, mark_updated, with_row_lineage
 from tablestore.spec.schema import Schema
 from tablestore.spec.transforms import IdentityTransform
 from tablestore.spec.types import DateType, DecimalType, IntegerType, LongType, TimestampType, TimestamptzType
@@ -99,22 +100,37 @@ class RowLevelContext:
     specs: dict[int, PartitionSpec]
     properties: dict[str, str]
     mode: str
+    #: A format v3 table: rewritten rows carry their row lineage (``_row_id`` and
+    #: ``_last_updated_sequence_number``) into the new files.
+    lineage: bool = False
 
     @staticmethod
     def of(table: Table, mode: str) -> RowLevelContext:
         return RowLevelContext(table.io, table.location, table.schema(), table.spec(), table.specs(),
-                               table.properties, mode)
+                               table.properties, mode, lineage=table.metadata.format_version >= 3)
+
+    @property
+    def file_schema(self) -> Schema:
+        """The schema of the rows read whole and written: the table's, plus row lineage on v3."""
+        return with_row_lineage(self.schema) if self.lineage else self.schema
 
     def write_context(self) -> WriteContext:
         # A fresh name prefix per job: jobs on different executors must never collide.
-        return WriteContext(self.io, self.location, self.schema, self.spec, self.properties,
+        return WriteContext(self.io, self.location, self.file_schema, self.spec, self.properties,
                             write_uuid=str(uuid.uuid4()), _counter=itertools.count(1))
 
     def write_rows(self, rows: pa.Table) -> list[DataFile]:
+        """Write rows of the table (new rows lack the lineage columns: they read null and inherit)."""
         if rows.num_rows == 0:
             return []
         serial = lambda fn, items: [fn(i) for i in items]  # noqa: E731  (already on an engine worker)
-        return write_data_files(self.write_context(), conform_to_schema(rows, self.schema), serial)
+        return write_data_files(self.write_context(), conform_to_schema(rows, self.file_schema), serial)
+
+    def row_ids_at(self, task: FileTask, positions: np.ndarray) -> pa.Array:
+        """The ``_row_id`` of the rows at ``positions`` of a data file (an updated row keeps it)."""
+        ids = read_file_rows(self.io, self.properties, task.file, (), self.specs[task.spec_id], self.schema,
+                             Schema((ROW_ID,)), task.data_sequence_number).column(ROW_ID.name)
+        return ids.take(pa.array(positions, pa.int64())).combine_chunks()
 
     def write_deletes(self, data_file: DataFile, positions: np.ndarray) -> DataFile:
         spec = self.specs[data_file.spec_id]
@@ -146,13 +162,15 @@ def read_live_rows(
     deletes are read too, to apply them.
     """
     spec = ctx.specs[task.spec_id]
-    projected = ctx.schema
+    projected = ctx.file_schema  # whole rows are read to be written again: with their lineage on v3
     if columns is not None:
         wanted = set(columns)
         for delete in task.delete_files:
             wanted.update(delete.equality_ids or [])
-        projected = Schema(tuple(f for f in ctx.schema.fields if f.field_id in wanted), ctx.schema.schema_id)
-    rows = read_file_rows(ctx.io, ctx.properties, task.file, (), spec, ctx.schema, projected)
+        lineage = (ROW_ID,) if ctx.lineage else ()  # rows an update writes anew keep their _row_id
+        projected = Schema((*(f for f in ctx.schema.fields if f.field_id in wanted), *lineage), ctx.schema.schema_id)
+    rows = read_file_rows(ctx.io, ctx.properties, task.file, (), spec, ctx.schema, projected,
+                          task.data_sequence_number)
     positions = np.arange(rows.num_rows, dtype=np.int64)
     if not task.delete_files:
         return rows, positions
@@ -264,9 +282,14 @@ def change_file(
         return None
     change = FileChange(task.file, affected=count)
     new_rows = replacement if replacement is not None and replacement.num_rows else None
+    if new_rows is not None:
+        new_rows = mark_updated(new_rows)  # updated rows keep their _row_id, not their sequence number
     if ctx.mode == COPY_ON_WRITE or count == live.num_rows:
         kept = live.filter(pa.array(~affected))
         if new_rows is not None:
+            for f in kept.schema:  # a lineage column the new rows lack reads null: it inherits
+                if f.name not in new_rows.column_names:
+                    new_rows = new_rows.append_column(f, pa.nulls(new_rows.num_rows, f.type))
             kept = pa.concat_tables([kept, new_rows.select(kept.column_names).cast(kept.schema)])
         change.removed = True
         change.added_data = ctx.write_rows(kept)
@@ -522,10 +545,15 @@ def apply_positions(
     replacements: dict[str, pa.Table] | None = None,
     inserted: pa.Table | None = None,
     conflict_filter: BooleanExpression | None = None,
+    replaced_positions: dict[str, np.ndarray] | None = None,
 ) -> int:
     """Delete the rows at ``deleted`` (data file path → positions), put ``replacements`` (the
     updated rows of each file) and ``inserted`` in, and commit once. Returns the rows deleted
     or replaced.
+
+    ``replaced_positions`` are the positions the replacement rows had, in their order (default:
+    ``deleted``'s, as for an UPDATE); on a v3 table each replacement row keeps the ``_row_id``
+    of the row it replaces.
 
     Copy-on-write rewrites each file with its replacement rows; merge-on-read writes position
     deletes without reading the data file, and all new rows together.
@@ -539,21 +567,32 @@ def apply_positions(
         raise ValidationError(f"{len(missing)} data file(s) selected for the change are not in snapshot "
                               f"{snapshot.snapshot_id} (for example {sorted(missing)[0]})")
     mode = ctx.mode
+    was = replaced_positions if replaced_positions is not None else deleted
 
     def run(task: FileTask) -> FileChange | None:
-        positions = np.unique(deleted[task.file.file_path])
+        path = task.file.file_path
+        positions = np.unique(deleted[path])
+        replacement = replacements.get(path)
+        if ctx.lineage and replacement is not None and ROW_ID.name not in replacement.column_names:
+            replacement = replacement.append_column(ROW_ID.name, ctx.row_ids_at(task, was[path]))
         if mode == COPY_ON_WRITE:
             live, live_positions = read_live_rows(ctx, task)
             mask = np.isin(live_positions, positions)
-            return change_file(ctx, task, live, live_positions, mask, replacements.get(task.file.file_path))
+            return change_file(ctx, task, live, live_positions, mask, replacement)
         if not task.delete_files and len(positions) == task.file.record_count:
-            return FileChange(task.file, affected=len(positions), removed=True)
-        return FileChange(task.file, affected=len(positions), added_deletes=[ctx.write_deletes(task.file, positions)])
+            change = FileChange(task.file, affected=len(positions), removed=True)
+        else:
+            change = FileChange(task.file, affected=len(positions),
+                                added_deletes=[ctx.write_deletes(task.file, positions)])
+        if ctx.lineage and replacement is not None:
+            change.added_data = ctx.write_rows(mark_updated(replacement))  # with the row ids read here
+        return change
 
     changes = [c for c in table.engine.map(run, tasks) if c is not None]
     extra: list[DataFile] = []
     try:
-        new_rows = [*([] if mode == COPY_ON_WRITE else replacements.values()),
+        moved = [] if mode == COPY_ON_WRITE or ctx.lineage else replacements.values()
+        new_rows = [*moved,
                     *([inserted] if inserted is not None else [])]
         new_rows = [r for r in new_rows if r.num_rows]
         if new_rows:

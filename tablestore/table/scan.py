@@ -24,12 +24,14 @@ from tablestore.spec.manifest import (
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
+    inherit_first_row_ids,
     read_manifest,
     read_manifest_list,
 )
 from tablestore.spec.metadata import Snapshot, TableMetadata
 from tablestore.spec.name_mapping import DEFAULT_NAME_MAPPING
 from tablestore.spec.partitioning import PartitionSpec
+from tablestore.spec.row_lineage import ROW_LINEAGE_BY_NAME
 from tablestore.spec.schema import Schema
 from tablestore.spec.types import StringType
 from tablestore.table.deletion_vectors import is_deletion_vector
@@ -191,7 +193,14 @@ def plan_files(
 
     def live_entries(m: ManifestFile) -> list[ManifestEntry]:
         evaluator = partition_evaluators.get(m.partition_spec_id)
-        entries = read_manifest(io, m, partition_filter=evaluator.eval if evaluator else None, specs=specs)
+        if m.first_row_id is not None and m.content == ManifestContent.DATA:
+            # Row ids are inherited in file order over the whole manifest, so the partition
+            # filter applies after inheritance (every reader of a task then has its first_row_id).
+            entries = inherit_first_row_ids(m, read_manifest(io, m, specs=specs))
+            if evaluator is not None:
+                entries = [e for e in entries if evaluator.eval(e.data_file.partition)]
+        else:
+            entries = read_manifest(io, m, partition_filter=evaluator.eval if evaluator else None, specs=specs)
         return [e for e in entries if e.status != ManifestEntryStatus.DELETED]
 
     deletes = DeleteFileIndex(specs=specs)
@@ -209,8 +218,37 @@ def plan_files(
     return tasks
 
 
+def projected_schema(schema: Schema, columns: list[str] | None, case_sensitive: bool = True) -> Schema:
+    """The columns of a scan, in the caller's order. Besides the table's columns, the names of
+    the row lineage metadata columns (``_row_id``, ``_last_updated_sequence_number``) select
+    them, as in Spark; a table column of that name wins."""
+    if columns is None:
+        return schema
+
+    def lineage(name: str) -> bool:
+        key = name if case_sensitive else name.lower()
+        return key in ROW_LINEAGE_BY_NAME and schema.find_field_id(name, case_sensitive) is None
+
+    projected = schema.select([c for c in columns if not lineage(c)], case_sensitive)
+    by_id = {f.field_id: f for f in projected.fields}
+    order = []
+    for c in columns:
+        if lineage(c):
+            f = ROW_LINEAGE_BY_NAME[c if case_sensitive else c.lower()]
+        else:
+            f = schema.find_field(c, case_sensitive)
+        by_id.setdefault(f.field_id, f)
+        if f.field_id not in order:
+            order.append(f.field_id)
+    return Schema(tuple(by_id[i] for i in order if i in by_id), schema.schema_id)
+
+
 class TableScan:
-    """A lazy scan: plan with :meth:`plan_files`, read with :meth:`to_arrow` and friends."""
+    """A lazy scan: plan with :meth:`plan_files`, read with :meth:`to_arrow` and friends.
+
+    ``columns`` may name the row lineage columns ``_row_id`` and
+    ``_last_updated_sequence_number`` (see :func:`projected_schema`).
+    """
 
     def __init__(
         self,
@@ -236,12 +274,7 @@ class TableScan:
             schema = metadata.schema_by_id(self.snapshot.schema_id) or schema
         self.table_schema = schema
         self.row_filter = bind(schema, to_expression(filter), case_sensitive)
-        self.projected = schema.select(columns, case_sensitive) if columns is not None else schema
-        if columns is not None:
-            # Keep the caller's column order.
-            order = [schema.find_field(c, case_sensitive).field_id for c in columns]
-            by_id = {f.field_id: f for f in self.projected.fields}
-            self.projected = Schema(tuple(by_id[i] for i in order if i in by_id), schema.schema_id)
+        self.projected = projected_schema(schema, columns, case_sensitive)
         self.limit = limit
         self._tasks: list[FileTask] | None = None
 
@@ -262,7 +295,7 @@ class TableScan:
                                        "which the table metadata does not define")
         return read_task_table(
             self.io, task.file, task.delete_files, spec, self.table_schema, self.projected, self.row_filter,
-            self.metadata.properties.get(DEFAULT_NAME_MAPPING),
+            self.metadata.properties.get(DEFAULT_NAME_MAPPING), data_sequence_number=task.data_sequence_number,
         )
 
     def to_arrow(self) -> pa.Table:

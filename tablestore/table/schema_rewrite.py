@@ -25,10 +25,12 @@ from tablestore.io import FileIO
 from tablestore.spec.expressions import AlwaysTrue
 from tablestore.spec.manifest import DataFile
 from tablestore.spec.metadata import TableMetadata
+from tablestore.spec.row_lineage import mark_updated
 from tablestore.spec.schema import Schema, storage_schema, type_to_arrow
 from tablestore.spec.schema_evolution import CastMode, TypeChangeRecord, is_implicit_conversion
 from tablestore.spec.types import IcebergType, NestedField, StringType, UUIDType, sql_type_name
 from tablestore.table.conform import conform_to_schema
+from tablestore.table.file_rows import rewrite_schema
 from tablestore.table.scan import FileTask, plan_files
 from tablestore.table.update.snapshot import OverwriteFiles
 from tablestore.table.update.validation import no_new_data_files
@@ -153,7 +155,12 @@ class _Converter:
         if not stale:
             return None
         spec = self.base.spec_for(task.spec_id)
-        rows = read_file_rows(self.io, self.base.properties, task.file, task.delete_files, spec, self.bridge)
+        # On v3 the converted rows keep their _row_id; their values changed, so their sequence
+        # number is nulled (it inherits this commit's).
+        version = self.base.format_version
+        rows = read_file_rows(self.io, self.base.properties, task.file, task.delete_files, spec, self.bridge,
+                              rewrite_schema(self.bridge, version), task.data_sequence_number)
+        rows = mark_updated(rows)
         for change in self.changes:
             name = self.new.find_column_name(change.field_id)
             assert name is not None
@@ -165,7 +172,7 @@ class _Converter:
         if rows.num_rows == 0:
             return task.file, []
         serial = lambda fn, items: [fn(i) for i in items]  # noqa: E731  (already on an engine worker)
-        return task.file, write_data_files(self.ctx, conform_to_schema(rows, self.new), serial)
+        return task.file, write_data_files(self.ctx, conform_to_schema(rows, self.ctx.schema), serial)
 
 
 def plan_type_rewrite(table: Table, base: TableMetadata, new: Schema, changes: list[TypeChangeRecord],
@@ -174,7 +181,8 @@ def plan_type_rewrite(table: Table, base: TableMetadata, new: Schema, changes: l
     the new schema in one transaction. None when no live file holds an old type."""
     snapshot = base.current_snapshot()
     tasks = plan_files(table.io, base, snapshot, base.schema(), AlwaysTrue(), table.engine)
-    ctx = WriteContext(table.io, table.location, new, base.spec(), dict(base.properties))
+    ctx = WriteContext(table.io, table.location, rewrite_schema(new, base.format_version), base.spec(),
+                       dict(base.properties))
     convert = _Converter(table.io, base, new, _bridge_schema(new, changes), tuple(changes), mode, ctx)
     outcomes = table.engine.map(convert, tasks)
     done = [o for o in outcomes if isinstance(o, tuple)]
