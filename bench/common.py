@@ -164,6 +164,7 @@ class Contestant:
     setup: Callable[[], None] | None = None  # untimed, before every round (e.g. a fresh directory)
     floor: bool = False
     written: Callable[[], int] | None = None  # untimed, after a round: the bytes of data it wrote
+    targets: dict[str, float] | None = None  # this contestant's own targets, instead of the case's
 
 
 @dataclass
@@ -290,7 +291,8 @@ def _verdicts(case: Case, results: list[Measurement]) -> list[str]:
     # Every tablestore contestant ("tablestore", "tablestore-<variant>") is held to the targets.
     for ours in (m for m in results if m.contestant.name.split("-", 1)[0] == "tablestore"):
         name = ours.contestant.name
-        for other, limit in case.targets.items():
+        limits = ours.contestant.targets if ours.contestant.targets is not None else case.targets
+        for other, limit in limits.items():
             theirs = next(m for m in results if m.contestant.name == other)
             if theirs.contestant.floor:
                 ratio = ours.median / theirs.median

@@ -16,15 +16,27 @@ Contestants (each loads the table from scratch every round):
 - floor: fastavro decodes every manifest of the snapshot and the entries are filtered on their
   partition values in Python (no pruning, no metrics);
 - tablestore: ``catalog.load_table(...).scan(filter=...).plan_files()``;
-- pyiceberg: ``StaticTable.from_metadata(<our metadata>).scan(row_filter=...).plan_files()``.
+- tablestore-served: the same through a ``rest`` catalog on ``tablestore catalog serve`` (a
+  process of its own, over the same SQLite catalog), which plans on the service
+  (``POST …/plan``): the client loads the table, sends the filter and parses the file scan tasks;
+- pyiceberg: ``StaticTable.from_metadata(<our metadata>).scan(row_filter=...).plan_files()``;
+- pyiceberg-served: pyiceberg's ``RestCatalog`` with ``scan-planning-mode=server`` on the same
+  service (reported, no target).
 
-Target: tablestore at least 5x faster than pyiceberg.
+Targets: tablestore at least 5x faster than pyiceberg; tablestore-served at least 2x (a served
+plan in less than half the time pyiceberg takes to plan it itself).
 """
 
 from __future__ import annotations
 
 import datetime
+import json
+import subprocess
+import sys
+import time
+import urllib.request
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -41,6 +53,8 @@ SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us")), ("region", p
 TABLE = "bench.planned"
 DAY = 42
 REGION = 42
+SERVED = "bench"  # the name the SQLite catalog rows carry (tablestore_catalog names it so)
+TOKEN = "bench-planning-token-0123456789"
 
 
 def files_for(rows: int) -> int:
@@ -99,6 +113,35 @@ def build_table(ws: Workspace) -> tuple[Any, int]:
     return catalog.load_table(TABLE), total
 
 
+def start_service(directory: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """``tablestore catalog serve`` over the benchmark's SQLite catalog, in its own process."""
+    from tests.services import free_port
+
+    config = directory / "serve.yaml"
+    config.write_text(json.dumps({
+        "catalogs": [{"name": SERVED, "type": "sql", "uri": f"sqlite:///{directory}/catalog.db",
+                      "warehouse": str(directory / "wh")}],
+        "server": {"tokens": [{"token": TOKEN, "role": "read"}]},
+    }))
+    port = free_port()
+    log = open(directory / "server.log", "wb")  # noqa: SIM115 - handed to the child
+    proc = subprocess.Popen([sys.executable, "-m", "tablestore.cli", "catalog", "serve", "--config", str(config),
+                             "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    log.close()
+    uri = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    request = urllib.request.Request(f"{uri}/v1/config", headers={"Authorization": f"Bearer {TOKEN}"})
+    while True:
+        try:
+            with urllib.request.urlopen(request, timeout=2):
+                return proc, uri
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError((directory / "server.log").read_text()) from None
+            time.sleep(0.3)
+
+
 def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
     import fastavro
     from pyiceberg.expressions import And, BooleanExpression, EqualTo, GreaterThanOrEqual, LessThan
@@ -114,17 +157,39 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
     start_day = (START - EPOCH).days
 
     def floor(keep: Callable[[dict[str, Any]], bool]) -> int:
-        with open(manifest_list, "rb") as f:
+        with open(_local(manifest_list), "rb") as f:
             listed: list[Any] = list(fastavro.reader(f))
         count = 0
         for path in [m["manifest_path"] for m in listed]:
-            with open(path, "rb") as f:
+            with open(_local(path), "rb") as f:
                 entries: list[Any] = list(fastavro.reader(f))
             count += sum(1 for e in entries if e["status"] != 2 and keep(e["data_file"]["partition"]))
         return count
 
     def ours(sql: str) -> int:
         return len(catalog.load_table(TABLE).scan(filter=sql).plan_files())
+
+    from pyiceberg.catalog.rest import RestCatalog as PyRestCatalog
+
+    import tablestore
+
+    service, uri = start_service(ws.root / "partition_plan")
+    served = tablestore.load_catalog("served", type="rest", uri=uri, token=TOKEN)
+    py_served = PyRestCatalog("served", uri=uri, token=TOKEN, **{"scan-planning-mode": "server"})
+    if served.scan_planner(tuple(TABLE.split("."))) is None or not py_served.supports_server_side_planning():
+        service.kill()
+        raise RuntimeError("the catalog service does not advertise scan planning")
+
+    def ours_served(sql: str) -> int:
+        return len(served.load_table(TABLE).scan(filter=sql).plan_files())
+
+    def theirs_served(expression: BooleanExpression) -> int:
+        return len(list(py_served.load_table(TABLE).scan(row_filter=expression).plan_files()))
+
+    def stop_service() -> None:
+        served.close()
+        service.terminate()
+        service.wait(timeout=30)
 
     def theirs(expression: BooleanExpression) -> int:
         return len(list(StaticTable.from_metadata(metadata_location).scan(row_filter=expression).plan_files()))
@@ -154,12 +219,20 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
         def bind_theirs(e: BooleanExpression = expression) -> int:
             return theirs(e)
 
+        def bind_ours_served(s: str = sql) -> int:
+            return ours_served(s)
+
+        def bind_theirs_served(e: BooleanExpression = expression) -> int:
+            return theirs_served(e)
+
         cases.append(Case(
             name,
             [
                 Contestant("fastavro", bind_floor, floor=True),
                 Contestant("tablestore", bind_ours),
+                Contestant("tablestore-served", bind_ours_served, targets={"pyiceberg": 2.0}),
                 Contestant("pyiceberg", bind_theirs),
+                Contestant("pyiceberg-served", bind_theirs_served),
             ],
             rounds=rounds or 3,
             targets={"pyiceberg": 5.0},
@@ -173,9 +246,17 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
             "floor: fastavro decodes every manifest and filters the entries on their partition in Python",
             "tablestore: catalog.load_table + scan(filter).plan_files(); pyiceberg: StaticTable.from_metadata + "
             "scan(row_filter).plan_files(); both load the table every round",
+            "-served: a rest catalog on `tablestore catalog serve` (its own process, counted in cpu s) plans "
+            "on the service (POST .../plan); the client loads the table and parses the file scan tasks",
             "rows/s divides the --rows figure, not the files: compare the seconds and ratios",
         ],
+        cleanup=stop_service,
     )
+
+
+def _local(location: str) -> str:
+    """A local path of a location; tablestore records local files as file:// URIs."""
+    return location.removeprefix("file://")
 
 
 def _days(value: Any) -> int:

@@ -63,6 +63,14 @@ class NoSuchCatalogError(NotFoundError):
     pass
 
 
+class NoSuchPlanIdError(NotFoundError):
+    """A server-side scan plan that does not exist (never made, fetched to the end, or expired)."""
+
+
+class NoSuchPlanTaskError(NotFoundError):
+    """A plan task of a server-side scan plan that does not exist (already fetched, or expired)."""
+
+
 class AlreadyExistsError(TableStoreError):
     """Something with that name exists already."""
 

@@ -286,7 +286,8 @@ class RestService:
         return RestCatalog("rest", uri=self.uri, token=token)
 
 
-def write_config(path: Path, catalog_uri: str, warehouse: str, s3: dict[str, str] | None = None) -> None:
+def write_config(path: Path, catalog_uri: str, warehouse: str, s3: dict[str, str] | None = None,
+                 server_extra: dict[str, object] | None = None) -> None:
     s3_lines = "".join(f'      {k.removeprefix("s3.")}: "{v}"\n' for k, v in (s3 or {}).items())
     path.write_text(f"""
 catalogs:
@@ -308,4 +309,4 @@ server:
       client-secret: {CLIENT_SECRET}
       role: write
   token-secret: test-signing-secret
-""")
+""" + "".join(f"  {k}: {v}\n" for k, v in (server_extra or {}).items()))

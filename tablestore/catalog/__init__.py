@@ -72,10 +72,16 @@ if TYPE_CHECKING:
     from tablestore.spec.sorting import SortOrder
     from tablestore.spec.updates import TableRequirement, TableUpdate
     from tablestore.table import Table
+    from tablestore.table.scan import ScanPlanner
 
 WAREHOUSE = "warehouse"
 LOCATION = "location"
 FORMAT_VERSION = "format-version"
+# Iceberg's catalog properties for new tables: ``table-default.<key>`` unless the table sets
+# ``<key>`` itself, ``table-override.<key>`` always (``table-default.format-version: 3`` makes v3
+# the catalog's default).
+TABLE_DEFAULT_PREFIX = "table-default."
+TABLE_OVERRIDE_PREFIX = "table-override."
 
 
 def properties_with_format_version(properties: Mapping[str, str] | None, format_version: int | None) -> dict[str, str]:
@@ -89,6 +95,18 @@ def properties_with_format_version(properties: Mapping[str, str] | None, format_
             )
         props[FORMAT_VERSION] = str(format_version)
     return props
+
+
+def new_table_properties(catalog_properties: Mapping[str, str], properties: Mapping[str, str] | None,
+                         format_version: int | None) -> dict[str, str]:
+    """A new table's properties: the catalog's ``table-default.*``, then the table's own (and
+    ``format_version``), then the catalog's ``table-override.*``, as Iceberg's catalogs merge them."""
+    def prefixed(prefix: str) -> dict[str, str]:
+        return {k[len(prefix):]: v for k, v in catalog_properties.items()
+                if k.startswith(prefix) and len(k) > len(prefix)}
+
+    return {**prefixed(TABLE_DEFAULT_PREFIX), **properties_with_format_version(properties, format_version),
+            **prefixed(TABLE_OVERRIDE_PREFIX)}
 
 # CREATE OR REPLACE VIEW is a blind overwrite, so losing the pointer swap to another writer is
 # retried (on the new current version) rather than reported.
@@ -320,7 +338,8 @@ class Catalog(ABC):
         ``"country"``. The location defaults to ``<warehouse>/<namespace levels>/<table>``
         (or ``<namespace location>/<table>`` if the namespace has a ``location`` property).
         ``format_version`` (1, 2 or 3; default 2), or the ``format-version`` property, chooses
-        the Iceberg format version.
+        the Iceberg format version. The catalog's ``table-default.<key>`` properties are the
+        table's unless it sets them, its ``table-override.<key>`` ones always are.
         """
         ident = to_table_identifier(identifier)
         namespace = ident[:-1]
@@ -341,7 +360,7 @@ class Catalog(ABC):
 
         # A format-version property chooses the format version (new_table_metadata takes it out);
         # it also decides what an Arrow nanosecond timestamp becomes (microseconds below v3).
-        table_properties = properties_with_format_version(properties, format_version)
+        table_properties = new_table_properties(self.properties, properties, format_version)
         table_schema = to_schema(schema, table_properties)
         if partition_by is None:
             spec = UNPARTITIONED_SPEC
@@ -512,6 +531,11 @@ class Catalog(ABC):
         if not overrides:
             return self.io
         return load_file_io({**self.properties, **overrides}, metadata.location)
+
+    def scan_planner(self, identifier: Identifier) -> ScanPlanner | None:
+        """Who plans the scans of a table when not the client itself: a catalog whose service
+        plans scans (the REST catalog, when the server advertises it) returns its planner."""
+        return None
 
     # -- helpers for implementations -----------------------------------------------------------
     @staticmethod

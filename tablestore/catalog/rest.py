@@ -27,12 +27,13 @@ from tablestore.catalog import (
     IdentifierLike,
     PropertiesUpdateSummary,
     identifier_str,
-    properties_with_format_version,
+    new_table_properties,
     to_function_identifier,
     to_namespace,
     to_table_identifier,
     to_view_identifier,
 )
+from tablestore.catalog.rest_planning import PLAN_ENDPOINT, SCAN_PLANNING_MODE, TASKS_ENDPOINT, RestScanPlanner
 from tablestore.errors import (
     AlreadyExistsError,
     CommitConflictError,
@@ -133,6 +134,7 @@ class RestCatalog(Catalog):
         # The spec: a server that advertises a key lifetime replays retried mutations that carry
         # an Idempotency-Key, so a request whose response was lost can be sent again safely.
         self._idempotent = bool(config.get("idempotency-key-lifetime"))
+        self._endpoints = {str(e) for e in config.get("endpoints") or []}
         overrides = dict(config.get("overrides") or {})
         prefix = overrides.get("prefix") or props.get("prefix") or ""
         self._base = f"{self.uri}/v1/{prefix}".rstrip("/")
@@ -143,6 +145,11 @@ class RestCatalog(Catalog):
         self._table_configs: dict[str, dict[str, str]] = {}
         self._table_ios: dict[str, FileIO] = {}
         super().__init__(name, **merged)
+        mode = self.properties.get(SCAN_PLANNING_MODE, "server")
+        if mode not in ("server", "client"):
+            raise ValidationError(f"{SCAN_PLANNING_MODE} must be 'server' (plan on the service when it offers "
+                                  f"to) or 'client' (always plan here), got {mode!r}")
+        self._plan_on_server = mode == "server" and {PLAN_ENDPOINT, TASKS_ENDPOINT} <= self._endpoints
 
     def __repr__(self) -> str:
         return f"RestCatalog(name={self.name!r}, uri={self.uri!r})"
@@ -307,6 +314,13 @@ class RestCatalog(Catalog):
         except UnsupportedError as e:
             raise UnsupportedError(f"cannot load table {identifier_str(ident)}: {e}") from None
 
+    def scan_planner(self, identifier: Identifier) -> RestScanPlanner | None:
+        """The service plans this catalog's scans when it advertises scan planning, unless
+        ``scan-planning-mode: client``."""
+        if not self._plan_on_server:
+            return None
+        return RestScanPlanner(self._request, self._object_url(to_table_identifier(identifier), "tables"))
+
     def table_io(self, metadata: TableMetadata) -> FileIO:
         """The FileIO for a table, from the ``config`` the server handed out with it."""
         io = self._table_ios.get(metadata.location)
@@ -330,7 +344,9 @@ class RestCatalog(Catalog):
     ) -> Table:
         ident = to_table_identifier(identifier)
         # The REST spec carries the format version as the format-version property.
-        table_properties = properties_with_format_version(properties, format_version)
+        # The client's own table-default.* / table-override.* apply, as in Java's REST client;
+        # the server may add its own.
+        table_properties = new_table_properties(self.properties, properties, format_version)
         table_schema = to_schema(schema, table_properties)
         request: dict[str, Any] = {"name": ident[-1], "schema": table_schema.to_json(),
                                    "properties": table_properties}

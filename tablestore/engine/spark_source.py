@@ -81,7 +81,8 @@ class TablestoreDataSource(DataSource):
     ``config`` (LakehouseConfig JSON), ``snapshot-id``, ``as-of-timestamp`` (epoch ms or ISO),
     ``ref`` (a branch or tag name, or a snapshot id: what SQL's ``VERSION AS OF`` passes),
     ``branch``/``tag``, ``columns``, ``filter`` (SQL), ``pushdown`` (true/false), ``split-size``
-    (bytes; default the table's ``read.split.target-size``, else 128 MB) for reads;
+    (bytes; default the table's ``read.split.target-size``, else 128 MB), ``row-lineage``
+    (true: the columns ``_row_id`` and ``_last_updated_sequence_number`` appended) for reads;
     ``snapshot-property.<key>`` for writes. ``df.writeStream.format("tablestore")`` is an
     exactly-once streaming sink (see :mod:`tablestore.engine.spark_stream`).
     """

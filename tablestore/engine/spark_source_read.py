@@ -24,6 +24,7 @@ from tablestore.io import load_file_io
 from tablestore.spec import expressions as ex
 from tablestore.spec.metadata import TableMetadata
 from tablestore.spec.partitioning import PartitionSpec
+from tablestore.spec.row_lineage import ROW_LINEAGE_FIELDS
 from tablestore.spec.schema import Schema
 from tablestore.table.read import RowGroupRange, read_task_table
 from tablestore.table.scan import FileTask, plan_files, select_snapshot
@@ -70,16 +71,21 @@ class ReadState:
     pushdown: bool
     name_mapping: str | None = None  # schema.name-mapping.default, for files without field ids
     split_size: int = DEFAULT_SPLIT_SIZE  # files larger than this are read by several partitions
+    row_lineage: bool = False  # the `row-lineage` option: _row_id and _last_updated_sequence_number appended
 
     def schema(self) -> Schema:
         return Schema.from_json(json.loads(self.schema_json))
 
     def projected(self) -> Schema:
         schema = self.schema()
-        if self.columns is None:
-            return schema
-        by_id = {f.field_id: f for f in schema.fields}
-        return Schema(tuple(by_id[schema.find_field(c).field_id] for c in self.columns), schema.schema_id)
+        if self.columns is not None:
+            by_id = {f.field_id: f for f in schema.fields}
+            schema = Schema(tuple(by_id[schema.find_field(c).field_id] for c in self.columns), schema.schema_id)
+        if self.row_lineage:
+            # A table column of the same name wins, as in a Python scan.
+            extra = tuple(f for f in ROW_LINEAGE_FIELDS if self.schema().find_field_id(f.name) is None)
+            schema = Schema((*schema.fields, *extra), schema.schema_id)
+        return schema
 
     def spec(self, spec_id: int) -> PartitionSpec:
         return PartitionSpec.from_json(json.loads(self.specs_json[spec_id]))
@@ -136,6 +142,7 @@ def resolve_read(options: Mapping[str, str], default_config: str | None) -> Read
         pushdown=bool_option(options, "pushdown", False),
         name_mapping=metadata.properties.get("schema.name-mapping.default"),
         split_size=_split_size(options, metadata.properties),
+        row_lineage=bool_option(options, "row-lineage", False),
     )
 
 
@@ -241,7 +248,7 @@ class TablestoreReader(DataSourceReader):
             specs[task.spec_id] = self.state.spec(task.spec_id)
         table = read_task_table(
             ctx["io"], task.file, task.delete_files, specs[task.spec_id], ctx["schema"], ctx["projected"],
-            ctx["row_filter"], self.state.name_mapping, partition.row_groups,
+            ctx["row_filter"], self.state.name_mapping, partition.row_groups, task.data_sequence_number,
         )
         if table.num_rows == 0:
             return

@@ -15,6 +15,7 @@ from fastapi import Depends, Request
 from tablestore.catalog import Catalog
 from tablestore.errors import NoSuchCatalogError, ValidationError
 from tablestore.names import Identifier, to_namespace, validate_name
+from tablestore.rest.plan_store import PlanStore
 from tablestore.rest.security import Authenticator, check_location
 from tablestore.rest.settings import READ, WRITE, Principal, ServerSettings
 
@@ -46,9 +47,11 @@ class Service:
     settings: ServerSettings
     catalogs: dict[str, Catalog]
     auth: Authenticator = field(init=False)
+    plans: PlanStore = field(init=False)
 
     def __post_init__(self) -> None:
         self.auth = Authenticator(self.settings)
+        self.plans = PlanStore(self.settings.scan_plan_ttl_s)
 
     def client_config(self, catalog: Catalog) -> dict[str, str]:
         """What clients need to reach a catalog's files: its ``s3.*`` properties and table-config."""

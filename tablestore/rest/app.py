@@ -23,7 +23,7 @@ from tablestore.catalog import Catalog
 from tablestore.catalog.sql import SqlCatalog
 from tablestore.config import LakehouseConfig
 from tablestore.errors import NoSuchCatalogError, NotAuthorizedError
-from tablestore.rest import functions, namespaces, tables, views
+from tablestore.rest import functions, namespaces, planning, tables, views
 from tablestore.rest.access import NAMESPACE_SEPARATOR, Service, authenticate, declare_bearer_auth, service_of
 from tablestore.rest.errors import install_error_handlers
 from tablestore.rest.idempotency import IdempotencyMiddleware, IdempotencyStore, iso_duration
@@ -48,6 +48,10 @@ ENDPOINTS = [
     "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
     "POST /v1/{prefix}/namespaces/{namespace}/register",
     "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/tasks",
     "POST /v1/{prefix}/tables/rename",
     "POST /v1/{prefix}/transactions/commit",
     "GET /v1/{prefix}/namespaces/{namespace}/views",
@@ -150,7 +154,7 @@ def create_app(
             "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
         })
 
-    for module in (namespaces, tables, views, functions):
+    for module in (namespaces, tables, views, functions, planning):
         app.include_router(module.router)
     _document_prefixes(app, list(served))
     app.add_middleware(IdempotencyMiddleware, stores=stores,
@@ -210,11 +214,16 @@ def _document_prefixes(app: FastAPI, prefixes: list[str]) -> None:
         if app.openapi_schema is None:
             schema = generate()
             declare_bearer_auth(schema)
+            # The spec names the parameter plan-id, which cannot be a Python (route) name.
+            schema["paths"] = {path.replace("{plan_id}", "{plan-id}"): item
+                               for path, item in schema.get("paths", {}).items()}
             for path, item in schema.get("paths", {}).items():
                 for method, operation in item.items():
                     if not isinstance(operation, dict):
                         continue
                     for parameter in operation.get("parameters", []):
+                        if parameter.get("name") == "plan_id" and parameter.get("in") == "path":
+                            parameter["name"] = "plan-id"
                         if parameter.get("name") == "prefix" and parameter.get("in") == "path":
                             parameter["schema"] = {"type": "string", "enum": prefixes}
                     if method in ("post", "delete") and path.startswith("/v1/{prefix}/") \

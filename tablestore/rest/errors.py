@@ -54,6 +54,8 @@ _NOT_FOUND_TYPES = {
     "NoSuchTableError": "NoSuchTableException",
     "NoSuchViewError": "NoSuchViewException",
     "NoSuchFunctionError": "NoSuchFunctionException",
+    "NoSuchPlanIdError": "NoSuchPlanIdException",
+    "NoSuchPlanTaskError": "NoSuchPlanTaskException",
 }
 
 

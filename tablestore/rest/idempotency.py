@@ -91,6 +91,9 @@ _K = IDEMPOTENCY_KEYS.c
 
 # Mutations under /v1/{prefix}/: everything POSTed or DELETEd but metrics reports.
 _MUTATION = re.compile(r"^/v1/(?P<prefix>[^/]+)/.+$")
+# Scan planning changes nothing: a retried plan (or fetch, or cancel) just runs again, so its
+# key is accepted and not recorded (a plan's response can be megabytes).
+_NOT_RECORDED = re.compile(r"/(metrics|plan|tasks|plan/[^/]+)$")
 
 
 def iso_duration(seconds: int) -> str:
@@ -258,7 +261,7 @@ class IdempotencyMiddleware:
         path: str = scope["path"]
         match = _MUTATION.match(path)
         store = self.stores.get(match.group("prefix")) if match else None
-        if key is None or store is None or path.endswith("/metrics"):
+        if key is None or store is None or _NOT_RECORDED.search(path):
             await self.app(scope, receive, send)
             return
         try:

@@ -90,8 +90,25 @@ class CreateFunctionRequest(_Model):
     replace: bool = False
 
 
+class PlanTableScanRequest(_Model):
+    snapshot_id: int | None = Field(default=None, alias="snapshot-id")
+    select: list[str] | None = None
+    filter: Any = None  # the spec's Expression JSON, read by tablestore.spec.expression_json
+    min_rows_requested: int | None = Field(default=None, alias="min-rows-requested")
+    case_sensitive: bool = Field(default=True, alias="case-sensitive")
+    use_snapshot_schema: bool = Field(default=False, alias="use-snapshot-schema")
+    start_snapshot_id: int | None = Field(default=None, alias="start-snapshot-id")
+    end_snapshot_id: int | None = Field(default=None, alias="end-snapshot-id")
+    stats_fields: list[str] | None = Field(default=None, alias="stats-fields")
+
+
+class FetchScanTasksRequest(_Model):
+    plan_task: str = Field(alias="plan-task")
+
+
 __all__ = [
     "CommitTableRequest", "CommitTransactionRequest", "CommitViewRequest", "CreateFunctionRequest",
-    "CreateNamespaceRequest", "CreateTableRequest", "CreateViewRequest", "RegisterTableRequest",
+    "CreateNamespaceRequest", "CreateTableRequest", "CreateViewRequest", "FetchScanTasksRequest",
+    "PlanTableScanRequest", "RegisterTableRequest",
     "RegisterViewRequest", "RenameRequest", "TableIdentifierModel", "UpdateNamespacePropertiesRequest",
 ]

@@ -22,6 +22,8 @@
       allow-external-locations: false  # table locations outside the warehouse
       table-config: {}                 # extra properties handed to clients with every table
       idempotency-key-lifetime-seconds: 1800  # how long an Idempotency-Key is replayed
+      scan-planning-page-size: 5000    # file scan tasks per page of a served scan plan
+      scan-plan-ttl-seconds: 600       # how long a paged plan's pages wait to be fetched
       auth: required                   # or none: everyone may write (local use only)
 
 Each served catalog is one REST ``prefix`` (its name). The ``s3.*`` properties of a served
@@ -43,7 +45,8 @@ READ = "read"
 WRITE = "write"
 ROLES = (READ, WRITE)
 _KEYS = ("catalogs", "host", "port", "tokens", "clients", "token-ttl-seconds", "token-secret",
-         "allow-external-locations", "table-config", "auth", "idempotency-key-lifetime-seconds")
+         "allow-external-locations", "table-config", "auth", "idempotency-key-lifetime-seconds",
+         "scan-planning-page-size", "scan-plan-ttl-seconds")
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8181
 
@@ -78,6 +81,8 @@ class ServerSettings:
     table_config: dict[str, str] = field(default_factory=dict)
     auth_required: bool = True
     idempotency_lifetime_s: int = 1800
+    scan_planning_page_size: int = 5000
+    scan_plan_ttl_s: int = 600
 
     def __repr__(self) -> str:
         # Tokens and secrets are never shown; only who they belong to.
@@ -152,11 +157,15 @@ def server_settings(config: LakehouseConfig, overrides: Mapping[str, Any] | None
         port = int(raw.get("port", DEFAULT_PORT))
         ttl = int(raw.get("token-ttl-seconds", 3600))
         idempotency_lifetime = int(raw.get("idempotency-key-lifetime-seconds", 1800))
+        page_size = int(raw.get("scan-planning-page-size", 5000))
+        plan_ttl = int(raw.get("scan-plan-ttl-seconds", 600))
     except (TypeError, ValueError):
-        raise ConfigError(f"{src}: server.port, server.token-ttl-seconds and "
-                          "server.idempotency-key-lifetime-seconds must be integers") from None
+        raise ConfigError(f"{src}: server.port, server.token-ttl-seconds, server.idempotency-key-lifetime-seconds, "
+                          "server.scan-planning-page-size and server.scan-plan-ttl-seconds must be integers") from None
     if idempotency_lifetime < 1:
         raise ConfigError(f"{src}: server.idempotency-key-lifetime-seconds must be at least 1")
+    if page_size < 1 or plan_ttl < 1:
+        raise ConfigError(f"{src}: server.scan-planning-page-size and server.scan-plan-ttl-seconds must be at least 1")
     secret = raw.get("token-secret")
     return ServerSettings(
         catalogs=catalogs,
@@ -170,6 +179,8 @@ def server_settings(config: LakehouseConfig, overrides: Mapping[str, Any] | None
         table_config={str(k): str(v) for k, v in table_config.items()},
         auth_required=auth == "required",
         idempotency_lifetime_s=idempotency_lifetime,
+        scan_planning_page_size=page_size,
+        scan_plan_ttl_s=plan_ttl,
     )
 
 

@@ -33,7 +33,9 @@ from tablestore.errors import (
     UnsupportedError,
     ValidationError,
 )
+from tablestore.spec.row_lineage import ROW_LINEAGE_BY_NAME
 from tablestore.spec.view import DEFAULT_DIALECT, SQLViewRepresentation, View
+from tablestore.sql.lineage_columns import LINEAGE_OPTION, hide_from_stars, references_row_lineage
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -78,6 +80,9 @@ class QueryPlanner:
         self.manager = manager
         self.config_json = config_json
         self._expanding: list[tuple[str, ...]] = []
+        # The query being rewritten names a row lineage column: its tables are read with them.
+        self._row_lineage = False
+        self._lineage_views: dict[str, list[str]] = {}
 
     # -- the entry point -----------------------------------------------------------------------
     def dataframe(self, sql: str) -> DataFrame:
@@ -87,6 +92,13 @@ class QueryPlanner:
 
     def rewrite(self, sql: str) -> str:
         tree = parse_query(sql)
+        outer, self._row_lineage = self._row_lineage, references_row_lineage(tree)
+        try:
+            return self._rewrite(tree)
+        finally:
+            self._row_lineage = outer
+
+    def _rewrite(self, tree: exp.Expression) -> str:
         cte_names = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
         for table in list(tree.find_all(exp.Table)):
             if not table.name or isinstance(table.this, exp.Func):
@@ -97,6 +109,8 @@ class QueryPlanner:
             view = self._bind_relation(parts, table.args.get("version"))
             alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(parts[-1]))
             table.replace(exp.Table(this=exp.to_identifier(view), alias=alias))
+        if self._row_lineage:
+            hide_from_stars(tree, self._lineage_views)
         self._register_functions(tree)
         return tree.sql(dialect="spark")
 
@@ -161,8 +175,13 @@ class QueryPlanner:
                     reader = reader.option("snapshot-id", str(literal))
             else:
                 reader = reader.option("as-of-timestamp", str(literal))
+        if self._row_lineage:
+            reader = reader.option(LINEAGE_OPTION, "true")
         name = self._new_view_name()
-        reader.load(".".join((catalog.name, *identifier))).createOrReplaceTempView(name)
+        df = reader.load(".".join((catalog.name, *identifier)))
+        df.createOrReplaceTempView(name)
+        if self._row_lineage:
+            self._lineage_views[name] = [c for c in df.columns if c.lower() not in ROW_LINEAGE_BY_NAME]
         return name
 
     def _metadata_view(self, table: Any, kind: str) -> str:

@@ -165,11 +165,14 @@ class Table:
         """A scan of the table, optionally filtered, projected and at an older snapshot.
 
         ``as_of_timestamp`` takes epoch milliseconds, a datetime (naive means UTC) or an ISO string.
+        ``columns`` may name the row lineage columns of format v3, ``_row_id`` and
+        ``_last_updated_sequence_number``, which are never part of the default projection.
         """
         return TableScan(
             self.io, self.metadata, self.engine, filter=filter, columns=columns, snapshot_id=snapshot_id,
             as_of_timestamp_ms=parse_timestamp_ms(as_of_timestamp) if as_of_timestamp is not None else None,
             ref=ref, case_sensitive=case_sensitive, limit=limit,
+            planner=self.catalog.scan_planner(self.identifier),
         )
 
     # -- writes ----------------------------------------------------------------------------

@@ -300,7 +300,8 @@ class _MatchJob:
         self.columns: set[int] | None = None
 
     def __call__(self, task: FileTask) -> _FileOutcome:
-        live, positions = read_live_rows(self.ctx, task, self.columns)
+        # A merge-on-read match writes the updated rows anew: they keep their _row_id.
+        live, positions = read_live_rows(self.ctx, task, self.columns, with_row_id=True)
         t_idx, s_idx = self._pairs(live)
         if len(t_idx) == 0:
             return _FileOutcome(None, s_idx)

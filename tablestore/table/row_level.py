@@ -154,12 +154,13 @@ class FileChange:
 
 
 def read_live_rows(
-    ctx: RowLevelContext, task: FileTask, columns: set[int] | None = None
+    ctx: RowLevelContext, task: FileTask, columns: set[int] | None = None, with_row_id: bool = False,
 ) -> tuple[pa.Table, np.ndarray]:
     """The live rows of a data file (its deletes applied), and their positions.
 
     ``columns`` (field ids) narrows the read to what a condition needs; the columns of equality
-    deletes are read too, to apply them.
+    deletes are read too, to apply them. Whole rows carry their row lineage on a v3 table;
+    narrowed ones only ``_row_id``, and only ``with_row_id`` (rows an update writes anew).
     """
     spec = ctx.specs[task.spec_id]
     projected = ctx.file_schema  # whole rows are read to be written again: with their lineage on v3
@@ -167,7 +168,7 @@ def read_live_rows(
         wanted = set(columns)
         for delete in task.delete_files:
             wanted.update(delete.equality_ids or [])
-        lineage = (ROW_ID,) if ctx.lineage else ()  # rows an update writes anew keep their _row_id
+        lineage = (ROW_ID,) if ctx.lineage and with_row_id else ()
         projected = Schema((*(f for f in ctx.schema.fields if f.field_id in wanted), *lineage), ctx.schema.schema_id)
     rows = read_file_rows(ctx.io, ctx.properties, task.file, (), spec, ctx.schema, projected,
                           task.data_sequence_number)

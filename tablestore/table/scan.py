@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 
@@ -31,7 +31,7 @@ from tablestore.spec.manifest import (
 from tablestore.spec.metadata import Snapshot, TableMetadata
 from tablestore.spec.name_mapping import DEFAULT_NAME_MAPPING
 from tablestore.spec.partitioning import PartitionSpec
-from tablestore.spec.row_lineage import ROW_LINEAGE_BY_NAME
+from tablestore.spec.row_lineage import ROW_LINEAGE_BY_NAME, ROW_LINEAGE_IDS
 from tablestore.spec.schema import Schema
 from tablestore.spec.types import StringType
 from tablestore.table.deletion_vectors import is_deletion_vector
@@ -50,6 +50,9 @@ class FileTask:
     file: DataFile
     data_sequence_number: int
     delete_files: tuple[DataFile, ...] = ()
+    # What is left of the scan's filter for this file's partition, when a planner worked it out
+    # (server-side planning sends it); None reads with the scan's whole filter.
+    residual: BoundExpression | None = None
 
     @property
     def spec_id(self) -> int:
@@ -154,6 +157,17 @@ def select_snapshot(
     return metadata.current_snapshot()
 
 
+def read_pruned_manifest(io: FileIO, m: ManifestFile, evaluator: PartitionEvaluator | None,
+                         specs: dict[int, PartitionSpec]) -> list[ManifestEntry]:
+    """A manifest's entries in the partitions ``evaluator`` accepts, data files with their
+    inherited ``first_row_id``: row ids are inherited in file order over the whole manifest, so
+    in a v3 manifest the partition filter applies after inheritance."""
+    if m.first_row_id is not None and m.content == ManifestContent.DATA:
+        entries = inherit_first_row_ids(m, read_manifest(io, m, specs=specs))
+        return [e for e in entries if evaluator.eval(e.data_file.partition)] if evaluator is not None else entries
+    return read_manifest(io, m, partition_filter=evaluator.eval if evaluator else None, specs=specs)
+
+
 def plan_files(
     io: FileIO,
     metadata: TableMetadata,
@@ -192,15 +206,7 @@ def plan_files(
     delete_manifests = [m for m in manifests if m.content == ManifestContent.DELETES and keep_manifest(m)]
 
     def live_entries(m: ManifestFile) -> list[ManifestEntry]:
-        evaluator = partition_evaluators.get(m.partition_spec_id)
-        if m.first_row_id is not None and m.content == ManifestContent.DATA:
-            # Row ids are inherited in file order over the whole manifest, so the partition
-            # filter applies after inheritance (every reader of a task then has its first_row_id).
-            entries = inherit_first_row_ids(m, read_manifest(io, m, specs=specs))
-            if evaluator is not None:
-                entries = [e for e in entries if evaluator.eval(e.data_file.partition)]
-        else:
-            entries = read_manifest(io, m, partition_filter=evaluator.eval if evaluator else None, specs=specs)
+        entries = read_pruned_manifest(io, m, partition_evaluators.get(m.partition_spec_id), specs)
         return [e for e in entries if e.status != ManifestEntryStatus.DELETED]
 
     deletes = DeleteFileIndex(specs=specs)
@@ -243,6 +249,75 @@ def projected_schema(schema: Schema, columns: list[str] | None, case_sensitive: 
     return Schema(tuple(by_id[i] for i in order if i in by_id), schema.schema_id)
 
 
+def _ancestors_between(metadata: TableMetadata, start_snapshot_id: int, end_snapshot_id: int) -> list[Snapshot]:
+    """The snapshots after ``start`` (exclusive) up to ``end`` (inclusive), newest first."""
+    end = metadata.snapshot_by_id(end_snapshot_id)
+    if end is None:
+        raise NoSuchSnapshotError(f"the table has no snapshot {end_snapshot_id} (end-snapshot-id)")
+    if metadata.snapshot_by_id(start_snapshot_id) is None:
+        raise NoSuchSnapshotError(f"the table has no snapshot {start_snapshot_id} (start-snapshot-id)")
+    out: list[Snapshot] = []
+    snapshot: Snapshot | None = end
+    while snapshot is not None and snapshot.snapshot_id != start_snapshot_id:
+        out.append(snapshot)
+        parent = snapshot.parent_snapshot_id
+        snapshot = metadata.snapshot_by_id(parent) if parent is not None else None
+    if snapshot is None:
+        raise ValidationError(f"start snapshot {start_snapshot_id} is not an ancestor of end snapshot "
+                              f"{end_snapshot_id}; an incremental scan reads the appends between the two")
+    return out
+
+
+def plan_appended_files(
+    io: FileIO,
+    metadata: TableMetadata,
+    start_snapshot_id: int,
+    end_snapshot_id: int,
+    schema: Schema,
+    row_filter: BoundExpression,
+    engine: Engine,
+) -> list[FileTask]:
+    """An incremental append scan, as Java's ``IncrementalAppendScan``: the data files added by
+    the ``append`` snapshots after ``start`` (exclusive) up to ``end`` (inclusive), pruned like a
+    scan; delete files do not apply (the rows were appended, not yet deleted, in that range)."""
+    appends = [s for s in _ancestors_between(metadata, start_snapshot_id, end_snapshot_id)
+               if s.operation == "append"]
+    specs = {spec.spec_id: spec for spec in metadata.partition_specs}
+    filtering = not isinstance(row_filter, AlwaysTrue)
+    evaluators = {i: PartitionEvaluator(spec, schema, row_filter) for i, spec in specs.items()} if filtering else {}
+    manifest_evaluators = {i: ManifestEvaluator(spec, schema, row_filter) for i, spec in specs.items()} \
+        if filtering else {}
+    metrics = InclusiveMetricsEvaluator(schema, row_filter) if filtering else None
+    wanted: list[tuple[int, ManifestFile]] = []
+    for snapshot in appends:
+        if snapshot.manifest_list is None:
+            raise UnsupportedError(f"snapshot {snapshot.snapshot_id} lists its manifests inline; "
+                                   "rewrite the table's metadata with a newer writer to scan it incrementally")
+        for m in read_manifest_list(io, snapshot.manifest_list):
+            evaluator = manifest_evaluators.get(m.partition_spec_id)
+            if m.content == ManifestContent.DATA and m.added_snapshot_id == snapshot.snapshot_id \
+                    and m.has_added_files() and (evaluator is None or evaluator.eval(m)):
+                wanted.append((snapshot.snapshot_id, m))
+
+    def added(item: tuple[int, ManifestFile]) -> list[ManifestEntry]:
+        snapshot_id, m = item
+        entries = read_pruned_manifest(io, m, evaluators.get(m.partition_spec_id), specs)
+        return [e for e in entries if e.status == ManifestEntryStatus.ADDED and e.snapshot_id == snapshot_id]
+
+    tasks = []
+    for entries in engine.map(added, wanted):
+        for entry in entries:
+            if metrics is None or metrics.eval(entry.data_file):
+                tasks.append(FileTask(entry.data_file, entry.sequence_number or 0))
+    return tasks
+
+
+class ScanPlanner(Protocol):
+    """Plans a scan somewhere else (a REST catalog service that plans scans for its clients)."""
+
+    def plan(self, scan: TableScan) -> list[FileTask]: ...
+
+
 class TableScan:
     """A lazy scan: plan with :meth:`plan_files`, read with :meth:`to_arrow` and friends.
 
@@ -262,13 +337,18 @@ class TableScan:
         ref: str | None = None,
         case_sensitive: bool = True,
         limit: int | None = None,
+        planner: ScanPlanner | None = None,
     ) -> None:
         self.io = io
+        self.planner = planner
         self.metadata = metadata
         self.engine = engine
         self.snapshot = select_snapshot(metadata, snapshot_id, as_of_timestamp_ms, ref)
         # Time travel reads with the schema the snapshot was written with, as Spark does.
         explicit = snapshot_id is not None or as_of_timestamp_ms is not None or ref is not None
+        self.uses_snapshot_schema = explicit
+        self.case_sensitive = case_sensitive
+        self.columns = columns
         schema = metadata.schema()
         if explicit and self.snapshot is not None and self.snapshot.schema_id is not None:
             schema = metadata.schema_by_id(self.snapshot.schema_id) or schema
@@ -279,6 +359,11 @@ class TableScan:
         self._tasks: list[FileTask] | None = None
 
     def plan_files(self) -> list[FileTask]:
+        # The REST protocol's file scan tasks carry no data sequence number, which row lineage
+        # inherits: a scan that reads the lineage columns plans here.
+        lineage = any(f.field_id in ROW_LINEAGE_IDS for f in self.projected.fields)
+        if self._tasks is None and self.planner is not None and not lineage:
+            self._tasks = self.planner.plan(self)
         if self._tasks is None:
             self._tasks = plan_files(self.io, self.metadata, self.snapshot, self.table_schema,
                                      self.row_filter, self.engine)
@@ -294,7 +379,8 @@ class TableScan:
             raise CorruptMetadataError(f"data file {task.file.file_path} has partition spec id {task.spec_id}, "
                                        "which the table metadata does not define")
         return read_task_table(
-            self.io, task.file, task.delete_files, spec, self.table_schema, self.projected, self.row_filter,
+            self.io, task.file, task.delete_files, spec, self.table_schema, self.projected,
+            self.row_filter if task.residual is None else task.residual,
             self.metadata.properties.get(DEFAULT_NAME_MAPPING), data_sequence_number=task.data_sequence_number,
         )
 
@@ -331,8 +417,8 @@ class TableScan:
 
     def count(self) -> int:
         """Rows the scan returns; files without deletes or residual filter count from metadata."""
-        if isinstance(self.row_filter, AlwaysTrue):
-            tasks = self.plan_files()
-            if all(not t.delete_files for t in tasks):
-                return sum(t.file.record_count for t in tasks)
+        tasks = self.plan_files()
+        if all(not t.delete_files and isinstance(self.row_filter if t.residual is None else t.residual, AlwaysTrue)
+               for t in tasks):
+            return sum(t.file.record_count for t in tasks)
         return self.to_arrow().num_rows

@@ -254,3 +254,33 @@ def test_duckdb_writes_a_v3_table_with_deletion_vectors_that_tablestore_reads_al
     assert first.first_row_id == 0 and table.metadata.next_row_id is not None and table.metadata.next_row_id >= 4
     dvs = [d for task in table.scan().plan_files() for d in task.delete_files]
     assert dvs and all(d.file_format.value == "PUFFIN" and d.referenced_data_file for d in dvs)
+
+
+def test_duckdb_and_tablestore_read_the_row_lineage_of_each_others_v3_tables_alike(
+        duck: Any, direct: SqlCatalog) -> None:
+    """Row ids of a v3 table DuckDB wrote (two inserts, a DV delete, an update) read as DuckDB reads
+    them; and DuckDB reads those of a table tablestore wrote through the same catalog."""
+    lineage = "id, _row_id, _last_updated_sequence_number"
+    duck.execute("CREATE SCHEMA lake.lineage")
+    duck.execute("CREATE TABLE lake.lineage.d (id BIGINT, v VARCHAR) WITH ('format-version'='3')")
+    duck.execute("INSERT INTO lake.lineage.d VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    duck.execute("INSERT INTO lake.lineage.d VALUES (4, 'd')")
+    duck.execute("DELETE FROM lake.lineage.d WHERE id = 1")
+    duck.execute("UPDATE lake.lineage.d SET v = 'D' WHERE id = 4")
+    theirs = sorted(list(r) for r in duck.execute(f"SELECT {lineage} FROM lake.lineage.d").fetchall())
+    table = direct.load_table("lineage.d")
+    ours = sorted([[r["id"], r["_row_id"], r["_last_updated_sequence_number"]]
+                   for r in table.scan(columns=["id", "_row_id", "_last_updated_sequence_number"]).to_arrow().to_pylist()])
+    assert ours == theirs
+    # Rows 2 and 3 kept the ids of the first insert (0-2, row 1 deleted by a DV).
+    assert [r[1:] for r in ours[:2]] == [[1, 1], [2, 1]]
+
+    mine = direct.create_table(("lineage", "t"), schema=pa.schema([("id", pa.int64()), ("v", pa.string())]),
+                               properties={"format-version": "3"})
+    mine.append(pa.table({"id": pa.array([1, 2, 3], pa.int64()), "v": ["a", "b", "c"]}))
+    mine.update({"v": "'B'"}, "id = 2")
+    mine.append(pa.table({"id": pa.array([4], pa.int64()), "v": ["d"]}))
+    expected = sorted([[r["id"], r["_row_id"], r["_last_updated_sequence_number"]] for r in
+                       mine.refresh().scan(columns=["id", "_row_id", "_last_updated_sequence_number"]).to_arrow().to_pylist()])
+    assert expected[:3] == [[1, 0, 1], [2, 1, 2], [3, 2, 1]]
+    assert sorted(list(r) for r in duck.execute(f"SELECT {lineage} FROM lake.lineage.t").fetchall()) == expected

@@ -35,7 +35,7 @@ def test_advertised_endpoints_are_exactly_the_served_routes(rest_service: RestSe
     # And each advertised route is routed for real: a request reaches its handler, which
     # answers about the missing object (a routing miss would be NotFoundException or 405).
     names = {"{prefix}": CATALOG, "{namespace}": f"nowhere_{uuid.uuid4().hex[:6]}", "{table}": "t",
-             "{view}": "v", "{name}": "f"}
+             "{view}": "v", "{name}": "f", "{plan-id}": "no-such-plan"}
     for endpoint in advertised:
         method, route = endpoint.split(" ")
         if method == "HEAD":

@@ -1,7 +1,9 @@
 """schemathesis against the service's OpenAPI document: no request, however malformed, gets a 5xx.
 
 Bounded (a few examples per operation, a time budget) so it runs in the normal suite; the seed
-makes a failure reproducible.
+makes a failure reproducible. The scan planning operations get the name of a real partitioned
+table with a few snapshots (a ``schemathesis.toml`` pins their path parameters), so their
+generated bodies (filters, selections, snapshot ids, plan tasks) reach the planner rather than a 404.
 """
 
 from __future__ import annotations
@@ -9,12 +11,20 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 import requests
 
 from tests.rest.conftest import WRITE_TOKEN, RestService
 
 MAX_TIME_S = 60
+PLANNING = ("/plan", "/tasks")
+# The table the planning operations are pinned to, by path parameter.
+SCHEMATHESIS_TOML = """
+[[operations]]
+include-path-regex = "/(plan|tasks)"
+parameters = { "path.namespace" = "fuzz", "path.table" = "t" }
+"""
 
 
 def test_schemathesis_finds_no_server_error(rest_service: RestService, tmp_path: Path) -> None:
@@ -25,21 +35,37 @@ def test_schemathesis_finds_no_server_error(rest_service: RestService, tmp_path:
             import pyarrow as pa
 
             client.create_namespace("fuzz")
-            client.create_table("fuzz.t", pa.schema([pa.field("id", pa.int64())]))
+            table = client.create_table("fuzz.t", pa.schema([pa.field("id", pa.int64()), pa.field("s", pa.string())]),
+                                        partition_by=["s"])
+            table.append(pa.table({"id": [1, 2, 3], "s": ["a", "b", "a"]}))
+            table.append(pa.table({"id": [4], "s": ["c"]}))
     finally:
         client.close()
     schema = requests.get(f"{rest_service.uri}/openapi.json", timeout=30).json()
-    assert sum(len(item) for item in schema["paths"].values()) == 30
+    operations = {f"{method.upper()} {path}" for path, item in schema["paths"].items() for method in item}
+    assert len(operations) == 34
+    planning = sorted(o for o in operations if o.endswith(PLANNING) or "/plan/" in o)
+    assert planning == [
+        "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
+        "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
+        "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan",
+        "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/tasks",
+    ]
+    (tmp_path / "schemathesis.toml").write_text(SCHEMATHESIS_TOML)
 
     cli = Path(sys.executable).parent / "schemathesis"
     result = subprocess.run(
         [str(cli), "run", f"{rest_service.uri}/openapi.json", "--checks", "not_a_server_error",
          "--header", f"Authorization: Bearer {WRITE_TOKEN}", "--max-examples", "5",
          "--max-time", str(MAX_TIME_S), "--generation-database", "none", "--seed", "1", "--no-color",
-         "--request-timeout", "30"],
+         "--request-timeout", "30", "--report", "junit", "--report-dir", str(tmp_path / "report")],
         capture_output=True, text=True, timeout=MAX_TIME_S + 240, cwd=tmp_path,
     )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-5000:]
     assert "passed" in output
+    # Every planning operation was exercised: the JUnit report has a test case per operation tested.
+    [report] = (tmp_path / "report").glob("*.xml")
+    tested = {case.get("name") for case in ElementTree.parse(report).iter("testcase")}
+    assert set(planning) <= tested, sorted(str(t) for t in tested)
     assert "unexpected error" not in rest_service.log()

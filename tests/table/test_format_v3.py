@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import textwrap
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,8 +17,10 @@ import pytest
 from pyiceberg.table import StaticTable
 
 from tablestore.catalog import Catalog
+from tablestore.config import parse_config
 from tablestore.errors import UnsupportedError, ValidationError
 from tablestore.spec.manifest import read_manifest_list
+from tablestore.sql.session import SqlSession
 from tablestore.table import Table
 
 ROWS = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": pa.array(["a", "b", "c"])})
@@ -148,3 +151,31 @@ def test_merge_on_read_delete_on_v3_refuses_position_delete_files_and_commits_no
     # The position delete file written for the refused commit was removed again.
     data_dir = reloaded.location.removeprefix("file://") + "/data"
     assert not [p for p in Path(data_dir).rglob("*") if "delete" in p.name]
+
+
+def test_a_catalogs_table_default_format_version_makes_new_tables_v3(tmp_path: Path) -> None:
+    """Iceberg's catalog properties ``table-default.<key>`` (unless the table sets it) and
+    ``table-override.<key>`` (always), from the YAML config: v3 as the catalog's default."""
+    config = parse_config(textwrap.dedent(f"""
+        default-catalog: lake
+        catalogs:
+          - name: lake
+            type: sql
+            uri: sqlite:///{tmp_path}/c.db
+            warehouse: {tmp_path}/wh
+            table-default.format-version: 3
+            table-default.owner: data-team
+            table-override.write.delete.mode: copy-on-write
+    """), source=str(tmp_path / "tablestore.yaml"))
+    catalog = config.catalog("lake").load()
+    catalog.create_namespace("db")
+    table = catalog.create_table("db.t", ROWS.schema, properties={"write.delete.mode": "merge-on-read"})
+    assert (table.metadata.format_version, table.metadata.next_row_id) == (3, 0)
+    assert table.properties == {"owner": "data-team", "write.delete.mode": "copy-on-write"}
+    table.append(ROWS)  # and it takes rows
+    assert catalog.load_table("db.t").metadata.next_row_id == 3
+    # A table that asks for v2 gets it.
+    assert catalog.create_table("db.v2", ROWS.schema, format_version=2).metadata.format_version == 2
+    session = SqlSession(config)
+    session.execute("CREATE TABLE db.sql_made (id BIGINT)")
+    assert catalog.load_table("db.sql_made").metadata.format_version == 3

@@ -7,6 +7,7 @@ files, which the catalog takes no part in.
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +17,13 @@ import pytest
 
 from tablestore.catalog.sql import SqlCatalog
 from tablestore.errors import SchemaError
-from tablestore.spec.expressions import AlwaysTrue
+from tablestore.spec.expressions import AlwaysTrue, bind, to_expression
 from tablestore.spec.row_lineage import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, with_row_lineage
 from tablestore.spec.schema import PARQUET_FIELD_ID
 from tablestore.table import Table
 from tablestore.table.partitions import drop_partitions, rename_partition
 from tablestore.table.read import RowGroupRange, read_task_table
+from tablestore.table.scan import plan_appended_files
 
 LINEAGE = ["_row_id", "_last_updated_sequence_number"]
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
@@ -66,6 +68,12 @@ def test_row_ids_inherit_from_first_row_id_and_position_and_sequence_numbers_fro
     # filter (rows dropped after their positions are known) gives each row its own id.
     assert lineage_by_id(table, filter="v = 'b'") == {2: (2, 1), 4: (3, 2), 5: (4, 2)}
     assert lineage_by_id(table, filter="id >= 3") == {3: (1, 1), 4: (3, 2), 5: (4, 2)}
+    # An incremental append scan's tasks carry the same inherited ids, partition-filtered too.
+    md = table.refresh().metadata
+    schema = table.schema()
+    appended = plan_appended_files(table.io, md, md.snapshots[0].snapshot_id, md.snapshots[1].snapshot_id, schema,
+                                   bind(schema, to_expression("v = 'b'")), table.engine)
+    assert [t.file.first_row_id for t in appended] == [3]
     # The columns come in the caller's order, next to the table's; SELECT * style scans omit them.
     assert table.scan(columns=["_last_updated_sequence_number", "id"]).to_arrow().column_names == [
         "_last_updated_sequence_number", "id"]
@@ -191,3 +199,27 @@ def test_partition_drops_renames_and_type_rewrites_keep_row_ids(catalog: SqlCata
     assert {i: r for i, (r, _) in converted.items()} == {i: r for i, (r, _) in after.items()}
     assert {s for _, s in converted.values()} == {seq(table)}
     assert table.scan(columns=["id", "n"]).to_arrow().sort_by("id").column("n").to_pylist() == [20.0, 30.0, 40.0]
+
+
+def test_rewriting_and_expiring_manifests_keeps_every_files_first_row_id(catalog: SqlCatalog) -> None:
+    table = catalog.create_table("db.manifests", SCHEMA, partition_by=["v"], format_version=3)
+    for batch in ([1, 2], [3], [4, 5, 6]):
+        table.append(rows(batch))
+    before_ids = lineage_by_id(table)
+    before_files = {f["file_path"]: f["first_row_id"] for f in table.inspect.data_files().to_pylist()}
+    assert len(table.inspect.manifests().to_pylist()) == 3
+    next_row_id = table.metadata.next_row_id
+    assert next_row_id == 6
+    table.maintenance().rewrite_manifests()
+    table.refresh()
+    assert len(table.inspect.manifests().to_pylist()) == 1
+    # The one new manifest took a new id range for its (existing) rows, but every file carries
+    # its old first_row_id explicitly, so no row's id changed.
+    snapshot = table.current_snapshot()
+    assert snapshot is not None and snapshot.first_row_id == next_row_id
+    assert table.metadata.next_row_id == next_row_id + 6
+    assert {f["file_path"]: f["first_row_id"] for f in table.inspect.data_files().to_pylist()} == before_files
+    assert lineage_by_id(table) == before_ids
+    table.maintenance().expire_snapshots(older_than=datetime.datetime.now(datetime.UTC), retain_last=1)
+    assert len(table.refresh().metadata.snapshots) == 1
+    assert lineage_by_id(table) == before_ids
