@@ -285,6 +285,11 @@ def spark_errors() -> Iterator[None]:
             raise raised from None
         first = text.strip().splitlines()[0] if text.strip() else type(e).__name__
         first = first.split("; line ")[0] if "SQLSTATE" in first else first
+        if first.rstrip().endswith("Traceback (most recent call last):"):
+            # A Python worker failed: its exception line says why, the first line does not.
+            cause = _PYTHON_EXCEPTION.findall(text)
+            if cause:
+                first = f"{first.rstrip().removesuffix('Traceback (most recent call last):').rstrip()} {cause[0]}"
         raise QueryError(first.replace("__tablestore_", "relation ")) from None
 
 
@@ -309,6 +314,7 @@ def load_python_function(class_name: str) -> Any:
     return fn
 
 
+_PYTHON_EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): .+$", re.MULTILINE)
 _WORKER_ERROR = re.compile(r"^tablestore\.errors\.(\w+): (.+)$", re.MULTILINE)
 
 
