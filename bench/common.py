@@ -165,6 +165,12 @@ class Contestant:
     floor: bool = False
     written: Callable[[], int] | None = None  # untimed, after a round: the bytes of data it wrote
     targets: dict[str, float] | None = None  # this contestant's own targets, instead of the case's
+    # Stop a round after this many seconds (SIGALRM); the round then counts as at least the cap.
+    cap_seconds: float | None = None
+
+
+class CapReached(Exception):
+    """A capped contestant ran out of time."""
 
 
 @dataclass
@@ -174,6 +180,8 @@ class Measurement:
     cpu_seconds: list[float] = field(default_factory=list)
     rows: int = 0
     bytes_written: int | None = None
+    rss_growth: list[int] = field(default_factory=list)  # peak RSS of the process tree minus its start
+    capped: bool = False  # a round reached the cap: the seconds are lower bounds
 
     @property
     def median(self) -> float:
@@ -182,6 +190,13 @@ class Measurement:
     @property
     def cpu_median(self) -> float:
         return statistics.median(self.cpu_seconds)
+
+    @property
+    def peak_rss_growth(self) -> int:
+        return max(self.rss_growth, default=0)
+
+    def seconds_text(self, value: float) -> str:
+        return f">={value:.2f}" if self.capped else f"{value:.2f}"
 
 
 @dataclass
@@ -194,6 +209,9 @@ class Case:
     # contestant -> target: for the floor, the most tablestore may take as a ratio of it; for
     # the others, how many times faster than them tablestore must be.
     targets: dict[str, float] = field(default_factory=dict)
+    # (a, b, limit): contestant a may take at most ``limit`` times contestant b's median
+    # (two tablestore variants against each other, e.g. deletion vectors against position deletes).
+    relative: list[tuple[str, str, float]] = field(default_factory=list)
 
 
 @dataclass
@@ -216,12 +234,15 @@ class ProcessTreeCPU:
     children's ``children_*`` times are left out: they would count a sampled child twice; a
     process living less than one interval is missed."""
 
-    def __init__(self, interval: float = 0.25) -> None:
+    def __init__(self, interval: float = 0.1) -> None:
         import psutil
 
         self._psutil = psutil
         self._interval = interval
+        self._rss = 0
         self._start = self._snapshot()
+        self.rss_start = self._rss
+        self.rss_peak = self._rss
         self._last = dict(self._start)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
@@ -230,13 +251,18 @@ class ProcessTreeCPU:
     def _snapshot(self) -> dict[tuple[int, float], float]:
         me = self._psutil.Process()
         seen: dict[tuple[int, float], float] = {}
+        rss = 0
         for process in (me, *me.children(recursive=True)):
             try:
                 # (pid, start time) names a process even if its pid is reused.
                 times, created = process.cpu_times(), process.create_time()
+                rss += process.memory_info().rss
             except (self._psutil.NoSuchProcess, self._psutil.ZombieProcess, self._psutil.AccessDenied):
                 continue
             seen[(process.pid, created)] = times.user + times.system
+        self._rss = rss
+        if hasattr(self, "rss_peak"):
+            self.rss_peak = max(self.rss_peak, rss)
         return seen
 
     def _sample(self) -> None:
@@ -256,25 +282,61 @@ def measure(case: Case, log: Callable[[str], None]) -> list[Measurement]:
     for round_no in range(case.rounds):
         order = results if round_no % 2 == 0 else list(reversed(results))
         for m in order:
+            if m.capped:
+                continue  # one round at the cap bounds the contestant; more would only repeat it
             if m.contestant.setup is not None:
                 m.contestant.setup()
             gc.collect()
+            # Freed memory back to the system first, so a round's RSS growth is its own, not
+            # hidden by pages an earlier contestant left in the allocators.
+            release_memory()
             started, cpu_span = time.perf_counter(), ProcessTreeCPU()
-            rows = m.contestant.run()
+            rows = _run_capped(m.contestant)
             elapsed, cpu = time.perf_counter() - started, cpu_span.stop()
-            if m.seconds and rows != m.rows:
+            if rows is None:
+                m.capped = True
+            elif m.seconds and not m.capped and rows != m.rows:
                 raise AssertionError(f"{case.name}/{m.contestant.name}: {rows} rows, earlier {m.rows}")
-            m.rows = rows
+            else:
+                m.rows = rows
             m.seconds.append(elapsed)
             m.cpu_seconds.append(cpu)
+            m.rss_growth.append(cpu_span.rss_peak - cpu_span.rss_start)
             if m.contestant.written is not None:
                 m.bytes_written = m.contestant.written()
-            log(f"{case.name} round {round_no + 1}/{case.rounds}: {m.contestant.name} {elapsed:.2f}s "
-                f"(cpu {cpu:.2f}s, load {os.getloadavg()[0]:.1f})")
-    counts = {m.contestant.name: m.rows for m in results}
+            log(f"{case.name} round {round_no + 1}/{case.rounds}: {m.contestant.name} "
+                f"{'stopped at the cap after ' if rows is None else ''}{elapsed:.2f}s "
+                f"(cpu {cpu:.2f}s, peak RSS +{m.rss_growth[-1] / 2**20:,.0f} MB, load {os.getloadavg()[0]:.1f})")
+    counts = {m.contestant.name: m.rows for m in results if not m.capped}
     if len(set(counts.values())) != 1:
         raise AssertionError(f"{case.name}: the contestants disagree on the row count: {counts}")
     return results
+
+
+def release_memory() -> None:
+    from tablestore.table.writers import release_memory as release
+
+    release()
+
+
+def _run_capped(contestant: Contestant) -> int | None:
+    """The contestant's rows, or None when it reached its cap (the timer interrupts it)."""
+    if contestant.cap_seconds is None:
+        return contestant.run()
+    import signal
+
+    def stop(signum: int, frame: Any) -> None:
+        raise CapReached()
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, contestant.cap_seconds)
+    try:
+        return contestant.run()
+    except CapReached:
+        return None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _git_commit() -> str | None:
@@ -300,8 +362,16 @@ def _verdicts(case: Case, results: list[Measurement]) -> list[str]:
                 out.append(f"{case.name}: {name} / {other} = {ratio:.2f} (target <= {limit}): {verdict}")
             else:
                 speedup = theirs.median / ours.median
-                verdict = "met" if speedup >= limit else "MISSED"
-                out.append(f"{case.name}: {other} / {name} = {speedup:.2f}x (target >= {limit}x): {verdict}")
+                verdict = "met" if speedup >= limit else ("not shown: stopped at the cap" if theirs.capped
+                                                          else "MISSED")
+                bound = ">=" if theirs.capped else ""
+                out.append(f"{case.name}: {other} / {name} = {bound}{speedup:.2f}x (target >= {limit}x): {verdict}")
+    by_name = {m.contestant.name: m for m in results}
+    for a, b, limit in case.relative:
+        ratio = by_name[a].median / by_name[b].median
+        cpu = by_name[a].cpu_median / by_name[b].cpu_median
+        verdict = "met" if ratio <= limit else "MISSED"
+        out.append(f"{case.name}: {a} / {b} = {ratio:.2f} (cpu {cpu:.2f}; target <= {limit}): {verdict}")
     return out
 
 
@@ -319,6 +389,7 @@ def report(bench: Benchmark, outcomes: list[tuple[Case, list[Measurement]]], row
     table.add_column("cpu s", justify="right")
     table.add_column("cpu x floor", justify="right")
     table.add_column("rows out", justify="right")
+    table.add_column("peak RSS +MB", justify="right")
     sizes = any(m.bytes_written is not None for _, results in outcomes for m in results)
     if sizes:
         table.add_column("MB written", justify="right")
@@ -329,13 +400,14 @@ def report(bench: Benchmark, outcomes: list[tuple[Case, list[Measurement]]], row
             cells = [
                 case.name if position == 0 else "",
                 m.contestant.name + (" (floor)" if m.contestant.floor else ""),
-                f"{m.median:.2f}",
+                m.seconds_text(m.median),
                 f"{rows / m.median:,.0f}",
-                f"{m.median / floor.median:.2f}",
-                " ".join(f"{s:.2f}" for s in m.seconds),
+                m.seconds_text(m.median / floor.median),
+                " ".join(m.seconds_text(s) for s in m.seconds),
                 f"{m.cpu_median:.2f}",
                 f"{m.cpu_median / floor.cpu_median:.2f}",
-                f"{m.rows:,}",
+                "(stopped)" if m.capped else f"{m.rows:,}",
+                f"{m.peak_rss_growth / 2**20:,.0f}",
             ]
             if sizes:
                 cells.append(f"{m.bytes_written / 1e6:,.1f}" if m.bytes_written is not None else "")
@@ -374,7 +446,9 @@ def report(bench: Benchmark, outcomes: list[tuple[Case, list[Measurement]]], row
                     "cpu_ratio_to_floor": round(m.cpu_median / floor.cpu_median, 4),
                     "rows_per_second": round(rows / m.median),
                     "ratio_to_floor": round(m.median / floor.median, 4),
-                    "result_rows": m.rows,
+                    "result_rows": None if m.capped else m.rows,
                     "bytes_written": m.bytes_written,
+                    "capped_at_seconds": m.contestant.cap_seconds if m.capped else None,
+                    "peak_rss_growth_bytes": m.rss_growth,
                 }
                 out.write(json.dumps(line) + "\n")

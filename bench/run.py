@@ -26,6 +26,7 @@ BENCHMARKS = [
     "schema_evolution",
     "rest_catalog",
     "row_level",
+    "deletion_vectors",
     "partition_plan",
     "fanout_write",
     "column_merge",

@@ -508,6 +508,21 @@ class Catalog(ABC):
             "while this replace was running; try again"
         )
 
+    def register_view(self, identifier: IdentifierLike, metadata_location: str) -> View:
+        """Add an existing view to the catalog by its view metadata file (written by any engine,
+        or kept from a dropped view); a table or view of that name refuses it."""
+        ident = to_view_identifier(identifier)
+        if not self.namespace_exists(ident[:-1]):
+            raise NoSuchNamespaceError(
+                f"cannot register view {identifier_str(ident)}: namespace "
+                f"{identifier_str(ident[:-1])!r} does not exist; create it first"
+            )
+        if self.table_exists(ident):
+            raise ViewAlreadyExistsError(f"cannot register view {identifier_str(ident)}: a table has that name")
+        metadata = read_view_metadata_file(self.io, metadata_location)
+        self._create_view_entry(ident, metadata_location)
+        return View(ident, metadata_location, metadata)
+
     def load_view(self, identifier: IdentifierLike) -> View:
         ident = to_view_identifier(identifier)
         metadata_location, metadata = self.load_view_metadata(ident)

@@ -3,6 +3,9 @@
 ``RestCatalog(name, uri="http://host:8181", token=... | credential="client-id:client-secret",
 warehouse=<served catalog>)``. The server hands out the file-IO settings (``s3.*``) in
 ``/v1/config`` and in every LoadTableResult ``config``, so a client needs only the URI and a token.
+It asks for vended credentials (``X-Iceberg-Access-Delegation: vended-credentials``) and uses a
+table's ``storage-credentials`` (longest prefix of the table location) over its ``config``;
+credentials about to expire are renewed at ``GET .../tables/{t}/credentials``.
 Data files are written by the client; metadata files and pointer swaps are the server's, so a
 commit is one request that the server makes atomic.
 
@@ -76,6 +79,9 @@ CREDENTIAL = "credential"
 SERVER_WAREHOUSE = "warehouse"  # for a REST catalog: which of the server's catalogs to use
 CONNECT_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 120.0
+# Vended credentials with less than this left are renewed before a table's files are touched.
+RENEW_BEFORE_EXPIRY_S = 300.0
+EXPIRES_AT = "s3.session-token-expires-at-ms"
 _NOT_FOUND = {
     "NoSuchNamespaceException": NoSuchNamespaceError,
     "NoSuchTableException": NoSuchTableError,
@@ -129,6 +135,8 @@ class RestCatalog(Catalog):
             token = self._fetch_token(self._credential)
         if token:
             self._session.headers["Authorization"] = f"Bearer {token}"
+        # The spec's signal that this client takes scoped credentials for table files.
+        self._session.headers["X-Iceberg-Access-Delegation"] = "vended-credentials"
         params = {SERVER_WAREHOUSE: props[SERVER_WAREHOUSE]} if props.get(SERVER_WAREHOUSE) else None
         config = self._request("GET", f"{self.uri}/v1/config", params=params)
         # The spec: a server that advertises a key lifetime replays retried mutations that carry
@@ -144,6 +152,7 @@ class RestCatalog(Catalog):
         merged = {k: v for k, v in merged.items() if k not in (TOKEN, CREDENTIAL)}
         self._table_configs: dict[str, dict[str, str]] = {}
         self._table_ios: dict[str, FileIO] = {}
+        self._identifiers: dict[str, Identifier] = {}  # table location -> name, to renew credentials
         super().__init__(name, **merged)
         mode = self.properties.get(SCAN_PLANNING_MODE, "server")
         if mode not in ("server", "client"):
@@ -302,7 +311,10 @@ class RestCatalog(Catalog):
     def _remember(self, body: Mapping[str, Any]) -> tuple[str, TableMetadata]:
         metadata = TableMetadata.from_json(body["metadata"])
         if body.get("config") is not None:
-            self._table_configs[metadata.location] = {str(k): str(v) for k, v in body["config"].items()}
+            config = {str(k): str(v) for k, v in body["config"].items()}
+            # The spec: storage-credentials come before credentials in config.
+            config.update(_best_credentials(body.get("storage-credentials"), metadata.location))
+            self._table_configs[metadata.location] = config
             self._table_ios.pop(metadata.location, None)
         return str(body["metadata-location"]), metadata
 
@@ -310,9 +322,29 @@ class RestCatalog(Catalog):
         ident = to_table_identifier(identifier)
         body = self._request("GET", self._object_url(ident, "tables"))
         try:
-            return self._remember(body)
+            location, metadata = self._remember(body)
         except UnsupportedError as e:
             raise UnsupportedError(f"cannot load table {identifier_str(ident)}: {e}") from None
+        self._identifiers[metadata.location] = ident
+        return location, metadata
+
+    def load_credentials(self, identifier: IdentifierLike) -> list[dict[str, Any]]:
+        """The table's vended ``storage-credentials`` (``GET .../tables/{t}/credentials``)."""
+        body = self._request("GET", f"{self._object_url(to_table_identifier(identifier), 'tables')}/credentials")
+        return list(body.get("storage-credentials") or [])
+
+    def _renew_if_expiring(self, metadata: TableMetadata) -> None:
+        config = self._table_configs.get(metadata.location)
+        expires_at = (config or {}).get(EXPIRES_AT)
+        if not config or not expires_at or int(expires_at) / 1000 - time.time() > RENEW_BEFORE_EXPIRY_S:
+            return
+        identifier = self._identifiers.get(metadata.location)
+        if identifier is None:
+            return
+        fresh = _best_credentials(self.load_credentials(identifier), metadata.location)
+        if fresh:
+            self._table_configs[metadata.location] = {**config, **fresh}
+            self._table_ios.pop(metadata.location, None)
 
     def scan_planner(self, identifier: Identifier) -> RestScanPlanner | None:
         """The service plans this catalog's scans when it advertises scan planning, unless
@@ -322,7 +354,8 @@ class RestCatalog(Catalog):
         return RestScanPlanner(self._request, self._object_url(to_table_identifier(identifier), "tables"))
 
     def table_io(self, metadata: TableMetadata) -> FileIO:
-        """The FileIO for a table, from the ``config`` the server handed out with it."""
+        """The FileIO for a table, from the ``config`` and credentials the server handed out with it."""
+        self._renew_if_expiring(metadata)
         io = self._table_ios.get(metadata.location)
         if io is None:
             config = self._table_configs.get(metadata.location, {})
@@ -364,6 +397,7 @@ class RestCatalog(Catalog):
         body = self._request("POST", f"{self._ns_url(ident[:-1])}/tables", json=request,
                              conflict=TableAlreadyExistsError)
         metadata_location, metadata = self._remember(body)
+        self._identifiers[metadata.location] = ident
         return self._make_table(ident, metadata_location, metadata)
 
     def register_table(self, identifier: IdentifierLike, metadata_location: str, overwrite: bool = False) -> Table:
@@ -472,6 +506,13 @@ class RestCatalog(Catalog):
                                        "view-version": draft.current_version().to_json(), "properties": props})
         return View(ident, str(body["metadata-location"]), ViewMetadata.from_json(body["metadata"]))
 
+    def register_view(self, identifier: IdentifierLike, metadata_location: str) -> View:
+        """Add a view by an existing view metadata file (``POST .../register-view``)."""
+        ident = to_view_identifier(identifier)
+        body = self._request("POST", f"{self._ns_url(ident[:-1])}/register-view", conflict=ViewAlreadyExistsError,
+                             json={"name": ident[-1], "metadata-location": metadata_location})
+        return View(ident, str(body["metadata-location"]), ViewMetadata.from_json(body["metadata"]))
+
     def drop_view(self, identifier: IdentifierLike) -> None:
         self._request("DELETE", self._object_url(to_view_identifier(identifier), "views"))
 
@@ -523,6 +564,17 @@ class RestCatalog(Catalog):
 
     def drop_function(self, identifier: IdentifierLike) -> None:
         self._request("DELETE", self._object_url(to_function_identifier(identifier), "functions"))
+
+
+def _best_credentials(credentials: Any, location: str) -> dict[str, str]:
+    """The config of the storage credential whose prefix is the longest one of ``location``
+    (as Java's S3FileIO and pyiceberg choose), or ``{}``."""
+    best: Mapping[str, Any] | None = None
+    for entry in credentials or []:
+        prefix = str(entry.get("prefix") or "")
+        if location.startswith(prefix) and (best is None or len(prefix) > len(str(best.get("prefix")))):
+            best = entry
+    return {str(k): str(v) for k, v in (best or {}).get("config", {}).items()}
 
 
 def _function(body: Mapping[str, Any]) -> FunctionDef:

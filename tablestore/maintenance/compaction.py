@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tablestore.errors import ValidationError
+from tablestore.errors import UnsupportedError, ValidationError
 from tablestore.maintenance.expire import Progress
 from tablestore.spec import conversions
 from tablestore.spec.expressions import AlwaysTrue, bind, to_expression
@@ -42,6 +42,7 @@ from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import schema_to_arrow
 from tablestore.spec.types import LongType, StringType
 from tablestore.table.conform import conform_to_schema
+from tablestore.table.deletion_vectors import delete_file_key
 from tablestore.table.file_rows import read_file_rows, rewrite_schema
 from tablestore.table.read import DELETE_FILE_PATH_ID, DELETE_POS_ID
 from tablestore.table.scan import FileTask, plan_files
@@ -293,8 +294,9 @@ def remove_dangling_deletes(table: Table) -> int:
     if snapshot is None:
         return 0
     tasks = plan_files(table.io, table.metadata, snapshot, table.schema(), AlwaysTrue(), table.engine)
-    used = {d.file_path for t in tasks for d in t.delete_files}
-    dangling = [f for f, _ in live_delete_files(table, snapshot) if f.file_path not in used]
+    # By path and, for DVs, offset: a Puffin file may hold a used DV and a dangling one.
+    used = {delete_file_key(d) for t in tasks for d in t.delete_files}
+    dangling = [f for f, _ in live_delete_files(table, snapshot) if delete_file_key(f) not in used]
     if not dangling:
         return 0
     commit_snapshot(RewriteFiles(table, dangling, [], snapshot, (), {"dangling-deletes-removed": str(len(dangling))}))
@@ -304,7 +306,18 @@ def remove_dangling_deletes(table: Table) -> int:
 def rewrite_position_deletes(
     table: Table, options: dict[str, Any] | None = None, progress: Progress | None = None,
 ) -> RewriteDeletesResult:
-    """Merge each partition's position delete files into one, dropping rows of files gone."""
+    """Merge each partition's position delete files into one, dropping rows of files gone.
+
+    Not on a format v3 table: it would add a Parquet position delete file, which the spec
+    forbids there. A v3 table's old position deletes are merged into each data file's deletion
+    vector by its next delete, or removed with the rows by ``rewrite_data_files``.
+    """
+    if table.metadata.format_version >= 3:
+        raise UnsupportedError(
+            f"rewrite_position_deletes does not apply to {table.name}, a format v3 table: it would add a "
+            "position delete file, which v3 forbids; the next merge-on-read delete of a data file merges its "
+            "position deletes into a deletion vector, and rewrite_data_files removes them with the rows"
+        )
     options = {str(k).lower(): v for k, v in (options or {}).items()}
     min_input = _option(options, "min-input-files", 5)
     rewrite_all = _bool_option(options, "rewrite-all")

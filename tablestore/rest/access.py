@@ -15,8 +15,9 @@ from fastapi import Depends, Request
 from tablestore.catalog import Catalog
 from tablestore.errors import NoSuchCatalogError, ValidationError
 from tablestore.names import Identifier, to_namespace, validate_name
+from tablestore.rest.credentials import DELEGATION_HEADER, CredentialVendor, public_properties, wants_vended
 from tablestore.rest.plan_store import PlanStore
-from tablestore.rest.security import Authenticator, check_location
+from tablestore.rest.security import LOCATION_PROPERTIES, Authenticator, check_location
 from tablestore.rest.settings import READ, WRITE, Principal, ServerSettings
 
 # The REST spec joins namespace levels in a path segment with the unit separator (%1F).
@@ -47,15 +48,19 @@ class Service:
     settings: ServerSettings
     catalogs: dict[str, Catalog]
     auth: Authenticator = field(init=False)
+    vendors: dict[str, CredentialVendor] = field(init=False)
     plans: PlanStore = field(init=False)
 
     def __post_init__(self) -> None:
         self.auth = Authenticator(self.settings)
+        self.vendors = {name: CredentialVendor(catalog.properties, catalog.warehouse, self.settings.vending)
+                        for name, catalog in self.catalogs.items()}
         self.plans = PlanStore(self.settings.scan_plan_ttl_s)
 
     def client_config(self, catalog: Catalog) -> dict[str, str]:
-        """What clients need to reach a catalog's files: its ``s3.*`` properties and table-config."""
-        out = {k: v for k, v in catalog.properties.items() if k.startswith("s3.")}
+        """What every client may know about a catalog's files: its ``s3.*`` properties without
+        the keys (endpoint, region, path style), and table-config."""
+        out = public_properties(catalog.properties)
         out.update(self.settings.table_config)
         return out
 
@@ -72,9 +77,32 @@ class Access:
     prefix: str
     catalog: Catalog
     principal: Principal
+    delegation: bool = False  # the client asked for vended credentials
 
     def check_location(self, location: str, what: str) -> None:
         check_location(location, self.catalog.warehouse, self.service.settings.allow_external_locations, what)
+
+    def storage_credentials(self, location: str, properties: dict[str, str]) -> list[dict[str, Any]]:
+        """Credentials for a table's files, scoped to its location (and data/metadata paths),
+        with writes only for the write role; ``[]`` when vending is off or not in S3."""
+        vendor = self.service.vendors.get(self.prefix)
+        if vendor is None:
+            return []
+        extra = [properties[k] for k in LOCATION_PROPERTIES if properties.get(k)]
+        return vendor.storage_credentials(location, extra, self.principal.can(self.prefix, WRITE))
+
+    def table_config(self, location: str, properties: dict[str, str]) -> tuple[dict[str, str], list[dict[str, Any]]]:
+        """A LoadTableResult's ``config`` and ``storage-credentials``: vended credentials only
+        if the client asked. They go in ``config`` too: pyiceberg matches storage-credentials
+        against the metadata location, which a staged create does not have, and DuckDB reads
+        ``config``."""
+        config = self.service.client_config(self.catalog)
+        if not self.delegation:
+            return config, []
+        credentials = self.storage_credentials(location, properties)
+        if credentials:
+            config.update(credentials[0]["config"])
+        return config, credentials
 
 
 def service_of(request: Request) -> Service:
@@ -96,7 +124,7 @@ def _access(role: str) -> Callable[..., Awaitable[Access]]:
         if catalog is None:
             raise NoSuchCatalogError(f"this server serves no catalog {prefix!r}; GET /v1/config lists the prefix")
         service.auth.authorize(principal, prefix, role)
-        return Access(service, prefix, catalog, principal)
+        return Access(service, prefix, catalog, principal, wants_vended(request.headers.get(DELEGATION_HEADER)))
 
     return dependency
 

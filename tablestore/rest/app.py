@@ -23,9 +23,10 @@ from tablestore.catalog import Catalog
 from tablestore.catalog.sql import SqlCatalog
 from tablestore.config import LakehouseConfig
 from tablestore.errors import NoSuchCatalogError, NotAuthorizedError
-from tablestore.rest import functions, namespaces, planning, tables, views
+from tablestore.rest import functions, namespaces, planning, tables, vending, views
 from tablestore.rest.access import NAMESPACE_SEPARATOR, Service, authenticate, declare_bearer_auth, service_of
-from tablestore.rest.errors import install_error_handlers
+from tablestore.rest.credentials import VendingError
+from tablestore.rest.errors import error_response, install_error_handlers
 from tablestore.rest.idempotency import IdempotencyMiddleware, IdempotencyStore, iso_duration
 from tablestore.rest.served_catalog import ServedSqlCatalog
 from tablestore.rest.settings import READ, ServerSettings, server_settings
@@ -48,6 +49,7 @@ ENDPOINTS = [
     "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
     "POST /v1/{prefix}/namespaces/{namespace}/register",
     "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
     "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan",
     "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
     "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
@@ -154,7 +156,12 @@ def create_app(
             "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
         })
 
-    for module in (namespaces, tables, views, functions, planning):
+    @app.exception_handler(VendingError)
+    async def _vending(_request: Request, exc: VendingError) -> JSONResponse:
+        # STS down or refusing: the service cannot give access now, the request was fine.
+        return error_response(503, "ServiceUnavailableException", str(exc))
+
+    for module in (namespaces, tables, vending, views, functions, planning):
         app.include_router(module.router)
     _document_prefixes(app, list(served))
     app.add_middleware(IdempotencyMiddleware, stores=stores,

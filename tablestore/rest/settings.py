@@ -22,13 +22,17 @@
       allow-external-locations: false  # table locations outside the warehouse
       table-config: {}                 # extra properties handed to clients with every table
       idempotency-key-lifetime-seconds: 1800  # how long an Idempotency-Key is replayed
+      storage-credentials:             # scoped, short-lived S3 credentials (tablestore.rest.credentials)
+        vending: sts                   # sts (default for an s3:// warehouse) | none
+        duration-seconds: 900
       scan-planning-page-size: 5000    # file scan tasks per page of a served scan plan
       scan-plan-ttl-seconds: 600       # how long a paged plan's pages wait to be fetched
       auth: required                   # or none: everyone may write (local use only)
 
-Each served catalog is one REST ``prefix`` (its name). The ``s3.*`` properties of a served
-catalog are handed out to clients in ``/v1/config`` and in every LoadTableResult ``config``, so
-a client needs only the URI and a token.
+Each served catalog is one REST ``prefix`` (its name). The non-secret ``s3.*`` properties of a
+served catalog (endpoint, region, path style) are handed out in ``/v1/config`` and in every
+LoadTableResult ``config``; its keys never are: clients that ask get scoped, short-lived
+credentials instead (:mod:`tablestore.rest.credentials`).
 """
 
 from __future__ import annotations
@@ -40,13 +44,14 @@ from typing import Any
 
 from tablestore.config import LakehouseConfig
 from tablestore.errors import ConfigError
+from tablestore.rest.credentials import VendingSettings, vending_settings
 
 READ = "read"
 WRITE = "write"
 ROLES = (READ, WRITE)
 _KEYS = ("catalogs", "host", "port", "tokens", "clients", "token-ttl-seconds", "token-secret",
          "allow-external-locations", "table-config", "auth", "idempotency-key-lifetime-seconds",
-         "scan-planning-page-size", "scan-plan-ttl-seconds")
+         "scan-planning-page-size", "scan-plan-ttl-seconds", "storage-credentials")
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8181
 
@@ -81,6 +86,7 @@ class ServerSettings:
     table_config: dict[str, str] = field(default_factory=dict)
     auth_required: bool = True
     idempotency_lifetime_s: int = 1800
+    vending: VendingSettings = field(default_factory=VendingSettings)
     scan_planning_page_size: int = 5000
     scan_plan_ttl_s: int = 600
 
@@ -181,6 +187,7 @@ def server_settings(config: LakehouseConfig, overrides: Mapping[str, Any] | None
         idempotency_lifetime_s=idempotency_lifetime,
         scan_planning_page_size=page_size,
         scan_plan_ttl_s=plan_ttl,
+        vending=vending_settings(raw.get("storage-credentials"), str(src)),
     )
 
 

@@ -62,11 +62,11 @@ def parsed(what: str, parse: Callable[[], T]) -> T:
 
 
 def load_result(access: Access, location: str | None, metadata: TableMetadata) -> dict[str, Any]:
-    return {
-        "metadata-location": location,
-        "metadata": metadata.to_json(),
-        "config": access.service.client_config(access.catalog),
-    }
+    config, credentials = access.table_config(metadata.location, metadata.properties)
+    result: dict[str, Any] = {"metadata-location": location, "metadata": metadata.to_json(), "config": config}
+    if credentials:
+        result["storage-credentials"] = credentials
+    return result
 
 
 def _metadata_json(access: Access, location: str, metadata: TableMetadata) -> bytes:
@@ -86,7 +86,10 @@ def table_response(access: Access, location: str, metadata: TableMetadata, with_
     parts = [b'{"metadata-location":', json.dumps(location).encode("utf-8"),
              b',"metadata":', _metadata_json(access, location, metadata)]
     if with_config:
-        parts += [b',"config":', json.dumps(access.service.client_config(access.catalog)).encode("utf-8")]
+        config, credentials = access.table_config(metadata.location, metadata.properties)
+        parts += [b',"config":', json.dumps(config).encode("utf-8")]
+        if credentials:
+            parts += [b',"storage-credentials":', json.dumps(credentials).encode("utf-8")]
     parts.append(b"}")
     return Response(b"".join(parts), media_type="application/json", headers=headers)
 

@@ -298,6 +298,25 @@ class _MatchJob:
         # Field ids of the target columns to read (None: all). Merge-on-read needs only the
         # keys, the columns the clauses read and the columns an update keeps.
         self.columns: set[int] | None = None
+        self._sorted_keys = self._sort_source_keys()
+
+    def _sort_source_keys(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The source's integer join key sorted once, with the source row of each, for the one-key
+        case with unique keys: every file then finds its matches by binary search instead of
+        building a hash table of the whole source (one per file; the join dominated large upserts)."""
+        if len(self.plan.keys) != 1 or self.source.num_rows == 0:
+            return None
+        column = self.source.column(self.plan.keys[0][1])
+        if not pa.types.is_integer(column.type):
+            return None
+        valid = pc.is_valid(column)
+        rows = np.flatnonzero(valid.to_numpy(zero_copy_only=False))
+        keys = pc.drop_null(column).to_numpy()
+        order = np.argsort(keys, kind="stable")
+        ordered = keys[order]
+        if len(ordered) > 1 and bool((ordered[1:] == ordered[:-1]).any()):
+            return None  # duplicate keys: the hash join pairs every one (and MERGE then refuses)
+        return ordered, rows[order]
 
     def __call__(self, task: FileTask) -> _FileOutcome:
         # A merge-on-read match writes the updated rows anew: they keep their _row_id.
@@ -320,6 +339,34 @@ class _MatchJob:
 
     def _pairs(self, live: pa.Table) -> tuple[np.ndarray, np.ndarray]:
         keys = self.plan.keys
+        target_column = live.column(keys[0][0])
+        if self._sorted_keys is not None and target_column.type == self.source.column(keys[0][1]).type:
+            t_idx, s_idx = self._search_pairs(target_column)
+        else:
+            t_idx, s_idx = self._join_pairs(live)
+        if self.plan.residual is not None and len(t_idx):
+            target_rows = live.take(pa.array(t_idx))
+            source_rows = self.source.take(pa.array(s_idx))
+            keep = self._evaluator(target_rows, source_rows).mask(parse_expression(self.plan.residual))
+            keep_np = keep.to_numpy(zero_copy_only=False)
+            t_idx, s_idx = t_idx[keep_np], s_idx[keep_np]
+        return t_idx, s_idx
+
+    def _search_pairs(self, column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+        assert self._sorted_keys is not None
+        ordered, source_rows = self._sorted_keys
+        values = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        valid = None if values.null_count == 0 else values.is_valid().to_numpy(zero_copy_only=False)
+        keys = pc.fill_null(values, 0).to_numpy(zero_copy_only=False) if valid is not None else values.to_numpy()
+        at = np.minimum(np.searchsorted(ordered, keys), len(ordered) - 1)
+        hit = ordered[at] == keys
+        if valid is not None:
+            hit &= valid  # a NULL key matches nothing
+        t_idx = np.flatnonzero(hit).astype(np.int64)
+        return t_idx, source_rows[at[t_idx]].astype(np.int64)
+
+    def _join_pairs(self, live: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+        keys = self.plan.keys
         left = {f"k{i}": live.column(t) for i, (t, _) in enumerate(keys)}
         left["__t"] = pa.array(np.arange(live.num_rows, dtype=np.int64))
         right = {}
@@ -333,15 +380,7 @@ class _MatchJob:
         right["__s"] = pa.array(np.arange(self.source.num_rows, dtype=np.int64))
         names = [f"k{i}" for i in range(len(keys))]
         joined = pa.table(left).join(pa.table(right), keys=names, join_type="inner")
-        t_idx = joined.column("__t").to_numpy()
-        s_idx = joined.column("__s").to_numpy()
-        if self.plan.residual is not None and len(t_idx):
-            target_rows = live.take(pa.array(t_idx))
-            source_rows = self.source.take(pa.array(s_idx))
-            keep = self._evaluator(target_rows, source_rows).mask(parse_expression(self.plan.residual))
-            keep_np = keep.to_numpy(zero_copy_only=False)
-            t_idx, s_idx = t_idx[keep_np], s_idx[keep_np]
-        return t_idx, s_idx
+        return joined.column("__t").to_numpy(), joined.column("__s").to_numpy()
 
     def _evaluator(self, target: pa.Table | None, source: pa.Table) -> ArrowEvaluator:
         target_names = {n.lower(): n for n in target.column_names} if target is not None else {}

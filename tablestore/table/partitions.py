@@ -206,6 +206,11 @@ def _key_status(key: PartitionKey, spec: PartitionSpec, partition: tuple[Any, ..
               and _TIME_RANK[str(f.transform)] < _TIME_RANK[str(key.transform)]):
             derived = None if value is None else key.transform.apply(
                 _representative(f.transform, value, source), source)
+        elif (str(f.transform) in _TIME_RANK and str(key.transform) in _TIME_RANK
+              and key.value is not None and value is not None
+              and f.transform.apply(_representative(key.transform, key.value, source), source) != value):
+            # A finer partition lies in one coarser one: a day file cannot hold another day's hour.
+            return _NO
         if derived is not _UNKNOWN:
             fallback = _YES if derived == key.value else _NO
     return fallback

@@ -1,4 +1,9 @@
-"""Writing position delete files (spec: "Position Delete Files").
+"""Writing position deletes: Parquet position delete files (v2) and deletion vectors (v3).
+
+On a v2 table a row-level operation writes Parquet position delete files (spec: "Position
+Delete Files"); on a v3 table it writes deletion vectors (spec: "Deletion Vectors"), which
+replace position delete files: at most one per data file, merged with what it replaces
+(:func:`merged_previous_deletes`).
 
 A position delete file has the columns ``file_path`` (string, field id 2147483546) and ``pos``
 (long, field id 2147483545), sorted by file path then position. We write one file per data
@@ -14,6 +19,7 @@ import uuid
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyroaring import BitMap64
 
 from tablestore.io import FileIO
 from tablestore.spec import conversions
@@ -21,7 +27,13 @@ from tablestore.spec.manifest import DataFile, DataFileContent, FileFormat
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import PARQUET_FIELD_ID, Schema
 from tablestore.spec.types import LongType, StringType
-from tablestore.table.read import DELETE_FILE_PATH_ID, DELETE_POS_ID
+from tablestore.table.deletion_vectors import (
+    is_deletion_vector,
+    read_deletion_vector_bitmap,
+    referenced_data_file,
+    write_deletion_vectors,
+)
+from tablestore.table.read import DELETE_FILE_PATH_ID, DELETE_POS_ID, read_position_deletes
 
 POSITION_DELETE_SCHEMA = pa.schema([
     pa.field("file_path", pa.string(), nullable=False, metadata={PARQUET_FIELD_ID: str(DELETE_FILE_PATH_ID).encode()}),
@@ -29,9 +41,10 @@ POSITION_DELETE_SCHEMA = pa.schema([
 ])
 
 
-def delete_file_path(data_location: str, spec: PartitionSpec, schema: Schema, data_file: DataFile) -> str:
+def delete_file_path(data_location: str, spec: PartitionSpec, schema: Schema, data_file: DataFile,
+                     extension: str = "parquet") -> str:
     partition_path = spec.partition_path(tuple(data_file.partition), schema) if spec.fields else ""
-    name = f"{uuid.uuid4()}-deletes.parquet"
+    name = f"{uuid.uuid4()}-deletes.{extension}"
     return f"{data_location}/{partition_path}/{name}" if partition_path else f"{data_location}/{name}"
 
 
@@ -68,3 +81,32 @@ def write_position_deletes(
                       DELETE_POS_ID: conversions.to_bytes(LongType(), int(ordered[-1]))},
         spec_id=data_file.spec_id,
     )
+
+
+def merged_previous_deletes(io: FileIO, data_file: DataFile,
+                            delete_files: tuple[DataFile, ...]) -> tuple[BitMap64, list[DataFile]]:
+    """The positions of ``data_file`` its position deletes already delete (``delete_files`` are
+    the ones a scan attached to it: its live DV, or else its position delete files), and the
+    files a new DV of it replaces: its previous DV and the file-scoped position delete files.
+
+    A partition-scoped position delete file also holds deletes of other data files, so it
+    stays live; readers ignore it for a data file that has a DV, which merged its positions.
+    """
+    previous = BitMap64()
+    replaced = []
+    for delete in delete_files:
+        if delete.content != DataFileContent.POSITION_DELETES:
+            continue
+        if is_deletion_vector(delete):
+            previous |= read_deletion_vector_bitmap(io, delete, data_file.file_path)
+        else:
+            positions = read_position_deletes(io, delete, data_file.file_path)
+            previous.update(positions.astype(np.uint64))
+        if referenced_data_file(delete) == data_file.file_path:
+            replaced.append(delete)
+    return previous, replaced
+
+
+def write_deletion_vector(io: FileIO, path: str, data_file: DataFile, positions: BitMap64) -> DataFile:
+    """Write the DV of ``data_file`` (its deleted ``positions``) as a Puffin file at ``path``."""
+    return write_deletion_vectors(io, path, [(data_file, positions)])[0]

@@ -155,7 +155,9 @@ def read_task_table(
     pushed = False
     has_deletes = bool(delete_files)
     if has_deletes:
-        raw = pq.ParquetFile(fs.open_input_file(path)).read(columns=read_names, use_threads=False)
+        # Whole and in order (deletes count positions from the file's start), through the same
+        # reader as files without deletes: a file with a DV on 5% of its rows costs little more.
+        raw = _read_file(fs, path, fragment, read_names, [], None)
     else:
         arrow_filter = None
         # Row lineage needs each row's position in the file, so rows are filtered after reading.

@@ -21,6 +21,7 @@ SQL layer runs such statements in Spark instead.
 from __future__ import annotations
 
 import datetime
+import functools
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
@@ -39,9 +40,18 @@ Resolver = Callable[[str | None, str], pa.Array | pa.ChunkedArray]
 
 
 def parse_expression(sql: str) -> exp.Expr:
-    """Parse one scalar SQL expression (Spark dialect)."""
+    """Parse one scalar SQL expression (Spark dialect).
+
+    The tree is cached and shared (a MERGE evaluates the same clauses for every file): read it,
+    never change it.
+    """
     if not isinstance(sql, str) or not sql.strip():
         raise ValidationError(f"expected a SQL expression, got {sql!r}")
+    return _parse(sql)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse(sql: str) -> exp.Expr:
     try:
         tree = sqlglot.parse_one(sql, read="spark")
     except (ParseError, TokenError) as e:

@@ -12,8 +12,9 @@ The plan is Iceberg's (and Spark's) for row-level commands:
 
    - ``copy-on-write`` (the default, as in Iceberg): the file is replaced by a rewrite without
      the deleted rows and with the updated ones;
-   - ``merge-on-read``: a position delete file marks the affected rows, and updated rows go
-     to new data files. A file whose every live row is affected is dropped instead.
+   - ``merge-on-read``: a position delete file (format v2) or the file's deletion vector (v3:
+     one per data file, holding its earlier deletes too) marks the affected rows, and updated
+     rows go to new data files. A file whose every live row is affected is dropped instead.
 
 4. One :class:`~tablestore.table.update.snapshot.RowDelta` commit, validated under the table's
    isolation level (``write.<op>.isolation-level``: ``serializable`` or ``snapshot``).
@@ -62,7 +63,12 @@ from tablestore.spec.transforms import IdentityTransform
 from tablestore.spec.types import DateType, DecimalType, IntegerType, LongType, TimestampType, TimestamptzType
 from tablestore.table.conform import conform_to_schema
 from tablestore.table.file_rows import read_file_rows
-from tablestore.table.position_deletes import delete_file_path, write_position_deletes
+from tablestore.table.position_deletes import (
+    delete_file_path,
+    merged_previous_deletes,
+    write_deletion_vector,
+    write_position_deletes,
+)
 from tablestore.table.read import equality_matches, read_position_deletes
 from tablestore.table.row_expressions import ArrowEvaluator, parse_expression
 from tablestore.table.scan import FileTask, plan_files
@@ -100,6 +106,7 @@ class RowLevelContext:
     specs: dict[int, PartitionSpec]
     properties: dict[str, str]
     mode: str
+    format_version: int = 2
     #: A format v3 table: rewritten rows carry their row lineage (``_row_id`` and
     #: ``_last_updated_sequence_number``) into the new files.
     lineage: bool = False
@@ -107,7 +114,8 @@ class RowLevelContext:
     @staticmethod
     def of(table: Table, mode: str) -> RowLevelContext:
         return RowLevelContext(table.io, table.location, table.schema(), table.spec(), table.specs(),
-                               table.properties, mode, lineage=table.metadata.format_version >= 3)
+                               table.properties, mode, table.metadata.format_version,
+                               lineage=table.metadata.format_version >= 3)
 
     @property
     def file_schema(self) -> Schema:
@@ -132,11 +140,30 @@ class RowLevelContext:
                              Schema((ROW_ID,)), task.data_sequence_number).column(ROW_ID.name)
         return ids.take(pa.array(positions, pa.int64())).combine_chunks()
 
-    def write_deletes(self, data_file: DataFile, positions: np.ndarray) -> DataFile:
-        spec = self.specs[data_file.spec_id]
+    def delete_positions(self, task: FileTask, positions: np.ndarray, affected: int,
+                         added_data: list[DataFile] | None = None) -> FileChange:
+        """The change that deletes the rows at ``positions`` of the task's data file.
+
+        v2: a Parquet position delete file of those positions. v3: the file's one deletion
+        vector, holding those positions and every position it had deleted before (its DV and
+        position delete files, which the change replaces); when that is every row, the data
+        file is dropped instead.
+        """
+        spec = self.specs[task.file.spec_id]
         ctx = self.write_context()
-        path = delete_file_path(ctx.data_location, spec, self.schema, data_file)
-        return write_position_deletes(self.io, path, data_file, positions, ctx.codec)
+        if self.format_version < 3:
+            path = delete_file_path(ctx.data_location, spec, self.schema, task.file)
+            delete = write_position_deletes(self.io, path, task.file, positions, ctx.codec)
+            return FileChange(task.file, affected, added_data=added_data or [], added_deletes=[delete])
+        bitmap, replaced = merged_previous_deletes(self.io, task.file, task.delete_files)
+        bitmap.update(np.asarray(positions, dtype=np.int64).astype(np.uint64))
+        rows = task.file.record_count
+        if len(bitmap) == rows and bitmap.max() == rows - 1:
+            return FileChange(task.file, affected, removed=True, added_data=added_data or [])
+        path = delete_file_path(ctx.data_location, spec, self.schema, task.file, extension="puffin")
+        dv = write_deletion_vector(self.io, path, task.file, bitmap)
+        return FileChange(task.file, affected, added_data=added_data or [], added_deletes=[dv],
+                          removed_deletes=replaced)
 
 
 @dataclass
@@ -148,6 +175,8 @@ class FileChange:
     removed: bool = False
     added_data: list[DataFile] = field(default_factory=list)
     added_deletes: list[DataFile] = field(default_factory=list)
+    # Delete files the change replaces: a v3 deletion vector's predecessors for its data file.
+    removed_deletes: list[DataFile] = field(default_factory=list)
 
 
 # -- reading rows with their positions ---------------------------------------------------------------
@@ -201,7 +230,7 @@ def condition_mask(rows: pa.Table, bound: BoundExpression, schema: Schema) -> pa
 
 # -- push-down: files that match as a whole ------------------------------------------------------------
 
-_EXACT_BOUND_TYPES = (IntegerType, LongType, DateType, TimestampType, TimestamptzType, DecimalType)
+EXACT_BOUND_TYPES = (IntegerType, LongType, DateType, TimestampType, TimestamptzType, DecimalType)
 
 
 def all_rows_match(bound: BooleanExpression, task: FileTask, spec: PartitionSpec) -> bool:
@@ -240,7 +269,7 @@ def _strict(expr: BooleanExpression, f: DataFile, identity: dict[int, Any]) -> b
         return nulls == values
     if expr.op == "not_null":
         return nulls == 0
-    if nulls != 0 or not isinstance(t, _EXACT_BOUND_TYPES):
+    if nulls != 0 or not isinstance(t, EXACT_BOUND_TYPES):
         return False
     lower = decode_bound(t, (f.lower_bounds or {}).get(fid))
     upper = decode_bound(t, (f.upper_bounds or {}).get(fid))
@@ -295,10 +324,8 @@ def change_file(
         change.removed = True
         change.added_data = ctx.write_rows(kept)
         return change
-    change.added_deletes = [ctx.write_deletes(task.file, positions[affected])]
-    if new_rows is not None:
-        change.added_data = ctx.write_rows(new_rows)
-    return change
+    return ctx.delete_positions(task, positions[affected], count,
+                                added_data=ctx.write_rows(new_rows) if new_rows is not None else None)
 
 
 def delete_job(ctx: RowLevelContext, bound: BoundExpression) -> Callable[[FileTask], FileChange | None]:
@@ -307,14 +334,14 @@ def delete_job(ctx: RowLevelContext, bound: BoundExpression) -> Callable[[FileTa
             return FileChange(task.file, affected=task.file.record_count, removed=True)
         if ctx.mode == MERGE_ON_READ:
             # Position deletes need only the condition's columns, not whole rows.
-            live, positions = read_live_rows(ctx, task, _top_level_ids(ctx.schema, referenced_field_ids(bound)))
+            live, positions = read_live_rows(ctx, task, top_level_ids(ctx.schema, referenced_field_ids(bound)))
             mask = condition_mask(live, bound, ctx.schema).to_numpy(zero_copy_only=False)
             count = int(mask.sum())
             if count == 0:
                 return None
             if count == live.num_rows:
                 return FileChange(task.file, affected=count, removed=True)
-            return FileChange(task.file, affected=count, added_deletes=[ctx.write_deletes(task.file, positions[mask])])
+            return ctx.delete_positions(task, positions[mask], count)
         live, positions = read_live_rows(ctx, task)
         mask = condition_mask(live, bound, ctx.schema).to_numpy(zero_copy_only=False)
         return change_file(ctx, task, live, positions, mask)
@@ -322,7 +349,7 @@ def delete_job(ctx: RowLevelContext, bound: BoundExpression) -> Callable[[FileTa
     return run
 
 
-def _top_level_ids(schema: Schema, ids: set[int]) -> set[int]:
+def top_level_ids(schema: Schema, ids: set[int]) -> set[int]:
     out = set()
     for fid in ids:
         current: int | None = fid
@@ -347,14 +374,15 @@ def commit_changes(
     ``transaction`` instead when given (None is returned then)."""
     removed = [c.data_file for c in changes if c.removed]
     referenced = [c.data_file for c in changes if c.added_deletes]
+    replaced_deletes = [f for c in changes for f in c.removed_deletes]
     added = [f for c in changes for f in c.added_data] + list(extra_data or [])
     deletes = [f for c in changes for f in c.added_deletes]
     if not removed and not added and not deletes:
         return None
     checks = row_level_checks([*removed, *referenced], isolation_level(table.properties, operation),
                               conflict_filter)
-    producer = RowDelta(table, removed, added, deletes, scan_snapshot.snapshot_id if scan_snapshot else None,
-                        checks, snapshot_properties)
+    producer = RowDelta(table, [*removed, *replaced_deletes], added, deletes,
+                        scan_snapshot.snapshot_id if scan_snapshot else None, checks, snapshot_properties)
     if transaction is not None:
         transaction.add_snapshot(producer)
         return None
@@ -583,8 +611,7 @@ def apply_positions(
         if not task.delete_files and len(positions) == task.file.record_count:
             change = FileChange(task.file, affected=len(positions), removed=True)
         else:
-            change = FileChange(task.file, affected=len(positions),
-                                added_deletes=[ctx.write_deletes(task.file, positions)])
+            change = ctx.delete_positions(task, positions, len(positions))
         if ctx.lineage and replacement is not None:
             change.added_data = ctx.write_rows(mark_updated(replacement))  # with the row ids read here
         return change

@@ -330,6 +330,10 @@ def test_stack_config_parses_and_serves_the_metastore() -> None:
     assert config.spark.master == f"spark://spark-master:{_container_port('spark-master', '--port')}"
     # The pipeline's external landing table lies on the volume the catalog, Dagster and Spark share.
     assert settings.allow_external_locations
+    # Clients get MinIO STS credentials scoped to a table, never the MinIO key of the metastore.
+    metastore_s3 = config.catalog("metastore").properties
+    assert settings.vending.vending == "sts" and settings.vending.duration_s == 3600
+    assert settings.vending.sts_endpoint == metastore_s3["s3.endpoint"] == "http://minio:9000"
     for name in ("catalog", "dagster-daemon", "spark-worker"):
         assert "lakehouse-data:/data/lakehouse" in _services()[name]["volumes"], name
 

@@ -256,6 +256,35 @@ def test_duckdb_writes_a_v3_table_with_deletion_vectors_that_tablestore_reads_al
     assert dvs and all(d.file_format.value == "PUFFIN" and d.referenced_data_file for d in dvs)
 
 
+def test_tablestore_dvs_are_read_by_duckdb_and_merge_the_dvs_duckdb_wrote(duck: Any, direct: SqlCatalog) -> None:
+    """Both ways on format v3: DuckDB and pyiceberg read a table with our deletion vectors, and
+    our merge-on-read delete on DuckDB's v3 table merges DuckDB's DV into ours."""
+    from tablestore.spec.manifest import FileFormat
+
+    mor = {"write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read"}
+    direct.create_namespace("dv")
+    ours = direct.create_table("dv.ours", pa.schema([("id", pa.int64()), ("v", pa.string())]), format_version=3,
+                               properties=mor)
+    ours.append(pa.table({"id": pa.array(range(10), pa.int64()), "v": [f"v{i}" for i in range(10)]}))
+    direct.load_table("dv.ours").delete("id IN (1, 5)")
+    direct.load_table("dv.ours").update({"v": "'changed'"}, "id = 8")  # merges into a new DV
+    expected = [[i, "changed" if i == 8 else f"v{i}"] for i in range(10) if i not in (1, 5)]
+    assert assert_all_read_alike(duck, direct, "dv.ours") == expected
+    (dv,) = [d for t in direct.load_table("dv.ours").scan().plan_files() for d in t.delete_files]
+    assert (dv.file_format, dv.record_count) == (FileFormat.PUFFIN, 3)
+
+    duck.execute("CREATE TABLE lake.dv.theirs (id BIGINT, v VARCHAR) WITH ('format-version'='3')")
+    duck.execute("INSERT INTO lake.dv.theirs SELECT range, 'v' || range FROM range(10)")
+    assert duck.execute("DELETE FROM lake.dv.theirs WHERE id IN (2, 3)").fetchall() == [(2,)]
+    (theirs,) = [d for t in direct.load_table("dv.theirs").scan().plan_files() for d in t.delete_files]
+    assert theirs.file_format == FileFormat.PUFFIN and theirs.record_count == 2
+    direct.load_table("dv.theirs").update_properties(mor)
+    assert direct.load_table("dv.theirs").delete("id IN (3, 7)") == 1  # 3 is gone already
+    assert assert_all_read_alike(duck, direct, "dv.theirs") == [[i, f"v{i}"] for i in range(10) if i not in (2, 3, 7)]
+    (merged,) = [d for t in direct.load_table("dv.theirs").scan().plan_files() for d in t.delete_files]
+    assert merged.file_path != theirs.file_path and merged.record_count == 3
+
+
 def test_duckdb_and_tablestore_read_the_row_lineage_of_each_others_v3_tables_alike(
         duck: Any, direct: SqlCatalog) -> None:
     """Row ids of a v3 table DuckDB wrote (two inserts, a DV delete, an update) read as DuckDB reads

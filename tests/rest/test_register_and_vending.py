@@ -131,12 +131,16 @@ def test_s3_settings_are_vended_and_never_logged(vending_service: RestService,
     finally:
         client.close()
 
-    # The LoadTableResult carries the settings (what pyiceberg and Java clients read them from).
+    # The LoadTableResult carries the settings (what pyiceberg and Java clients read them from):
+    # the endpoint for everyone, and vended credentials (never the catalog's key) for clients
+    # that ask for them (tests/rest/test_credentials.py proves their scope).
     loaded = requests.get(f"{service.uri}/v1/{CATALOG}/namespaces/vend/tables/t", timeout=30,
-                          headers={"Authorization": f"Bearer {READ_TOKEN}"})
+                          headers={"Authorization": f"Bearer {READ_TOKEN}",
+                                   "X-Iceberg-Access-Delegation": "vended-credentials"})
     assert loaded.status_code == 200
     config = loaded.json()["config"]
-    assert config["s3.access-key-id"] == ACCESS_KEY and config["s3.secret-access-key"] == SECRET_KEY
+    assert config["s3.access-key-id"] != ACCESS_KEY and config["s3.secret-access-key"] != SECRET_KEY
+    assert config["s3.session-token"]
     assert config["s3.endpoint"] == service.s3_properties["s3.endpoint"]
 
     # pyiceberg, given only the URI and a token, reads and writes the table with those settings.
@@ -157,3 +161,38 @@ def test_s3_settings_are_vended_and_never_logged(vending_service: RestService,
     for text in (service.log(), caplog.text):
         assert SECRET_KEY not in text
         assert WRITE_TOKEN not in text and READ_TOKEN not in text
+
+
+def test_register_view_from_the_rest_client_and_the_sql_catalog(rest_service: RestService) -> None:
+    from tablestore.errors import NoSuchNamespaceError, ViewAlreadyExistsError
+
+    ns = f"regview_{uuid.uuid4().hex[:8]}"
+    client = rest_service.client()
+    try:
+        client.create_namespace(ns)
+        client.create_table(f"{ns}.t", SCHEMA).append(pa.table({"id": [5, 6]}, schema=SCHEMA))
+        made = client.create_view(f"{ns}.v", f"SELECT id FROM {ns}.t WHERE id > 5", SCHEMA)
+        client.drop_view(f"{ns}.v")
+        assert not client.view_exists(f"{ns}.v")
+        registered = client.register_view(f"{ns}.v", made.metadata_location)
+        assert registered.metadata_location == made.metadata_location
+        assert client.load_view(f"{ns}.v").metadata.current_version().representations == \
+            made.metadata.current_version().representations
+        with pytest.raises(ViewAlreadyExistsError):
+            client.register_view(f"{ns}.v", made.metadata_location)
+        with pytest.raises(ViewAlreadyExistsError):
+            client.register_view(f"{ns}.t", made.metadata_location)  # a table holds the name
+        with pytest.raises(NoSuchNamespaceError):
+            client.register_view("nowhere.v", made.metadata_location)
+    finally:
+        client.close()
+    # The in-process SQL catalog registers the same file under another name.
+    direct = SqlCatalog(CATALOG, **rest_service.direct_properties())
+    try:
+        again = direct.register_view(f"{ns}.v2", made.metadata_location)
+        assert again.metadata.view_uuid == made.metadata.view_uuid
+        assert sorted(direct.list_views(ns)) == [(ns, "v"), (ns, "v2")]
+        with pytest.raises(ViewAlreadyExistsError):
+            direct.register_view(f"{ns}.t", made.metadata_location)
+    finally:
+        direct.close()

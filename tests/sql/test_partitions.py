@@ -165,6 +165,23 @@ def test_overwrite_modes_dynamic_static_by_session_option_and_table_property(ses
         session.execute("SET tablestore.insert-overwrite.mode=sometimes")
 
 
+
+def test_dynamic_insert_overwrite_after_rollover_replaces_exactly_the_rows_of_the_hour(session: SqlSession) -> None:
+    # Issue 19's repro: the day-spec file's rows of the overwritten hour go, 11:00 stays.
+    session.execute("CREATE TABLE hits (id BIGINT, ts TIMESTAMP) PARTITIONED BY (days(ts)) "
+                    "TBLPROPERTIES ('write.delete.mode'='merge-on-read')")
+    session.execute("INSERT INTO hits VALUES (1, TIMESTAMP'2026-01-01 10:00:00'), (2, TIMESTAMP'2026-01-01 10:59:59'), "
+                    "(3, TIMESTAMP'2026-01-01 11:00:00')")
+    session.execute("ALTER TABLE hits REPLACE PARTITION FIELD days(ts) WITH hours(ts)")
+    before = len(table_of(session, "hits").snapshots())
+    session.execute("INSERT OVERWRITE hits VALUES (9, TIMESTAMP'2026-01-01 10:30:00')")
+    assert rows(session, "SELECT id, CAST(ts AS STRING) FROM hits ORDER BY id") == [
+        [3, "2026-01-01 11:00:00"], [9, "2026-01-01 10:30:00"]]
+    table = table_of(session, "hits")
+    assert len(table.snapshots()) == before + 1
+    summary = table.current_snapshot().summary
+    assert (summary["replace-partitions"], summary["added-position-deletes"]) == ("true", "2")
+
 # -- errors commit nothing -----------------------------------------------------------------------
 
 

@@ -1,5 +1,5 @@
 """Format v3 with Java Iceberg 1.10: we read its v3 tables (DVs applied, row ids inherited), and it
-reads ours (created as v3, and upgraded from v2 with position deletes).
+reads ours (created as v3, upgraded from v2 with position deletes, and written with our DVs).
 
 One JVM builds every table of the module and reads each one back (its answer is the oracle):
 - ``dv``: partitioned, merge-on-read; two DELETEs, the second replacing the first DV of one
@@ -8,6 +8,9 @@ One JVM builds every table of the module and reads each one back (its answer is 
   ``ALTER TABLE ... SET TBLPROPERTIES ('format-version'='3')``, then deleted from again (the DV
   merges the old position deletes, which readers must then ignore), appended to and updated
   (merge-on-read UPDATE: a DV plus the new row versions).
+
+Then we delete from Java's tables again (our DVs merge Java's DVs and its v2 position deletes)
+and a second JVM reads the result: Java, pyiceberg and we agree.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from tests.oracle import OracleBatch, check
 pytestmark = pytest.mark.oracle
 
 V3_MOR = "'format-version'='3', 'write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read'"
+MOR_PROPERTIES = {"write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read"}
+OUR_DV_ROWS = [[i, "changed" if i == 7 else f"v{i}", i % 2] for i in range(12) if i not in (1, 2, 3, 5, 6)]
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +50,15 @@ def ours(catalog: SqlCatalog) -> dict[str, Table]:
     upgraded.append(pa.table({"id": pa.array(range(6), pa.int64()), "v": [f"v{i}" for i in range(6)]}))
     upgraded.delete("id IN (1, 4)")
     upgraded.update_properties({"format-version": "3"})
-    return {"created": catalog.load_table("ours.created"), "upgraded": catalog.load_table("ours.upgraded")}
+    dv = catalog.create_table("ours.dv", pa.schema([("id", pa.int64()), ("v", pa.string()), ("part", pa.int32())]),
+                              partition_by=["part"], format_version=3, properties=MOR_PROPERTIES)
+    dv.append(pa.table({"id": pa.array(range(12), pa.int64()), "v": [f"v{i}" for i in range(12)],
+                        "part": pa.array([i % 2 for i in range(12)], pa.int32())}))
+    dv.delete("id IN (1, 2, 3)")  # a DV in each partition's file
+    catalog.load_table("ours.dv").delete("id IN (5, 6)")  # merged into new DVs, the old ones retired
+    catalog.load_table("ours.dv").update({"v": "'changed'"}, "id = 7")
+    return {"created": catalog.load_table("ours.created"), "upgraded": catalog.load_table("ours.upgraded"),
+            "dv": catalog.load_table("ours.dv")}
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +67,7 @@ def java(tmp_path_factory: pytest.TempPathFactory, ours: dict[str, Table]) -> di
     warehouse = tmp_path_factory.mktemp("java-v3")
     batch = OracleBatch(warehouse=str(warehouse))
     reads_of_ours = {name: batch.read(t.metadata_location) for name, t in ours.items()}
+    our_dv_files = batch.meta(ours["dv"].metadata_location, "delete_files")
     batch.sql(
         f"CREATE TABLE ref.db.dv (id bigint, name string, part int) USING iceberg PARTITIONED BY (part) "
         f"TBLPROPERTIES ({V3_MOR})",
@@ -72,6 +86,10 @@ def java(tmp_path_factory: pytest.TempPathFactory, ours: dict[str, Table]) -> di
         "DELETE FROM ref.db.upgraded WHERE id = 7",
         "INSERT INTO ref.db.upgraded VALUES (100, 'new')",
         "UPDATE ref.db.upgraded SET v = 'changed' WHERE id IN (3, 100)",
+        # One data file with a DV, for us to delete from again.
+        f"CREATE TABLE ref.db.more (id bigint, v string) USING iceberg TBLPROPERTIES ({V3_MOR})",
+        "INSERT INTO ref.db.more SELECT /*+ REPARTITION(1) */ id, concat('v', id) FROM range(10)",
+        "DELETE FROM ref.db.more WHERE id IN (2, 4)",
     )
     dv_rows = batch.sql("SELECT * FROM ref.db.dv")
     upgraded_rows = batch.sql("SELECT * FROM ref.db.upgraded")
@@ -79,7 +97,8 @@ def java(tmp_path_factory: pytest.TempPathFactory, ours: dict[str, Table]) -> di
     for r in results:
         check(r)
     return {"warehouse": warehouse, "dv": results[dv_rows]["rows"], "upgraded": results[upgraded_rows]["rows"],
-            "ours": {name: results[i]["rows"] for name, i in reads_of_ours.items()}}
+            "ours": {name: results[i]["rows"] for name, i in reads_of_ours.items()},
+            "our_dv_files": results[our_dv_files]}
 
 
 @pytest.fixture(scope="module")
@@ -175,3 +194,66 @@ def test_java_reads_our_v3_tables_created_and_upgraded(ours: dict[str, Table], j
     expected = [[i, f"v{i}"] for i in (0, 2, 3, 5)]
     assert rows(upgraded) == expected
     assert java["ours"]["upgraded"] == expected
+
+
+def test_java_reads_our_deletion_vectors_as_dvs_and_applies_them(ours: dict[str, Table], java: dict[str, Any]) -> None:
+    assert rows(ours["dv"]) == OUR_DV_ROWS
+    assert sorted(java["ours"]["dv"]) == OUR_DV_ROWS
+    # Java's delete_files table: one live DV per original data file (the 2nd DELETE's merged
+    # DVs; UPDATE's merged part 1's again), in Puffin, with the blob's offset and size.
+    files = java["our_dv_files"]
+    names = [c["name"] for c in files["columns"]]
+    got = sorted((r[names.index("file_format")], r[names.index("record_count")], r[names.index("content_offset")])
+                 for r in files["rows"])
+    assert got == [("PUFFIN", 2, 4), ("PUFFIN", 4, 4)]  # part 0: ids 2, 6; part 1: 1, 3, 5 and 7 (UPDATE)
+    assert all(r[names.index("referenced_data_file")] for r in files["rows"])
+
+
+@pytest.fixture(scope="module")
+def java_again(catalog: SqlCatalog, java: dict[str, Any]) -> dict[str, Any]:
+    """Java's tables, registered anew and deleted from / updated by us; then Java reads them."""
+    register_as(catalog, java, "more", "more_again").delete("id IN (4, 6)")  # merges Java's DV (2 and 4)
+    register_as(catalog, java, "upgraded", "upgraded_again").delete("id IN (8, 16)")
+    tables = {"more": catalog.load_table("java.more_again"), "upgraded": catalog.load_table("java.upgraded_again")}
+    batch = OracleBatch(warehouse=str(java["warehouse"]))
+    reads = {name: batch.read(t.metadata_location) for name, t in tables.items()}
+    results = batch.run()
+    for r in results:
+        check(r)
+    return {"tables": tables, "rows": {name: results[i]["rows"] for name, i in reads.items()}}
+
+
+def register_as(catalog: SqlCatalog, java: dict[str, Any], name: str, as_name: str) -> Table:
+    metadata_dir = Path(java["warehouse"]) / "db" / name / "metadata"
+    version = (metadata_dir / "version-hint.text").read_text().strip()
+    if not catalog.namespace_exists(("java",)):
+        catalog.create_namespace("java")
+    return catalog.register_table(("java", as_name), str(metadata_dir / f"v{version}.metadata.json"))
+
+
+def test_our_dvs_merge_the_dvs_java_wrote_and_java_reads_the_result(java_again: dict[str, Any]) -> None:
+    from pyiceberg.table import StaticTable
+
+    more = java_again["tables"]["more"]
+    expected_more = [[i, f"v{i}"] for i in range(10) if i not in (2, 4, 6)]
+    assert rows(more) == expected_more
+    assert sorted(java_again["rows"]["more"]) == expected_more
+    py = StaticTable.from_metadata(more.metadata_location).scan().to_arrow()
+    assert sorted(py.column("id").to_pylist()) == [r[0] for r in expected_more]
+    (task,) = more.scan().plan_files()
+    (ours,) = task.delete_files
+    assert ours.file_format == FileFormat.PUFFIN and ours.record_count == 3 and "-deletes.puffin" in ours.file_path
+    summary = more.current_snapshot().summary
+    assert (summary["added-dvs"], summary["removed-dvs"]) == ("1", "1")
+    upgraded = java_again["tables"]["upgraded"]
+    expected = sorted([i, "changed" if i in (3, 100) else f"v{i}"]
+                      for i in [*range(20), 100] if i not in (1, 2, 7, 8, 15, 16))
+    assert rows(upgraded) == expected
+    assert sorted(java_again["rows"]["upgraded"]) == expected
+    py_up = StaticTable.from_metadata(upgraded.metadata_location).scan().to_arrow()
+    assert sorted(py_up.column("id").to_pylist()) == [r[0] for r in expected]
+    # The file without a DV had only the partition-scoped Parquet file (id 15): our DV merged it,
+    # and it stays live for the other data file, where Java's DV already ignores it.
+    deletes = sorted([(d.file_format, d.record_count) for d in t.delete_files]
+                     for t in upgraded.scan().plan_files() if t.file.record_count == 10)
+    assert deletes == [[(FileFormat.PUFFIN, 2)], [(FileFormat.PUFFIN, 5)]]

@@ -137,20 +137,24 @@ def test_appends_overwrites_and_deletes_commit_on_v3_with_row_ids_from_next_row_
                   .scan().to_arrow().column("id").to_pylist()) == [2, 3, 4, 5, 6]
 
 
-def test_merge_on_read_delete_on_v3_refuses_position_delete_files_and_commits_nothing(catalog: Catalog) -> None:
+def test_rewrite_position_deletes_on_v3_is_refused_as_it_would_add_position_delete_files(catalog: Catalog) -> None:
+    """Merge-on-read on v3 writes deletion vectors (tests/table/test_deletion_vector_writes.py);
+    what would still add a Parquet position delete file to a v3 table is refused, unchanged."""
+    from tablestore.maintenance import rewrite_position_deletes
+
     catalog.create_namespace("m")
-    table = catalog.create_table("m.t", ROWS.schema, format_version=3,
-                                 properties={"write.delete.mode": "merge-on-read"})
+    table = catalog.create_table("m.t", ROWS.schema, properties={"write.delete.mode": "merge-on-read"})
     table.append(ROWS)
-    before = catalog.load_table("m.t").metadata_location
-    with pytest.raises(UnsupportedError, match="deletion vectors, not position delete files"):
-        table.delete("id = 1")
+    table.delete("id = 1")
+    table.delete("id = 2")
+    catalog.load_table("m.t").update_properties({"format-version": "3"})
+    reloaded = catalog.load_table("m.t")
+    before = reloaded.metadata_location
+    with pytest.raises(UnsupportedError, match="format v3 table: it would add a position delete file"):
+        rewrite_position_deletes(reloaded, options={"rewrite-all": "true"})
     reloaded = catalog.load_table("m.t")
     assert reloaded.metadata_location == before
-    assert sorted(reloaded.scan().to_arrow().column("id").to_pylist()) == [1, 2, 3]
-    # The position delete file written for the refused commit was removed again.
-    data_dir = reloaded.location.removeprefix("file://") + "/data"
-    assert not [p for p in Path(data_dir).rglob("*") if "delete" in p.name]
+    assert sorted(reloaded.scan().to_arrow().column("id").to_pylist()) == [3]
 
 
 def test_a_catalogs_table_default_format_version_makes_new_tables_v3(tmp_path: Path) -> None:

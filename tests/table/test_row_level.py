@@ -160,6 +160,18 @@ def test_merge_with_several_source_rows_for_one_target_row_fails_and_commits_not
     assert table.refresh().current_snapshot().snapshot_id == before  # type: ignore[union-attr]
 
 
+def test_merge_on_an_integer_key_never_matches_null_keys(db: Catalog) -> None:
+    # The one-integer-key path matches by binary search over the sorted source keys.
+    table = db.create_table("db.nullable_keys", schema=pa.schema([("k", pa.int64()), ("v", pa.string())]))
+    table.append(pa.table({"k": pa.array([None, 1, 5, 9], pa.int64()), "v": ["n", "a", "b", "c"]}))
+    source = pa.table({"k": pa.array([9, None, 0, 1], pa.int64()), "v": ["C", "N", "Z", "A"]})
+    result = table.merge(source, on="t.k = s.k").when_matched_update_all().when_not_matched_insert_all().execute()
+    assert (result.updated, result.inserted) == (2, 2)
+    assert sorted(table.scan().to_arrow().to_pylist(), key=lambda r: (r["k"] is None, r["k"] or 0, r["v"])) == [
+        {"k": 0, "v": "Z"}, {"k": 1, "v": "A"}, {"k": 5, "v": "b"}, {"k": 9, "v": "C"},
+        {"k": None, "v": "N"}, {"k": None, "v": "n"}]
+
+
 def test_merge_insert_values_and_a_residual_on_condition(db: Catalog) -> None:
     table = _users(db, "copy-on-write")
     source = pa.table({"key": pa.array([1, 2, 50], pa.int64()), "label": ["x", "y", "z"]})

@@ -135,9 +135,10 @@ def ingest(sql: SqlSession, start: datetime.datetime, end: datetime.datetime, gr
 
     ``grain`` is the partition field the caller's Dagster partitions line up with
     (``event_ts_day`` or ``event_ts_hour``). When the table's spec has moved on (a day
-    re-materialized after the rollover), a dynamic overwrite would leave the day-spec files in
-    place and add the rows again under the hour spec; instead, a day whose rows already equal
-    the landing rows is left as it is, and one that differs is refused.
+    re-materialized after the rollover), a dynamic overwrite would replace the day's rows
+    correctly, but as hour-spec files before the cut-over: the layout that the
+    ``partition_specs_by_cutover`` check forbids, and a commit where nothing changed. So a day
+    whose rows already equal the landing rows is left as it is, and one that differs is refused.
     """
     table = ensure_events_table(sql, format_version)
     query = landing_select(sql, table, start, end)

@@ -48,6 +48,7 @@ from tablestore.spec.updates import (
     TableRequirement,
     TableUpdate,
 )
+from tablestore.table.deletion_vectors import delete_file_key, is_deletion_vector
 from tablestore.table.update.retry import StagedCommit
 from tablestore.table.update.validation import Check, Validation, validate_all
 
@@ -110,6 +111,8 @@ class SnapshotProducer:
         self._written_manifests: list[str] = []
         self._added_manifests: list[ManifestFile] | None = None
         self._manifest_list: str | None = None
+        # DVs of removed data files that the last attempt dropped with them (v3).
+        self._dropped_dvs: list[DataFile] = []
 
     # -- what the snapshot is ----------------------------------------------------------------
     @property
@@ -149,7 +152,14 @@ class SnapshotProducer:
         return [], [], base.current_schema_id
 
     def existing_manifests(self, base: TableMetadata, parent: Snapshot | None) -> list[ManifestFile]:
-        """The parent's manifests, rewritten where this change removes files."""
+        """The parent's manifests, rewritten where this change removes files.
+
+        On a v3 table, removing a data file also removes its deletion vector (Java's
+        ``removeDanglingDeletesFor``): a DV applies to its one data file only, so it would
+        otherwise stay live, pointing at nothing. Compaction, copy-on-write rewrites and
+        overwrites all drop the DVs of the files they replace this way.
+        """
+        self._dropped_dvs = []
         if parent is None:
             if self.deleted_files:
                 raise CommitConflictError("the table has no snapshot any more; the files to replace are gone")
@@ -157,24 +167,41 @@ class SnapshotProducer:
         manifests = snapshot_manifests(self.table.io, parent)
         if not self.deleted_files:
             return manifests
-        doomed = {f.file_path for f in self.deleted_files}
+        # DVs are told apart by their offset too: one Puffin file holds the DVs of many data files.
+        doomed = {delete_file_key(f) for f in self.deleted_files}
         kinds = {manifest_kind(f) for f in self.deleted_files}
-        found: set[str] = set()
+        removed_data = {f.file_path for f in self.deleted_files if f.content == DataFileContent.DATA}
+        drop_dvs = base.format_version >= 3 and bool(removed_data)
+        if drop_dvs:
+            kinds.add(ManifestContent.DELETES)
+
+        def goes(e: ManifestEntry) -> bool:
+            if e.status == ManifestEntryStatus.DELETED:
+                return False
+            f = e.data_file
+            return delete_file_key(f) in doomed or (
+                drop_dvs and is_deletion_vector(f) and f.referenced_data_file in removed_data)
+
+        found: set[tuple[str, int | None]] = set()
         out: list[ManifestFile] = []
         for manifest in manifests:
             if manifest.content not in kinds:
                 out.append(manifest)
                 continue
             entries = self.carried_entries(base, manifest)
-            if not any(e.status != ManifestEntryStatus.DELETED and e.data_file.file_path in doomed for e in entries):
+            if not any(goes(e) for e in entries):
                 out.append(manifest)
                 continue
             rewritten: list[ManifestEntry] = []
             for e in entries:
                 if e.status == ManifestEntryStatus.DELETED:
                     continue  # deleted entries only live in the snapshot that deleted them
-                if e.data_file.file_path in doomed:
-                    found.add(e.data_file.file_path)
+                if goes(e):
+                    key = delete_file_key(e.data_file)
+                    if key in doomed:
+                        found.add(key)
+                    else:
+                        self._dropped_dvs.append(e.data_file)
                     rewritten.append(replace(e, status=ManifestEntryStatus.DELETED, snapshot_id=self.snapshot_id))
                 else:
                     rewritten.append(replace(e, status=ManifestEntryStatus.EXISTING))
@@ -182,7 +209,7 @@ class SnapshotProducer:
                 self.table.io, self._manifest_path(), base.spec_for(manifest.partition_spec_id), base.schema(),
                 self.snapshot_id, rewritten, content=manifest.content, format_version=base.format_version,
             ))
-        missing = sorted(doomed - found)
+        missing = sorted(path for path, _ in doomed - found)
         if missing:
             raise self.missing_files_error(missing)
         return out
@@ -252,8 +279,8 @@ class SnapshotProducer:
         if files:
             raise UnsupportedError(
                 f"a format v3 table takes deletion vectors, not position delete files ({files[0]}); "
-                "tablestore does not write deletion vectors yet, so set write.delete.mode, write.update.mode "
-                "and write.merge.mode to copy-on-write on this table"
+                "this change writes Parquet position deletes, which the spec forbids on v3: delete rows with "
+                "merge-on-read DELETE/UPDATE/MERGE (which write deletion vectors) or rewrite_data_files instead"
             )
 
     def on_conflict(self) -> None:
@@ -302,17 +329,30 @@ class SnapshotProducer:
         return list(self._added_manifests)
 
     def summary(self, parent: Snapshot | None) -> dict[str, str]:
+        """Iceberg's snapshot summary (Java's ``SnapshotSummary``). A deletion vector counts as a
+        delete file and as a DV (``added-dvs``, ``removed-dvs``), not as a position delete file,
+        and its size is its blob's, not its Puffin file's (which it may share)."""
         def of(files: list[DataFile], content: DataFileContent) -> list[DataFile]:
             return [f for f in files if f.content == content]
 
+        def size(f: DataFile) -> int:
+            if is_deletion_vector(f) and f.content_size_in_bytes is not None:
+                return f.content_size_in_bytes
+            return f.file_size_in_bytes
+
+        deleted_files = [*self.deleted_files, *self._dropped_dvs]
         added_data = of(self.added_files, DataFileContent.DATA)
-        removed_data = of(self.deleted_files, DataFileContent.DATA)
+        removed_data = of(deleted_files, DataFileContent.DATA)
         added_deletes = [f for f in self.added_files if f.content != DataFileContent.DATA]
-        removed_deletes = [f for f in self.deleted_files if f.content != DataFileContent.DATA]
+        removed_deletes = [f for f in deleted_files if f.content != DataFileContent.DATA]
         added_records = sum(f.record_count for f in added_data)
         deleted_records = sum(f.record_count for f in removed_data)
-        added_size = sum(f.file_size_in_bytes for f in self.added_files)
-        removed_size = sum(f.file_size_in_bytes for f in self.deleted_files)
+        added_size = sum(size(f) for f in self.added_files)
+        removed_size = sum(size(f) for f in deleted_files)
+        added_dvs = [f for f in added_deletes if is_deletion_vector(f)]
+        removed_dvs = [f for f in removed_deletes if is_deletion_vector(f)]
+        added_position_files = [f for f in of(self.added_files, DataFileContent.POSITION_DELETES)
+                                if not is_deletion_vector(f)]
         added_positions = of(self.added_files, DataFileContent.POSITION_DELETES)
 
         def rows(files: list[DataFile], content: DataFileContent) -> int:
@@ -331,12 +371,17 @@ class SnapshotProducer:
             out["removed-files-size"] = str(removed_size)
         if added_deletes:
             out["added-delete-files"] = str(len(added_deletes))
+        if added_position_files:
+            out["added-position-delete-files"] = str(len(added_position_files))
+        if added_dvs:
+            out["added-dvs"] = str(len(added_dvs))
         if added_positions:
-            out["added-position-delete-files"] = str(len(added_positions))
             out["added-position-deletes"] = str(sum(f.record_count for f in added_positions))
         if removed_deletes:
             out["removed-delete-files"] = str(len(removed_deletes))
-        partitions = {(f.spec_id, tuple(f.partition)) for f in (*self.added_files, *self.deleted_files)}
+        if removed_dvs:
+            out["removed-dvs"] = str(len(removed_dvs))
+        partitions = {(f.spec_id, tuple(f.partition)) for f in (*self.added_files, *deleted_files)}
         out["changed-partition-count"] = str(len(partitions))
         previous = parent.summary if parent is not None else {}
 
@@ -352,7 +397,7 @@ class SnapshotProducer:
         total("total-delete-files", len(added_deletes) - len(removed_deletes))
         for key, content in (("total-position-deletes", DataFileContent.POSITION_DELETES),
                              ("total-equality-deletes", DataFileContent.EQUALITY_DELETES)):
-            total(key, rows(self.added_files, content) - rows(self.deleted_files, content))
+            total(key, rows(self.added_files, content) - rows(deleted_files, content))
         out.update(self.snapshot_properties)
         return out
 

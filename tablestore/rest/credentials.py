@@ -1,0 +1,277 @@
+"""Scoped, short-lived storage credentials for clients (the REST spec's "vended credentials").
+
+The service never hands out the served catalog's own S3 key. A client that asks for delegated
+access (``X-Iceberg-Access-Delegation: vended-credentials`` on a load or create, or
+``GET .../tables/{t}/credentials``) gets temporary credentials from STS ``AssumeRole`` made
+with the catalog's key and an inline *session policy* that allows only:
+
+- the table's location (and its ``write.data.path`` / ``write.metadata.path`` if set
+  elsewhere), as ``s3:GetObject`` and ``s3:ListBucket`` limited by ``s3:prefix``;
+- writes there too (``s3:PutObject``, ``s3:DeleteObject``, multipart) only for a principal with
+  the write role in the catalog;
+
+for ``duration-seconds`` (15 minutes by default). STS makes the session's permissions the
+intersection of the assumed role (MinIO: the calling user's policy) and the session policy,
+so the credentials can do no more than the policy says, wherever the storage enforces policies
+(AWS S3, MinIO). The credentials come back in the LoadTableResult's ``storage-credentials``
+(prefix: the table location) and, for clients that only read ``config`` (pyiceberg on a
+staged create, DuckDB), in ``config`` too, with ``s3.session-token-expires-at-ms``.
+
+Settings (``server.storage-credentials``)::
+
+    storage-credentials:
+      vending: sts                 # sts (default for an s3:// warehouse) | none
+      duration-seconds: 900        # 900..43200 (AWS STS's bounds)
+      role-arn: arn:aws:iam::123456789012:role/lake-clients   # AWS needs a real role; MinIO ignores it
+      sts-endpoint: http://minio:9000                         # default: the catalog's s3.endpoint
+
+Credentials are cached per (locations, access) and reused while at least two thirds of their
+lifetime remain, so a busy table costs one AssumeRole per few minutes, not one per load.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+from tablestore.errors import ConfigError, TableStoreError
+
+DELEGATION_HEADER = "x-iceberg-access-delegation"
+VENDED = "vended-credentials"
+EXPIRES_AT = "s3.session-token-expires-at-ms"
+# The catalog's own secrets: never part of what a client is told.
+SECRET_PROPERTIES = frozenset({"s3.access-key-id", "s3.secret-access-key", "s3.session-token",
+                               "client.access-key-id", "client.secret-access-key", "client.session-token"})
+DEFAULT_DURATION_S = 900
+MIN_DURATION_S, MAX_DURATION_S = 900, 43200
+# A placeholder: MinIO ignores the role (the session gets the calling user's policy, cut down by
+# the session policy); AWS needs a real role. 123456789012 is AWS's example account id, and the
+# account moto serves by default.
+DEFAULT_ROLE_ARN = "arn:aws:iam::123456789012:role/tablestore-vended"
+_KEYS = ("vending", "duration-seconds", "role-arn", "sts-endpoint")
+READ_ACTIONS = ("s3:GetObject", "s3:GetObjectVersion")
+WRITE_ACTIONS = ("s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts")
+
+
+class VendingError(TableStoreError):
+    """STS refused or could not be reached: the service answers 503 and names the cause."""
+
+
+@dataclass(frozen=True)
+class VendingSettings:
+    """The validated ``server.storage-credentials`` section (see the module docstring)."""
+
+    vending: str | None = None  # None: sts for an s3:// warehouse, nothing otherwise
+    duration_s: int = DEFAULT_DURATION_S
+    role_arn: str = DEFAULT_ROLE_ARN
+    sts_endpoint: str | None = None
+
+
+def vending_settings(raw: Any, where: str) -> VendingSettings:
+    """``server.storage-credentials`` as VendingSettings; ConfigError naming what is wrong."""
+    if raw is None:
+        return VendingSettings()
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where}: server.storage-credentials must be a mapping ({', '.join(_KEYS)})")
+    for key in raw:
+        if key not in _KEYS:
+            raise ConfigError(f"{where}: unknown key server.storage-credentials.{key}; expected one of "
+                              f"{', '.join(_KEYS)}")
+    vending = str(raw["vending"]).lower() if raw.get("vending") is not None else None
+    if vending not in (None, "sts", "none"):
+        raise ConfigError(f"{where}: server.storage-credentials.vending must be sts or none, got {vending!r}")
+    try:
+        duration = int(raw.get("duration-seconds", DEFAULT_DURATION_S))
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: server.storage-credentials.duration-seconds must be an integer") from None
+    if not MIN_DURATION_S <= duration <= MAX_DURATION_S:
+        raise ConfigError(f"{where}: server.storage-credentials.duration-seconds must be between "
+                          f"{MIN_DURATION_S} and {MAX_DURATION_S} (STS's bounds), got {duration}")
+    endpoint = raw.get("sts-endpoint")
+    return VendingSettings(vending, duration, str(raw.get("role-arn") or DEFAULT_ROLE_ARN),
+                           str(endpoint) if endpoint else None)
+
+
+def public_properties(properties: Mapping[str, str]) -> dict[str, str]:
+    """A catalog's ``s3.*`` properties without its secrets: what every client may know."""
+    return {k: v for k, v in properties.items() if k.startswith("s3.") and k not in SECRET_PROPERTIES}
+
+
+def wants_vended(header: str | None) -> bool:
+    """Whether ``X-Iceberg-Access-Delegation`` (a comma-separated list) asks for credentials."""
+    return bool(header) and VENDED in [part.strip().lower() for part in (header or "").split(",")]
+
+
+def _bucket_and_key(location: str) -> tuple[str, str]:
+    parts = urlsplit(location)
+    return parts.netloc, parts.path.lstrip("/").rstrip("/")
+
+
+def session_policy(locations: Iterable[str], write: bool) -> dict[str, Any]:
+    """The IAM session policy allowing reads (and with ``write`` writes) under ``locations`` only."""
+    by_bucket: dict[str, list[str]] = {}
+    for location in locations:
+        bucket, key = _bucket_and_key(location)
+        by_bucket.setdefault(bucket, []).append(key)
+    objects = [f"arn:aws:s3:::{bucket}/{key}/*" for bucket, keys in by_bucket.items() for key in keys]
+    statements: list[dict[str, Any]] = [
+        {"Effect": "Allow", "Action": list(READ_ACTIONS + (WRITE_ACTIONS if write else ())), "Resource": objects},
+    ]
+    for bucket, keys in sorted(by_bucket.items()):
+        statements.append({
+            "Effect": "Allow", "Action": ["s3:ListBucket"], "Resource": [f"arn:aws:s3:::{bucket}"],
+            "Condition": {"StringLike": {"s3:prefix": [p for key in keys for p in (key, f"{key}/*")]}},
+        })
+        statements.append({"Effect": "Allow", "Action": ["s3:GetBucketLocation"],
+                           "Resource": [f"arn:aws:s3:::{bucket}"]})
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
+@dataclass
+class _Vended:
+    config: dict[str, str]
+    expires_at_s: float
+
+
+@dataclass
+class CredentialVendor:
+    """Vends scoped credentials for the tables of one served catalog (``properties``: its own)."""
+
+    properties: Mapping[str, str] = field(repr=False)
+    warehouse: str | None
+    settings: VendingSettings = field(default_factory=VendingSettings)
+    _cache: dict[tuple[tuple[str, ...], bool], _Vended] = field(default_factory=dict, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    @property
+    def enabled(self) -> bool:
+        if self.settings.vending == "none":
+            return False
+        return self.settings.vending == "sts" or bool(self.warehouse and self.warehouse.startswith("s3://"))
+
+    def public_config(self) -> dict[str, str]:
+        return public_properties(self.properties)
+
+    def storage_credentials(self, location: str, extra_locations: Iterable[str], write: bool) -> list[dict[str, Any]]:
+        """The spec's ``storage-credentials`` for a table at ``location``: one entry per prefix
+        (the table location, and its data or metadata paths if elsewhere), all with the same
+        credentials; empty when vending is off or the table is not in S3."""
+        if not self.enabled or not location.startswith("s3://"):
+            return []
+        locations = tuple(sorted({location.rstrip("/"), *(p.rstrip("/") for p in extra_locations
+                                                         if p.startswith("s3://"))}))
+        vended = self._vend(locations, write)
+        # One entry per prefix (clients pick the longest prefix matching a file's path).
+        return [{"prefix": prefix, "config": dict(vended.config)} for prefix in locations]
+
+    def _vend(self, locations: tuple[str, ...], write: bool) -> _Vended:
+        key = (locations, write)
+        now = time.time()
+        with self._lock:
+            cached = self._cache.get(key)
+            # Reused while two thirds of its lifetime remain: every client gets at least that much.
+            if cached is not None and cached.expires_at_s - now > self.settings.duration_s * 2 / 3:
+                return cached
+        vended = self._assume_role(locations, write)
+        with self._lock:
+            self._cache[key] = vended
+            for stale in [k for k, v in self._cache.items() if v.expires_at_s <= now]:
+                del self._cache[stale]
+        return vended
+
+    def _assume_role(self, locations: tuple[str, ...], write: bool) -> _Vended:
+        policy = json.dumps(session_policy(locations, write), separators=(",", ":"))
+        endpoint = self.settings.sts_endpoint or self.properties.get("s3.endpoint") or "https://sts.amazonaws.com"
+        form = {
+            "Action": "AssumeRole", "Version": "2011-06-15", "DurationSeconds": str(self.settings.duration_s),
+            "RoleArn": self.settings.role_arn, "Policy": policy,
+            "RoleSessionName": f"tablestore-{'write' if write else 'read'}-{int(time.time())}",
+        }
+        try:
+            status, body = _sts_post(endpoint, urlencode(form), self.properties)
+            answer = ET.fromstring(body)
+            if status != 200:
+                raise RuntimeError(f"HTTP {status}: {_xml_text(answer, 'Code')}: {_xml_text(answer, 'Message')}")
+            expiration = _xml_text(answer, "Expiration")
+            config = {
+                **self.public_config(),
+                "s3.access-key-id": _xml_text(answer, "AccessKeyId"),
+                "s3.secret-access-key": _xml_text(answer, "SecretAccessKey"),
+                "s3.session-token": _xml_text(answer, "SessionToken"),
+            }
+            expires_at_s = datetime.fromisoformat(expiration.replace("Z", "+00:00")).timestamp()
+        except Exception as e:  # refused, unreachable, not an STS answer
+            raise VendingError(
+                f"cannot vend storage credentials: STS AssumeRole at {endpoint} failed "
+                f"({type(e).__name__}: {_short(e)}); check server.storage-credentials (sts-endpoint, "
+                "role-arn) and the catalog's S3 key, or set vending: none"
+            ) from None
+        config[EXPIRES_AT] = str(int(expires_at_s * 1000))
+        return _Vended(config, expires_at_s)
+
+
+def _sts_post(endpoint: str, body: str, properties: Mapping[str, str]) -> tuple[int, bytes]:
+    """POST a form to STS, signed (SigV4, service ``sts``) with the catalog's key. The minio SDK
+    (a dependency already) signs; its AssumeRoleProvider would raise any duration below an hour."""
+    from minio.credentials import Credentials
+    from minio.helpers import sha256_hash
+    from minio.signer import sign_v4_sts
+    from minio.time import to_amz_date, utcnow
+    from urllib3 import PoolManager, Retry, Timeout
+
+    url = urlsplit(endpoint)
+    now = utcnow()
+    unsigned: dict[str, str | list[str] | tuple[str]] = {
+        "Content-Type": "application/x-www-form-urlencoded", "Host": url.netloc, "X-Amz-Date": to_amz_date(now)}
+    if properties.get("s3.session-token"):
+        # A catalog key that is itself temporary: the token goes with the signed headers.
+        unsigned["X-Amz-Security-Token"] = properties["s3.session-token"]
+    headers = sign_v4_sts(
+        method="POST", url=url, region=properties.get("s3.region") or "us-east-1",
+        headers=unsigned,
+        credentials=Credentials(access_key=properties.get("s3.access-key-id") or "",
+                                secret_key=properties.get("s3.secret-access-key") or "",
+                                session_token=properties.get("s3.session-token") or None),
+        content_sha256=sha256_hash(body), date=now,
+    )
+    http = PoolManager(timeout=Timeout(connect=5, read=20), retries=Retry(total=1))
+    try:
+        response = http.request("POST", endpoint, body=body, headers={k: str(v) for k, v in headers.items()})
+        return response.status, response.data
+    finally:
+        http.clear()
+
+
+def _xml_text(element: ET.Element, name: str) -> str:
+    """The text of the first element named ``name`` (any namespace) under ``element``."""
+    for child in element.iter():
+        if child.tag == name or child.tag.endswith("}" + name):
+            return child.text or ""
+    raise ValueError(f"the STS answer has no {name}")
+
+
+def _short(error: BaseException) -> str:
+    text = str(error)
+    return text if len(text) < 300 else text[:300] + "..."
+
+
+__all__ = [
+    "DELEGATION_HEADER",
+    "EXPIRES_AT",
+    "SECRET_PROPERTIES",
+    "VENDED",
+    "CredentialVendor",
+    "VendingError",
+    "VendingSettings",
+    "public_properties",
+    "session_policy",
+    "vending_settings",
+    "wants_vended",
+]

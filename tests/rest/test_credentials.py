@@ -1,0 +1,316 @@
+"""Scoped, short-lived storage credentials vended by the catalog service (STS AssumeRole on moto).
+
+moto's STS answers AssumeRole on the same loopback endpoint as its S3. The service reaches it
+through a recording relay (``StsRecorder``: it forwards each request to moto unchanged and
+keeps the session policy each vended key was issued with). moto's S3 does not enforce
+policies, so these tests prove what is *vended* (scope, access, expiry) and that the catalog's
+own key is never handed out; docs/catalog-service.md says where the scope is enforced (AWS S3,
+MinIO).
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import re
+import threading
+import time
+import urllib.parse
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+import requests
+
+from tablestore.errors import ConfigError
+from tablestore.rest.credentials import EXPIRES_AT, READ_ACTIONS, WRITE_ACTIONS, vending_settings
+from tests.rest.conftest import CATALOG, READ_TOKEN, WRITE_TOKEN, RestService, write_config
+
+pytestmark = pytest.mark.s3
+
+SCHEMA = pa.schema([pa.field("id", pa.int64())])
+# The catalog's own key: distinctive, so that any response carrying it is found by search.
+ACCESS_KEY = "AKIACATALOGOWNKEY0001"
+SECRET_KEY = "catalog-own-secret-0123456789abcdefXYZ"
+DELEGATE = {"X-Iceberg-Access-Delegation": "vended-credentials"}
+
+
+class Recorder:
+    """Every response body and header the service sent to the clients of a test."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def __call__(self, response: requests.Response, *args: Any, **kwargs: Any) -> None:
+        self.texts.append(f"{response.request.method} {response.url} {response.status_code} "
+                          f"{dict(response.headers)} {response.text}")
+
+    def watch(self, session: requests.Session) -> None:
+        session.hooks["response"].append(self)
+
+
+class StsRecorder:
+    """An HTTP relay in front of moto's STS: forwards every request as it is, and records each
+    AssumeRole's session policy by the access key moto answered with."""
+
+    def __init__(self, upstream: str) -> None:
+        recorder = self
+        self.policies: dict[str, dict[str, Any]] = {}
+
+        class Relay(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # the http.server API names it so
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
+                answer = requests.post(upstream, data=body, headers=headers, timeout=30)
+                form = urllib.parse.parse_qs(body.decode())
+                key = re.search(r"<AccessKeyId>([^<]+)</AccessKeyId>", answer.text)
+                if form.get("Action") == ["AssumeRole"] and key:
+                    recorder.policies[key.group(1)] = json.loads(form["Policy"][0])
+                self.send_response(answer.status_code)
+                self.send_header("Content-Type", answer.headers.get("Content-Type", "text/xml"))
+                self.send_header("Content-Length", str(len(answer.content)))
+                self.end_headers()
+                self.wfile.write(answer.content)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Relay)
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _service(tmp_path: Path, s3_server: Any, extra: str = "") -> RestService:
+    s3 = {**s3_server.properties, "s3.access-key-id": ACCESS_KEY, "s3.secret-access-key": SECRET_KEY}
+    warehouse = f"s3://{s3_server.create_bucket()}/warehouse"
+    catalog_uri = f"sqlite:///{tmp_path / 'catalog.db'}"
+    config = tmp_path / "tablestore.yaml"
+    write_config(config, catalog_uri, warehouse, s3)
+    if extra:
+        config.write_text(config.read_text() + extra)
+    service = RestService(config, catalog_uri, warehouse, tmp_path, s3_properties=s3)
+    service.start()
+    return service
+
+
+@pytest.fixture
+def sts(s3_server: Any) -> Iterator[StsRecorder]:
+    recorder = StsRecorder(s3_server.endpoint)
+    try:
+        yield recorder
+    finally:
+        recorder.close()
+
+
+@pytest.fixture
+def vending_service(tmp_path: Path, s3_server: Any, sts: StsRecorder) -> Iterator[RestService]:
+    service = _service(tmp_path, s3_server, f"  storage-credentials: {{sts-endpoint: '{sts.endpoint}'}}\n")
+    try:
+        yield service
+    finally:
+        service.stop()
+
+
+def _get(service: RestService, path: str, token: str, headers: dict[str, str] | None = None,
+         recorder: Recorder | None = None) -> requests.Response:
+    response = requests.get(f"{service.uri}/v1/{CATALOG}/{path}", timeout=30,
+                            headers={"Authorization": f"Bearer {token}", **(headers or {})})
+    if recorder is not None:
+        recorder(response)
+    return response
+
+
+def _allowed(policy: dict[str, Any]) -> tuple[set[str], set[str], list[str]]:
+    """(object actions, object resources, listable prefixes) a session policy allows."""
+    actions: set[str] = set()
+    resources: set[str] = set()
+    prefixes: list[str] = []
+    for statement in policy["Statement"]:
+        assert statement["Effect"] == "Allow"
+        if statement["Action"] == ["s3:ListBucket"]:
+            prefixes += statement["Condition"]["StringLike"]["s3:prefix"]
+        elif statement["Action"] != ["s3:GetBucketLocation"]:
+            actions |= set(statement["Action"])
+            resources |= set(statement["Resource"])
+    return actions, resources, prefixes
+
+
+def test_vended_credentials_are_scoped_to_the_table_read_only_for_readers_and_expiring(
+        vending_service: RestService, s3_server: Any, sts: StsRecorder) -> None:
+    service = vending_service
+    ns = f"cred_{uuid.uuid4().hex[:8]}"
+    writer = service.client()  # tablestore's rest catalog: it asks for vended credentials
+    try:
+        writer.create_namespace(ns)
+        table = writer.create_table(f"{ns}.t", SCHEMA)
+        table.append(pa.table({"id": [1, 2]}, schema=SCHEMA))
+        writer.load_table(f"{ns}.t").append(pa.table({"id": [3]}, schema=SCHEMA))
+        loaded_table = writer.load_table(f"{ns}.t")
+        location = loaded_table.metadata.location
+        # The writer's FileIO holds vended credentials, not the catalog's key.
+        config = writer._table_configs[location]
+        assert config["s3.access-key-id"] != ACCESS_KEY and config["s3.session-token"]
+        # Credentials with less than 5 minutes left are renewed at the credentials endpoint
+        # before the table's files are touched again.
+        recorder = Recorder()
+        recorder.watch(writer._session)
+        config[EXPIRES_AT] = str(int((time.time() + 60) * 1000))
+        writer._table_ios.pop(location, None)
+        io = writer.table_io(loaded_table.metadata)
+        assert [t.split(" ")[:2] for t in recorder.texts] == \
+            [["GET", f"{service.uri}/v1/{CATALOG}/namespaces/{ns}/tables/t/credentials"]]
+        renewed = writer._table_configs[location]
+        assert int(renewed[EXPIRES_AT]) / 1000 - time.time() > 600
+        assert io.properties["s3.session-token"] == renewed["s3.session-token"]
+    finally:
+        writer.close()
+    bucket, key = location.removeprefix("s3://").split("/", 1)
+
+    before = time.time()
+    policies: dict[str, dict[str, Any]] = {}
+    vended: dict[str, dict[str, str]] = {}
+    for role, token in (("read", READ_TOKEN), ("write", WRITE_TOKEN)):
+        loaded = _get(service, f"namespaces/{ns}/tables/t", token, DELEGATE).json()
+        (credential,) = loaded["storage-credentials"]
+        assert credential["prefix"] == location
+        creds = credential["config"]
+        assert set(creds) >= {"s3.access-key-id", "s3.secret-access-key", "s3.session-token", EXPIRES_AT}
+        assert creds["s3.access-key-id"] != ACCESS_KEY and creds["s3.secret-access-key"] != SECRET_KEY
+        assert creds["s3.endpoint"] == s3_server.endpoint
+        # Expiring: 15 minutes (the default duration) from now, in milliseconds.
+        expires_in = int(creds[EXPIRES_AT]) / 1000 - before
+        assert 600 <= expires_in <= 900 + 5, expires_in
+        # The same credentials in config, for clients that read only config.
+        assert loaded["config"]["s3.session-token"] == creds["s3.session-token"]
+        # The credentials endpoint vends the same scope for the same role.
+        fresh = _get(service, f"namespaces/{ns}/tables/t/credentials", token).json()["storage-credentials"]
+        assert [c["prefix"] for c in fresh] == [location]
+        vended[role] = creds
+        policies[role] = sts.policies[creds["s3.access-key-id"]]
+
+    assert vended["read"]["s3.access-key-id"] != vended["write"]["s3.access-key-id"]
+    read_actions, read_resources, read_prefixes = _allowed(policies["read"])
+    write_actions, write_resources, write_prefixes = _allowed(policies["write"])
+    # Read-only for the read role: no action that changes or deletes an object.
+    assert read_actions == set(READ_ACTIONS)
+    assert write_actions == set(READ_ACTIONS) | set(WRITE_ACTIONS)
+    # Both limited to the table's files and to listing under the table's prefix.
+    assert read_resources == write_resources == {f"arn:aws:s3:::{bucket}/{key}/*"}
+    assert read_prefixes == write_prefixes == [key, f"{key}/*"]
+
+    # pyiceberg (which asks for vended credentials by default) reads and writes with them.
+    py_table = service.pyiceberg().load_table(f"{ns}.t")
+    assert py_table.io.properties["s3.access-key-id"] not in (ACCESS_KEY, None)
+    assert sorted(py_table.scan().to_arrow().column("id").to_pylist()) == [1, 2, 3]
+    py_table.append(pa.table({"id": [4]}, schema=SCHEMA))
+    reader = service.client(READ_TOKEN)
+    try:
+        assert sorted(reader.load_table(f"{ns}.t").scan().to_arrow().column("id").to_pylist()) == [1, 2, 3, 4]
+    finally:
+        reader.close()
+
+    # A client that does not ask gets no credentials at all, and no key in config.
+    plain = _get(service, f"namespaces/{ns}/tables/t", READ_TOKEN).json()
+    assert "storage-credentials" not in plain
+    assert not {"s3.access-key-id", "s3.secret-access-key", "s3.session-token"} & set(plain["config"])
+
+
+def test_the_catalogs_own_key_appears_in_no_response_of_any_endpoint(vending_service: RestService) -> None:
+    service = vending_service
+    recorder = Recorder()
+    ns = f"nokey_{uuid.uuid4().hex[:8]}"
+    client = service.client()
+    recorder.watch(client._session)
+    try:
+        client.create_namespace(ns, {"owner": "x"})
+        table = client.create_table(f"{ns}.t", SCHEMA, partition_by=["id"])
+        table.append(pa.table({"id": [1, 2]}, schema=SCHEMA))
+        client.load_table(f"{ns}.t").delete("id = 1")
+        client.create_view(f"{ns}.v", f"SELECT id FROM {ns}.t", SCHEMA)
+        view = client.load_view(f"{ns}.v")
+        client.drop_view(f"{ns}.v")
+        client.register_view(f"{ns}.v", view.metadata_location)
+        client.rename_table(f"{ns}.t", f"{ns}.t2")
+        client.register_table(f"{ns}.t3", client.load_table(f"{ns}.t2").metadata_location)
+        client.update_namespace_properties(ns, updates={"k": "v"})
+        client.list_namespaces(), client.list_tables(ns), client.list_views(ns)
+        client.load_credentials(f"{ns}.t2")
+        client.create_function(f"{ns}.f", "com.example.F", "int")
+        client.list_functions(ns)
+    finally:
+        client.close()
+    py = service.pyiceberg()
+    recorder.watch(py._session)
+    py.create_table_transaction(f"{ns}.staged", SCHEMA).commit_transaction()  # stage-create
+    py.load_table(f"{ns}.staged")
+    for path in ("namespaces", f"namespaces/{ns}", f"namespaces/{ns}/tables/t2", f"namespaces/{ns}/views/v",
+                 f"namespaces/{ns}/tables/t2/credentials", f"namespaces/{ns}/functions/f", "nowhere"):
+        for token in (READ_TOKEN, WRITE_TOKEN):
+            _get(service, path, token, DELEGATE, recorder)
+    recorder(requests.get(f"{service.uri}/v1/config", headers={"Authorization": f"Bearer {READ_TOKEN}"},
+                          timeout=30))
+    recorder(requests.get(f"{service.uri}/openapi.json", timeout=30))
+    everything = "\n".join(recorder.texts)
+    assert len(recorder.texts) >= 39
+    assert "s3.session-token" in everything  # credentials were vended on the way ...
+    assert ACCESS_KEY not in everything and SECRET_KEY not in everything  # ... never the catalog's
+    service.stop()
+    assert SECRET_KEY not in service.log()
+
+
+def test_a_failing_sts_is_a_503_naming_the_cause_and_vending_can_be_turned_off(
+        tmp_path: Path, s3_server: Any) -> None:
+    closed = f"http://127.0.0.1:{_closed_port()}"
+    (tmp_path / "a").mkdir()
+    service = _service(tmp_path / "a", s3_server, f"  storage-credentials: {{sts-endpoint: '{closed}'}}\n")
+    try:
+        client = service.client()
+        client.create_namespace("n")
+        response = requests.post(f"{service.uri}/v1/{CATALOG}/namespaces/n/tables", timeout=60,
+                                 headers={"Authorization": f"Bearer {WRITE_TOKEN}", **DELEGATE},
+                                 json={"name": "t", "schema": {"type": "struct", "schema-id": 0, "fields": [
+                                     {"id": 1, "name": "id", "type": "long", "required": False}]}})
+        assert response.status_code == 503, response.text
+        error = response.json()["error"]
+        assert error["type"] == "ServiceUnavailableException"
+        assert f"STS AssumeRole at {closed} failed" in error["message"] and "sts-endpoint" in error["message"]
+        client.close()
+    finally:
+        service.stop()
+
+    (tmp_path / "b").mkdir()
+    off = _service(tmp_path / "b", s3_server, "  storage-credentials: {vending: none}\n")
+    try:
+        off.client().create_namespace("n")
+        created = requests.post(f"{off.uri}/v1/{CATALOG}/namespaces/n/tables", timeout=60,
+                                headers={"Authorization": f"Bearer {WRITE_TOKEN}", **DELEGATE},
+                                json={"name": "t", "schema": {"type": "struct", "schema-id": 0, "fields": []}})
+        assert created.status_code == 200, created.text
+        assert "storage-credentials" not in created.json()
+        assert _get(off, "namespaces/n/tables/t/credentials", READ_TOKEN).json() == {"storage-credentials": []}
+        assert ACCESS_KEY not in created.text
+    finally:
+        off.stop()
+
+
+def _closed_port() -> int:
+    from infra.local.processes import free_port
+
+    return free_port()
+
+
+def test_storage_credential_settings_are_validated() -> None:
+    assert vending_settings({"duration-seconds": 3600}, "x").duration_s == 3600
+    with pytest.raises(ConfigError, match=r"duration-seconds must be between 900 and 43200"):
+        vending_settings({"duration-seconds": 60}, "x")
+    with pytest.raises(ConfigError, match=r"vending must be sts or none"):
+        vending_settings({"vending": "static"}, "x")
+    with pytest.raises(ConfigError, match=r"unknown key server.storage-credentials.ttl"):
+        vending_settings({"ttl": 1}, "x")
