@@ -62,6 +62,9 @@ class PipelineSettings:
     source: str
     # Days of events to keep (counted back from the end of the landed data); None: no retention.
     retention_days: int | None = None
+    # The Iceberg format version of `events` (settings `events: {format-version: N}`). 2 by
+    # default: the stack's Trino 476 does not read v3's deletion vectors (Trino 480 does).
+    events_format_version: int = 2
 
     @property
     def events_landing(self) -> Path:
@@ -103,6 +106,13 @@ def _retention_days(section: Any, source: str) -> int | None:
     if isinstance(days, bool) or not isinstance(days, int) or days < 1:
         raise ConfigError(f"{source}: retention.days must be a whole number of days >= 1, got {days!r}")
     return days
+
+
+def _events_format_version(section: Any, source: str) -> int:
+    version = section.get("format-version", 2) if isinstance(section, dict) else 2
+    if isinstance(version, bool) or version not in (2, 3, "2", "3"):
+        raise ConfigError(f"{source}: events.format-version must be 2 or 3, got {version!r}")
+    return int(version)
 
 
 def load_settings(
@@ -147,6 +157,7 @@ def load_settings(
         trino=doc.get("trino"),
         source=source,
         retention_days=_retention_days(doc.get("retention"), source),
+        events_format_version=_events_format_version(doc.get("events"), source),
     )
     if not data_settings.start < settings.evolution_at <= settings.cutover < data_settings.end:
         raise ConfigError(

@@ -320,7 +320,11 @@ class RestCatalog(Catalog):
 
     def load_table_metadata(self, identifier: IdentifierLike) -> tuple[str, TableMetadata]:
         ident = to_table_identifier(identifier)
-        location, metadata = self._remember(self._request("GET", self._object_url(ident, "tables")))
+        body = self._request("GET", self._object_url(ident, "tables"))
+        try:
+            location, metadata = self._remember(body)
+        except UnsupportedError as e:
+            raise UnsupportedError(f"cannot load table {identifier_str(ident)}: {e}") from None
         self._identifiers[metadata.location] = ident
         return location, metadata
 

@@ -72,6 +72,7 @@ from tablestore.errors import (
     NoSuchNamespaceError,
     NoSuchTableError,
     TableAlreadyExistsError,
+    UnsupportedError,
     ValidationError,
 )
 from tablestore.spec.updates import AssertCreate
@@ -535,7 +536,10 @@ class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
     def load_table_metadata(self, identifier: IdentifierLike) -> tuple[str, TableMetadata]:
         ident = self._table_ident(identifier)
         location = self._current_location(ident)
-        return location, read_metadata_file(self.io, location)
+        try:
+            return location, read_metadata_file(self.io, location)
+        except UnsupportedError as e:
+            raise UnsupportedError(f"cannot load table {identifier_str(ident)}: {e}") from None
 
     def _current_location(self, ident: Identifier) -> str:
         with self._read() as conn:

@@ -96,17 +96,46 @@ def spark_arrow_schema(schema: st.StructType) -> pa.Schema:
     return to_arrow_schema(schema, timezone="UTC")
 
 
-def to_spark_table(table: pa.Table, target: pa.Schema) -> pa.Table:
-    """Rows read by tablestore in the Arrow types Spark expects (time → int64, fixed → binary, ...)."""
+def to_spark_table(table: pa.Table, target: pa.Schema, table_name: str = "") -> pa.Table:
+    """Rows read by tablestore in the Arrow types Spark expects (time → int64, fixed → binary, ...).
+
+    Spark's timestamps have microseconds: a ``timestamp_ns`` value converts only when it has no
+    digits below the microsecond. Otherwise the read fails naming the table, column and type
+    rather than give a truncated value (or write one back, for UPDATE and MERGE).
+    """
     columns = []
     for i, f in enumerate(target):
         column = table.column(i)
         if not column.type.equals(f.type):
-            # Every conversion here is by construction (the target derives from the same
-            # schema); the only lossy one is nanoseconds to microseconds, which is intended.
-            column = column.cast(f.type, safe=False)
+            try:
+                column = column.cast(f.type, safe=_has_nanoseconds(column.type))
+            except pa.ArrowInvalid:
+                where = f" of table {table_name}" if table_name else ""
+                raise SchemaError(
+                    f"column {table.column_names[i]!r}{where} holds {_ns_type_name(column.type)} values with "
+                    "nanoseconds, which Spark (microseconds) cannot show without truncating them; read the table "
+                    "with tablestore's Python API (table.scan().to_arrow()), which keeps nanoseconds"
+                ) from None
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=target)
+
+
+def _has_nanoseconds(t: pa.DataType) -> bool:
+    """Whether an Arrow type holds nanosecond timestamps at any depth (only those convert safely:
+    the other conversions are reinterpretations by construction)."""
+    if pa.types.is_timestamp(t):
+        return t.unit == "ns"
+    if pa.types.is_struct(t):
+        return any(_has_nanoseconds(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _has_nanoseconds(t.value_type)
+    if pa.types.is_map(t):
+        return _has_nanoseconds(t.key_type) or _has_nanoseconds(t.item_type)
+    return False
+
+
+def _ns_type_name(t: pa.DataType) -> str:
+    return "timestamptz_ns" if pa.types.is_timestamp(t) and t.tz else "timestamp_ns"
 
 
 def _needs_conversion(t: IcebergType) -> bool:

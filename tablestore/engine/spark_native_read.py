@@ -34,6 +34,7 @@ The ``filter`` (SQL text) prunes files in planning and is then applied by Spark 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -53,6 +54,7 @@ from tablestore.spec.types import (
     IcebergType,
     NestedField,
     StructType,
+    TimestampType,
 )
 
 if TYPE_CHECKING:
@@ -129,6 +131,9 @@ def _ineligible(state: ReadState, tasks: list[FileTask]) -> str:
             return f"data file {path} is not Parquet"
         if "://" in path and not path.startswith("file://"):
             return f"the table is not on the local file system ({path.split('://', 1)[0]}://)"
+    promoted = _promoted_from_date(state)
+    if promoted:
+        return f"column {promoted!r} was promoted from date to a timestamp (format v3): old files hold dates"
     if state.name_mapping is not None and tasks:
         # Only imported files lack field ids, and only imports set a name mapping: a footer
         # read per file, on the driver, only for such tables.
@@ -138,6 +143,21 @@ def _ineligible(state: ReadState, tasks: list[FileTask]) -> str:
                 schema = pq.ParquetFile(f).schema_arrow
             if not all(_has_field_ids(field) for field in schema):
                 return f"data file {task.file.file_path} has no Parquet field ids (an imported file)"
+    return ""
+
+
+def _promoted_from_date(state: ReadState) -> str:
+    """A current timestamp column that an earlier schema of the table had as a date ("" if none)."""
+    schema = state.schema()
+    timestamps = {f.field_id: f.name for f in schema.fields if isinstance(f.field_type, TimestampType)}
+    if not timestamps:
+        return ""
+    io = load_file_io(state.io_properties)
+    metadata = json.loads(io.new_input(state.metadata_location).read())
+    for old in metadata.get("schemas", []):
+        for f in old.get("fields", []):
+            if f.get("id") in timestamps and f.get("type") == "date":
+                return timestamps[f["id"]]
     return ""
 
 

@@ -48,7 +48,7 @@ class RowPositionsReader(TablestoreReader):
                                                         pa.string()))
         rows = rows.append_column(POS_COLUMN, pa.array(positions, pa.int64()))
         target = spark_arrow_schema(st.StructType.fromJson(json.loads(self.spark_schema_json)))
-        yield from to_spark_table(rows, target).to_batches()
+        yield from to_spark_table(rows, target, self.state.table_name).to_batches()
 
 
 class RowPositionsDataSource(TablestoreDataSource):

@@ -252,7 +252,7 @@ class TablestoreReader(DataSourceReader):
         )
         if table.num_rows == 0:
             return
-        yield from to_spark_table(table, ctx["target"]).to_batches()
+        yield from to_spark_table(table, ctx["target"], self.state.table_name).to_batches()
 
 
 class TablestorePushdownReader(TablestoreReader):

@@ -254,6 +254,11 @@ def from_bytes(t: IcebergType, data: bytes | bytearray | memoryview) -> Any:
             return raw != b"\x00"
         if isinstance(t, IntegerType | DateType):
             return struct.unpack("<i", raw)[0]
+        if isinstance(t, (*_MICRO_TS, *_NANO_TS)) and len(raw) == 4:
+            # A timestamp promoted from a date (format v3) keeps its files' 4-byte date bounds:
+            # days, which the spec says to read as midnight of that day.
+            days = struct.unpack("<i", raw)[0]
+            return days * (NANOS_PER_DAY if isinstance(t, _NANO_TS) else MICROS_PER_DAY)
         if isinstance(t, (LongType, TimeType, *_MICRO_TS, *_NANO_TS)):
             # A long promoted from int keeps its old 4-byte bounds (Java reads them the same way).
             return struct.unpack("<i" if len(raw) == 4 else "<q", raw)[0]

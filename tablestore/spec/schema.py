@@ -6,13 +6,15 @@ carry the ids (Parquet ``field_id``), so reads project by id and survive renames
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
 
 from tablestore.errors import SchemaError, ValidationError
+from tablestore.spec.defaults import INITIAL, check_defaults, default_value
 from tablestore.spec.types import (
     BinaryType,
     BooleanType,
@@ -189,7 +191,7 @@ def _prune(fields: tuple[NestedField, ...], wanted: set[int], schema: Schema) ->
         elif isinstance(f.field_type, StructType):
             inner = _prune(f.field_type.fields, wanted, schema)
             if inner:
-                out.append(NestedField(f.field_id, f.name, StructType(*inner), f.required, f.doc))
+                out.append(replace(f, field_type=StructType(*inner)))
     return tuple(out)
 
 
@@ -296,6 +298,21 @@ def field_to_arrow(f: NestedField) -> pa.Field:
     return pa.field(f.name, type_to_arrow(f.field_type), nullable=not f.required, metadata=metadata)
 
 
+def default_array(f: NestedField, length: int, kind: str = INITIAL) -> pa.Array:
+    """``length`` copies of the field's ``initial-default`` (or ``write-default``), in its Arrow
+    type: nulls when it has none."""
+    target = type_to_arrow(f.field_type)
+    value = default_value(f, kind)
+    if value is None:
+        return pa.nulls(length, target)
+    if isinstance(f.field_type, StructType):
+        children = [default_array(child, length, kind) for child in f.field_type.fields]
+        return pa.StructArray.from_arrays(children, fields=list(target))
+    if isinstance(value, uuid.UUID):
+        value = value.bytes
+    return pa.repeat(pa.scalar(value, target), length)
+
+
 def schema_to_arrow(schema: Schema | StructType) -> pa.Schema:
     fields = schema.fields
     return pa.schema([field_to_arrow(f) for f in fields])
@@ -315,6 +332,13 @@ def parquet_write_schema(arrow_schema: pa.Schema, schema: Schema) -> pa.Schema:
         return arrow_schema
     fields = [_annotate_uuid(f, uuids) for f in arrow_schema]
     return pa.schema(fields, metadata=arrow_schema.metadata)
+
+
+def without_unknown_columns(rows: pa.Table, schema: Schema) -> pa.Table:
+    """``rows`` without the top-level columns of type ``unknown``: the spec stores them in no
+    data file (readers fill them with NULL, since files never hold their id)."""
+    unknown = [f.name for f in schema.fields if isinstance(f.field_type, UnknownType) and f.name in rows.column_names]
+    return rows.drop_columns(unknown) if unknown else rows
 
 
 def _annotate_uuid(f: pa.Field, uuids: set[int]) -> pa.Field:
@@ -366,11 +390,17 @@ V3_TYPES: tuple[type[IcebergType], ...] = (TimestampNanoType, TimestamptzNanoTyp
 
 
 def check_format_version_types(schema: Schema | StructType, format_version: int) -> None:
-    """SchemaError naming the first column whose type the table's format version lacks."""
-    if format_version >= 3:
-        return
+    """SchemaError naming the first column whose type or default the table's format version
+    lacks, a required ``unknown`` column, or an invalid default."""
     struct = schema.struct if isinstance(schema, Schema) else schema
     for name, f in Schema(struct.fields).all_fields():
+        check_defaults(name, f, format_version)
+        if isinstance(f.field_type, UnknownType) and f.required:
+            raise SchemaError(
+                f"column {name!r} has type unknown, which holds only NULL, and is NOT NULL; make it nullable"
+            )
+        if format_version >= 3:
+            continue
         if isinstance(f.field_type, V3_TYPES):
             hint = {"timestamp_ns": "timestamp", "timestamptz_ns": "timestamptz"}.get(str(f.field_type))
             way_out = (f"use {hint} (microseconds) for it" if hint

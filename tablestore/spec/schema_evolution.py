@@ -17,8 +17,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import Any
 
 from tablestore.errors import SchemaError, SchemaEvolutionError
+from tablestore.spec import defaults
+from tablestore.spec.defaults import DEFAULTS_FORMAT_VERSION
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import Schema, assign_fresh_ids
 from tablestore.spec.sorting import SortOrder
@@ -45,6 +48,7 @@ from tablestore.spec.types import (
     TimestamptzNanoType,
     TimestamptzType,
     TimeType,
+    UnknownType,
     UUIDType,
     is_promotion_allowed,
     parse_sql_type,
@@ -138,10 +142,31 @@ def _castable(old: IcebergType, new: IcebergType) -> bool:
     return isinstance(old, _TIMESTAMPS) and isinstance(new, _TIMESTAMPS)
 
 
-def classify_type_change(name: str, old: IcebergType, new: IcebergType, mode: CastMode) -> TypeChange:
-    """Whether ``old`` may become ``new`` under ``mode`` and at what cost; raises otherwise."""
+def is_v3_promotion(old: IcebergType, new: IcebergType) -> bool:
+    """The promotions format v3 adds: ``unknown`` to any primitive type, ``date`` to ``timestamp``
+    and ``timestamp_ns`` (not to the ``tz`` types: a date is no point in time)."""
+    if isinstance(old, UnknownType):
+        return new.is_primitive and not isinstance(new, UnknownType)
+    return isinstance(old, DateType) and isinstance(new, TimestampType | TimestampNanoType)
+
+
+def classify_type_change(name: str, old: IcebergType, new: IcebergType, mode: CastMode,
+                         format_version: int = 2) -> TypeChange:
+    """Whether ``old`` may become ``new`` under ``mode`` and at what cost; raises otherwise.
+
+    From ``format_version`` 3 on, ``date`` to ``timestamp``/``timestamp_ns`` and ``unknown`` to
+    anything are promotions (metadata only); before, date to timestamp is a rewrite.
+    """
     if old == new:
         return TypeChange.NONE
+    if format_version >= 3 and is_v3_promotion(old, new):
+        return TypeChange.PROMOTION
+    if isinstance(old, UnknownType):
+        raise SchemaEvolutionError(
+            f"cannot change column {name!r} from unknown to {sql_type_name(new)}"
+            + (": only to a primitive type; drop the column and add it again" if format_version >= 3
+               else ": unknown needs format version 3")
+        )
     if old.is_nested or new.is_nested:
         raise SchemaEvolutionError(
             f"cannot change column {name!r} from {sql_type_name(old)} to {sql_type_name(new)}: only primitive "
@@ -248,8 +273,11 @@ class SchemaEvolution:
 
     def __init__(self, base: Schema, last_column_id: int, spec: PartitionSpec | None = None,
                  cast_mode: CastMode = CastMode.IMPLICIT, case_sensitive: bool = True,
-                 sort_orders: tuple[SortOrder, ...] = (), specs: tuple[PartitionSpec, ...] = ()) -> None:
+                 sort_orders: tuple[SortOrder, ...] = (), specs: tuple[PartitionSpec, ...] = (),
+                 format_version: int = 2) -> None:
         self.base = base
+        # Default values (and so NOT NULL columns added to a table with rows) need format v3.
+        self.format_version = format_version
         # Java rebuilds every partition spec against the current schema when it loads a table
         # and refuses a column named like a partition field (unless it is that identity field's
         # source): such a name would make the table unreadable there.
@@ -350,15 +378,31 @@ class SchemaEvolution:
 
     # -- changes ----------------------------------------------------------------------------
     def add_column(self, name: str | tuple[str, ...], field_type: IcebergType | str, doc: str | None = None,
-                   required: bool = False, first: bool = False, after: str | None = None) -> int:
-        """Add a column; a dotted name (or a tuple) adds a field to a struct. Returns its id."""
+                   required: bool = False, first: bool = False, after: str | None = None,
+                   default: Any = None) -> int:
+        """Add a column; a dotted name (or a tuple) adds a field to a struct. Returns its id.
+
+        ``default`` (format v3) becomes the column's ``initial-default``, which the rows already
+        in the table read, and its ``write-default``. A ``required`` column needs one.
+        """
         path = tuple(name.split(".")) if isinstance(name, str) else tuple(name)
+        dotted = ".".join(path)
         if any(not part.strip() for part in path) or not path:
-            raise SchemaEvolutionError(f"column name {'.'.join(path)!r} is empty or has an empty part")
-        if required:
+            raise SchemaEvolutionError(f"column name {dotted!r} is empty or has an empty part")
+        if self.format_version < DEFAULTS_FORMAT_VERSION and (required or default is not None):
+            what = "as NOT NULL: the rows already in the table have no value for it" if required else \
+                "with a default value: format version 2 readers would read NULL for the rows already in the table"
             raise SchemaEvolutionError(
-                f"cannot add column {'.'.join(path)!r} as NOT NULL: the rows already in the table have no value "
-                "for it; add it as a nullable column"
+                f"cannot add column {dotted!r} {what}; add it as a nullable column without a default, or upgrade "
+                f"the table to format version 3 (ALTER TABLE ... SET TBLPROPERTIES ('format-version'='3')), "
+                f"which allows ADD COLUMN {path[-1]} ... NOT NULL DEFAULT <value> without rewriting data "
+                f"(this table is format version {self.format_version})"
+            )
+        if required and default is None:
+            raise SchemaEvolutionError(
+                f"cannot add column {dotted!r} as NOT NULL without a default: the rows already in the table "
+                f"have no value for it; give it one (ADD COLUMN {path[-1]} ... NOT NULL DEFAULT <value>) or add "
+                "it as a nullable column"
             )
         parent_id = self._find(path[:-1], "parent column").field_id if len(path) > 1 else None
         if parent_id is not None:
@@ -376,8 +420,18 @@ class SchemaEvolution:
             self.last_column_id += 1
             return self.last_column_id
 
+        try:
+            default_json = defaults.default_json(t, default, dotted)
+        except SchemaError as e:
+            raise SchemaEvolutionError(str(e)) from None
+        if required and isinstance(t, StructType):
+            raise SchemaEvolutionError(
+                f"cannot add struct column {dotted!r} as NOT NULL: add it nullable and give its fields defaults"
+            )
         # The column's id first, then its nested fields' ids, as Iceberg assigns them.
-        new_field = assign_fresh_ids(StructType(NestedField(0, leaf, t, False, doc)), next_id).fields[0]
+        new_field = assign_fresh_ids(
+            StructType(NestedField(0, leaf, t, required, doc, default_json, default_json)), next_id
+        ).fields[0]
         new_id = new_field.field_id
 
         def add(children: Fields) -> Fields:
@@ -439,9 +493,15 @@ class SchemaEvolution:
         f = self._find(name)
         new = as_type(field_type)
         original = self.base.find_field(f.field_id).field_type if self.base.has_field(f.field_id) else f.field_type
-        cost = classify_type_change(self.name_of(f.field_id), original, new, self.cast_mode)
+        cost = classify_type_change(self.name_of(f.field_id), original, new, self.cast_mode, self.format_version)
         if f.field_type == new:
             return cost
+        if cost is TypeChange.REWRITE and defaults.has_defaults(f):
+            raise SchemaEvolutionError(
+                f"cannot convert column {name!r} from {sql_type_name(original)} to {sql_type_name(new)}: it has a "
+                "default value, and a conversion by rewrite would change what it means; add a new column of type "
+                f"{sql_type_name(new)} with its own default and fill it instead"
+            )
         self._check_not_identifier(f, "change the type of")
         self._check_not_partition_source(f, "change the type of")
         self._check_not_sort_source(f, new)
@@ -455,12 +515,37 @@ class SchemaEvolution:
             self.type_changes.pop(f.field_id, None)  # no data holds a column added in this change
         else:
             self.type_changes[f.field_id] = TypeChangeRecord(f.field_id, original, new, cost)
-        self._set(edit_field(self.schema, f.field_id, lambda old: replace(old, field_type=new)))
+        def retyped(old: NestedField) -> NestedField:
+            # A promotion keeps the defaults' meaning (a date default becomes that day's midnight).
+            return replace(old, field_type=new,
+                           initial_default=defaults.promote_default(old.initial_default, old.field_type, new),
+                           write_default=defaults.promote_default(old.write_default, old.field_type, new))
+
+        self._set(edit_field(self.schema, f.field_id, retyped))
         return cost
 
     def update_doc(self, name: str, doc: str | None) -> None:
         f = self._find(name)
         self._set(edit_field(self.schema, f.field_id, lambda old: replace(old, doc=doc or None)))
+
+    def set_default(self, name: str, value: Any) -> None:
+        """``ALTER COLUMN c SET DEFAULT v`` (None: ``DROP DEFAULT``): the ``write-default`` only.
+
+        Rows already written keep what they read: the ``initial-default`` never changes.
+        """
+        f = self._find(name)
+        column = self.name_of(f.field_id)
+        if self.format_version < DEFAULTS_FORMAT_VERSION:
+            raise SchemaEvolutionError(
+                f"cannot set a default for column {column!r}: default values need table format version 3 and "
+                f"this table is format version {self.format_version}; upgrade it first (ALTER TABLE ... SET "
+                "TBLPROPERTIES ('format-version'='3'))"
+            )
+        try:
+            raw = defaults.default_json(f.field_type, value, column)
+        except SchemaError as e:
+            raise SchemaEvolutionError(str(e)) from None
+        self._set(edit_field(self.schema, f.field_id, lambda old: replace(old, write_default=raw)))
 
     def make_optional(self, name: str) -> None:
         f = self._find(name)

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tablestore.errors import SchemaError
+from tablestore.errors import SchemaError, UnsupportedError
 
 
 class IcebergType:
@@ -323,6 +323,11 @@ def type_from_json(obj: Any) -> IcebergType:
             return DecimalType(int(m.group(1)), int(m.group(2)))
         if m := _FIXED.match(obj):
             return FixedType(int(m.group(1)))
+        if obj == "variant" or obj.startswith(("geometry", "geography")):
+            raise UnsupportedError(
+                f"column type {obj} (format v3) is not supported by tablestore, which cannot read or write its "
+                "values; read the table with an engine that supports it (Java Iceberg, Spark 4)"
+            )
         raise SchemaError(f"unknown Iceberg type {obj!r}")
     if isinstance(obj, dict):
         kind = obj.get("type")
@@ -379,6 +384,8 @@ _SQL_NAMES: dict[str, IcebergType] = {
     "bytes": BinaryType(),
     "decimal": DecimalType(10, 0),
     "numeric": DecimalType(10, 0),
+    "unknown": UnknownType(),  # v3; Spark calls a column of only NULLs void
+    "void": UnknownType(),
 }
 
 

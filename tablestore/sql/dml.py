@@ -32,8 +32,11 @@ from tablestore.spec.types import (
     MapType,
     StringType,
     StructType,
+    TimestampNanoType,
     TimestampType,
+    TimestamptzNanoType,
     TimestamptzType,
+    UnknownType,
     UUIDType,
     sql_type_name,
 )
@@ -67,8 +70,10 @@ def assignable(spark_type: Any, target: IcebergType) -> bool:
         return kind == "boolean"
     if isinstance(target, DateType):
         return kind == "date"
-    if isinstance(target, TimestampType | TimestamptzType):
+    if isinstance(target, TimestampType | TimestamptzType | TimestampNanoType | TimestamptzNanoType):
         return kind in ("timestamp", "timestampntz", "date")
+    if isinstance(target, UnknownType):
+        return kind == "null"
     if isinstance(target, BinaryType | FixedType | UUIDType):
         return kind == "binary"
     if isinstance(target, StructType):
@@ -85,6 +90,11 @@ def spark_cast_type(t: IcebergType) -> str | None:
         return "binary"
     if isinstance(t, StructType | ListType | MapType):
         return None  # nested values are checked by the Arrow conversion
+    if isinstance(t, TimestampNanoType | TimestamptzNanoType):
+        # Spark's timestamps have microseconds; the write widens them to nanoseconds exactly.
+        return "timestamp_ntz" if isinstance(t, TimestampNanoType) else "timestamp"
+    if isinstance(t, UnknownType):
+        return None  # only NULL is assignable, and the write leaves the column out of the file
     return sql_type_name(t)
 
 

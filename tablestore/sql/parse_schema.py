@@ -7,10 +7,11 @@ Statement classes of this module live here too; the session dispatches them by c
 
 Spark SQL (with Iceberg's extensions) syntax::
 
-    ALTER TABLE t ADD COLUMN[S] [(] c type [NOT NULL] [COMMENT '..'] [FIRST | AFTER x], ... [)]
+    ALTER TABLE t ADD COLUMN[S] [(] c type [NOT NULL] [DEFAULT literal] [COMMENT '..'] [FIRST | AFTER x], ... [)]
     ALTER TABLE t DROP COLUMN[S] [IF EXISTS] [(] c, ... [)]
     ALTER TABLE t RENAME COLUMN a TO b
     ALTER TABLE t ALTER|CHANGE [COLUMN] c TYPE type | COMMENT '..' | FIRST | AFTER x | DROP NOT NULL
+                                        | SET DEFAULT literal | DROP DEFAULT     (defaults: format v3)
     ALTER TABLE t SET IDENTIFIER FIELDS a, b          ALTER TABLE t DROP IDENTIFIER FIELDS a
     ALTER TABLE t MODIFY [(] c type [COMMENT '..'] [FIRST | AFTER x], ... [)]     (Flink)
 
@@ -19,9 +20,10 @@ Nested fields are named with dots (``point.z``).
 
 from __future__ import annotations
 
+import decimal
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlglot.tokens import TokenType
 
@@ -31,7 +33,8 @@ from tablestore.sql import statements as st
 from tablestore.sql.tokens import Cursor
 
 T = TypeVar("T")
-_TYPE_STOPS = ("NOT NULL", "NULL", "COMMENT", "FIRST", "AFTER")
+_TYPE_STOPS = ("NOT NULL", "NULL", "DEFAULT", "COMMENT", "FIRST", "AFTER")
+_DEFAULT_STOPS = ("NOT NULL", "COMMENT", "FIRST", "AFTER")
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,7 @@ class AddColumnAction:
     comment: str | None = None
     first: bool = False
     after: str | None = None
+    default: Any = None  # the DEFAULT literal's value (format v3), None without one
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,8 @@ class AlterColumnAction:
     after: str | None = None
     drop_not_null: bool = False
     set_not_null: bool = False
+    set_default: bool = False  # SET DEFAULT default / DROP DEFAULT (default None)
+    default: Any = None
 
 
 @dataclass(frozen=True)
@@ -155,23 +161,61 @@ def _position(c: Cursor) -> tuple[bool, str | None]:
     return False, None
 
 
+def _default(c: Cursor, column: str) -> Any:
+    """The literal after DEFAULT: a number, a string, TRUE/FALSE, NULL, or DATE/TIMESTAMP '...'
+    (whose text the column's type parses)."""
+    import sqlglot
+    from sqlglot import exp
+
+    if c.at_end():
+        raise c.error(f"expected a value after DEFAULT for column {column!r}")
+    first, last = c.balanced_until(*_DEFAULT_STOPS)
+    text = c.text_between(first, last)
+    try:
+        node = sqlglot.parse_one(text, read="spark")
+    except sqlglot.errors.ParseError:
+        node = None
+    negative = False
+    if isinstance(node, exp.Neg):
+        negative, node = True, node.this
+    if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and node.this.is_string and not negative:
+        return node.this.this  # DATE '2024-01-02', TIMESTAMP '2024-01-02 03:04:05'
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            if not negative:
+                return node.this
+        else:
+            value: Any = int(node.this) if node.this.lstrip("-").isdigit() else decimal.Decimal(node.this)
+            return -value if negative else value
+    if isinstance(node, exp.Boolean) and not negative:
+        return bool(node.this)
+    if isinstance(node, exp.Null) and not negative:
+        return None
+    raise c.error(
+        f"the DEFAULT of column {column!r} must be a literal (a number, a string, TRUE, FALSE, NULL, DATE '...' or "
+        f"TIMESTAMP '...'), not {text!r}", first)
+
+
 def _add_column(c: Cursor) -> AddColumnAction:
     column = c.qualified_name("a column name")
     type_text = _type_text(c, ".".join(column))
     not_null = False
     comment = None
+    default = None
     first, after = False, None
     while True:
         if c.accept("NOT", "NULL"):
             not_null = True
         elif c.accept("NULL"):
             not_null = False
+        elif c.accept("DEFAULT"):
+            default = _default(c, ".".join(column))
         elif c.accept("COMMENT"):
             comment = c.string("a comment")
         elif c.word() in ("FIRST", "AFTER"):
             first, after = _position(c)
         else:
-            return AddColumnAction(column, type_text, not_null, comment, first, after)
+            return AddColumnAction(column, type_text, not_null, comment, first, after, default)
 
 
 def _modify_column(c: Cursor) -> AlterColumnAction:
@@ -207,7 +251,12 @@ def _alter_column(c: Cursor) -> AlterColumnAction:
         return AlterColumnAction(column, drop_not_null=True)
     if c.accept("SET", "NOT", "NULL"):
         return AlterColumnAction(column, set_not_null=True)
-    raise c.error("expected TYPE, COMMENT, FIRST, AFTER or DROP NOT NULL after ALTER COLUMN name")
+    if c.accept("SET", "DEFAULT"):
+        return AlterColumnAction(column, set_default=True, default=_default(c, ".".join(column)))
+    if c.accept("DROP", "DEFAULT"):
+        return AlterColumnAction(column, set_default=True)
+    raise c.error("expected TYPE, COMMENT, FIRST, AFTER, DROP NOT NULL, SET DEFAULT or DROP DEFAULT after "
+                  "ALTER COLUMN name")
 
 
 STATEMENT_HANDLERS: dict[str, Callable[[Cursor], st.Statement]] = {}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import itertools
 import logging
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError as SqlglotParseError
 
+from tablestore import errors
 from tablestore.engine.spark_source_read import resolve_ref
 from tablestore.errors import (
     NoSuchFunctionError,
@@ -27,6 +29,7 @@ from tablestore.errors import (
     NoSuchTableError,
     ParseError,
     QueryError,
+    TableStoreError,
     UnsupportedError,
     ValidationError,
 )
@@ -277,8 +280,16 @@ def spark_errors() -> Iterator[None]:
         yield
     except PySparkException as e:
         text = (e.getMessage() if hasattr(e, "getMessage") else str(e)) or str(e)
+        raised = _worker_error(text)
+        if raised is not None:
+            raise raised from None
         first = text.strip().splitlines()[0] if text.strip() else type(e).__name__
         first = first.split("; line ")[0] if "SQLSTATE" in first else first
+        if first.rstrip().endswith("Traceback (most recent call last):"):
+            # A Python worker failed: its exception line says why, the first line does not.
+            cause = _PYTHON_EXCEPTION.findall(text)
+            if cause:
+                first = f"{first.rstrip().removesuffix('Traceback (most recent call last):').rstrip()} {cause[0]}"
         raise QueryError(first.replace("__tablestore_", "relation ")) from None
 
 
@@ -301,3 +312,22 @@ def load_python_function(class_name: str) -> Any:
     except (ImportError, ValueError):
         pass
     return fn
+
+
+_PYTHON_EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): .+$", re.MULTILINE)
+_WORKER_ERROR = re.compile(r"^tablestore\.errors\.(\w+): (.+)$", re.MULTILINE)
+
+
+def _worker_error(text: str) -> TableStoreError | None:
+    """The tablestore error a Python worker raised (reading a table in a task), as that error:
+    its message says what to do, where Spark's first line says only that a worker failed."""
+    found = _WORKER_ERROR.search(text)
+    if found is None:
+        return None
+    cls = getattr(errors, found.group(1), None)
+    if not (isinstance(cls, type) and issubclass(cls, TableStoreError)):
+        return None
+    try:
+        return cls(found.group(2))
+    except TypeError:  # an error class that takes other arguments
+        return None

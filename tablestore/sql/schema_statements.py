@@ -45,7 +45,7 @@ class SchemaStatements:
 def _apply(u: UpdateSchema, action: Any) -> None:
     if isinstance(action, AddColumnAction):
         u.add_column(tuple(action.column), parse_sql_type(action.type_text), doc=action.comment,
-                     required=action.not_null, first=action.first, after=action.after)
+                     required=action.not_null, first=action.first, after=action.after, default=action.default)
     elif isinstance(action, DropColumnAction):
         name = ".".join(action.column)
         if action.if_exists and u.apply().find_field_id(name, case_sensitive=False) is None:
@@ -63,6 +63,8 @@ def _apply(u: UpdateSchema, action: Any) -> None:
             u.make_optional(name)
         if action.set_not_null:
             u.update_column(name, required=True)
+        if action.set_default:
+            u.set_default(name, action.default)
         if action.first:
             u.move_first(name)
         elif action.after is not None:

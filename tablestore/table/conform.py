@@ -14,7 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tablestore.errors import SchemaError
-from tablestore.spec.schema import Schema, field_to_arrow, schema_to_arrow, type_to_arrow
+from tablestore.spec.defaults import WRITE
+from tablestore.spec.schema import Schema, default_array, field_to_arrow, schema_to_arrow, type_to_arrow
 from tablestore.spec.types import (
     DecimalType,
     DoubleType,
@@ -84,11 +85,12 @@ def conform_to_schema(data: pa.Table, schema: Schema, downcast_ns: bool = False)
             candidates = lowered.get(f.name.lower(), [])
             index = candidates[0] if len(candidates) == 1 else None
         if index is None:
-            if f.required:
+            # A column the data leaves out gets its write-default (format v3), else NULL.
+            if f.required and f.write_default is None:
                 raise SchemaError(
-                    f"the data has no column {f.name!r}, which the table requires; add it"
+                    f"the data has no column {f.name!r}, which the table requires and which has no default; add it"
                 )
-            arrays.append(pa.chunked_array([pa.nulls(data.num_rows, type_to_arrow(f.field_type))]))
+            arrays.append(pa.chunked_array([default_array(f, data.num_rows, WRITE)]))
             continue
         used.add(index)
         arrays.append(_conform_column(data.column(index), f, f.name, downcast_ns))
@@ -141,9 +143,10 @@ def _conform_array(array: pa.Array, t: IcebergType, target: pa.DataType, path: s
         for child in t.fields:
             idx = names.get(child.name)
             if idx is None:
-                if child.required:
-                    raise SchemaError(f"the data has no field {path}.{child.name}, which the table requires")
-                children.append(pa.nulls(len(array), type_to_arrow(child.field_type)))
+                if child.required and child.write_default is None:
+                    raise SchemaError(f"the data has no field {path}.{child.name}, which the table requires "
+                                      "and which has no default")
+                children.append(default_array(child, len(array), WRITE))
                 continue
             inner = array.field(idx)
             children.append(

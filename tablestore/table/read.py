@@ -35,7 +35,14 @@ from tablestore.spec.row_lineage import (
     inherited_row_ids,
     inherited_sequence_numbers,
 )
-from tablestore.spec.schema import PARQUET_FIELD_ID, Schema, arrow_type_to_iceberg, storage_schema, type_to_arrow
+from tablestore.spec.schema import (
+    PARQUET_FIELD_ID,
+    Schema,
+    arrow_type_to_iceberg,
+    default_array,
+    storage_schema,
+    type_to_arrow,
+)
 from tablestore.spec.transforms import IdentityTransform
 from tablestore.spec.types import IcebergType, ListType, MapType, NestedField, StructType
 from tablestore.table.deletion_vectors import is_deletion_vector, read_deletion_vector
@@ -189,7 +196,8 @@ def read_task_table(
                 [pa.array([constants[f.field_id]] * raw.num_rows, type_to_arrow(f.field_type))]
             )
         else:
-            column = pa.chunked_array([pa.nulls(raw.num_rows, type_to_arrow(f.field_type))])
+            # Added after the file was written: its initial-default (format v3), else NULL.
+            column = pa.chunked_array([default_array(f, raw.num_rows)])
         columns.append(column)
         fields.append(pa.field(f.name, column.type, nullable=not f.required))
     table = pa.Table.from_arrays(columns, schema=pa.schema(fields)) if fields else _empty_rows(raw.num_rows)
@@ -432,7 +440,7 @@ def _project_array(array: pa.Array, t: IcebergType) -> pa.Array:
         for child in t.fields:
             source = by_id.get(child.field_id)
             if source is None:
-                children.append(pa.nulls(len(array), type_to_arrow(child.field_type)))
+                children.append(default_array(child, len(array)))
             else:
                 children.append(_project_array(array.field(index[source.name]), child.field_type))
         mask = array.is_null() if array.null_count else None

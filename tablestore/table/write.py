@@ -23,7 +23,7 @@ from tablestore.io import FileIO, to_location_uri
 from tablestore.spec import conversions
 from tablestore.spec.manifest import DataFile, DataFileContent, FileFormat
 from tablestore.spec.partitioning import PartitionSpec
-from tablestore.spec.schema import Schema, parquet_write_schema
+from tablestore.spec.schema import Schema, parquet_write_schema, without_unknown_columns
 from tablestore.spec.types import DateType, IcebergType
 from tablestore.table.metrics import collect_metrics, float_nan_counts, metrics_modes, parquet_leaf_paths
 
@@ -284,6 +284,7 @@ def write_partition(ctx: WriteContext, part: PartitionSlice, task_id: int = 0) -
     row_group_rows = max(1, int(ctx.row_group_bytes / bytes_per_row))
     modes = metrics_modes(ctx.schema, ctx.properties)
     use_dictionary = dictionary_columns(rows, ctx.schema, row_group_rows)
+    rows = without_unknown_columns(rows, ctx.schema)
     file_schema = parquet_write_schema(rows.schema, ctx.schema)  # uuids annotated as the spec asks
     if file_schema is not rows.schema:
         rows = rows.cast(file_schema)

@@ -45,7 +45,7 @@ import pyarrow.parquet as pq
 
 from tablestore.errors import ValidationError
 from tablestore.spec.manifest import DataFile, DataFileContent, FileFormat
-from tablestore.spec.schema import parquet_write_schema
+from tablestore.spec.schema import parquet_write_schema, without_unknown_columns
 from tablestore.spec.types import IcebergType
 from tablestore.table.metrics import collect_metrics, float_nan_counts, metrics_modes
 from tablestore.table.write import (
@@ -163,6 +163,7 @@ class RollingFileWriter:
         """Write ``rows`` as one row group (callers buffer to the row-group size)."""
         if rows.num_rows == 0:
             return
+        rows = without_unknown_columns(rows, self.ctx.schema)
         if self._writer is None:
             self._open(rows)
         assert self._writer is not None

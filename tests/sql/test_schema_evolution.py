@@ -3,6 +3,7 @@ letter, every ALTER TABLE form, and the limits (an error, nothing committed)."""
 
 from __future__ import annotations
 
+import datetime
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -212,5 +213,73 @@ def test_schemas_and_history_metadata_tables_show_the_versions(session: SqlSessi
 
 def test_syntax_error_points_at_the_statement(session: SqlSession) -> None:
     session.execute("CREATE TABLE t (a INT)")
-    with pytest.raises(ParseError, match="TYPE, COMMENT, FIRST, AFTER or DROP NOT NULL"):
+    with pytest.raises(ParseError, match="TYPE, COMMENT, FIRST, AFTER, DROP NOT NULL, SET DEFAULT or DROP DEFAULT"):
         session.execute("ALTER TABLE t ALTER COLUMN a BOGUS")
+
+
+def _data_files(session: SqlSession, name: str = "t") -> list[str]:
+    catalog, identifier = session.manager.resolve_table((name,))
+    return sorted(catalog.load_table(identifier).inspect.data_files().column("file_path").to_pylist())
+
+
+def test_v3_add_column_not_null_default_rewrites_nothing_and_insert_without_it_writes_the_write_default(
+    session: SqlSession,
+) -> None:
+    session.execute("""
+        CREATE TABLE t (id INT, name STRING);
+        INSERT INTO t VALUES (1, 'one');
+    """)
+    before = metadata_location(session)
+    with pytest.raises(SchemaEvolutionError, match=r"cannot add column 'c' as NOT NULL: .*upgrade the table to format "
+                                                   r"version 3 .*ADD COLUMN c \.\.\. NOT NULL DEFAULT <value>"):
+        session.execute("ALTER TABLE t ADD COLUMN c INT NOT NULL DEFAULT 0")
+    assert metadata_location(session) == before
+    files = _data_files(session)
+    session.execute("""
+        ALTER TABLE t SET TBLPROPERTIES ('format-version'='3');
+        ALTER TABLE t ADD COLUMN c INT NOT NULL DEFAULT 0;
+        ALTER TABLE t ADD COLUMNS (s STRING DEFAULT 'x' COMMENT 'a default', d DATE DEFAULT DATE '2024-02-29');
+    """)
+    assert _data_files(session) == files  # no data file rewritten
+    assert rows(session, "SELECT * FROM t") == [[1, "one", 0, "x", datetime.date(2024, 2, 29)]]
+    session.execute("""
+        INSERT INTO t (id, name) VALUES (2, 'two');
+        ALTER TABLE t ALTER COLUMN c SET DEFAULT 9;
+        INSERT INTO t (id, s) VALUES (3, 'given');
+        ALTER TABLE t ALTER COLUMN s DROP DEFAULT;
+        INSERT INTO t (id) VALUES (4);
+    """)
+    day = datetime.date(2024, 2, 29)
+    assert rows(session, "SELECT * FROM t ORDER BY id") == [
+        [1, "one", 0, "x", day], [2, "two", 0, "x", day], [3, None, 9, "given", day], [4, None, 9, None, day]]
+    catalog, identifier = session.manager.resolve_table(("t",))
+    c = catalog.load_table(identifier).schema().find_field("c")
+    assert (c.required, c.initial_default, c.write_default) == (True, 0, 9)
+
+
+def test_spark_reads_timestamp_ns_with_whole_microseconds_and_refuses_nanoseconds_naming_the_table(
+    session: SqlSession,
+) -> None:
+    import pyarrow as pa
+
+    from tablestore.errors import SchemaError
+
+    session.execute("""
+        CREATE TABLE ns (id INT, ts TIMESTAMP_NS) TBLPROPERTIES ('format-version'='3');
+        INSERT INTO ns VALUES (1, TIMESTAMP_NTZ '2024-01-02 03:04:05.123456');
+    """)
+    assert rows(session, "SELECT id, ts FROM ns") == [[1, datetime.datetime(2024, 1, 2, 3, 4, 5, 123456)]]
+    catalog, identifier = session.manager.resolve_table(("ns",))
+    table = catalog.load_table(identifier)
+    assert str(table.schema().find_field("ts").field_type) == "timestamp_ns"
+    table.append(pa.table({"id": pa.array([2], pa.int32()),
+                           "ts": pa.array([1_704_164_645_123_456_789], pa.timestamp("ns"))}))
+    with pytest.raises(SchemaError, match=r"column 'ts' of table cat\.db\.ns holds timestamp_ns values with "
+                                          r"nanoseconds, which Spark \(microseconds\) cannot show without truncating"):
+        rows(session, "SELECT id, ts FROM ns ORDER BY id")
+    # Spark's Python data source reads every column (it has no column pruning): a query that
+    # does not select ts fails the same way rather than hide the value.
+    with pytest.raises(SchemaError, match=r"column 'ts' of table cat\.db\.ns holds timestamp_ns values"):
+        rows(session, "SELECT id FROM ns ORDER BY id")
+    table.delete("id = 2")
+    assert rows(session, "SELECT id, ts FROM ns ORDER BY id") == [[1, datetime.datetime(2024, 1, 2, 3, 4, 5, 123456)]]

@@ -1,4 +1,4 @@
-"""Arrow nanosecond timestamps (pandas' default) in format version 2 tables.
+"""Arrow nanosecond timestamps (pandas' default) in format version 2 and 3 tables.
 
 ``timestamp_ns`` and ``timestamptz_ns`` are format version 3 types: in a v2 table every other
 reader fails (DuckDB "Unrecognized primitive type: timestamptz_ns", iceberg-rust "not supported
@@ -6,7 +6,9 @@ until v3", pyiceberg, Java). So a v2 table stores them as microsecond ``timestam
 ``timestamptz``: writes convert the values when none loses precision, and otherwise refuse,
 naming the column and the two ways out (truncate first, or set pyiceberg's
 ``downcast-ns-timestamp-to-us-on-write``, which truncates). No path writes a v3 type into v2
-metadata; the REST service's side is in tests/rest/test_protocol.py.
+metadata; the REST service's side is in tests/rest/test_protocol.py. In a v3 table they are
+``timestamp_ns``/``timestamptz_ns``, written and read to the nanosecond, and a ``date`` column
+promotes to ``timestamp_ns`` in metadata (old files keep their dates and read as midnight).
 """
 
 from __future__ import annotations
@@ -128,3 +130,42 @@ def test_a_v3_table_keeps_arrow_nanosecond_timestamps_as_nanosecond_types(tmp_pa
     table = _table(tmp_path, {"format-version": "3"})
     assert table.metadata.format_version == 3
     assert [str(f.field_type) for f in table.schema().fields] == ["long", "timestamptz_ns", "timestamp_ns"]
+
+    precise = pa.table({"id": [1, 2],
+                        "at": pa.array([1_700_000_000_123_456_789, None], pa.timestamp("ns", tz="UTC")),
+                        "local": pa.array([-1, 86_400_000_000_000], pa.timestamp("ns"))}, schema=NANOS)
+    table.append(precise)
+    table = table.refresh()
+    got = table.scan().to_arrow().sort_by("id")
+    assert got.schema.field("at").type == pa.timestamp("ns", tz="UTC")
+    assert got.schema.field("local").type == pa.timestamp("ns")
+    assert got.column("at").cast(pa.int64()).to_pylist() == [1_700_000_000_123_456_789, None]
+    assert got.column("local").cast(pa.int64()).to_pylist() == [-1, 86_400_000_000_000]
+    # Filters compare nanoseconds: one nanosecond past the value keeps nothing.
+    assert table.scan(filter="at > '2023-11-14T22:13:20.123456789+00:00'").to_arrow().num_rows == 0
+    assert table.scan(filter="at >= '2023-11-14T22:13:20.123456789+00:00'", columns=["id"]).to_arrow().to_pylist() \
+        == [{"id": 1}]
+
+
+def test_v3_promotes_a_date_column_to_timestamp_ns_in_metadata_and_old_dates_read_as_midnight(tmp_path: Path) -> None:
+    catalog = tablestore.load_catalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    catalog.create_namespace("db")
+    dates = pa.schema([("id", pa.int64()), ("d", pa.date32())])
+    table = catalog.create_table("db.d", dates, properties={"format-version": "3"})
+    table.append(pa.table({"id": [1, 2], "d": pa.array([19000, None], pa.date32())}, schema=dates))
+    table = table.refresh()
+    before = table.inspect.data_files().column("file_path").to_pylist()
+    with table.update_schema() as u:
+        u.widen("d", "timestamp_ns")
+    table = table.refresh()
+    assert table.inspect.data_files().column("file_path").to_pylist() == before  # no rewrite
+    assert str(table.schema().find_field("d").field_type) == "timestamp_ns"
+    table.append(pa.table({"id": [3], "d": pa.array([19001 * 86_400_000_000_000 + 5], pa.timestamp("ns"))}))
+    table = table.refresh()
+    got = table.scan().to_arrow().sort_by("id")
+    assert got.schema.field("d").type == pa.timestamp("ns")
+    assert got.column("d").cast(pa.int64()).to_pylist() == [19000 * 86_400_000_000_000, None,
+                                                            19001 * 86_400_000_000_000 + 5]
+    # The old file's bounds are 4-byte dates, read as midnight when the filter prunes files.
+    assert table.scan(filter="d = '2022-01-08T00:00:00'", columns=["id"]).to_arrow().to_pylist() == [{"id": 1}]
+    assert table.scan(filter="d > '2022-01-08T00:00:00'", columns=["id"]).to_arrow().to_pylist() == [{"id": 3}]

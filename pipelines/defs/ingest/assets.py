@@ -77,7 +77,8 @@ def build_ingest_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]
         """``lakehouse.shop.events`` by day, partitioned by ``days(event_ts)``: one landing day per
         partition, written with INSERT OVERWRITE so a re-run replaces the day."""
         window = context.partition_time_window
-        result = ev.ingest(tablestore.sql(spark.session()), _naive(window.start), _naive(window.end), ev.DAY_FIELD)
+        result = ev.ingest(tablestore.sql(spark.session()), _naive(window.start), _naive(window.end), ev.DAY_FIELD,
+                           settings.events_format_version)
         return _ingest_result(result, tablestore)
 
     @dg.asset(
@@ -87,7 +88,7 @@ def build_ingest_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]
     def events_schema_evolution(tablestore: TableStoreResource) -> dg.MaterializeResult:
         """Evolve ``events`` before the days that carry ``device`` land: ADD COLUMN device, widen
         quantity, price and amount, RENAME country TO country_code. Metadata only."""
-        ran = ev.evolve_schema(tablestore.sql(None))
+        ran = ev.evolve_schema(tablestore.sql(None), format_version=settings.events_format_version)
         table = tablestore.table("events")
         return dg.MaterializeResult(metadata={
             "statements": dg.MetadataValue.md("\n".join(f"- `{s}`" for s in ran) or "already evolved"),
@@ -101,7 +102,7 @@ def build_ingest_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]
     def events_rollover(tablestore: TableStoreResource) -> dg.MaterializeResult:
         """At the cut-over, REPLACE PARTITION FIELD days(event_ts) WITH hours(event_ts). Files
         written before keep the day spec; metadata only."""
-        ran = ev.roll_over(tablestore.sql(None))
+        ran = ev.roll_over(tablestore.sql(None), settings.events_format_version)
         table = tablestore.table("events")
         return dg.MaterializeResult(metadata={
             "statement": ran or "already rolled over",
@@ -118,7 +119,8 @@ def build_ingest_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]
         """``lakehouse.shop.events`` by hour from the cut-over, partitioned by ``hours(event_ts)``.
         A range of hours runs as one INSERT OVERWRITE."""
         window = context.partition_time_window
-        result = ev.ingest(tablestore.sql(spark.session()), _naive(window.start), _naive(window.end), ev.HOUR_FIELD)
+        result = ev.ingest(tablestore.sql(spark.session()), _naive(window.start), _naive(window.end), ev.HOUR_FIELD,
+                           settings.events_format_version)
         return _ingest_result(result, tablestore)
 
     @dg.asset(key=REQUESTS_LANDING_KEY, group_name="erasure", kinds={"json"})

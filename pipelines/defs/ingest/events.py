@@ -31,6 +31,10 @@ EVENTS_COLUMNS = (
 SOURCE_OF = {"country_code": "country"}
 EVOLUTION_STATEMENTS = (
     ("device", "ALTER TABLE {t} ADD COLUMN device STRING"),
+    # v3 only: a NOT NULL column added to a table with rows, without rewriting a file. Rows
+    # ingested before read the initial default; later ingests leave it out and get the
+    # write default (the landing files have no such column).
+    ("source_system", "ALTER TABLE {t} ADD COLUMN source_system STRING NOT NULL DEFAULT 'landing'"),
     ("quantity", "ALTER TABLE {t} ALTER COLUMN quantity TYPE BIGINT"),
     ("price", "ALTER TABLE {t} ALTER COLUMN price TYPE DOUBLE"),
     ("amount", "ALTER TABLE {t} ALTER COLUMN amount TYPE DECIMAL(12,2)"),
@@ -62,12 +66,23 @@ def register_landing(sql: SqlSession, settings: PipelineSettings) -> int:
 EVENTS_PROPERTIES = {"write.delete.mode": "merge-on-read"}
 
 
-def ensure_events_table(sql: SqlSession) -> Table:
+V3_ONLY_STEPS = ("source_system",)
+
+
+def ensure_events_table(sql: SqlSession, format_version: int = 2) -> Table:
+    """The events table, created (in ``format_version``) if missing, upgraded to v3 if asked.
+
+    A v3 table stays v3 when the settings say 2: Iceberg has no downgrade.
+    """
     catalog, identifier = sql.manager.resolve_table(EVENTS)
     if not catalog.table_exists(identifier):
-        sql.execute_one(f"CREATE TABLE {EVENTS} ({EVENTS_COLUMNS}) PARTITIONED BY (days(event_ts))")
+        version = f" TBLPROPERTIES ('format-version'='{format_version}')" if format_version != 2 else ""
+        sql.execute_one(f"CREATE TABLE {EVENTS} ({EVENTS_COLUMNS}) PARTITIONED BY (days(event_ts)){version}")
         sql.execute_one(f"ALTER TABLE {EVENTS} SET IDENTIFIER FIELDS event_id")
     table = catalog.load_table(identifier)
+    if table.metadata.format_version < format_version:
+        sql.execute_one(f"ALTER TABLE {EVENTS} SET TBLPROPERTIES ('format-version'='{format_version}')")
+        table = catalog.load_table(identifier)
     missing = {k: v for k, v in EVENTS_PROPERTIES.items() if table.properties.get(k) != v}
     if missing:  # also brings a lakehouse made by an older pipeline up to date
         pairs = ", ".join(f"'{k}' = '{v}'" for k, v in missing.items())
@@ -87,7 +102,7 @@ def landing_select(sql: SqlSession, table: Table, start: datetime.datetime, end:
     Subjects of an erasure request are left out: re-ingesting landing data must not bring back
     an erased user (the requests table is the suppression list).
     """
-    columns = [SOURCE_OF.get(f.name, f.name) for f in table.schema().fields]
+    columns = [SOURCE_OF.get(f.name, f.name) for f in table.schema().fields if f.name not in V3_ONLY_STEPS]
     days = sorted({(start + datetime.timedelta(hours=h)).date().isoformat()
                    for h in range(int((end - start).total_seconds() // 3600) or 1)})
     where = (
@@ -114,7 +129,8 @@ def _fingerprint(sql: SqlSession, query: str) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
-def ingest(sql: SqlSession, start: datetime.datetime, end: datetime.datetime, grain: str) -> IngestResult:
+def ingest(sql: SqlSession, start: datetime.datetime, end: datetime.datetime, grain: str,
+           format_version: int = 2) -> IngestResult:
     """Land the events of [start, end) in the events table with INSERT OVERWRITE.
 
     ``grain`` is the partition field the caller's Dagster partitions line up with
@@ -124,11 +140,14 @@ def ingest(sql: SqlSession, start: datetime.datetime, end: datetime.datetime, gr
     ``partition_specs_by_cutover`` check forbids, and a commit where nothing changed. So a day
     whose rows already equal the landing rows is left as it is, and one that differs is refused.
     """
-    table = ensure_events_table(sql)
+    table = ensure_events_table(sql, format_version)
     query = landing_select(sql, table, start, end)
     current_fields = [f.name for f in table.spec().fields]
     if grain in current_fields:
-        sql.execute_one(f"INSERT OVERWRITE {EVENTS} {query}")
+        # Named columns: those the landing data lacks (a v3 NOT NULL DEFAULT column) get their
+        # write default.
+        targets = ", ".join(f.name for f in table.schema().fields if f.name not in V3_ONLY_STEPS)
+        sql.execute_one(f"INSERT OVERWRITE {EVENTS} ({targets}) {query}")
         table.refresh()
         snapshot = table.current_snapshot()
         rows = int(snapshot.summary.get("added-records", "0")) if snapshot else 0
@@ -146,16 +165,19 @@ def ingest(sql: SqlSession, start: datetime.datetime, end: datetime.datetime, gr
     )
 
 
-def evolve_schema(sql: SqlSession, skip: tuple[str, ...] = ()) -> list[str]:
+def evolve_schema(sql: SqlSession, skip: tuple[str, ...] = (), format_version: int = 2) -> list[str]:
     """Run the evolution statements that are not applied yet; returns the statements run.
 
-    ``skip`` names steps (``device``, ``quantity``, ``price``, ``amount``, ``country``) to leave
-    out, which is how the tests show that the checks notice a missing one."""
-    table = ensure_events_table(sql)
+    ``skip`` names steps (``device``, ``source_system``, ``quantity``, ``price``, ``amount``,
+    ``country``) to leave out, which is how the tests show that the checks notice a missing one.
+    ``source_system`` (NOT NULL DEFAULT) runs on a v3 table only."""
+    table = ensure_events_table(sql, format_version)
+    v3 = table.metadata.format_version >= 3
     schema = table.schema()
     types = {f.name: f.field_type for f in schema.fields}
     done = {
         "device": "device" in types,
+        "source_system": "source_system" in types or not v3,
         "quantity": isinstance(types.get("quantity"), LongType),
         "price": isinstance(types.get("price"), DoubleType),
         "amount": types.get("amount") == DecimalType(12, 2),
@@ -170,9 +192,9 @@ def evolve_schema(sql: SqlSession, skip: tuple[str, ...] = ()) -> list[str]:
     return ran
 
 
-def roll_over(sql: SqlSession) -> str | None:
+def roll_over(sql: SqlSession, format_version: int = 2) -> str | None:
     """Replace the day partition field by an hour field, unless done; returns the statement run."""
-    table = ensure_events_table(sql)
+    table = ensure_events_table(sql, format_version)
     if HOUR_FIELD in [f.name for f in table.spec().fields]:
         return None
     text = f"ALTER TABLE {EVENTS} REPLACE PARTITION FIELD days(event_ts) WITH hours(event_ts)"

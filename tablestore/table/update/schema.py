@@ -22,7 +22,7 @@ still hold the old type, in the same commit (see :mod:`tablestore.table.schema_r
 from __future__ import annotations
 
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tablestore.errors import CommitConflictError, SchemaEvolutionError
 from tablestore.spec.metadata import TableMetadata
@@ -59,7 +59,7 @@ class UpdateSchema:
         self._base_metadata = md
         self._evolution = SchemaEvolution(
             md.schema(), md.last_column_id, md.spec(), CastMode.from_properties(md.properties), case_sensitive,
-            tuple(md.sort_orders), tuple(md.partition_specs),
+            tuple(md.sort_orders), tuple(md.partition_specs), md.format_version,
         )
         self._committed = False
 
@@ -74,12 +74,27 @@ class UpdateSchema:
 
     # -- changes (each returns the builder, so calls chain) -----------------------------------
     def add_column(self, name: str | tuple[str, ...], field_type: IcebergType | str, doc: str | None = None,
-                   required: bool = False, first: bool = False, after: str | None = None) -> UpdateSchema:
-        """Add a nullable column; ``"s.x"`` (or ``("s", "x")``) adds field ``x`` to struct ``s``.
+                   required: bool = False, first: bool = False, after: str | None = None,
+                   default: Any = None) -> UpdateSchema:
+        """Add a column; ``"s.x"`` (or ``("s", "x")``) adds field ``x`` to struct ``s``.
 
-        Rows already in the table read NULL for it. ``first``/``after`` place it (default: last).
+        Rows already in the table read NULL for it, or ``default`` (format v3 tables: it becomes
+        the column's ``initial-default`` and ``write-default``; no data file is rewritten).
+        ``required=True`` (NOT NULL) needs a default. ``first``/``after`` place it (default: last).
         """
-        self._evolution.add_column(name, field_type, doc, required, first, after)
+        self._evolution.add_column(name, field_type, doc, required, first, after, default)
+        return self
+
+    def set_default(self, name: str, value: Any) -> UpdateSchema:
+        """``ALTER COLUMN c SET DEFAULT value`` (format v3): what later writes store when they do
+        not supply the column (its ``write-default``). Rows already written are unchanged."""
+        self._evolution.set_default(name, value)
+        return self
+
+    def drop_default(self, name: str) -> UpdateSchema:
+        """``ALTER COLUMN c DROP DEFAULT``: later writes must supply the column (or store NULL in
+        a nullable one). What old rows read (the ``initial-default``) stays."""
+        self._evolution.set_default(name, None)
         return self
 
     def drop_column(self, name: str) -> UpdateSchema:
