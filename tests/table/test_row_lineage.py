@@ -165,6 +165,33 @@ def test_every_rewrite_keeps_moved_rows_ids_and_gives_updated_rows_a_new_sequenc
     assert stored[2] == (1, None) and stored[3][0] == 2
 
 
+def test_merge_on_read_update_and_merge_give_new_row_versions_their_old_row_id(catalog: SqlCatalog) -> None:
+    # Merge-on-read masks the old row with a deletion vector and writes its new version to a new
+    # file: the spec has the new version keep the row's _row_id, with a new sequence number.
+    mor = {f"write.{op}.mode": "merge-on-read" for op in ("delete", "update", "merge")}
+    table = catalog.create_table("db.mor", SCHEMA, format_version=3, properties=mor)
+    table.append(rows([1, 2, 3]))
+    state = {1: (0, 1), 2: (1, 1), 3: (2, 1)}
+    assert lineage_by_id(table) == state
+
+    table.update({"v": "'two'"}, "id = 2")
+    state[2] = (1, seq(table))
+    assert lineage_by_id(table) == state
+
+    source = pa.table({"id": pa.array([3, 7], pa.int64()), "v": ["m3", "m7"]})
+    table.merge(source, on="t.id = s.id").when_matched_update_all().when_not_matched_insert_all().execute()
+    merged = lineage_by_id(table)
+    inserted_id, inserted_seq = merged.pop(7)
+    state[3] = (2, seq(table))
+    assert merged == state and inserted_seq == seq(table)
+    assert inserted_id is not None and inserted_id not in {i for i, _ in state.values()}
+    # The original file is untouched: rows 2 and 3 are masked there by one deletion vector.
+    (original,) = [t for t in table.scan().plan_files() if t.file.record_count == 3]
+    assert [(d.file_format, d.record_count) for d in original.delete_files] == [("PUFFIN", 2)]
+    assert sorted(table.scan(columns=["id", "v"]).to_arrow().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "v": "v1"}, {"id": 2, "v": "two"}, {"id": 3, "v": "m3"}, {"id": 7, "v": "m7"}]
+
+
 def test_a_v2_table_never_writes_lineage_columns_and_a_clashing_column_name_is_refused(catalog: SqlCatalog) -> None:
     table = catalog.create_table("db.v2", SCHEMA)
     table.append(rows([1, 2]))
