@@ -41,7 +41,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from tablestore.errors import ConfigError, TableStoreError
+from tablestore.errors import ConfigError, ForbiddenError, TableStoreError
 
 DELEGATION_HEADER = "x-iceberg-access-delegation"
 VENDED = "vended-credentials"
@@ -167,9 +167,29 @@ class CredentialVendor:
             return []
         locations = tuple(sorted({location.rstrip("/"), *(p.rstrip("/") for p in extra_locations
                                                          if p.startswith("s3://"))}))
+        for prefix in locations:
+            self._check_vendable(prefix)
         vended = self._vend(locations, write)
         # One entry per prefix (clients pick the longest prefix matching a file's path).
         return [{"prefix": prefix, "config": dict(vended.config)} for prefix in locations]
+
+    def _check_vendable(self, prefix: str) -> None:
+        # A writer sets its table's location and write.data.path / write.metadata.path: without
+        # these checks, a path of s3://bucket or one with IAM wildcards (* ?) or policy variables
+        # ($) would widen the session policy from one table to the bucket.
+        bucket, key = _bucket_and_key(prefix)
+        if any(c in prefix for c in "*?$") or not bucket or not key:
+            raise ForbiddenError(
+                f"no credentials are vended for {prefix!r}: a table location or write path must name "
+                "a folder in a bucket, without '*', '?' or '$'; change the table's location or its "
+                "write.data.path / write.metadata.path")
+        warehouse = (self.warehouse or "").rstrip("/")
+        if warehouse.startswith("s3://") and prefix != warehouse and not prefix.startswith(warehouse + "/"):
+            raise ForbiddenError(
+                f"no credentials are vended for {prefix!r}: it is outside the catalog's warehouse "
+                f"{warehouse!r}, and vended credentials cover only locations under it; move the "
+                "table's location or write paths under the warehouse, or read it with the catalog's "
+                "own key")
 
     def _vend(self, locations: tuple[str, ...], write: bool) -> _Vended:
         key = (locations, write)

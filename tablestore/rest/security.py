@@ -104,6 +104,10 @@ def check_location(location: str, warehouse: str | None, allow_external: bool, w
     segments = location.replace("\\", "/").split("/")
     if any(s in ("..", ".") for s in segments) or any(ord(c) < 32 for c in location):
         raise ValidationError(f"{what} {location!r} contains '.' or '..' segments or control characters")
+    if location.startswith("s3://") and any(c in location for c in "*?$"):
+        # IAM wildcards and policy variables: a vended session policy scoped to this path would
+        # reach other tables' files.
+        raise ValidationError(f"{what} {location!r} contains '*', '?' or '$'; name a plain folder")
     if not warehouse:
         raise ValidationError(f"{what} {location!r} cannot be checked: the catalog has no warehouse")
     root = _local(warehouse).rstrip("/") + "/"

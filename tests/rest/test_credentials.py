@@ -25,8 +25,14 @@ import pyarrow as pa
 import pytest
 import requests
 
-from tablestore.errors import ConfigError
-from tablestore.rest.credentials import EXPIRES_AT, READ_ACTIONS, WRITE_ACTIONS, vending_settings
+from tablestore.errors import ConfigError, ForbiddenError, ValidationError
+from tablestore.rest.credentials import (
+    EXPIRES_AT,
+    READ_ACTIONS,
+    WRITE_ACTIONS,
+    CredentialVendor,
+    vending_settings,
+)
 from tests.rest.conftest import CATALOG, READ_TOKEN, WRITE_TOKEN, RestService, write_config
 
 pytestmark = pytest.mark.s3
@@ -314,3 +320,40 @@ def test_storage_credential_settings_are_validated() -> None:
         vending_settings({"vending": "static"}, "x")
     with pytest.raises(ConfigError, match=r"unknown key server.storage-credentials.ttl"):
         vending_settings({"ttl": 1}, "x")
+
+
+def test_no_credentials_are_vended_for_paths_that_would_widen_the_policy_beyond_the_table(
+        vending_service: RestService, sts: StsRecorder) -> None:
+    # A writer controls its table's write paths: pointed at the bucket, outside the warehouse or
+    # at IAM wildcards or policy variables, they would turn one table's credentials into the
+    # bucket's. The service refuses such paths at commit.
+    service = vending_service
+    ns = f"widen_{uuid.uuid4().hex[:8]}"
+    writer = service.client()
+    try:
+        writer.create_namespace(ns)
+        table = writer.create_table(f"{ns}.t", SCHEMA)
+        location = table.metadata.location
+        bucket = location.removeprefix("s3://").split("/", 1)[0]
+        for path, reason in ((f"s3://{bucket}", "is outside the warehouse"),
+                             (f"s3://{bucket}/elsewhere", "is outside the warehouse"),
+                             (f"{location}/*", "contains '[*]', '[?]' or '[$]'"),
+                             (f"{location}/data?", "contains '[*]', '[?]' or '[$]'"),
+                             (f"{location}/${{aws:username}}", "contains '[*]', '[?]' or '[$]'")):
+            with pytest.raises(ValidationError, match=reason):
+                writer.load_table(f"{ns}.t").update_properties({"write.data.path": path})
+        assert "write.data.path" not in writer.load_table(f"{ns}.t").properties
+    finally:
+        writer.close()
+
+    # Paths that got there another way (a catalog that allows external locations, another
+    # writer of the catalog database) are refused when vending, before STS is asked.
+    vendor = CredentialVendor({}, f"s3://{bucket}/warehouse", vending_settings({"vending": "sts"}, "test"))
+    vended_before = len(sts.policies)
+    for path, reason in ((f"s3://{bucket}", "must name a folder in a bucket"),
+                         (f"s3://{bucket}/elsewhere", "outside the catalog's warehouse"),
+                         (f"{location}/*", "without '*', '?' or '$'")):
+        with pytest.raises(ForbiddenError) as refused:
+            vendor.storage_credentials(location, [path], write=True)
+        assert reason in str(refused.value) and repr(path) in str(refused.value)
+    assert len(sts.policies) == vended_before
