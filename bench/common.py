@@ -16,8 +16,10 @@ import platform
 import shutil
 import statistics
 import subprocess
+import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -452,3 +454,30 @@ def report(bench: Benchmark, outcomes: list[tuple[Case, list[Measurement]]], row
                     "peak_rss_growth_bytes": m.rss_growth,
                 }
                 out.write(json.dumps(line) + "\n")
+
+
+def serve_catalog(directory: Path, catalog: dict[str, Any], token: str,
+                  role: str) -> tuple[subprocess.Popen[bytes], str]:
+    """``tablestore catalog serve`` over ``catalog`` (a catalog entry of the YAML config) in its
+    own process, with one bearer token; returns the process and its URI once it answers."""
+    from tests.services import free_port
+
+    config = directory / "serve.yaml"
+    config.write_text(json.dumps({"catalogs": [catalog], "server": {"tokens": [{"token": token, "role": role}]}}))
+    port = free_port()
+    log = open(directory / "server.log", "wb")  # noqa: SIM115 - handed to the child
+    proc = subprocess.Popen([sys.executable, "-m", "tablestore.cli", "catalog", "serve", "--config", str(config),
+                             "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    log.close()
+    uri = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    request = urllib.request.Request(f"{uri}/v1/config", headers={"Authorization": f"Bearer {token}"})
+    while True:
+        try:
+            with urllib.request.urlopen(request, timeout=2):
+                return proc, uri
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError((directory / "server.log").read_text()) from None
+            time.sleep(0.3)

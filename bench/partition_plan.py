@@ -30,18 +30,14 @@ plan in less than half the time pyiceberg takes to plan it itself).
 from __future__ import annotations
 
 import datetime
-import json
 import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from bench.common import DEFAULT_ROWS, Benchmark, Case, Contestant, Workspace, tablestore_catalog
+from bench.common import DEFAULT_ROWS, Benchmark, Case, Contestant, Workspace, serve_catalog, tablestore_catalog
 
 DAYS = 100
 REGIONS = 100
@@ -115,31 +111,8 @@ def build_table(ws: Workspace) -> tuple[Any, int]:
 
 def start_service(directory: Path) -> tuple[subprocess.Popen[bytes], str]:
     """``tablestore catalog serve`` over the benchmark's SQLite catalog, in its own process."""
-    from tests.services import free_port
-
-    config = directory / "serve.yaml"
-    config.write_text(json.dumps({
-        "catalogs": [{"name": SERVED, "type": "sql", "uri": f"sqlite:///{directory}/catalog.db",
-                      "warehouse": str(directory / "wh")}],
-        "server": {"tokens": [{"token": TOKEN, "role": "read"}]},
-    }))
-    port = free_port()
-    log = open(directory / "server.log", "wb")  # noqa: SIM115 - handed to the child
-    proc = subprocess.Popen([sys.executable, "-m", "tablestore.cli", "catalog", "serve", "--config", str(config),
-                             "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
-    log.close()
-    uri = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    request = urllib.request.Request(f"{uri}/v1/config", headers={"Authorization": f"Bearer {TOKEN}"})
-    while True:
-        try:
-            with urllib.request.urlopen(request, timeout=2):
-                return proc, uri
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError((directory / "server.log").read_text()) from None
-            time.sleep(0.3)
+    return serve_catalog(directory, {"name": SERVED, "type": "sql", "uri": f"sqlite:///{directory}/catalog.db",
+                                     "warehouse": str(directory / "wh")}, TOKEN, "read")
 
 
 def build(ws: Workspace, rounds: int | None = None) -> Benchmark:

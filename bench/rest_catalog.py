@@ -37,14 +37,13 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from bench.common import RESULTS_DIR, _git_commit
+from bench.common import RESULTS_DIR, _git_commit, serve_catalog
 
 CONCURRENCY = (1, 4, 16)
 TOKEN = "bench-token-0123456789abcdef"
@@ -136,30 +135,8 @@ def _postmaster_pid(pg_dir: Path) -> int | None:
 
 
 def _start_service(workdir: Path, catalog_uri: str, warehouse: str) -> tuple[subprocess.Popen[bytes], str]:
-    from tests.services import free_port
-
-    config = workdir / "tablestore.yaml"
-    config.write_text(json.dumps({
-        "catalogs": [{"name": CATALOG, "type": "sql", "uri": catalog_uri, "warehouse": warehouse}],
-        "server": {"tokens": [{"token": TOKEN, "role": "write"}]},
-    }))
-    port = free_port()
-    log = open(workdir / "server.log", "wb")  # noqa: SIM115 - handed to the child
-    proc = subprocess.Popen([sys.executable, "-m", "tablestore.cli", "catalog", "serve", "--config", str(config),
-                             "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
-    log.close()
-    uri = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    request = urllib.request.Request(f"{uri}/v1/config", headers={"Authorization": f"Bearer {TOKEN}"})
-    while True:
-        try:
-            with urllib.request.urlopen(request, timeout=2):
-                return proc, uri
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError((workdir / "server.log").read_text()) from None
-            time.sleep(0.3)
+    return serve_catalog(workdir, {"name": CATALOG, "type": "sql", "uri": catalog_uri, "warehouse": warehouse},
+                         TOKEN, "write")
 
 
 def measure_all(workdir: Path, commits: int, log: Callable[[str], None]) -> list[dict[str, Any]]:
