@@ -24,18 +24,13 @@ from tablestore.spec.manifest import ManifestContent, read_manifest_list
 from tests.interop.fixture_tables import events
 from tests.interop.readers import duckdb_connect
 from tests.interop.rows import canonical_rows
-from tests.rest.conftest import CATALOG, CLIENT_ID, CLIENT_SECRET, READ_TOKEN, WRITE_TOKEN, RestService, write_config
+from tests.rest.conftest import CATALOG, CLIENT_ID, CLIENT_SECRET, READ_TOKEN, WRITE_TOKEN, RestService, start_service
 
 
 @pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestService]:
+def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestService]:
     """The service over a SQLite catalog and a plain local warehouse, as the README sets it up."""
-    workdir = tmp_path_factory.mktemp("duckdb-rest")
-    catalog_uri = f"sqlite:///{workdir / 'catalog.db'}"
-    warehouse = str(workdir / "warehouse")
-    write_config(workdir / "tablestore.yaml", catalog_uri, warehouse)
-    service = RestService(workdir / "tablestore.yaml", catalog_uri, warehouse, workdir)
-    service.start()
+    service = start_service(request, "sqlite", tmp_path_factory.mktemp("duckdb-rest"))
     try:
         yield service
     finally:

@@ -29,7 +29,8 @@ from pyiceberg.table import StaticTable
 from tablestore.catalog.sql import SqlCatalog
 from tests.interop.readers import duckdb_connect
 from tests.oracle import OracleBatch, check
-from tests.services import CATALOG, WRITE_TOKEN, RestService, write_config
+from tests.rest.conftest import start_service
+from tests.services import CATALOG, WRITE_TOKEN, RestService
 
 pytestmark = pytest.mark.oracle
 
@@ -195,13 +196,8 @@ def test_an_unknown_column_reads_as_null_or_fails_naming_the_type(
 
 
 @pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestService]:
-    workdir = tmp_path_factory.mktemp("v3-values-rest")
-    catalog_uri = f"sqlite:///{workdir / 'catalog.db'}"
-    warehouse = str(workdir / "warehouse")
-    write_config(workdir / "tablestore.yaml", catalog_uri, warehouse)
-    service = RestService(workdir / "tablestore.yaml", catalog_uri, warehouse, workdir)
-    service.start()
+def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestService]:
+    service = start_service(request, "sqlite", tmp_path_factory.mktemp("v3-values-rest"))
     try:
         yield service
     finally:

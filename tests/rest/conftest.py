@@ -21,10 +21,13 @@ from tests.services import (
     write_config,
 )
 
-__all__ = ["CATALOG", "CLIENT_ID", "CLIENT_SECRET", "READ_TOKEN", "WRITE_TOKEN", "RestService", "write_config"]
+__all__ = ["CATALOG", "CLIENT_ID", "CLIENT_SECRET", "READ_TOKEN", "WRITE_TOKEN", "RestService", "start_service",
+           "write_config"]
 
 
-def _start_service(request: pytest.FixtureRequest, kind: str, workdir: Path, s3: bool = False) -> RestService:
+def start_service(request: pytest.FixtureRequest, kind: str, workdir: Path, s3: bool = False) -> RestService:
+    """A started service over a ``kind`` (sqlite or postgres) catalog database, its warehouse in
+    ``workdir`` (or with ``s3`` in a bucket of the loopback S3 server)."""
     if kind == "sqlite":
         catalog_uri = f"sqlite:///{workdir / 'catalog.db'}"
     else:
@@ -48,7 +51,7 @@ BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 @pytest.fixture(scope="module", params=BACKENDS)
 def rest_service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestService]:
     """One service per test module and backend (tests use their own namespaces)."""
-    service = _start_service(request, request.param, tmp_path_factory.mktemp("rest"))
+    service = start_service(request, request.param, tmp_path_factory.mktemp("rest"))
     try:
         yield service
     finally:
@@ -58,7 +61,7 @@ def rest_service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
 @pytest.fixture(params=BACKENDS)
 def fresh_rest_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RestService]:
     """A service of the test's own, for tests that kill or restart it."""
-    service = _start_service(request, request.param, tmp_path)
+    service = start_service(request, request.param, tmp_path)
     try:
         yield service
     finally:
@@ -68,7 +71,7 @@ def fresh_rest_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterat
 @pytest.fixture
 def s3_rest_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RestService]:
     """A service whose warehouse is in S3 (moto); its s3 settings are only in the server's config."""
-    service = _start_service(request, "sqlite", tmp_path, s3=True)
+    service = start_service(request, "sqlite", tmp_path, s3=True)
     try:
         yield service
     finally:

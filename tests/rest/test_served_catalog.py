@@ -11,14 +11,14 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from tablestore.catalog.sql import SqlCatalog
-from tests.rest.conftest import CATALOG, RestService, _start_service
+from tests.rest.conftest import CATALOG, RestService, start_service
 
 SCHEMA = pa.schema([pa.field("id", pa.int64())])
 
 
 @pytest.fixture
 def pg_rest_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RestService]:
-    service = _start_service(request, "postgres", tmp_path)
+    service = start_service(request, "postgres", tmp_path)
     try:
         yield service
     finally:

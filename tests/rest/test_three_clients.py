@@ -26,7 +26,7 @@ from tablestore.catalog.sql import SqlCatalog
 from tests.interop.readers import duckdb_connect
 from tests.interop.rows import canonical_rows, sort_rows
 from tests.oracle import ORACLE_DIR, _ensure_built
-from tests.rest.conftest import CATALOG, WRITE_TOKEN, RestService, _start_service
+from tests.rest.conftest import CATALOG, WRITE_TOKEN, RestService, start_service
 
 NS = "trio"
 TABLES = ("p", "d", "j")  # made by pyiceberg, DuckDB, and Java (tablestore over S3)
@@ -141,7 +141,7 @@ def everyone_reads(service: RestService, con: Any) -> dict[str, dict[str, list[l
 
 @pytest.fixture
 def local_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RestService]:
-    service = _start_service(request, "sqlite", tmp_path)
+    service = start_service(request, "sqlite", tmp_path)
     try:
         yield service
     finally:
@@ -185,7 +185,7 @@ def test_pyiceberg_duckdb_and_java_write_and_read_each_others_tables_alike(local
 @pytest.mark.s3
 def test_pyiceberg_duckdb_and_tablestore_share_tables_in_s3_with_vended_credentials(
         request: pytest.FixtureRequest, tmp_path: Path) -> None:
-    service = _start_service(request, "sqlite", tmp_path, s3=True)
+    service = start_service(request, "sqlite", tmp_path, s3=True)
     catalog_key = service.s3_properties["s3.access-key-id"]
     try:
         pyiceberg_writes(service)
