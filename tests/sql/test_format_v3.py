@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from tablestore.config import parse_config
+from tablestore.config import LakehouseConfig, parse_config
 from tablestore.sql.session import SqlSession
 
 
-def session(tmp_path: Path) -> SqlSession:
-    config = parse_config(textwrap.dedent(f"""
+def sqlite_config(tmp_path: Path) -> LakehouseConfig:
+    return parse_config(textwrap.dedent(f"""
         default-catalog: cat
         catalogs:
           - name: cat
@@ -23,7 +23,10 @@ def session(tmp_path: Path) -> SqlSession:
             warehouse: {tmp_path}/wh
             default-database: db
     """), source=str(tmp_path / "tablestore.yaml"))
-    s = SqlSession(config)
+
+
+def session(tmp_path: Path) -> SqlSession:
+    s = SqlSession(sqlite_config(tmp_path))
     s.execute("CREATE DATABASE db")
     return s
 
@@ -50,16 +53,7 @@ def test_merge_on_read_sql_statements_on_v3_write_one_merged_dv_per_file(tmp_pat
     from tablestore.engine.spark import spark_session
     from tablestore.spec.manifest import FileFormat
 
-    config = parse_config(textwrap.dedent(f"""
-        default-catalog: cat
-        catalogs:
-          - name: cat
-            type: sql
-            uri: sqlite:///{tmp_path}/cat.db
-            warehouse: {tmp_path}/wh
-            default-database: db
-    """), source=str(tmp_path / "tablestore.yaml"))
-    s = SqlSession(config, spark=spark_session(None, app_name="tablestore-v3-sql-tests"))
+    s = SqlSession(sqlite_config(tmp_path), spark=spark_session(None, app_name="tablestore-v3-sql-tests"))
     s.execute("""
         CREATE DATABASE db;
         CREATE TABLE t (id BIGINT, name STRING) TBLPROPERTIES ('format-version'='3',
