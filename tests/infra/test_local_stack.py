@@ -33,7 +33,7 @@ from infra.local.topology import ACCESS_KEY, BUCKET
 pytestmark = [pytest.mark.e2e, pytest.mark.spark, pytest.mark.s3, pytest.mark.postgres]
 
 PIPELINE_DATA = {"events-per-day": 600, "users": 150}  # small: this is about the topology
-CRASH_AT = "customers and features"  # a step in the middle of the run, after events_hourly
+CRASH_AT = "customers and features, gdpr erasure, trino reconciliation"  # the run after events_hourly
 ERASED = {7, 42, 101}  # pipelines/config/stack.yaml's erasure.requested-users
 TABLES = {"events", "customers", "erasure_requests", "landing_events", "erasure_audit"}
 WARM_IMPORTS = ("pipelines.run", "great_expectations", "pyiceberg.catalog.rest")

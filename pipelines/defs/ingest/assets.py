@@ -71,11 +71,13 @@ def build_ingest_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]
             "path": str(settings.events_landing),
         })
 
-    @dg.asset(key=EVENTS_KEY, deps=[LANDING_KEY], partitions_def=daily, group_name="ingest", kinds={"iceberg", "spark"})
+    @dg.asset(key=EVENTS_KEY, deps=[LANDING_KEY], partitions_def=daily, backfill_policy=dg.BackfillPolicy.single_run(),
+              group_name="ingest", kinds={"iceberg", "spark"})
     def events(context: AssetExecutionContext, tablestore: TableStoreResource,
                spark: SparkResource) -> dg.MaterializeResult:
         """``lakehouse.shop.events`` by day, partitioned by ``days(event_ts)``: one landing day per
-        partition, written with INSERT OVERWRITE so a re-run replaces the day."""
+        partition, written with INSERT OVERWRITE so a re-run replaces the day. A range of days
+        runs as one INSERT OVERWRITE."""
         window = context.partition_time_window
         result = ev.ingest(tablestore.sql(spark.session()), _naive(window.start), _naive(window.end), ev.DAY_FIELD,
                            settings.events_format_version)
