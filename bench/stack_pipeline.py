@@ -44,7 +44,8 @@ def stack_steps(url: str) -> list[tuple[str, float]]:
 
 
 def embedded_steps(workdir: Path) -> list[tuple[str, float]]:
-    """The embedded plan with the stack's data section; seconds per step from the log."""
+    """The embedded plan with the stack's data section; seconds per step from the log (and per
+    asset and check of each step, from Dagster's event log, printed)."""
     doc = yaml.safe_load((CONFIG_DIR / "embedded.yaml").read_text())
     doc["data"] = yaml.safe_load(STACK_SETTINGS.read_text())["data"]
     settings = workdir / "embedded-at-stack-scale.yaml"
@@ -59,6 +60,8 @@ def embedded_steps(workdir: Path) -> list[tuple[str, float]]:
     ended = time.monotonic()
     if not run.success:
         raise SystemExit(f"the embedded pipeline failed: {[s.error for s in run.steps if not s.success]}")
+    for step in run.steps:
+        print(f"{step.label}: " + ", ".join(f"{k} {v:.1f} s" for k, v in step.step_seconds.items()))
     ends = [t for _, t in marks[1:]] + [ended]
     return [(label, end - start) for (label, start), end in zip(marks, ends, strict=True)]
 

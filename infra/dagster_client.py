@@ -28,6 +28,7 @@ LOCATION = "pipelines"
 REPOSITORY = "__repository__"
 ASSET_JOB = "__ASSET_JOB"
 DONE = ("SUCCESS", "FAILURE", "CANCELED")
+STEP_SPAN = ("ExecutionStepStartEvent", "ExecutionStepSuccessEvent", "ExecutionStepFailureEvent")
 STACK_SETTINGS = CONFIG_DIR / "stack.yaml"
 
 LAUNCH = """mutation($params: ExecutionParams!) { launchRun(executionParams: $params) {
@@ -42,7 +43,7 @@ STATUS = """query($id: ID!) { runOrError(runId: $id) { __typename
 EVENTS = """query($id: ID!, $cursor: String) { logsForRun(runId: $id, afterCursor: $cursor) {
   __typename
   ... on EventConnection { cursor hasMore events { __typename
-    ... on MessageEvent { message }
+    ... on MessageEvent { message timestamp stepKey }
     ... on MaterializationEvent { assetKey { path } metadataEntries { label
       ... on TextMetadataEntry { text } ... on IntMetadataEntry { intValue } ... on JsonMetadataEntry { jsonString }
       ... on MarkdownMetadataEntry { mdStr } } }
@@ -69,6 +70,8 @@ class RunResult:
     materializations: dict[str, dict[str, Any]] = field(default_factory=dict)
     checks: list[CheckResult] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # Seconds per Dagster step (an asset, or a check), from its first event to its last one.
+    step_seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def success(self) -> bool:
@@ -144,8 +147,13 @@ class DagsterClient:
         run_id = self.launch(step)
         status = self.wait(run_id, deadline)
         result = RunResult(step.label, run_id, status, time.monotonic() - started)
+        spans: dict[str, list[float]] = {}
         for event in self.events(run_id):
             kind = event["__typename"]
+            # From the step's start to its end: earlier events (materializations planned at the
+            # run's start) name the step too.
+            if kind in STEP_SPAN and event.get("stepKey") and event.get("timestamp"):
+                spans.setdefault(event["stepKey"], []).append(float(event["timestamp"]) / 1000.0)
             if kind == "MaterializationEvent":
                 result.materializations["/".join(event["assetKey"]["path"])] = {
                     m["label"]: next((v for k, v in m.items() if k != "label"), None) for m in event["metadataEntries"]}
@@ -158,6 +166,7 @@ class DagsterClient:
                 error = event["error"]
                 chain = [error["message"], *(c["message"] for c in error.get("causes") or [])]
                 result.errors.append(" <- ".join(str(m).strip() for m in chain)[-2000:])
+        result.step_seconds = {key: max(t) - min(t) for key, t in spans.items()}
         return result
 
 
@@ -184,6 +193,8 @@ def run_plan(url: str, steps: list[PlanStep], timeout_s: float = 1800.0,
         failed = [c.name for c in result.checks if not c.passed]
         log(f"{step.label}: {result.status} in {result.seconds:.1f} s"
             + (f"; checks failed: {failed}" if failed else "") + (f"; {result.errors[0]}" if result.errors else ""))
+        for key, seconds in result.step_seconds.items():
+            log(f"  {key}: {seconds:.1f} s")
         if not result.success and stop_on_failure:
             break
     return results

@@ -49,6 +49,8 @@ class StepOutcome:
     materializations: dict[str, dict[str, object]] = field(default_factory=dict)
     checks: list[CheckOutcome] = field(default_factory=list)
     error: str | None = None
+    # Seconds per Dagster step (an asset, or a check), from its first event to its last one.
+    step_seconds: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -76,8 +78,22 @@ def _plain(value: object) -> object:
     return getattr(value, "value", value)
 
 
-def _outcome(label: str, result: dg.ExecuteInProcessResult) -> StepOutcome:
-    outcome = StepOutcome(label, result.success)
+STEP_SPAN = ("STEP_START", "STEP_SUCCESS", "STEP_FAILURE")
+
+
+def _step_seconds(instance: dg.DagsterInstance, run_id: str) -> dict[str, float]:
+    spans: dict[str, list[float]] = {}
+    for entry in instance.all_logs(run_id):
+        event = entry.dagster_event
+        # From the step's start to its end: earlier events (materializations planned at the run's
+        # start) name the step too.
+        if entry.step_key and event is not None and event.event_type_value in STEP_SPAN:
+            spans.setdefault(entry.step_key, []).append(entry.timestamp)
+    return {key: max(t) - min(t) for key, t in spans.items()}
+
+
+def _outcome(label: str, result: dg.ExecuteInProcessResult, instance: dg.DagsterInstance) -> StepOutcome:
+    outcome = StepOutcome(label, result.success, step_seconds=_step_seconds(instance, result.run_id))
     for event in result.get_asset_materialization_events():
         materialization = event.materialization
         outcome.materializations[materialization.asset_key.to_user_string()] = {
@@ -172,7 +188,7 @@ def run_pipeline(
             resources=res, instance=instance, tags=tags, raise_on_error=False,
             run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
         )
-        outcome = _outcome(label, result)
+        outcome = _outcome(label, result, instance)
         run.steps.append(outcome)
         for check in outcome.checks:
             log(f"  check {check.name}: {'passed' if check.passed else 'FAILED'} ({check.description})")
