@@ -9,7 +9,7 @@ the e2e test run this.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import dagster as dg
@@ -122,11 +122,11 @@ class PlanStep:
     tags: dict[str, str] | None = None
 
 
-def _range_tags(keys: list[str]) -> dict[str, str]:
+def _range_tags(keys: Sequence[str]) -> dict[str, str]:
     return {"dagster/asset_partition_range_start": keys[0], "dagster/asset_partition_range_end": keys[-1]}
 
 
-def _span(keys: list[str]) -> str:
+def _span(keys: Sequence[str]) -> str:
     return keys[0] if len(keys) == 1 else f"{keys[0]} .. {keys[-1]}"
 
 

@@ -249,6 +249,8 @@ def test_spark_applications_do_not_starve_and_work_outside_the_venv() -> None:
     worker = _services()["spark-worker"]["command"]
     cores = int(worker[worker.index("--cores") + 1])
     assert int(conf["spark.cores.max"].strip()) <= cores
+    # Shuffles sized to the worker's cores (Spark's 200 partitions cost the small pipeline's joins).
+    assert int(conf["spark.sql.shuffle.partitions"].strip()) == 2 * cores
     work_dir = worker[worker.index("--work-dir") + 1]
     assert not work_dir.startswith("/app"), work_dir
     assert f"SPARK_WORKER_DIR={work_dir}" in (INFRA / "Dockerfile").read_text()
