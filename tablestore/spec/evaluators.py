@@ -20,6 +20,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from tablestore.spec.arrow_filter import to_arrow_expression
+from tablestore.spec.bound_predicates import (
+    BoundLiteralPredicate,
+    BoundPredicate,
+    BoundSetPredicate,
+    referenced_field_ids,
+)
 from tablestore.spec.conversions import from_bytes
 from tablestore.spec.expressions import (
     AlwaysFalse,
@@ -27,12 +33,8 @@ from tablestore.spec.expressions import (
     And,
     BooleanExpression,
     BoundExpression,
-    BoundLiteralPredicate,
-    BoundPredicate,
-    BoundSetPredicate,
     Or,
     bind,
-    referenced_field_ids,
 )
 from tablestore.spec.projection import PartitionFields, PartitionSpecLike, project, project_predicate
 from tablestore.spec.schema import Schema
