@@ -46,6 +46,11 @@ def test_plan_materializes_every_asset_and_partition_once_after_its_upstreams(tm
     for key, index in run_of.items():
         late = [u.to_user_string() for u in graph.get(key).parent_keys if run_of[u] > index]
         assert late == [], f"{key.to_user_string()} runs before its upstreams {late}"
+    # Inside the hours' run the requests load after the hours: they are ingestion's suppression
+    # list, and loaded first they would keep the subjects out of events (nothing left to erase).
+    requests = dg.AssetKey(["lakehouse", "shop", "erasure_requests"])
+    assert run_of[requests] == run_of[EVENTS_HOURLY_KEY]
+    assert {EVENTS_KEY, EVENTS_HOURLY_KEY} <= graph.get(requests).parent_keys
     # Each day and each hour lands exactly once, the days after the evolution in a later run.
     days = [(i, d) for i, p in enumerate(plan) if EVENTS_KEY in p.keys and p.tags
             for d in graph.get(EVENTS_KEY).partitions_def.get_partition_keys()  # type: ignore[union-attr]

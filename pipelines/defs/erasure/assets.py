@@ -117,7 +117,12 @@ def run_erasure(store: TableStoreResource, spark: SparkResource) -> dict[str, An
 
 
 def build_erasure_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]:
-    @dg.asset(key=REQUESTS_KEY, deps=[REQUESTS_LANDING_KEY], group_name="erasure", kinds={"iceberg"})
+    # After the events: the requests table is also ingestion's suppression list, so requests
+    # loaded before the events landed would keep their subjects out of events, and the erasure
+    # would find nothing to delete. As a dependency, this order holds inside a run too (the
+    # hours and the requests share one, pipelines.run.pipeline_plan).
+    @dg.asset(key=REQUESTS_KEY, deps=[REQUESTS_LANDING_KEY, EVENTS_KEY, EVENTS_HOURLY_KEY], group_name="erasure",
+              kinds={"iceberg"})
     def erasure_requests(tablestore: TableStoreResource) -> dg.MaterializeResult:
         """``lakehouse.shop.erasure_requests``: the landed requests, status ``pending`` until executed."""
         new, total = load_requests(tablestore, settings)
