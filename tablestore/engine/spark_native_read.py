@@ -121,7 +121,7 @@ def _has_field_ids(field: pa.Field) -> bool:
     return True
 
 
-def _ineligible(state: ReadState, tasks: list[FileTask]) -> str:
+def ineligible(state: ReadState, tasks: list[FileTask]) -> str:
     """Why Spark's Parquet reader cannot read these tasks as tablestore would ("" when it can)."""
     for task in tasks:
         path = task.file.file_path
@@ -195,7 +195,7 @@ def read_table(
                                                    "tablestore maps it, or a column with an initial default")
     # The data source's own planning: the same snapshot, pruning and file tasks.
     tasks = TablestoreReader(state, spark_schema).plan()
-    reason = _ineligible(state, tasks)
+    reason = ineligible(state, tasks)
     if reason:
         return _data_source(spark, name, options, reason)
     for key, value in NATIVE_READ_CONF.items():
