@@ -13,7 +13,10 @@ A mixin of :class:`tablestore.sql.session.SqlSession`: a statement class ``X`` r
   commit, validated against the snapshot Spark read.
 
 The parts of a WHERE that are plain filters also prune the files Spark reads, and serve as the
-conflict-detection filter under serializable isolation.
+conflict-detection filter under serializable isolation. A MERGE reads only the target columns
+its query names, and, when its source is deterministic, first keeps only the target rows whose
+ON keys the source has (a semi-join Spark can broadcast), so the outer join does not shuffle
+the whole target.
 """
 
 from __future__ import annotations
@@ -123,6 +126,22 @@ def _target_columns(sql: str, alias: str, columns: list[str]) -> list[str]:
         if head in names:
             used.add(names[head])
     return [c for c in columns if c in used]
+
+
+def _key_pairs(on: str, target: str, source: str) -> list[tuple[str, str]]:
+    """The ``target.x = source.y`` equalities among the top-level ANDs of a MERGE's ON, as
+    (target expression, source expression) Spark SQL: only such a pair is a join key."""
+    out = []
+    for conjunct in _conjuncts(on):
+        if not (isinstance(conjunct, exp.EQ) and isinstance(conjunct.left, exp.Column)
+                and isinstance(conjunct.right, exp.Column)):
+            continue
+        sides = [(c.table or "").lower() for c in (conjunct.left, conjunct.right)]
+        if sides == [target.lower(), source.lower()]:
+            out.append((conjunct.left.sql(dialect="spark"), conjunct.right.sql(dialect="spark")))
+        elif sides == [source.lower(), target.lower()]:
+            out.append((conjunct.right.sql(dialect="spark"), conjunct.left.sql(dialect="spark")))
+    return out
 
 
 def _positions_by_file(files: pa.ChunkedArray, positions: pa.ChunkedArray) -> tuple[dict[str, np.ndarray],
@@ -262,6 +281,15 @@ class RowLevelStatements:
         return StatementResult(affected=affected)
 
     # -- MERGE -------------------------------------------------------------------------------------------
+    def _deterministic(self, planner: QueryPlanner, source: str) -> bool:
+        """Whether Spark's analysed plan of the MERGE source is deterministic (False when it
+        cannot tell, as over Spark Connect)."""
+        df = planner.dataframe(f"SELECT * FROM {source} AS __source")
+        try:
+            return bool(df._jdf.queryExecution().analyzed().deterministic())
+        except AttributeError:
+            return False
+
     def _MergeInto(self, s: MergeInto) -> StatementResult:
         self._check_batch()
         catalog, identifier, table = self._row_level_table(s.name)
@@ -311,10 +339,10 @@ class RowLevelStatements:
         ]
         join = "RIGHT OUTER JOIN" if any(not c.matched for c in s.clauses) else "INNER JOIN"
 
-        def select(target: str) -> str:
+        def select(target: str, source: str = s.source) -> str:
             return (f"SELECT {_quote(t)}.`_file` AS `__file`, {_quote(t)}.`_pos` AS `__pos`, "
                     f"{action} AS `__action`, {', '.join(values)} FROM {target} AS {_quote(t)} {join} "
-                    f"{s.source} AS {_quote(src)} ON {s.on}")
+                    f"{source} AS {_quote(src)} ON {s.on}")
 
         if snapshot is None:
             planner = self.planner()  # type: ignore[attr-defined]
@@ -326,6 +354,20 @@ class RowLevelStatements:
                                            used if len(used) < len(columns) else None)
             target = TARGET_MARKER
         query = f"SELECT * FROM ({select(target)}) WHERE `__action` >= 0"
+        keys = _key_pairs(s.on, t, src) if snapshot is not None else []
+        if keys and self._deterministic(planner, s.source):
+            # Only target rows whose keys the source has can match: a semi-join on the keys
+            # (broadcast when the source is small) drops the others before the outer join, which
+            # otherwise shuffles every target row (it cannot broadcast its preserved source).
+            # The source is a CTE read once per reference at one snapshot; a deterministic
+            # source gives both references the same rows.
+            source_cte = "__merge_source"
+            target_keys = ", ".join(k for k, _ in keys)
+            source_keys = ", ".join(v for _, v in keys)
+            filtered = (f"(SELECT * FROM {TARGET_MARKER} AS {_quote(t)} WHERE ({target_keys}) IN "
+                        f"(SELECT {source_keys} FROM {source_cte} AS {_quote(src)}))")
+            query = (f"WITH {source_cte} AS (SELECT * FROM {s.source} AS {_quote(src)}) SELECT * FROM "
+                     f"({select(filtered, source_cte)}) WHERE `__action` >= 0")
         df = self._typed_columns(planner.dataframe(query), table, list(columns), "MERGE")
         selected = self._collect(df)
         kinds = np.array([c.action for c in s.clauses], dtype=object)

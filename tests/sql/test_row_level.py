@@ -250,3 +250,26 @@ def test_row_positions_source_reads_only_the_columns_option(session: SqlSession,
     assert native_row_positions(spark, "c.db.user", options) is None  # deletes: only the source applies them
     # Partition us holds the even ids in order (2, 4, 6, ...): 2 is deleted, 4 and 6 keep positions 1 and 2.
     assert [(i, p) for i, _, p in source_rows()] == [(1, 0), (3, 1), (4, 1), (5, 2), (6, 2)]
+
+
+def test_merge_join_keys_are_the_target_source_equalities_of_on() -> None:
+    from tablestore.sql.row_level_statements import _key_pairs
+
+    assert _key_pairs("t.id = s.id AND s.region = t.region AND t.name <> s.name", "t", "s") == [
+        ("t.id", "s.id"), ("t.region", "s.region")]
+    # An equality under OR, or with a constant, is no join key: no semi-join on it.
+    assert _key_pairs("t.id = s.id OR t.id = 1", "t", "s") == []
+    assert _key_pairs("t.id = 1 AND s.x = t.x", "T", "S") == [("t.x", "s.x")]
+
+
+def test_merge_with_a_nondeterministic_source_keeps_its_matches(session: SqlSession) -> None:
+    # rand() in the source: the semi-join on the keys is skipped (its two reads of the source
+    # could disagree); every matched row is still updated once, never inserted again.
+    _setup(session, "merge-on-read")
+    result = session.execute_one("""
+        MERGE INTO user t USING (SELECT id, IF(rand() < 2, 'r', 'x') AS name, 'eu' AS region FROM range(15, 25)) s
+        ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *
+    """)
+    assert result.rows == [[10, 6, 0, 4]]
+    rows = {r[0]: r for r in _users(session)}
+    assert len(rows) == 24 and rows[15] == [15, "r", "eu"] and rows[24] == [24, "r", "eu"]
