@@ -10,6 +10,9 @@ gdpr_delete: the events table (``--rows``, partitioned by ``day(event_ts)`` over
   in copy-on-write (rewritten files); tablestore-v3-dv: the same merge-on-read delete on the
   table upgraded to format v3, which writes deletion vectors (target: no slower than position
   deletes);
+- tablestore-spark, tablestore-spark-cow: the same delete on the Spark engine,
+  ``table.with_engine(SparkEngine(spark)).delete(...)`` (per-file work as Spark tasks; SQL's
+  ``DELETE ... WHERE user_id IN (...)`` is a plain filter and runs without Spark);
 - pyiceberg: ``Table.delete`` (copy-on-write) on the very same table, registered in its own catalog;
 - deltalake: ``DeltaTable.delete`` on a Delta table of the same rows partitioned by day.
 
@@ -26,7 +29,21 @@ is plain pyarrow joining the source keys with every file's ``event_id`` column, 
 each file that holds a matched key and writing the new rows (what copy-on-write must do at
 least; merge-on-read may do less).
 
-Every contestant reports the peak growth of its process tree's resident memory in a round.
+On Spark (see bench/row_level_spark.py): tablestore-spark / tablestore-spark-cow run SQL
+``MERGE INTO t USING staging s ON t.event_id = s.event_id WHEN MATCHED THEN UPDATE SET * WHEN
+NOT MATCHED THEN INSERT *`` through a SqlSession on Spark (what one writes on Spark; the staging
+table holds the source, written once, untimed); tablestore-spark-api / -api-cow run
+``table.with_engine(SparkEngine(spark)).merge(df, ...)`` with the staging table as a Spark
+DataFrame cached and counted at the first round's setup (untimed). One ``local[2]`` session
+serves every Spark round; it starts and warms up (a MERGE included) in the first Spark round's
+untimed setup. ``BENCH_CONTESTANTS`` (bench/common.py) runs only the contestants it names.
+
+The harness checks that every contestant of a case returns the same count (rows deleted, or
+updated plus inserted), the Spark ones included.
+
+Every contestant reports the peak growth of its process tree's resident memory in a round: for
+Spark that includes the JVM (a child of this process) and its Python workers, but not heap the
+JVM grew in an earlier round or the warm-up and kept.
 """
 
 from __future__ import annotations
@@ -295,8 +312,11 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
             "new rows, threads over files, the table's codec",
             "tablestore = MERGE (update all, insert all) in merge-on-read; tablestore-cow = copy-on-write; "
             f"pyiceberg = Table.upsert, stopped after {PYICEBERG_CAP:,.0f} s (BENCH_PYICEBERG_CAP)",
+            "tablestore-spark(-cow) = SQL MERGE INTO ... USING staging on Spark local[2]; tablestore-spark-api(-cow)"
+            " = merge() on SparkEngine with a cached Spark DataFrame source; gdpr tablestore-spark(-cow) = "
+            "delete() on SparkEngine; one Spark session, started and warmed up untimed",
             "peak RSS +MB: the process tree's peak resident memory during a round minus at its start "
-            "(sampled every 0.1 s)",
+            "(sampled every 0.1 s; the tree includes Spark's JVM and Python workers, less heap the JVM kept)",
             f"TABLE {TABLE_NAME}; every round starts from the same base snapshot",
         ],
         cleanup=cleanup,
