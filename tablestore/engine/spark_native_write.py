@@ -47,7 +47,7 @@ from tablestore.engine.spark_source_write import TablestoreCommitMessage, Tables
 from tablestore.errors import ValidationError
 from tablestore.io import load_file_io
 from tablestore.spec import conversions
-from tablestore.spec.manifest import DataFile, DataFileContent, FileFormat
+from tablestore.spec.manifest import DataFile
 from tablestore.spec.types import (
     BinaryType,
     BooleanType,
@@ -270,22 +270,7 @@ def _data_file(ctx: WriteContext, path: str, local_path: str) -> DataFile:
     metrics = collect_metrics(metadata, schema, modes, nan_counts)
     if columns is not None:
         _float_bounds_without_nan(metrics.lower_bounds, metrics.upper_bounds, columns, floats, nan_counts)
-    return DataFile(
-        content=DataFileContent.DATA,
-        file_path=path,
-        file_format=FileFormat.PARQUET,
-        partition=(),
-        record_count=metrics.record_count,
-        file_size_in_bytes=os.path.getsize(local_path),
-        column_sizes=metrics.column_sizes,
-        value_counts=metrics.value_counts,
-        null_value_counts=metrics.null_value_counts,
-        nan_value_counts=metrics.nan_value_counts,
-        lower_bounds=metrics.lower_bounds,
-        upper_bounds=metrics.upper_bounds,
-        split_offsets=metrics.split_offsets,
-        spec_id=ctx.spec.spec_id,
-    )
+    return metrics.data_file(path, (), os.path.getsize(local_path), ctx.spec.spec_id)
 
 
 def _float_bounds_without_nan(

@@ -14,14 +14,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tablestore.errors import FilterError
+from tablestore.spec.bound_predicates import (
+    BoundLiteralPredicate,
+    BoundPredicate,
+    BoundSetPredicate,
+)
 from tablestore.spec.expressions import (
     AlwaysFalse,
     AlwaysTrue,
     And,
     BooleanExpression,
-    BoundLiteralPredicate,
-    BoundPredicate,
-    BoundSetPredicate,
     Or,
     UnboundPredicate,
     rewrite_not,

@@ -18,12 +18,7 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal, localcontext
 from typing import Any
 
 from tablestore.errors import FilterError, ValidationError
-from tablestore.spec.conversions import from_python
-from tablestore.spec.expressions import (
-    AlwaysFalse,
-    AlwaysTrue,
-    And,
-    BooleanExpression,
+from tablestore.spec.bound_predicates import (
     BoundEqualTo,
     BoundIn,
     BoundIsNaN,
@@ -33,13 +28,20 @@ from tablestore.spec.expressions import (
     BoundNotNaN,
     BoundNotNull,
     BoundPredicate,
+    make_bound,
+)
+from tablestore.spec.conversions import from_python
+from tablestore.spec.expressions import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    BooleanExpression,
     BoundReference,
     LiteralPredicate,
     Not,
     Or,
     SetPredicate,
     UnboundPredicate,
-    make_bound,
     rewrite_not,
 )
 from tablestore.spec.schema import Schema

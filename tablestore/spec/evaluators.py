@@ -20,6 +20,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from tablestore.spec.arrow_filter import to_arrow_expression
+from tablestore.spec.bound_predicates import (
+    BoundLiteralPredicate,
+    BoundPredicate,
+    BoundSetPredicate,
+    referenced_field_ids,
+)
 from tablestore.spec.conversions import from_bytes
 from tablestore.spec.expressions import (
     AlwaysFalse,
@@ -27,12 +33,8 @@ from tablestore.spec.expressions import (
     And,
     BooleanExpression,
     BoundExpression,
-    BoundLiteralPredicate,
-    BoundPredicate,
-    BoundSetPredicate,
     Or,
     bind,
-    referenced_field_ids,
 )
 from tablestore.spec.projection import PartitionFields, PartitionSpecLike, project, project_predicate
 from tablestore.spec.schema import Schema
@@ -265,31 +267,37 @@ class _MetricsVisit:
             return True
         if self.nans_only(fid):
             return False  # <, <=, =, IN and prefixes never hold for NaN
-        lower, upper = self.lower(pred), self.upper(pred)
-        if _is_nan(lower) or _is_nan(upper):
-            return True  # old writers put NaN into bounds; then they prove nothing
-        if isinstance(pred, BoundSetPredicate):  # IN
-            if len(pred.literals) > IN_PREDICATE_LIMIT:
-                return True
-            return any((lower is None or not _less(v, lower)) and (upper is None or not _less(upper, v))
-                       for v in pred.literals)
-        assert isinstance(pred, BoundLiteralPredicate)
-        lit = pred.literal
-        if op == "lt":
-            return lower is None or _less(lower, lit)
-        if op == "lt_eq":
-            return lower is None or not _less(lit, lower)
-        if op == "gt":
-            return upper is None or _less(lit, upper)
-        if op == "gt_eq":
-            return upper is None or not _less(upper, lit)
-        if op == "eq":
-            return (lower is None or not _less(lit, lower)) and (upper is None or not _less(upper, lit))
-        if op == "starts_with":
-            return _may_start_with(lower, upper, lit)
-        if op == "not_starts_with":
-            return not _all_start_with(lower, upper, lit)
-        return True
+        return _range_may_match(pred, self.lower(pred), self.upper(pred))
+
+
+def _range_may_match(pred: BoundPredicate, lower: Any, upper: Any) -> bool:
+    """Whether a value between ``lower`` and ``upper`` (None: unbounded) may satisfy ``pred``, a
+    comparison, IN or prefix predicate; the file and the manifest evaluators share this."""
+    op = pred.op
+    if _is_nan(lower) or _is_nan(upper):
+        return True  # old writers put NaN into bounds; then they prove nothing
+    if isinstance(pred, BoundSetPredicate):  # IN
+        if len(pred.literals) > IN_PREDICATE_LIMIT:
+            return True
+        return any((lower is None or not _less(v, lower)) and (upper is None or not _less(upper, v))
+                   for v in pred.literals)
+    assert isinstance(pred, BoundLiteralPredicate)
+    lit = pred.literal
+    if op == "lt":
+        return lower is None or _less(lower, lit)
+    if op == "lt_eq":
+        return lower is None or not _less(lit, lower)
+    if op == "gt":
+        return upper is None or _less(lit, upper)
+    if op == "gt_eq":
+        return upper is None or not _less(upper, lit)
+    if op == "eq":
+        return (lower is None or not _less(lit, lower)) and (upper is None or not _less(upper, lit))
+    if op == "starts_with":
+        return _may_start_with(lower, upper, lit)
+    if op == "not_starts_with":
+        return not _all_start_with(lower, upper, lit)
+    return True
 
 
 def _may_start_with(lower: Any, upper: Any, prefix: Any) -> bool:
@@ -387,30 +395,7 @@ def _summary_may_match(pred: BoundPredicate, summary: FieldSummaryLike) -> bool:
         return True
     if no_values:
         return False  # only NaNs and nulls: no <, <=, =, IN or prefix holds
-    if _is_nan(lower) or _is_nan(upper):
-        return True
-    if isinstance(pred, BoundSetPredicate):
-        if len(pred.literals) > IN_PREDICATE_LIMIT:
-            return True
-        return any((lower is None or not _less(v, lower)) and (upper is None or not _less(upper, v))
-                   for v in pred.literals)
-    assert isinstance(pred, BoundLiteralPredicate)
-    lit = pred.literal
-    if op == "lt":
-        return lower is None or _less(lower, lit)
-    if op == "lt_eq":
-        return lower is None or not _less(lit, lower)
-    if op == "gt":
-        return upper is None or _less(lit, upper)
-    if op == "gt_eq":
-        return upper is None or not _less(upper, lit)
-    if op == "eq":
-        return (lower is None or not _less(lit, lower)) and (upper is None or not _less(upper, lit))
-    if op == "starts_with":
-        return _may_start_with(lower, upper, lit)
-    if op == "not_starts_with":
-        return not _all_start_with(lower, upper, lit)
-    return True
+    return _range_may_match(pred, lower, upper)
 
 
 def _constant(value: Any) -> Callable[[BoundPredicate], Any]:

@@ -20,6 +20,11 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from tablestore.errors import FilterError
+from tablestore.spec.bound_predicates import (
+    BoundLiteralPredicate,
+    BoundPredicate,
+    BoundSetPredicate,
+)
 from tablestore.spec.conversions import to_json_value
 from tablestore.spec.expressions import (
     UNBOUND_CLASSES,
@@ -27,9 +32,6 @@ from tablestore.spec.expressions import (
     AlwaysTrue,
     And,
     BooleanExpression,
-    BoundLiteralPredicate,
-    BoundPredicate,
-    BoundSetPredicate,
     LiteralPredicate,
     Not,
     Or,

@@ -2,8 +2,10 @@
 
 An *unbound* predicate names a column (``Reference("a.b")``) and holds a plain Python value.
 :func:`bind` resolves the column against a schema and converts the value to the column's
-internal representation (see docs/dev/contracts.md), giving *bound* predicates that expose
-``.field`` (the :class:`NestedField`), ``.path`` and ``.literal`` / ``.literals``.
+internal representation (see docs/dev/contracts.md), giving *bound* predicates
+(:mod:`tablestore.spec.bound_predicates`) that expose ``.field`` (the :class:`NestedField`),
+``.path`` and ``.literal`` / ``.literals``. ``str()`` of either tree is SQL
+(:mod:`tablestore.spec.expression_text`).
 
 Semantics are those of SQL, so that a filter selects the same rows as a SQL engine would:
 
@@ -22,22 +24,21 @@ evaluators may treat "unknown" like "false".
 from __future__ import annotations
 
 import math
-import re
-import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import date, datetime, time
-from decimal import Decimal
 from typing import Any, ClassVar
 
 from tablestore.errors import FilterError
-from tablestore.spec.conversions import to_python
-from tablestore.spec.schema import Schema
-from tablestore.spec.types import (
-    IcebergType,
-    NestedField,
+from tablestore.spec.expression_text import (
+    literal_predicate_sql,
+    quote_name,
+    quote_part,
+    set_predicate_sql,
+    unary_predicate_sql,
 )
+from tablestore.spec.schema import Schema
+from tablestore.spec.types import NestedField
 
 # -- base classes ----------------------------------------------------------------------------
 
@@ -277,7 +278,7 @@ class Reference:
     name: str
 
     def __str__(self) -> str:
-        return _quote_name(self.name)
+        return quote_name(self.name)
 
 
 @dataclass(frozen=True)
@@ -296,68 +297,25 @@ class BoundReference:
         return self.field.field_id
 
     def __str__(self) -> str:
-        return ".".join(_quote_part(p) for p in self.path)
-
-
-_SIMPLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# Words that would be read as SQL rather than as a column name.
-_RESERVED = frozenset(
-    {"and", "or", "not", "in", "is", "null", "true", "false", "like", "between", "date", "timestamp",
-     "cast", "case", "when", "then", "else", "end", "select", "from", "where", "escape", "interval"}
-)
-
-
-def _quote_part(part: str) -> str:
-    if _SIMPLE_NAME.match(part) and part.lower() not in _RESERVED:
-        return part
-    return "`" + part.replace("`", "``") + "`"
-
-
-def _quote_name(name: str) -> str:
-    return ".".join(_quote_part(p) for p in name.split("."))
-
-
-def format_literal(value: Any) -> str:
-    """A Python value written as a SQL literal that :func:`parse_filter` reads back."""
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, Decimal):
-        return format(value, "f") if value.is_finite() else f"'{value}'"
-    if isinstance(value, float):
-        # The parser reads 1.5 back as a Decimal, which binds to the same value.
-        return repr(value) if math.isfinite(value) else f"'{value}'"
-    if isinstance(value, str):
-        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    if isinstance(value, datetime):
-        return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
-    if isinstance(value, date):
-        return f"DATE '{value.isoformat()}'"
-    if isinstance(value, time):
-        return f"'{value.isoformat()}'"
-    if isinstance(value, uuid.UUID):
-        return f"'{value}'"
-    if isinstance(value, (bytes, bytearray)):
-        return f"X'{bytes(value).hex()}'"
-    return repr(value)
-
-
-def _like_prefix(prefix: str) -> str:
-    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return format_literal(escaped + "%")
+        return ".".join(quote_part(p) for p in self.path)
 
 
 # -- unbound predicates ----------------------------------------------------------------------
 
 
-class UnboundPredicate(BooleanExpression):
-    """A predicate on a named column; ``op`` identifies the kind (``"eq"``, ``"in"``, ...)."""
+class Predicate(BooleanExpression):
+    """A leaf that tests one column: unbound (:class:`UnboundPredicate`, by name) or bound
+    (:class:`~tablestore.spec.bound_predicates.BoundPredicate`, by field); ``op`` names the kind."""
 
     __slots__ = ("term",)
     op: ClassVar[str]
+    term: Reference | BoundReference
+
+
+class UnboundPredicate(Predicate):
+    """A predicate on a named column; ``op`` identifies the kind (``"eq"``, ``"in"``, ...)."""
+
+    __slots__ = ()
     term: Reference
 
     def __init__(self, term: str | Reference) -> None:
@@ -368,7 +326,7 @@ class UnboundPredicate(BooleanExpression):
         self.term = term
 
     def negate(self) -> BooleanExpression:
-        return _with_op(self, _NEGATION[self.op])
+        return _with_op(self, NEGATION[self.op])
 
     def _key(self) -> tuple[Any, ...]:
         return (self.op, self.term)
@@ -384,7 +342,7 @@ class UnaryPredicate(UnboundPredicate):
     __slots__ = ()
 
     def __str__(self) -> str:
-        return _UNARY_FORMAT[self.op].format(term=self.term)
+        return unary_predicate_sql(self.op, self.term)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.term.name!r})"
@@ -400,14 +358,10 @@ class LiteralPredicate(UnboundPredicate):
 
     def _key(self) -> tuple[Any, ...]:
         # type() keeps True and 1 (and 1 and 1.0) apart, which bind treats differently.
-        return (self.op, self.term, type(self.literal), _hashable(self.literal))
+        return (self.op, self.term, type(self.literal), hashable_literal(self.literal))
 
     def __str__(self) -> str:
-        if self.op == "starts_with":
-            return f"{self.term} LIKE {_like_prefix(self.literal)}"
-        if self.op == "not_starts_with":
-            return f"{self.term} NOT LIKE {_like_prefix(self.literal)}"
-        return f"{self.term} {_OPERATOR[self.op]} {format_literal(self.literal)}"
+        return literal_predicate_sql(self.op, self.term, self.literal)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.term.name!r}, {self.literal!r})"
@@ -424,21 +378,21 @@ class SetPredicate(UnboundPredicate):
         # Keep the first occurrence of each value, in the order given, for readable output.
         seen: dict[Any, Any] = {}
         for v in values:
-            seen.setdefault((type(v), _hashable(v)), v)
+            seen.setdefault((type(v), hashable_literal(v)), v)
         self.values = tuple(seen.values())
 
     def _key(self) -> tuple[Any, ...]:
-        return (self.op, self.term, frozenset((type(v), _hashable(v)) for v in self.values))
+        return (self.op, self.term, frozenset((type(v), hashable_literal(v)) for v in self.values))
 
     def __str__(self) -> str:
-        word = "IN" if self.op == "in" else "NOT IN"
-        return f"{self.term} {word} ({', '.join(format_literal(v) for v in self.values)})"
+        return set_predicate_sql(self.op, self.term, self.values)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.term.name!r}, {list(self.values)!r})"
 
 
-def _hashable(value: Any) -> Any:
+def hashable_literal(value: Any) -> Any:
+    """A literal as a set member or dict key that equals exactly the values a predicate equates."""
     if isinstance(value, (list, bytearray)):
         return tuple(value) if isinstance(value, list) else bytes(value)
     if isinstance(value, float) and math.isnan(value):
@@ -520,15 +474,11 @@ class NotIn(SetPredicate):
     op = "not_in"
 
 
-_NEGATION = {
+#: The op of each predicate's SQL complement, for unbound and bound predicates alike.
+NEGATION = {
     "is_null": "not_null", "not_null": "is_null", "is_nan": "not_nan", "not_nan": "is_nan",
     "eq": "not_eq", "not_eq": "eq", "lt": "gt_eq", "gt_eq": "lt", "gt": "lt_eq", "lt_eq": "gt",
     "starts_with": "not_starts_with", "not_starts_with": "starts_with", "in": "not_in", "not_in": "in",
-}
-_OPERATOR = {"eq": "=", "not_eq": "!=", "lt": "<", "lt_eq": "<=", "gt": ">", "gt_eq": ">="}
-_UNARY_FORMAT = {
-    "is_null": "{term} IS NULL", "not_null": "{term} IS NOT NULL",
-    "is_nan": "isnan({term})", "not_nan": "NOT isnan({term})",
 }
 UNARY_OPS = frozenset({"is_null", "not_null", "is_nan", "not_nan"})
 LITERAL_OPS = frozenset({"eq", "not_eq", "lt", "lt_eq", "gt", "gt_eq", "starts_with", "not_starts_with"})
@@ -550,203 +500,6 @@ def _with_op(pred: UnboundPredicate, op: str) -> UnboundPredicate:
     return cls(pred.term)
 
 
-# -- bound predicates ------------------------------------------------------------------------
-
-
-class BoundPredicate(BooleanExpression):
-    """A predicate on a resolved column; literals hold internal values of the column's type."""
-
-    __slots__ = ("term",)
-    op: ClassVar[str]
-    term: BoundReference
-
-    def __init__(self, term: BoundReference) -> None:
-        self.term = term
-
-    @property
-    def field(self) -> NestedField:
-        return self.term.field
-
-    @property
-    def field_id(self) -> int:
-        return self.term.field.field_id
-
-    @property
-    def path(self) -> tuple[str, ...]:
-        return self.term.path
-
-    @property
-    def name(self) -> str:
-        return self.term.name
-
-    def negate(self) -> BooleanExpression:
-        return _bound_with_op(self, _NEGATION[self.op])
-
-    def _key(self) -> tuple[Any, ...]:
-        return (self.op, self.term.field.field_id, self.term.path)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, BoundPredicate) and self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-
-class BoundUnaryPredicate(BoundPredicate):
-    __slots__ = ()
-
-    def __str__(self) -> str:
-        return _UNARY_FORMAT[self.op].format(term=self.term)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.name!r}, field_id={self.field_id})"
-
-
-class BoundLiteralPredicate(BoundPredicate):
-    __slots__ = ("literal",)
-    literal: Any
-
-    def __init__(self, term: BoundReference, literal: Any) -> None:
-        super().__init__(term)
-        self.literal = literal
-
-    def _key(self) -> tuple[Any, ...]:
-        return (*super()._key(), _hashable(self.literal))
-
-    def __str__(self) -> str:
-        shown = _external(self.field.field_type, self.literal)
-        if self.op == "starts_with":
-            return f"{self.term} LIKE {_like_prefix(self.literal)}"
-        if self.op == "not_starts_with":
-            return f"{self.term} NOT LIKE {_like_prefix(self.literal)}"
-        return f"{self.term} {_OPERATOR[self.op]} {format_literal(shown)}"
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.name!r}, {self.literal!r}, field_id={self.field_id})"
-
-
-class BoundSetPredicate(BoundPredicate):
-    __slots__ = ("literals",)
-    literals: frozenset[Any]
-
-    def __init__(self, term: BoundReference, literals: Iterable[Any]) -> None:
-        super().__init__(term)
-        self.literals = frozenset(literals)
-
-    def _key(self) -> tuple[Any, ...]:
-        return (*super()._key(), self.literals)
-
-    def __str__(self) -> str:
-        word = "IN" if self.op == "in" else "NOT IN"
-        try:
-            ordered = sorted(self.literals)
-        except TypeError:  # NaN-free values of one type always sort; be safe anyway
-            ordered = list(self.literals)
-        shown = [format_literal(_external(self.field.field_type, v)) for v in ordered]
-        return f"{self.term} {word} ({', '.join(shown)})"
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.name!r}, {set(self.literals)!r}, field_id={self.field_id})"
-
-
-def _external(t: IcebergType, value: Any) -> Any:
-    """The value as users write it (a date rather than a day number), for display only."""
-    try:
-        return to_python(t, value)
-    except Exception:  # display must never fail; fall back to the internal value
-        return value
-
-
-class BoundIsNull(BoundUnaryPredicate):
-    __slots__ = ()
-    op = "is_null"
-
-
-class BoundNotNull(BoundUnaryPredicate):
-    __slots__ = ()
-    op = "not_null"
-
-
-class BoundIsNaN(BoundUnaryPredicate):
-    __slots__ = ()
-    op = "is_nan"
-
-
-class BoundNotNaN(BoundUnaryPredicate):
-    __slots__ = ()
-    op = "not_nan"
-
-
-class BoundEqualTo(BoundLiteralPredicate):
-    __slots__ = ()
-    op = "eq"
-
-
-class BoundNotEqualTo(BoundLiteralPredicate):
-    __slots__ = ()
-    op = "not_eq"
-
-
-class BoundLessThan(BoundLiteralPredicate):
-    __slots__ = ()
-    op = "lt"
-
-
-class BoundLessThanOrEqual(BoundLiteralPredicate):
-    __slots__ = ()
-    op = "lt_eq"
-
-
-class BoundGreaterThan(BoundLiteralPredicate):
-    __slots__ = ()
-    op = "gt"
-
-
-class BoundGreaterThanOrEqual(BoundLiteralPredicate):
-    __slots__ = ()
-    op = "gt_eq"
-
-
-class BoundStartsWith(BoundLiteralPredicate):
-    __slots__ = ()
-    op = "starts_with"
-
-
-class BoundNotStartsWith(BoundLiteralPredicate):
-    __slots__ = ()
-    op = "not_starts_with"
-
-
-class BoundIn(BoundSetPredicate):
-    __slots__ = ()
-    op = "in"
-
-
-class BoundNotIn(BoundSetPredicate):
-    __slots__ = ()
-    op = "not_in"
-
-
-BOUND_CLASSES: dict[str, type[BoundPredicate]] = {
-    c.op: c
-    for c in (BoundIsNull, BoundNotNull, BoundIsNaN, BoundNotNaN, BoundEqualTo, BoundNotEqualTo,
-              BoundLessThan, BoundLessThanOrEqual, BoundGreaterThan, BoundGreaterThanOrEqual,
-              BoundStartsWith, BoundNotStartsWith, BoundIn, BoundNotIn)
-}
-
-
-def _bound_with_op(pred: BoundPredicate, op: str) -> BoundPredicate:
-    return make_bound(op, pred.term, getattr(pred, "literals", getattr(pred, "literal", None)))
-
-
-def make_bound(op: str, term: BoundReference, value: Any = None) -> BoundPredicate:
-    """A bound predicate of kind ``op``; ``value`` is the literal, or the literals for IN/NOT IN."""
-    cls = BOUND_CLASSES[op]
-    if op in UNARY_OPS:
-        return cls(term)
-    return cls(term, value)  # type: ignore[call-arg]
-
-
 # -- traversal -------------------------------------------------------------------------------
 
 
@@ -761,32 +514,22 @@ def rewrite_not(expr: BooleanExpression) -> BooleanExpression:
     return expr
 
 
-def predicates(expr: BooleanExpression) -> Iterator[BooleanExpression]:
+def predicates(expr: BooleanExpression) -> Iterator[Predicate]:
     """Every predicate (leaf other than TRUE/FALSE) of the tree, left to right."""
     if isinstance(expr, (And, Or)):
         yield from predicates(expr.left)
         yield from predicates(expr.right)
     elif isinstance(expr, Not):
         yield from predicates(expr.child)
-    elif isinstance(expr, (UnboundPredicate, BoundPredicate)):
+    elif isinstance(expr, Predicate):
         yield expr
-
-
-def referenced_field_ids(expr: BooleanExpression) -> set[int]:
-    """The ids of the columns a bound filter reads."""
-    ids: set[int] = set()
-    for pred in predicates(expr):
-        if not isinstance(pred, BoundPredicate):
-            raise FilterError(f"the filter is not bound ({pred}); call bind(schema, expr) first")
-        ids.add(pred.field_id)
-    return ids
 
 
 def referenced_names(expr: BooleanExpression) -> set[str]:
     """The (dotted) column names a bound or unbound filter mentions."""
     names: set[str] = set()
     for pred in predicates(expr):
-        names.add(pred.term.name)  # type: ignore[attr-defined]
+        names.add(pred.term.name)
     return names
 
 

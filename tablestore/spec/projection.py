@@ -15,16 +15,18 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any, Protocol
 
+from tablestore.spec.bound_predicates import (
+    BoundLiteralPredicate,
+    BoundPredicate,
+    BoundSetPredicate,
+    make_bound,
+)
 from tablestore.spec.expressions import (
     AlwaysTrue,
     And,
     BooleanExpression,
-    BoundLiteralPredicate,
-    BoundPredicate,
     BoundReference,
-    BoundSetPredicate,
     Or,
-    make_bound,
     rewrite_not,
 )
 from tablestore.spec.schema import Schema

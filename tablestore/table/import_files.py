@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from tablestore.errors import SchemaError, ValidationError
 from tablestore.spec import conversions
-from tablestore.spec.manifest import DataFile, DataFileContent, FileFormat
+from tablestore.spec.manifest import DataFile
 from tablestore.spec.name_mapping import DEFAULT_NAME_MAPPING, MappedField, NameMapping, name_mapping_of
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import PARQUET_FIELD_ID, Schema, arrow_type_to_iceberg
@@ -201,22 +201,7 @@ def data_file_from_footer(
              if footer.schema.column(i).physical_type == "INT96"}
     metrics_schema = file_metrics_schema(footer.schema.to_arrow_schema(), schema, mapping, path, int96)
     metrics = collect_metrics(footer, metrics_schema, metrics_modes(schema, table.properties))
-    return DataFile(
-        content=DataFileContent.DATA,
-        file_path=path,
-        file_format=FileFormat.PARQUET,
-        partition=partition,
-        record_count=metrics.record_count,
-        file_size_in_bytes=size,
-        column_sizes=metrics.column_sizes,
-        value_counts=metrics.value_counts,
-        null_value_counts=metrics.null_value_counts,
-        nan_value_counts=metrics.nan_value_counts,
-        lower_bounds=metrics.lower_bounds,
-        upper_bounds=metrics.upper_bounds,
-        split_offsets=metrics.split_offsets,
-        spec_id=spec.spec_id,
-    )
+    return metrics.data_file(path, partition, size, spec.spec_id)
 
 
 def file_metrics_schema(

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from tablestore.errors import ValidationError
 from tablestore.spec import conversions
+from tablestore.spec.manifest import DataFile, DataFileContent, FileFormat
 from tablestore.spec.schema import Schema
 from tablestore.spec.types import (
     BinaryType,
@@ -78,6 +79,25 @@ class FileMetrics:
     lower_bounds: dict[int, bytes] = field(default_factory=dict)
     upper_bounds: dict[int, bytes] = field(default_factory=dict)
     split_offsets: list[int] = field(default_factory=list)
+
+    def data_file(self, path: str, partition: tuple[Any, ...], file_size_in_bytes: int, spec_id: int) -> DataFile:
+        """The manifest entry's DataFile of the Parquet data file these metrics describe."""
+        return DataFile(
+            content=DataFileContent.DATA,
+            file_path=path,
+            file_format=FileFormat.PARQUET,
+            partition=partition,
+            record_count=self.record_count,
+            file_size_in_bytes=file_size_in_bytes,
+            column_sizes=self.column_sizes,
+            value_counts=self.value_counts,
+            null_value_counts=self.null_value_counts,
+            nan_value_counts=self.nan_value_counts,
+            lower_bounds=self.lower_bounds,
+            upper_bounds=self.upper_bounds,
+            split_offsets=self.split_offsets,
+            spec_id=spec_id,
+        )
 
 
 @dataclass(frozen=True)

@@ -38,20 +38,22 @@ import pyarrow.compute as pc
 
 from tablestore.errors import SchemaError, ValidationError
 from tablestore.io import FileIO
+from tablestore.spec.bound_predicates import (
+    BoundLiteralPredicate,
+    BoundPredicate,
+    BoundSetPredicate,
+)
 from tablestore.spec.evaluators import decode_bound, referenced_field_ids, test_value, to_arrow_expression
+from tablestore.spec.expression_text import format_literal
 from tablestore.spec.expressions import (
     AlwaysFalse,
     AlwaysTrue,
     And,
     BooleanExpression,
     BoundExpression,
-    BoundLiteralPredicate,
-    BoundPredicate,
-    BoundSetPredicate,
     Expression,
     Or,
     bind,
-    format_literal,
     to_expression,
 )
 from tablestore.spec.manifest import DataFile, DataFileContent

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from tablestore.errors import ValidationError
 from tablestore.io import FileIO, to_location_uri
 from tablestore.spec import conversions
-from tablestore.spec.manifest import DataFile, DataFileContent, FileFormat
+from tablestore.spec.manifest import DataFile
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import Schema, parquet_write_schema, without_unknown_columns
 from tablestore.spec.types import DateType, IcebergType
@@ -320,24 +320,7 @@ def write_partition(ctx: WriteContext, part: PartitionSlice, task_id: int = 0) -
             stream.close()
         written = rows.slice(offset - written_rows, written_rows)
         metrics = collect_metrics(metadata, ctx.schema, modes, float_nan_counts(written, ctx.schema))
-        files.append(
-            DataFile(
-                content=DataFileContent.DATA,
-                file_path=path,
-                file_format=FileFormat.PARQUET,
-                partition=part.partition,
-                record_count=metrics.record_count,
-                file_size_in_bytes=size,
-                column_sizes=metrics.column_sizes,
-                value_counts=metrics.value_counts,
-                null_value_counts=metrics.null_value_counts,
-                nan_value_counts=metrics.nan_value_counts,
-                lower_bounds=metrics.lower_bounds,
-                upper_bounds=metrics.upper_bounds,
-                split_offsets=metrics.split_offsets,
-                spec_id=ctx.spec.spec_id,
-            )
-        )
+        files.append(metrics.data_file(path, part.partition, size, ctx.spec.spec_id))
     return files
 
 

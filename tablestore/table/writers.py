@@ -44,7 +44,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tablestore.errors import ValidationError
-from tablestore.spec.manifest import DataFile, DataFileContent, FileFormat
+from tablestore.spec.manifest import DataFile
 from tablestore.spec.schema import parquet_write_schema, without_unknown_columns
 from tablestore.spec.types import IcebergType
 from tablestore.table.metrics import collect_metrics, float_nan_counts, metrics_modes
@@ -214,22 +214,7 @@ class RollingFileWriter:
             stream.close()
         metrics = collect_metrics(metadata, self.ctx.schema, metrics_modes(self.ctx.schema, self.ctx.properties),
                                   self._nan_counts)
-        self.files.append(DataFile(
-            content=DataFileContent.DATA,
-            file_path=self._path,
-            file_format=FileFormat.PARQUET,
-            partition=self.partition,
-            record_count=metrics.record_count,
-            file_size_in_bytes=size,
-            column_sizes=metrics.column_sizes,
-            value_counts=metrics.value_counts,
-            null_value_counts=metrics.null_value_counts,
-            nan_value_counts=metrics.nan_value_counts,
-            lower_bounds=metrics.lower_bounds,
-            upper_bounds=metrics.upper_bounds,
-            split_offsets=metrics.split_offsets,
-            spec_id=self.ctx.spec.spec_id,
-        ))
+        self.files.append(metrics.data_file(self._path, self.partition, size, self.ctx.spec.spec_id))
 
     def abandon(self) -> list[str]:
         """Close without describing; returns every path written (for cleanup after a failure)."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime
 import os
-import textwrap
 import time
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from tablestore.maintenance.erasure import ErasureVerificationError
 from tablestore.spec.expressions import AlwaysTrue
 from tablestore.table.scan import plan_files
 from tests.conftest import CATALOGS_ON_EVERY_STORAGE, CatalogTarget
+from tests.lakehouse_config import sqlite_catalog, write_lakehouse_config
 from tests.maintenance.helpers import SCHEMA, add_position_deletes, rows, subject_rows_in_files
 
 SUBJECTS = [3, 17, 42, 99]
@@ -104,13 +104,9 @@ def test_erasure_rewrites_files_whose_subject_rows_are_only_masked_by_position_d
 
 
 def test_erasure_reports_residue_and_exits_non_zero(tmp_path: Path) -> None:
-    config = tmp_path / "tablestore.yaml"
-    config.write_text(textwrap.dedent(f"""
-        default-catalog: cat
-        catalogs:
-          - {{name: cat, type: sql, uri: "sqlite:///{tmp_path}/c.db", warehouse: "{tmp_path}/w"}}
-    """))
-    catalog = tablestore.load_catalog("cat", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "w"))
+    cat = sqlite_catalog(tmp_path, "cat")
+    config = write_lakehouse_config(tmp_path, cat)
+    catalog = tablestore.load_catalog("cat", type="sql", uri=cat.uri, warehouse=cat.warehouse)
     catalog.create_namespace("db")
     table = catalog.create_table("db.users", schema=SCHEMA)
     table.append(rows(20))

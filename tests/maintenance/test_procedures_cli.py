@@ -3,31 +3,21 @@
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 from tablestore.cli import main
-from tablestore.config import parse_config
 from tablestore.errors import ValidationError
 from tablestore.sql.session import SqlSession
+from tests.lakehouse_config import lakehouse_config, sqlite_catalog
 
 
 @pytest.fixture
 def session(tmp_path: Path) -> SqlSession:
-    config = parse_config(textwrap.dedent(f"""
-        default-catalog: cat
-        catalogs:
-          - {{name: cat, type: sql, uri: "sqlite:///{tmp_path}/c.db", warehouse: "{tmp_path}/w"}}
-    """), source=str(tmp_path / "tablestore.yaml"))
-    (tmp_path / "tablestore.yaml").write_text(textwrap.dedent(f"""
-        default-catalog: cat
-        catalogs:
-          - {{name: cat, type: sql, uri: "sqlite:///{tmp_path}/c.db", warehouse: "{tmp_path}/w"}}
-    """))
-    s = SqlSession(config)
+    # lakehouse_config also writes tmp_path/tablestore.yaml, which the CLI test hands to the commands.
+    s = SqlSession(lakehouse_config(tmp_path, sqlite_catalog(tmp_path, "cat")))
     s.execute("CREATE NAMESPACE db; CREATE TABLE db.t (id bigint, c string) PARTITIONED BY (c)")
     table = s.manager.catalog().load_table("db.t")
     for i in range(6):  # appended through the API: INSERT would start Spark

@@ -1,4 +1,7 @@
-"""The filter expression trees: construction, simplification, NOT push-down, binding."""
+"""The filter expression trees: construction, simplification, NOT push-down, binding.
+
+Bound predicates themselves are tested in test_bound_predicates.py, SQL text in test_expression_text.py.
+"""
 
 from __future__ import annotations
 
@@ -9,24 +12,26 @@ from decimal import Decimal
 import pytest
 
 from tablestore.errors import FilterError
-from tablestore.spec.expression_parser import parse_filter
-from tablestore.spec.expressions import (
-    AlwaysFalse,
-    AlwaysTrue,
-    And,
-    BooleanExpression,
+from tablestore.spec.bound_predicates import (
     BoundEqualTo,
     BoundGreaterThan,
     BoundGreaterThanOrEqual,
     BoundIn,
     BoundIsNaN,
     BoundIsNull,
-    BoundLessThanOrEqual,
     BoundNotEqualTo,
     BoundNotIn,
     BoundNotNaN,
     BoundNotNull,
     BoundStartsWith,
+    referenced_field_ids,
+)
+from tablestore.spec.expression_parser import parse_filter
+from tablestore.spec.expressions import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    BooleanExpression,
     EqualTo,
     GreaterThan,
     GreaterThanOrEqual,
@@ -45,7 +50,6 @@ from tablestore.spec.expressions import (
     Reference,
     StartsWith,
     bind,
-    referenced_field_ids,
     referenced_names,
     rewrite_not,
     to_expression,
@@ -391,32 +395,10 @@ def test_bind_is_idempotent() -> None:
         bind(other, bound)
 
 
-def test_referenced_ids_and_names() -> None:
-    bound = b("i > 1 and (st.b = 'x' or f < 2) and id is not null")
-    assert referenced_field_ids(bound) == {2, 10, 3}
-    assert referenced_names(bound) == {"i", "st.b", "f"}
+def test_referenced_names_of_bound_and_unbound_filters() -> None:
+    assert referenced_names(b("i > 1 and (st.b = 'x' or f < 2) and id is not null")) == {"i", "st.b", "f"}
     assert referenced_names(parse_filter("a = 1 or b.c is null")) == {"a", "b.c"}
-    with pytest.raises(FilterError, match="not bound"):
-        referenced_field_ids(parse_filter("a = 1"))
-    assert referenced_field_ids(AlwaysTrue()) == set()
-
-
-def test_bound_equality_and_str() -> None:
-    assert b("i = 1") == b("i == 1")
-    assert b("i = 1") != b("i = 2")
-    assert b("i in (1, 2)") == b("i in (2, 1)")
-    assert str(b("i in (2, 1) and ts < '2024-01-01'")) == "i IN (1, 2) AND ts < TIMESTAMP '2024-01-01 00:00:00+00:00'"
-    assert str(b("t < '2024-01-01 10:00'")) == "t < TIMESTAMP '2024-01-01 10:00:00'"
-    assert repr(b("i = 1")) == "BoundEqualTo('i', 1, field_id=2)"
-
-
-def test_bound_negate() -> None:
-    bound = b("i < 5")
-    assert bound.negate() == b("i >= 5")
-    assert isinstance(b("s like 'a%'").negate(), type(b("s not like 'a%'")))
-    assert b("i in (1, 2)").negate() == b("i not in (1, 2)")
-    assert b("i is null").negate() == b("i is not null")
-    assert isinstance(b("i <= 5"), BoundLessThanOrEqual)
+    assert referenced_names(AlwaysTrue()) == set()
 
 
 def test_to_expression() -> None:

@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from tablestore.config import parse_config
 from tablestore.errors import SchemaError, ValidationError
 from tablestore.sql.session import SqlSession
+from tests.lakehouse_config import lakehouse_config, sqlite_catalog
 
 
 @pytest.fixture
 def session(tmp_path: Path) -> SqlSession:
-    config = parse_config(textwrap.dedent(f"""
-        default-catalog: lake
-        catalogs:
-          - {{name: lake, type: sql, uri: "sqlite:///{tmp_path}/c1.db", warehouse: "{tmp_path}/w1"}}
-          - {{name: other, type: sql, uri: "sqlite:///{tmp_path}/c2.db", warehouse: "{tmp_path}/w2"}}
-    """), source=str(tmp_path / "tablestore.yaml"))
-    s = SqlSession(config)
+    s = SqlSession(lakehouse_config(tmp_path, sqlite_catalog(tmp_path, "lake"), sqlite_catalog(tmp_path, "other")))
     s.execute("""
         CREATE DATABASE db;
         CREATE TABLE db.t (user_id bigint, name string);

@@ -4,7 +4,6 @@ disk and S3, read back through Spark SQL, the table API, the Java oracle and pyi
 
 from __future__ import annotations
 
-import textwrap
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,13 +15,13 @@ import pyarrow.fs as pafs
 import pytest
 from pyiceberg.table import StaticTable
 
-from tablestore.config import parse_config
 from tablestore.errors import ParseError, SchemaError, TableAlreadyExistsError, ValidationError
 from tablestore.names import normalize_location
 from tablestore.sql.session import SqlSession
 from tablestore.table import Table
 from tests import oracle
 from tests.conftest import Warehouse
+from tests.lakehouse_config import lakehouse_config, sqlite_catalog
 from tests.values import oracle_rows
 
 pytestmark = pytest.mark.spark
@@ -41,23 +40,9 @@ def spark() -> Iterator[Any]:
 
 @pytest.fixture
 def session(tmp_path: Path, warehouse: Warehouse, spark: Any) -> SqlSession:
-    s3 = ""
-    if warehouse.properties:
-        inner = ", ".join(f"{k.removeprefix('s3.')}: '{v}'" for k, v in warehouse.properties.items())
-        s3 = f"s3: {{{inner}}}"
-    yaml = textwrap.dedent(f"""
-        default-catalog: lake
-        catalogs:
-          - name: lake
-            type: sql
-            uri: sqlite:///{tmp_path}/catalog.db
-            warehouse: {warehouse.location}
-            default-database: db
-            {s3}
-        spark:
-          master: local[2]
-    """)
-    s = SqlSession(parse_config(yaml, source=str(tmp_path / "tablestore.yaml")), spark=spark)
+    lake = sqlite_catalog(tmp_path, "lake", default_database="db", warehouse=warehouse.location,
+                          s3_properties=warehouse.properties)
+    s = SqlSession(lakehouse_config(tmp_path, lake), spark=spark)
     s.execute("CREATE DATABASE db")
     return s
 

@@ -4,25 +4,17 @@ merge-on-read DELETE, UPDATE and MERGE through Spark writing deletion vectors.""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from tablestore.config import LakehouseConfig, parse_config
+from tablestore.config import LakehouseConfig
 from tablestore.sql.session import SqlSession
+from tests.lakehouse_config import lakehouse_config, sqlite_catalog
 
 
 def sqlite_config(tmp_path: Path) -> LakehouseConfig:
-    return parse_config(textwrap.dedent(f"""
-        default-catalog: cat
-        catalogs:
-          - name: cat
-            type: sql
-            uri: sqlite:///{tmp_path}/cat.db
-            warehouse: {tmp_path}/wh
-            default-database: db
-    """), source=str(tmp_path / "tablestore.yaml"))
+    return lakehouse_config(tmp_path, sqlite_catalog(tmp_path, "cat", default_database="db"))
 
 
 def session(tmp_path: Path) -> SqlSession:

@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import datetime
 import re
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tablestore.config import parse_config
 from tablestore.errors import NoSuchPartitionError, PartitionAlreadyExistsError, ValidationError
 from tablestore.sql.session import SqlSession
+from tests.lakehouse_config import lakehouse_config, sqlite_catalog
 
 pytestmark = pytest.mark.spark
 
@@ -32,16 +31,7 @@ def spark() -> Iterator[Any]:
 
 @pytest.fixture
 def session(tmp_path: Path, spark: Any) -> SqlSession:
-    config = parse_config(textwrap.dedent(f"""
-        default-catalog: cat
-        catalogs:
-          - name: cat
-            type: sql
-            uri: sqlite:///{tmp_path}/cat.db
-            warehouse: {tmp_path}/wh
-            default-database: db
-    """), source=str(tmp_path / "tablestore.yaml"))
-    s = SqlSession(config, spark=spark)
+    s = SqlSession(lakehouse_config(tmp_path, sqlite_catalog(tmp_path, "cat", default_database="db")), spark=spark)
     s.execute("CREATE DATABASE db")
     return s
 

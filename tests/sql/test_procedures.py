@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import datetime
 import decimal
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tablestore.config import parse_config
 from tablestore.errors import ParseError, ValidationError
 from tablestore.sql.parse_procedures import Call
 from tablestore.sql.parser import parse_statement
 from tablestore.sql.procedures import Parameter, literal_value, procedure
 from tablestore.sql.result import StatementResult
 from tablestore.sql.session import SqlSession
+from tests.lakehouse_config import lakehouse_config, sqlite_catalog
 
 
 @procedure("test_echo", Parameter("table", required=True), Parameter("retain_last"), Parameter("options"))
@@ -26,13 +25,7 @@ def _echo(session: Any, catalog: Any, args: dict[str, Any]) -> StatementResult:
 
 @pytest.fixture
 def session(tmp_path: Path) -> SqlSession:
-    config = parse_config(textwrap.dedent(f"""
-        default-catalog: cat1
-        catalogs:
-          - {{name: cat1, type: sql, uri: "sqlite:///{tmp_path}/c1.db", warehouse: "{tmp_path}/w1"}}
-          - {{name: cat2, type: sql, uri: "sqlite:///{tmp_path}/c2.db", warehouse: "{tmp_path}/w2"}}
-    """), source=str(tmp_path / "tablestore.yaml"))
-    return SqlSession(config)
+    return SqlSession(lakehouse_config(tmp_path, sqlite_catalog(tmp_path, "cat1"), sqlite_catalog(tmp_path, "cat2")))
 
 
 def test_call_parses_named_and_positional_arguments() -> None:

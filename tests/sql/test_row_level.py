@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,11 +9,11 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tablestore.config import parse_config
 from tablestore.errors import QueryError, SchemaError, UnsupportedError, ValidationError
 from tablestore.spec.schema import Schema
 from tablestore.spec.types import LongType, NestedField, StringType
 from tablestore.sql.session import SqlSession
+from tests.lakehouse_config import lakehouse_config, sqlite_catalog
 
 pytestmark = pytest.mark.spark
 
@@ -30,16 +29,7 @@ def spark() -> Iterator[Any]:
 
 @pytest.fixture
 def session(tmp_path: Path, spark: Any) -> SqlSession:
-    config = parse_config(textwrap.dedent(f"""
-        default-catalog: c
-        catalogs:
-          - name: c
-            type: sql
-            uri: sqlite:///{tmp_path}/c.db
-            warehouse: {tmp_path}/wh
-            default-database: db
-    """))
-    s = SqlSession(config, spark=spark)
+    s = SqlSession(lakehouse_config(tmp_path, sqlite_catalog(tmp_path, "c", default_database="db")), spark=spark)
     s.execute("CREATE DATABASE db")
     return s
 

@@ -3,15 +3,14 @@ table, hidden from ``*`` as in Iceberg's Spark, and kept by UPDATE and MERGE run
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tablestore.config import parse_config
 from tablestore.sql.session import SqlSession
+from tests.lakehouse_config import lakehouse_config, sqlite_catalog
 
 pytestmark = pytest.mark.spark
 
@@ -26,16 +25,7 @@ def spark() -> Iterator[Any]:
 def test_lineage_columns_are_selectable_hidden_from_star_and_kept_by_update_and_merge(
     tmp_path: Path, spark: Any,
 ) -> None:
-    config = parse_config(textwrap.dedent(f"""
-        default-catalog: c
-        catalogs:
-          - name: c
-            type: sql
-            uri: sqlite:///{tmp_path}/c.db
-            warehouse: {tmp_path}/wh
-            default-database: db
-    """))
-    s = SqlSession(config, spark=spark)
+    s = SqlSession(lakehouse_config(tmp_path, sqlite_catalog(tmp_path, "c", default_database="db")), spark=spark)
     s.execute("""
         CREATE DATABASE db;
         CREATE TABLE t (id BIGINT, name STRING) TBLPROPERTIES ('format-version'='3');

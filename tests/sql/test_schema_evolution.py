@@ -4,16 +4,15 @@ letter, every ALTER TABLE form, and the limits (an error, nothing committed)."""
 from __future__ import annotations
 
 import datetime
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tablestore.config import parse_config
 from tablestore.errors import ParseError, SchemaEvolutionError
 from tablestore.sql.session import SqlSession
+from tests.lakehouse_config import lakehouse_config, sqlite_catalog
 
 pytestmark = pytest.mark.spark
 
@@ -27,18 +26,7 @@ def spark() -> Iterator[Any]:
 
 @pytest.fixture
 def session(tmp_path: Path, spark: Any) -> SqlSession:
-    yaml = textwrap.dedent(f"""
-        default-catalog: cat
-        catalogs:
-          - name: cat
-            type: sql
-            uri: sqlite:///{tmp_path}/cat.db
-            warehouse: {tmp_path}/wh
-            default-database: db
-        spark:
-          master: local[2]
-    """)
-    s = SqlSession(parse_config(yaml, source=str(tmp_path / "tablestore.yaml")), spark=spark)
+    s = SqlSession(lakehouse_config(tmp_path, sqlite_catalog(tmp_path, "cat", default_database="db")), spark=spark)
     s.execute("CREATE DATABASE db")
     return s
 

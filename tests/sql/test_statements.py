@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import datetime
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tablestore.config import parse_config
 from tablestore.errors import (
     AlreadyExistsError,
     NamespaceNotEmptyError,
@@ -23,6 +21,7 @@ from tablestore.errors import (
     ValidationError,
 )
 from tablestore.sql.session import SqlSession
+from tests.lakehouse_config import lakehouse_config, sqlite_catalog
 
 pytestmark = pytest.mark.spark
 
@@ -35,28 +34,10 @@ def spark() -> Iterator[Any]:
     yield session
 
 
-def two_catalog_yaml(root: Path) -> str:
-    return textwrap.dedent(f"""
-        default-catalog: cat1
-        catalogs:
-          - name: cat1
-            type: sql
-            uri: sqlite:///{root}/cat1.db
-            warehouse: {root}/wh1
-            default-database: db
-          - name: cat2
-            type: sql
-            uri: sqlite:///{root}/cat2.db
-            warehouse: {root}/wh2
-            default-database: db1
-        spark:
-          master: local[2]
-    """)
-
-
 @pytest.fixture
 def session(tmp_path: Path, spark: Any) -> SqlSession:
-    config = parse_config(two_catalog_yaml(tmp_path), source=str(tmp_path / "tablestore.yaml"))
+    config = lakehouse_config(tmp_path, sqlite_catalog(tmp_path, "cat1", default_database="db"),
+                              sqlite_catalog(tmp_path, "cat2", default_database="db1"))
     s = SqlSession(config, spark=spark)
     s.execute("CREATE DATABASE cat1.db; CREATE DATABASE cat2.db1")
     return s
