@@ -187,6 +187,14 @@ def read_table(
         options["as-of-timestamp"] = str(as_of_timestamp)
     if filter:
         options["filter"] = filter
+    return read_with_options(spark, name, options)
+
+
+def read_with_options(spark: SparkSession, name: str, options: dict[str, str]) -> ReadOutcome:
+    """``read_table`` given the ``tablestore`` source's options (``config``, ``snapshot-id``,
+    ``filter``, ...), for callers that already hold them, as the SQL session does."""
+    options = {**options, "path": name}
+    filter = options.get("filter")
     state = resolve_read(options, None)  # a bad name, snapshot or filter fails here, as in the source
     schema = state.schema()
     spark_schema = native_read_schema(schema.fields)

@@ -21,6 +21,7 @@ the whole target.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +32,14 @@ from sqlglot import exp
 from tablestore.engine.spark_convert import from_spark_table
 from tablestore.engine.spark_row_source import SOURCE_NAME, native_row_positions, register
 from tablestore.engine.spark_source_options import quote_name
-from tablestore.errors import FilterError, SchemaError, UnsupportedError, ValidationError
+from tablestore.errors import (
+    FilterError,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    SchemaError,
+    UnsupportedError,
+    ValidationError,
+)
 from tablestore.spec.expression_parser import parse_filter
 from tablestore.spec.expressions import AlwaysTrue, BooleanExpression, bind
 from tablestore.spec.types import sql_type_name
@@ -126,6 +134,14 @@ def _target_columns(sql: str, alias: str, columns: list[str]) -> list[str]:
         if head in names:
             used.add(names[head])
     return [c for c in columns if c in used]
+
+
+def source_table_name(source: str) -> tuple[str, ...] | None:
+    """The name's parts when a MERGE source is a bare table name (no query, no time travel)."""
+    table = parse_query(f"SELECT * FROM {source}").args["from_"].this
+    if not isinstance(table, exp.Table) or table.args.get("version") or isinstance(table.this, exp.Func):
+        return None
+    return tuple(part.name for part in table.parts)
 
 
 def _key_pairs(on: str, target: str, source: str) -> list[tuple[str, str]]:
@@ -353,6 +369,14 @@ class RowLevelStatements:
             planner = self._target_planner(catalog, identifier, table, None,
                                            used if len(used) < len(columns) else None)
             target = TARGET_MARKER
+        source_table = source_table_name(s.source)
+        if source_table is not None:
+            # A USING table is read whole, so Spark's Parquet reader may read it (the data
+            # source's Arrow-to-JVM transfer was a large share of a large MERGE). A name that
+            # does not resolve is left to the planner, which says what is wrong with it.
+            with contextlib.suppress(ValidationError, NoSuchTableError, NoSuchNamespaceError, LookupError):
+                source_catalog, source_identifier = self.manager.resolve_table(source_table)  # type: ignore[attr-defined]
+                planner.native_reads.add((source_catalog.name, *source_identifier))
         query = f"SELECT * FROM ({select(target)}) WHERE `__action` >= 0"
         keys = _key_pairs(s.on, t, src) if snapshot is not None else []
         if keys and self._deterministic(planner, s.source):

@@ -200,6 +200,36 @@ def test_upsert_with_update_set_star_and_insert_star_keeps_every_column(session:
     assert rows[17] == [17, "n17", "eu"] and rows[18] == [18, "n18", "us"] and len(rows) == 22
 
 
+def test_merge_using_a_table_reads_it_with_sparks_parquet_reader_by_field_id(session: SqlSession, spark: Any) -> None:
+    # A USING table is read whole, so Spark's own Parquet reader reads it when its files allow;
+    # its columns still match by field id: `nm` was renamed to `name` after the rows were written.
+    from tablestore.sql.row_level_statements import source_table_name
+
+    _setup(session, "merge-on-read")
+    session.execute("""
+        CREATE TABLE staging (id BIGINT, nm STRING, region STRING);
+        INSERT INTO staging SELECT id, concat('s', id), 'apac' FROM range(19, 23);
+        ALTER TABLE staging RENAME COLUMN nm TO name;
+    """)
+    planner = session.planner()
+    planner.native_reads.add(("c", "db", "staging"))
+    plan = spark.sql(planner.rewrite("SELECT * FROM staging"))._jdf.queryExecution().executedPlan().toString()
+    assert "FileScan parquet" in plan and "BatchEvalPython" not in plan and "PythonDataSource" not in plan
+    result = session.execute_one("MERGE INTO user t USING staging s ON t.id = s.id "
+                                 "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    assert result.rows == [[4, 2, 0, 2]]
+    rows = {r[0]: r for r in _users(session)}
+    assert rows[19] == [19, "s19", "apac"] and rows[22] == [22, "s22", "apac"] and rows[18] == [18, "n18", "us"]
+    # A USING table with position deletes is read by the data source, which applies them.
+    session.execute_one("DELETE FROM staging WHERE id IN (SELECT 21L)")
+    session.execute_one("MERGE INTO user t USING staging s ON t.id = s.id "
+                        "WHEN MATCHED THEN UPDATE SET name = concat('again-', s.name)")
+    rows = {r[0]: r for r in _users(session)}
+    assert rows[21] == [21, "s21", "apac"] and rows[22] == [22, "again-s22", "apac"]
+    assert source_table_name("db.staging") == ("db", "staging")
+    assert source_table_name("(SELECT * FROM staging)") is None and source_table_name("staging VERSION AS OF 1") is None
+
+
 def test_merge_reads_only_the_target_columns_its_query_names() -> None:
     from tablestore.sql.row_level_statements import _target_columns
 
