@@ -278,9 +278,33 @@ class ProcessTreeCPU:
         return sum(cpu - self._start.get(key, 0.0) for key, cpu in self._last.items())
 
 
+CONTESTANTS_VARIABLE = "BENCH_CONTESTANTS"
+
+
+def chosen_contestants() -> set[str] | None:
+    """The contestants named in ``BENCH_CONTESTANTS`` (comma-separated, e.g.
+    ``pyarrow,tablestore-spark``), or None (all) when it is unset or empty. A case's floor
+    always runs: every ratio is to it."""
+    names = {n.strip() for n in os.environ.get(CONTESTANTS_VARIABLE, "").split(",") if n.strip()}
+    return names or None
+
+
+def check_chosen(bench: Benchmark) -> None:
+    """Refuse a ``BENCH_CONTESTANTS`` name that no case of ``bench`` has (a typo would
+    otherwise run nothing but the floors)."""
+    chosen = chosen_contestants()
+    known = {c.name for case in bench.cases for c in case.contestants}
+    unknown = sorted((chosen or set()) - known)
+    if unknown:
+        raise SystemExit(f"{CONTESTANTS_VARIABLE} names {', '.join(unknown)}, which {bench.name} does not have; "
+                         f"its contestants are {', '.join(sorted(known))}")
+
+
 def measure(case: Case, log: Callable[[str], None]) -> list[Measurement]:
-    """Run every contestant ``rounds`` times, interleaved (A B C, C B A, ...) so drift hits all."""
-    results = [Measurement(c) for c in case.contestants]
+    """Run every contestant ``rounds`` times, interleaved (A B C, C B A, ...) so drift hits all.
+    Only the floor and the contestants ``BENCH_CONTESTANTS`` names, when it is set."""
+    chosen = chosen_contestants()
+    results = [Measurement(c) for c in case.contestants if chosen is None or c.floor or c.name in chosen]
     for round_no in range(case.rounds):
         order = results if round_no % 2 == 0 else list(reversed(results))
         for m in order:
@@ -357,7 +381,9 @@ def _verdicts(case: Case, results: list[Measurement]) -> list[str]:
         name = ours.contestant.name
         limits = ours.contestant.targets if ours.contestant.targets is not None else case.targets
         for other, limit in limits.items():
-            theirs = next(m for m in results if m.contestant.name == other)
+            theirs = next((m for m in results if m.contestant.name == other), None)
+            if theirs is None:
+                continue  # not run (BENCH_CONTESTANTS)
             if theirs.contestant.floor:
                 ratio = ours.median / theirs.median
                 verdict = "met" if ratio <= limit else "MISSED"
@@ -370,6 +396,8 @@ def _verdicts(case: Case, results: list[Measurement]) -> list[str]:
                 out.append(f"{case.name}: {other} / {name} = {bound}{speedup:.2f}x (target >= {limit}x): {verdict}")
     by_name = {m.contestant.name: m for m in results}
     for a, b, limit in case.relative:
+        if a not in by_name or b not in by_name:
+            continue
         ratio = by_name[a].median / by_name[b].median
         cpu = by_name[a].cpu_median / by_name[b].cpu_median
         verdict = "met" if ratio <= limit else "MISSED"

@@ -10,6 +10,9 @@ gdpr_delete: the events table (``--rows``, partitioned by ``day(event_ts)`` over
   in copy-on-write (rewritten files); tablestore-v3-dv: the same merge-on-read delete on the
   table upgraded to format v3, which writes deletion vectors (target: no slower than position
   deletes);
+- tablestore-spark, tablestore-spark-cow: the same delete on the Spark engine,
+  ``table.with_engine(SparkEngine(spark)).delete(...)`` (per-file work as Spark tasks; SQL's
+  ``DELETE ... WHERE user_id IN (...)`` is a plain filter and runs without Spark);
 - pyiceberg: ``Table.delete`` (copy-on-write) on the very same table, registered in its own catalog;
 - deltalake: ``DeltaTable.delete`` on a Delta table of the same rows partitioned by day.
 
@@ -26,7 +29,21 @@ is plain pyarrow joining the source keys with every file's ``event_id`` column, 
 each file that holds a matched key and writing the new rows (what copy-on-write must do at
 least; merge-on-read may do less).
 
-Every contestant reports the peak growth of its process tree's resident memory in a round.
+On Spark (see bench/row_level_spark.py): tablestore-spark / tablestore-spark-cow run SQL
+``MERGE INTO t USING staging s ON t.event_id = s.event_id WHEN MATCHED THEN UPDATE SET * WHEN
+NOT MATCHED THEN INSERT *`` through a SqlSession on Spark (what one writes on Spark; the staging
+table holds the source, written once, untimed); tablestore-spark-api / -api-cow run
+``table.with_engine(SparkEngine(spark)).merge(df, ...)`` with the staging table as a Spark
+DataFrame cached and counted at the first round's setup (untimed). One ``local[2]`` session
+serves every Spark round; it starts and warms up (a MERGE included) in the first Spark round's
+untimed setup. ``BENCH_CONTESTANTS`` (bench/common.py) runs only the contestants it names.
+
+The harness checks that every contestant of a case returns the same count (rows deleted, or
+updated plus inserted), the Spark ones included.
+
+Every contestant reports the peak growth of its process tree's resident memory in a round: for
+Spark that includes the JVM (a child of this process) and its Python workers, but not heap the
+JVM grew in an earlier round or the warm-up and kept.
 """
 
 from __future__ import annotations
@@ -43,6 +60,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from bench.common import NAMESPACE, TABLE_NAME, Benchmark, Case, Contestant, Workspace, create_tablestore_table
+from bench.row_level_spark import CATALOG, SparkSide
 
 USERS = 100_000
 DELETED_USERS = 100
@@ -134,9 +152,11 @@ def floor_upsert(files: list[Path], source: pa.Table, out: Path, codec: str) -> 
 
 
 def upsert_case(ws: Workspace, name: str, keys: int, data: pa.Table, files: list[Path], base_metadata: str,
-                catalog: Any, py_catalog: Any, rounds: int | None, targets: dict[str, float]) -> Case:
+                catalog: Any, py_catalog: Any, spark: SparkSide, rounds: int | None,
+                targets: dict[str, float]) -> Case:
     """An upsert of ``keys`` source rows (half matched) into the base table (``files``), side by side."""
     source = upsert_source(data, keys)
+    staging = spark.staging(f"staging_{name}", source)
     state: dict[str, Any] = {}
     floor_dir = ws.root / "row-level-floor"
 
@@ -152,6 +172,13 @@ def upsert_case(ws: Workspace, name: str, keys: int, data: pa.Table, files: list
                   .when_matched_update_all().when_not_matched_insert_all().execute())
         return result.updated + result.inserted
 
+    def fresh_spark(mode: str, frame: bool) -> None:
+        fresh_ours(mode)
+        if frame:
+            spark.source_frame(staging)  # cached and counted once, at the first round
+        else:
+            spark.spark  # noqa: B018 - the session starts (and warms up) here, untimed
+
     def fresh_pyiceberg() -> None:
         state["py"] = py_catalog.register_table(f"{NAMESPACE}.u{next(COUNTER)}", base_metadata)
 
@@ -165,6 +192,14 @@ def upsert_case(ws: Workspace, name: str, keys: int, data: pa.Table, files: list
             Contestant("pyarrow", lambda: floor_upsert(files, source, floor_dir, "zstd"), fresh_floor, floor=True),
             Contestant("tablestore", ours, lambda: fresh_ours("merge-on-read")),
             Contestant("tablestore-cow", ours, lambda: fresh_ours("copy-on-write")),
+            Contestant("tablestore-spark", lambda: spark.merge_sql(state["ours"], staging),
+                       lambda: fresh_spark("merge-on-read", False)),
+            Contestant("tablestore-spark-cow", lambda: spark.merge_sql(state["ours"], staging),
+                       lambda: fresh_spark("copy-on-write", False)),
+            Contestant("tablestore-spark-api", lambda: spark.merge_api(state["ours"], staging),
+                       lambda: fresh_spark("merge-on-read", True)),
+            Contestant("tablestore-spark-api-cow", lambda: spark.merge_api(state["ours"], staging),
+                       lambda: fresh_spark("copy-on-write", True)),
             Contestant("pyiceberg", pyiceberg_upsert, fresh_pyiceberg, cap_seconds=PYICEBERG_CAP),
         ],
         rounds=rounds or 3,
@@ -182,7 +217,7 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
     base = create_tablestore_table(base_dir)
     base.append(data)
     base_metadata = base.metadata_location
-    catalog = tablestore.load_catalog("rl", type="sql", uri=f"sqlite:///{base_dir}/rounds.db",
+    catalog = tablestore.load_catalog(CATALOG, type="sql", uri=f"sqlite:///{base_dir}/rounds.db",
                                       warehouse=str(base_dir / "wh"))
     catalog.create_namespace(NAMESPACE)
     py_catalog = _pyiceberg_catalog(ws.root / "row-level-py")
@@ -194,7 +229,9 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
     write_deltalake(str(delta_base), data.append_column("day", day), partition_by=["day"])
     state: dict[str, Any] = {}
     user_set = pa.array(users, pa.int64())
-    files = _data_files(base_dir / "wh")
+    files = _data_files(base_dir / "wh")  # the base table's: listed before the staging tables exist
+    spark = SparkSide(base_dir, catalog)
+    spark.prepare(data.slice(0, 10))
 
     def floor() -> int:
         return sum(int(pc.sum(pc.is_in(pq.read_table(f, columns=["user_id"]).column("user_id"),
@@ -203,6 +240,10 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
     def fresh_ours(mode: str, format_version: int = 2) -> None:
         state["ours"] = fresh_table(catalog, base_metadata,
                                     {"write.delete.mode": mode, "format-version": str(format_version)})
+
+    def fresh_spark(mode: str) -> None:
+        fresh_ours(mode)
+        spark.spark  # noqa: B018 - the session starts (and warms up) at the first Spark round, untimed
 
     def fresh_pyiceberg() -> None:
         state["py"] = py_catalog.register_table(f"{NAMESPACE}.r{next(COUNTER)}", base_metadata)
@@ -229,6 +270,10 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
             Contestant("tablestore-v3-dv", lambda: state["ours"].delete(condition),
                        lambda: fresh_ours("merge-on-read", 3)),
             Contestant("tablestore-cow", lambda: state["ours"].delete(condition), lambda: fresh_ours("copy-on-write")),
+            Contestant("tablestore-spark", lambda: spark.delete(state["ours"], condition),
+                       lambda: fresh_spark("merge-on-read")),
+            Contestant("tablestore-spark-cow", lambda: spark.delete(state["ours"], condition),
+                       lambda: fresh_spark("copy-on-write")),
             Contestant("pyiceberg", pyiceberg_delete, fresh_pyiceberg),
             Contestant("deltalake", delta_delete, fresh_delta),
         ],
@@ -238,13 +283,15 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
     )
 
     upsert_cases = [
-        upsert_case(ws, "upsert_large", max(ws.rows // 10, 2), data, files, base_metadata, catalog, py_catalog, rounds,
+        upsert_case(ws, "upsert_large", max(ws.rows // 10, 2), data, files, base_metadata, catalog, py_catalog, spark,
+                    rounds,
                     {"pyarrow": 1.0, "pyiceberg": 50.0}),
         upsert_case(ws, "upsert_10k", min(SMALL_UPSERT_KEYS, max(ws.rows // 10, 2)), data, files, base_metadata,
-                    catalog, py_catalog, rounds, {"pyarrow": 1.5}),
+                    catalog, py_catalog, spark, rounds, {"pyarrow": 1.5}),
     ]
 
     def cleanup() -> None:
+        spark.stop()
         for name in ("row-level-base", "row-level-py", "row-level-delta-base", "row-level-delta",
                      "row-level-floor"):
             shutil.rmtree(ws.root / name, ignore_errors=True)
@@ -265,8 +312,11 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
             "new rows, threads over files, the table's codec",
             "tablestore = MERGE (update all, insert all) in merge-on-read; tablestore-cow = copy-on-write; "
             f"pyiceberg = Table.upsert, stopped after {PYICEBERG_CAP:,.0f} s (BENCH_PYICEBERG_CAP)",
+            "tablestore-spark(-cow) = SQL MERGE INTO ... USING staging on Spark local[2]; tablestore-spark-api(-cow)"
+            " = merge() on SparkEngine with a cached Spark DataFrame source; gdpr tablestore-spark(-cow) = "
+            "delete() on SparkEngine; one Spark session, started and warmed up untimed",
             "peak RSS +MB: the process tree's peak resident memory during a round minus at its start "
-            "(sampled every 0.1 s)",
+            "(sampled every 0.1 s; the tree includes Spark's JVM and Python workers, less heap the JVM kept)",
             f"TABLE {TABLE_NAME}; every round starts from the same base snapshot",
         ],
         cleanup=cleanup,

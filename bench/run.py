@@ -1,5 +1,8 @@
 """Run the benchmarks: ``python -m bench.run [--only NAME] [--rows N] [--rounds N]``.
 
+``BENCH_CONTESTANTS=pyarrow,tablestore-spark`` runs only those contestants (and each case's
+floor), e.g. one engine's at full scale; a name no case of a chosen benchmark has is refused.
+
 Each benchmark prints one table (its contestants side by side, as ratios to the plain-pyarrow
 floor) and appends its figures as JSON lines to ``bench/results/<name>.jsonl``.
 """
@@ -16,7 +19,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from bench.common import DEFAULT_ROWS, Workspace, measure, report
+from bench.common import DEFAULT_ROWS, Workspace, check_chosen, measure, report
 
 # In running order: the scans read the table the append benchmark leaves behind.
 BENCHMARKS = [
@@ -70,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             log(f"{name}: preparing {args.rows:,} rows in {root}")
             bench = module.build(ws, args.rounds)
             try:
+                check_chosen(bench)
                 outcomes = [(case, measure(case, log)) for case in bench.cases]
             finally:
                 if bench.cleanup is not None:

@@ -121,7 +121,7 @@ def _has_field_ids(field: pa.Field) -> bool:
     return True
 
 
-def _ineligible(state: ReadState, tasks: list[FileTask]) -> str:
+def ineligible(state: ReadState, tasks: list[FileTask]) -> str:
     """Why Spark's Parquet reader cannot read these tasks as tablestore would ("" when it can)."""
     for task in tasks:
         path = task.file.file_path
@@ -187,6 +187,14 @@ def read_table(
         options["as-of-timestamp"] = str(as_of_timestamp)
     if filter:
         options["filter"] = filter
+    return read_with_options(spark, name, options)
+
+
+def read_with_options(spark: SparkSession, name: str, options: dict[str, str]) -> ReadOutcome:
+    """``read_table`` given the ``tablestore`` source's options (``config``, ``snapshot-id``,
+    ``filter``, ...), for callers that already hold them, as the SQL session does."""
+    options = {**options, "path": name}
+    filter = options.get("filter")
     state = resolve_read(options, None)  # a bad name, snapshot or filter fails here, as in the source
     schema = state.schema()
     spark_schema = native_read_schema(schema.fields)
@@ -195,7 +203,7 @@ def read_table(
                                                    "tablestore maps it, or a column with an initial default")
     # The data source's own planning: the same snapshot, pruning and file tasks.
     tasks = TablestoreReader(state, spark_schema).plan()
-    reason = _ineligible(state, tasks)
+    reason = ineligible(state, tasks)
     if reason:
         return _data_source(spark, name, options, reason)
     for key, value in NATIVE_READ_CONF.items():

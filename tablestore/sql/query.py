@@ -22,6 +22,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError as SqlglotParseError
 
 from tablestore import errors
+from tablestore.engine.spark_native_read import read_with_options
 from tablestore.engine.spark_source_read import resolve_ref
 from tablestore.errors import (
     NoSuchFunctionError,
@@ -83,6 +84,11 @@ class QueryPlanner:
         # The query being rewritten names a row lineage column: its tables are read with them.
         self._row_lineage = False
         self._lineage_views: dict[str, list[str]] = {}
+        # Tables (catalog name, *identifier) read whole by the statement, such as a MERGE's
+        # USING table: Spark's own Parquet reader reads them when their files allow it
+        # (spark_native_read), which costs a fraction of the data source's Python-to-JVM
+        # transfer. Other reads keep the data source, whose filter push-down prunes files.
+        self.native_reads: set[tuple[str, ...]] = set()
 
     # -- the entry point -----------------------------------------------------------------------
     def dataframe(self, sql: str) -> DataFrame:
@@ -160,6 +166,13 @@ class QueryPlanner:
         return f"__tablestore_{next(_view_ids)}"
 
     def _table_view(self, catalog: Catalog, identifier: tuple[str, ...], version: exp.Version | None) -> str:
+        if version is None and not self._row_lineage and (catalog.name, *identifier) in self.native_reads:
+            outcome = read_with_options(self.spark, ".".join((catalog.name, *identifier)),
+                                        {"config": self.config_json})
+            if outcome.path == "native":
+                name = self._new_view_name()
+                outcome.df.createOrReplaceTempView(name)
+                return name
         reader = self.spark.read.format("tablestore").option("config", self.config_json)
         if version is not None:
             kind = version.name.upper()

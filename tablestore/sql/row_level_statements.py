@@ -5,18 +5,23 @@ A mixin of :class:`tablestore.sql.session.SqlSession`: a statement class ``X`` r
 - A DELETE whose WHERE is a plain filter on the table's columns runs in the table core, with
   push-down (whole files and partitions dropped in metadata) and no Spark.
 - Anything else runs its condition and expressions in Spark: the target is read at its current
-  snapshot with two hidden columns, ``_file`` and ``_pos`` (the ``tablestore_rows`` source), the
+  snapshot with two hidden columns, ``_file`` and ``_pos`` (by Spark's Parquet reader when the
+  files have no deletes, else the ``tablestore_rows`` source; only the columns a MERGE uses), the
   statement becomes one Spark query over it (subqueries, joins and functions included) that
   returns the affected rows' files and positions and their new values, and the table core
   applies that as position deletes (merge-on-read) or file rewrites (copy-on-write) in one
   commit, validated against the snapshot Spark read.
 
 The parts of a WHERE that are plain filters also prune the files Spark reads, and serve as the
-conflict-detection filter under serializable isolation.
+conflict-detection filter under serializable isolation. A MERGE reads only the target columns
+its query names, and, when its source is deterministic, first keeps only the target rows whose
+ON keys the source has (a semi-join Spark can broadcast), so the outer join does not shuffle
+the whole target.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from typing import TYPE_CHECKING, Any
 
@@ -25,9 +30,16 @@ import pyarrow as pa
 from sqlglot import exp
 
 from tablestore.engine.spark_convert import from_spark_table
-from tablestore.engine.spark_row_source import SOURCE_NAME, register
+from tablestore.engine.spark_row_source import SOURCE_NAME, native_row_positions, register
 from tablestore.engine.spark_source_options import quote_name
-from tablestore.errors import FilterError, SchemaError, UnsupportedError, ValidationError
+from tablestore.errors import (
+    FilterError,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    SchemaError,
+    UnsupportedError,
+    ValidationError,
+)
 from tablestore.spec.expression_parser import parse_filter
 from tablestore.spec.expressions import AlwaysTrue, BooleanExpression, bind
 from tablestore.spec.types import sql_type_name
@@ -99,6 +111,55 @@ def _plain_filter(sql: str | None, qualifiers: set[str], table: Table) -> tuple[
     return out, complete
 
 
+def _target_columns(sql: str, alias: str, columns: list[str]) -> list[str]:
+    """The target's columns that a row-level statement's query can read, in the table's order:
+    every column qualified with the target's alias, and every unqualified one (or struct path)
+    that starts with a target column's name (it may be the target's). A ``*`` of the target (``t.*``, or a bare ``*``
+    outside a subquery of its own) reads them all. The target's rows are then read with only
+    these (an upsert's UPDATE SET * and INSERT * need only the keys)."""
+    tree = parse_query(sql)
+    names = {c.lower(): c for c in columns}
+    used: set[str] = set()
+    for star in tree.find_all(exp.Star):
+        parent = star.parent
+        if isinstance(parent, exp.Column) and (parent.table or "").lower() not in ("", alias.lower()):
+            continue
+        select = star.find_ancestor(exp.Select)
+        if select is tree or (isinstance(parent, exp.Column) and parent.table):
+            return list(columns)
+    for column in tree.find_all(exp.Column):
+        # The path's head is the alias (t.x, t.s.f) or, unqualified, maybe a column (x, s.f).
+        parts = [p.name.lower() for p in column.parts]
+        head = parts[1] if parts[0] == alias.lower() and len(parts) > 1 else parts[0]
+        if head in names:
+            used.add(names[head])
+    return [c for c in columns if c in used]
+
+
+def source_table_name(source: str) -> tuple[str, ...] | None:
+    """The name's parts when a MERGE source is a bare table name (no query, no time travel)."""
+    table = parse_query(f"SELECT * FROM {source}").args["from_"].this
+    if not isinstance(table, exp.Table) or table.args.get("version") or isinstance(table.this, exp.Func):
+        return None
+    return tuple(part.name for part in table.parts)
+
+
+def _key_pairs(on: str, target: str, source: str) -> list[tuple[str, str]]:
+    """The ``target.x = source.y`` equalities among the top-level ANDs of a MERGE's ON, as
+    (target expression, source expression) Spark SQL: only such a pair is a join key."""
+    out = []
+    for conjunct in _conjuncts(on):
+        if not (isinstance(conjunct, exp.EQ) and isinstance(conjunct.left, exp.Column)
+                and isinstance(conjunct.right, exp.Column)):
+            continue
+        sides = [(c.table or "").lower() for c in (conjunct.left, conjunct.right)]
+        if sides == [target.lower(), source.lower()]:
+            out.append((conjunct.left.sql(dialect="spark"), conjunct.right.sql(dialect="spark")))
+        elif sides == [source.lower(), target.lower()]:
+            out.append((conjunct.right.sql(dialect="spark"), conjunct.left.sql(dialect="spark")))
+    return out
+
+
 def _positions_by_file(files: pa.ChunkedArray, positions: pa.ChunkedArray) -> tuple[dict[str, np.ndarray],
                                                                                         dict[str, np.ndarray]]:
     """Positions per data file, and the row indices of each file's rows in the input."""
@@ -130,19 +191,25 @@ class RowLevelStatements:
         return catalog, identifier, self._load_table(catalog, identifier)  # type: ignore[attr-defined]
 
     def _target_planner(self, catalog: Any, identifier: tuple[str, ...], table: Table,
-                        prune: BooleanExpression | None) -> QueryPlanner:
+                        prune: BooleanExpression | None, columns: list[str] | None = None) -> QueryPlanner:
         spark = self.spark  # type: ignore[attr-defined]
         register(spark)
         base: QueryPlanner = self.planner()  # type: ignore[attr-defined]
         snapshot = table.current_snapshot()
         assert snapshot is not None
-        reader = spark.read.format(SOURCE_NAME).option("config", base.config_json) \
-            .option("snapshot-id", str(snapshot.snapshot_id))
+        options = {"config": base.config_json, "snapshot-id": str(snapshot.snapshot_id)}
         if prune is not None and not isinstance(prune, AlwaysTrue):
-            reader = reader.option("filter", str(prune))
+            options["filter"] = str(prune)
+        if columns is not None:
+            options["columns"] = ",".join(columns)
+        name = quote_name((catalog.name, *identifier))
         view = f"__tablestore_rows_{next(_view_ids)}"
         with spark_errors():
-            reader.load(quote_name((catalog.name, *identifier))).createOrReplaceTempView(view)
+            # Spark's Parquet reader when the files allow it, else the tablestore_rows source.
+            df = native_row_positions(spark, name, options)
+            if df is None:
+                df = spark.read.format(SOURCE_NAME).options(**options).load(name)
+            df.createOrReplaceTempView(view)
         return _TargetPlanner(base, view)
 
     def _collect(self, df: DataFrame) -> pa.Table:
@@ -230,6 +297,15 @@ class RowLevelStatements:
         return StatementResult(affected=affected)
 
     # -- MERGE -------------------------------------------------------------------------------------------
+    def _deterministic(self, planner: QueryPlanner, source: str) -> bool:
+        """Whether Spark's analysed plan of the MERGE source is deterministic (False when it
+        cannot tell, as over Spark Connect)."""
+        df = planner.dataframe(f"SELECT * FROM {source} AS __source")
+        try:
+            return bool(df._jdf.queryExecution().analyzed().deterministic())
+        except AttributeError:
+            return False
+
     def _MergeInto(self, s: MergeInto) -> StatementResult:
         self._check_batch()
         catalog, identifier, table = self._row_level_table(s.name)
@@ -244,13 +320,6 @@ class RowLevelStatements:
             if clause.action == "update" and clause.assignments is not None:
                 check_assignable(table, [c for c, _ in clause.assignments])
         snapshot = table.current_snapshot()
-        if snapshot is None:
-            planner = self.planner()  # type: ignore[attr-defined]
-            target = f"(SELECT *, CAST(NULL AS STRING) AS `_file`, CAST(NULL AS BIGINT) AS `_pos` FROM " \
-                     f"{'.'.join(_quote(p) for p in (catalog.name, *identifier))})"
-        else:
-            planner = self._target_planner(catalog, identifier, table, None)
-            target = TARGET_MARKER
         matched = f"{_quote(t)}.`_file` IS NOT NULL"
 
         def when(clause: MergeClause) -> str:
@@ -285,9 +354,44 @@ class RowLevelStatements:
             for col in columns
         ]
         join = "RIGHT OUTER JOIN" if any(not c.matched for c in s.clauses) else "INNER JOIN"
-        query = (f"SELECT * FROM (SELECT {_quote(t)}.`_file` AS `__file`, {_quote(t)}.`_pos` AS `__pos`, "
-                 f"{action} AS `__action`, {', '.join(values)} FROM {target} AS {_quote(t)} {join} "
-                 f"{s.source} AS {_quote(src)} ON {s.on}) WHERE `__action` >= 0")
+
+        def select(target: str, source: str = s.source) -> str:
+            return (f"SELECT {_quote(t)}.`_file` AS `__file`, {_quote(t)}.`_pos` AS `__pos`, "
+                    f"{action} AS `__action`, {', '.join(values)} FROM {target} AS {_quote(t)} {join} "
+                    f"{source} AS {_quote(src)} ON {s.on}")
+
+        if snapshot is None:
+            planner = self.planner()  # type: ignore[attr-defined]
+            target = f"(SELECT *, CAST(NULL AS STRING) AS `_file`, CAST(NULL AS BIGINT) AS `_pos` FROM " \
+                     f"{'.'.join(_quote(p) for p in (catalog.name, *identifier))})"
+        else:
+            used = _target_columns(select(TARGET_MARKER), t, columns)
+            planner = self._target_planner(catalog, identifier, table, None,
+                                           used if len(used) < len(columns) else None)
+            target = TARGET_MARKER
+        source_table = source_table_name(s.source)
+        if source_table is not None:
+            # A USING table is read whole, so Spark's Parquet reader may read it (the data
+            # source's Arrow-to-JVM transfer was a large share of a large MERGE). A name that
+            # does not resolve is left to the planner, which says what is wrong with it.
+            with contextlib.suppress(ValidationError, NoSuchTableError, NoSuchNamespaceError, LookupError):
+                source_catalog, source_identifier = self.manager.resolve_table(source_table)  # type: ignore[attr-defined]
+                planner.native_reads.add((source_catalog.name, *source_identifier))
+        query = f"SELECT * FROM ({select(target)}) WHERE `__action` >= 0"
+        keys = _key_pairs(s.on, t, src) if snapshot is not None else []
+        if keys and self._deterministic(planner, s.source):
+            # Only target rows whose keys the source has can match: a semi-join on the keys
+            # (broadcast when the source is small) drops the others before the outer join, which
+            # otherwise shuffles every target row (it cannot broadcast its preserved source).
+            # The source is a CTE read once per reference at one snapshot; a deterministic
+            # source gives both references the same rows.
+            source_cte = "__merge_source"
+            target_keys = ", ".join(k for k, _ in keys)
+            source_keys = ", ".join(v for _, v in keys)
+            filtered = (f"(SELECT * FROM {TARGET_MARKER} AS {_quote(t)} WHERE ({target_keys}) IN "
+                        f"(SELECT {source_keys} FROM {source_cte} AS {_quote(src)}))")
+            query = (f"WITH {source_cte} AS (SELECT * FROM {s.source} AS {_quote(src)}) SELECT * FROM "
+                     f"({select(filtered, source_cte)}) WHERE `__action` >= 0")
         df = self._typed_columns(planner.dataframe(query), table, list(columns), "MERGE")
         selected = self._collect(df)
         kinds = np.array([c.action for c in s.clauses], dtype=object)

@@ -183,3 +183,113 @@ def test_python_api_runs_its_file_work_on_the_spark_engine(session: SqlSession, 
     assert (result.updated, result.inserted) == (1, 1)
     rows = {r[0]: r[1] for r in _users(session)}
     assert 1 not in rows and rows[4] == "m" and rows[19] == "N19" and rows[50] == "new" and len(rows) == 18
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_upsert_with_update_set_star_and_insert_star_keeps_every_column(session: SqlSession, mode: str) -> None:
+    # The target is read with its key only (UPDATE SET * and INSERT * take every value from the
+    # source); copy-on-write still rewrites the files' other rows with all their columns.
+    _setup(session, mode)
+    result = session.execute_one("""
+        MERGE INTO user t USING (SELECT id, concat('u', id) AS name, 'apac' AS region FROM range(19, 23)) s
+        ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *
+    """)
+    assert result.rows == [[4, 2, 0, 2]]
+    rows = {r[0]: r for r in _users(session)}
+    assert rows[19] == [19, "u19", "apac"] and rows[22] == [22, "u22", "apac"]
+    assert rows[17] == [17, "n17", "eu"] and rows[18] == [18, "n18", "us"] and len(rows) == 22
+
+
+def test_merge_using_a_table_reads_it_with_sparks_parquet_reader_by_field_id(session: SqlSession, spark: Any) -> None:
+    # A USING table is read whole, so Spark's own Parquet reader reads it when its files allow;
+    # its columns still match by field id: `nm` was renamed to `name` after the rows were written.
+    from tablestore.sql.row_level_statements import source_table_name
+
+    _setup(session, "merge-on-read")
+    session.execute("""
+        CREATE TABLE staging (id BIGINT, nm STRING, region STRING);
+        INSERT INTO staging SELECT id, concat('s', id), 'apac' FROM range(19, 23);
+        ALTER TABLE staging RENAME COLUMN nm TO name;
+    """)
+    planner = session.planner()
+    planner.native_reads.add(("c", "db", "staging"))
+    plan = spark.sql(planner.rewrite("SELECT * FROM staging"))._jdf.queryExecution().executedPlan().toString()
+    assert "FileScan parquet" in plan and "BatchEvalPython" not in plan and "PythonDataSource" not in plan
+    result = session.execute_one("MERGE INTO user t USING staging s ON t.id = s.id "
+                                 "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    assert result.rows == [[4, 2, 0, 2]]
+    rows = {r[0]: r for r in _users(session)}
+    assert rows[19] == [19, "s19", "apac"] and rows[22] == [22, "s22", "apac"] and rows[18] == [18, "n18", "us"]
+    # A USING table with position deletes is read by the data source, which applies them.
+    session.execute_one("DELETE FROM staging WHERE id IN (SELECT 21L)")
+    session.execute_one("MERGE INTO user t USING staging s ON t.id = s.id "
+                        "WHEN MATCHED THEN UPDATE SET name = concat('again-', s.name)")
+    rows = {r[0]: r for r in _users(session)}
+    assert rows[21] == [21, "s21", "apac"] and rows[22] == [22, "again-s22", "apac"]
+    assert source_table_name("db.staging") == ("db", "staging")
+    assert source_table_name("(SELECT * FROM staging)") is None and source_table_name("staging VERSION AS OF 1") is None
+
+
+def test_merge_reads_only_the_target_columns_its_query_names() -> None:
+    from tablestore.sql.row_level_statements import _target_columns
+
+    columns = ["id", "name", "region", "addr"]
+    upsert = ("SELECT t._file, CASE WHEN t._file IS NOT NULL THEN s.name END AS name FROM target AS t "
+              "RIGHT OUTER JOIN (SELECT * FROM staging) AS s ON t.id = s.id")
+    assert _target_columns(upsert, "t", columns) == ["id"]
+    # Unqualified names may be the target's; a struct path counts by its head; t.* reads all.
+    assert _target_columns("SELECT t._file, t.addr.city FROM target AS t JOIN s ON region = s.x", "t",
+                           columns) == ["region", "addr"]
+    assert _target_columns("SELECT t._file FROM target AS t JOIN s ON t.id = s.id "
+                           "AND EXISTS (SELECT * FROM o WHERE o.a = t.name)", "t", columns) == ["id", "name"]
+    assert _target_columns("SELECT t.* FROM target AS t JOIN s ON t.id = s.id", "t", columns) == columns
+
+
+def test_row_positions_source_reads_only_the_columns_option(session: SqlSession, spark: Any) -> None:
+    from tablestore.engine.spark_row_source import SOURCE_NAME, native_row_positions, register
+
+    _setup(session, "merge-on-read")
+    register(spark)
+    options = {"config": session.config.to_json(), "columns": "id"}
+
+    def source_rows() -> list[tuple[int, str, int]]:
+        df = spark.read.format(SOURCE_NAME).options(**options).load("c.db.user")
+        assert df.columns == ["id", "_file", "_pos"]
+        return sorted((r["id"], r["_file"], r["_pos"]) for r in df.filter("id <= 6").collect())
+
+    # Without deletes Spark's Parquet reader gives the very rows of the source: the table's own
+    # paths (not Spark's file: URIs) and each row's position.
+    native = native_row_positions(spark, "c.db.user", options)
+    assert native is not None and native.columns == ["id", "_file", "_pos"]
+    before = source_rows()
+    assert sorted((r["id"], r["_file"], r["_pos"]) for r in native.filter("id <= 6").collect()) == before
+    files = {f.file.file_path for f in session.manager.catalog().load_table(("db", "user")).scan().plan_files()}
+    assert {path for _, path, _ in before} == files
+
+    session.execute_one("DELETE FROM user WHERE id IN (SELECT 2L)")  # a position delete: positions skip it
+    assert native_row_positions(spark, "c.db.user", options) is None  # deletes: only the source applies them
+    # Partition us holds the even ids in order (2, 4, 6, ...): 2 is deleted, 4 and 6 keep positions 1 and 2.
+    assert [(i, p) for i, _, p in source_rows()] == [(1, 0), (3, 1), (4, 1), (5, 2), (6, 2)]
+
+
+def test_merge_join_keys_are_the_target_source_equalities_of_on() -> None:
+    from tablestore.sql.row_level_statements import _key_pairs
+
+    assert _key_pairs("t.id = s.id AND s.region = t.region AND t.name <> s.name", "t", "s") == [
+        ("t.id", "s.id"), ("t.region", "s.region")]
+    # An equality under OR, or with a constant, is no join key: no semi-join on it.
+    assert _key_pairs("t.id = s.id OR t.id = 1", "t", "s") == []
+    assert _key_pairs("t.id = 1 AND s.x = t.x", "T", "S") == [("t.x", "s.x")]
+
+
+def test_merge_with_a_nondeterministic_source_keeps_its_matches(session: SqlSession) -> None:
+    # rand() in the source: the semi-join on the keys is skipped (its two reads of the source
+    # could disagree); every matched row is still updated once, never inserted again.
+    _setup(session, "merge-on-read")
+    result = session.execute_one("""
+        MERGE INTO user t USING (SELECT id, IF(rand() < 2, 'r', 'x') AS name, 'eu' AS region FROM range(15, 25)) s
+        ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *
+    """)
+    assert result.rows == [[10, 6, 0, 4]]
+    rows = {r[0]: r for r in _users(session)}
+    assert len(rows) == 24 and rows[15] == [15, "r", "eu"] and rows[24] == [24, "r", "eu"]
