@@ -306,6 +306,57 @@ class RowLevelStatements:
         except AttributeError:
             return False
 
+    def _upsert(self, s: MergeInto, table: Table, t: str, src: str,
+                source_table: tuple[str, ...] | None) -> StatementResult | None:
+        """A MERGE that is a plain upsert, run by the table's merge (``Table.merge``), or None when
+        the statement is not one.
+
+        An upsert: ON holds only ``t.k = s.k`` equalities, and the clauses are ``WHEN MATCHED
+        THEN UPDATE SET *`` and/or ``WHEN NOT MATCHED THEN INSERT *`` without conditions, over a
+        source with exactly the target's columns. Spark computes the source (any query, any
+        function) and casts it to the target's types as every MERGE does; the merge then matches
+        each target file against the source's sorted keys and changes only the files that hold
+        one. The general path below joins the whole target with the source in Spark and brings
+        every changed row to the driver: about twice the pyarrow floor for an upsert of 1M keys
+        into 10M rows (docs/row-level-operations.md), where this path is under it."""
+        keys = _key_pairs(s.on, t, src) if s.on else []
+        if not keys or len(keys) != len(_conjuncts(s.on)):
+            return None
+        schema = table.schema()
+        key_columns = {k.split(".")[-1].strip("`").lower() for k, _ in keys}
+        if any((schema.find_column_name(i) or "").lower() not in key_columns for i in schema.identifier_field_ids):
+            return None  # UPDATE SET * keeps a row's identifier fields, which only the general path does
+        kinds = sorted((c.matched, c.action) for c in s.clauses)
+        if kinds not in ([(False, "insert")], [(True, "update")], [(False, "insert"), (True, "update")]):
+            return None
+        if any(c.condition or c.assignments is not None or c.insert_values is not None or c.insert_columns
+               for c in s.clauses):
+            return None
+        planner: QueryPlanner = self.planner()  # type: ignore[attr-defined]
+        if source_table is not None:
+            with contextlib.suppress(ValidationError, NoSuchTableError, NoSuchNamespaceError, LookupError):
+                source_catalog, source_identifier = self.manager.resolve_table(source_table)  # type: ignore[attr-defined]
+                planner.native_reads.add((source_catalog.name, *source_identifier))
+        df = planner.dataframe(f"SELECT * FROM {s.source} AS {_quote(src)}")
+        columns = table.schema().column_names
+        by_name = {c.lower(): c for c in df.columns}
+        if len(by_name) != len(df.columns) or set(by_name) != {c.lower() for c in columns}:
+            return None  # the general path says what is missing or ambiguous
+        df = df.select(*[df[f"`{by_name[c.lower()]}`"].alias(c) for c in columns])
+        source = self._new_rows(self._collect(self._typed_columns(df, table, columns, "MERGE")), table)
+        builder = table.merge(source, on=s.on, source_alias=src, target_alias=t)
+        for clause in s.clauses:
+            if clause.matched:
+                builder.when_matched_update_all()
+            else:
+                builder.when_not_matched_insert_all()
+        result = builder.execute()
+        total = result.updated + result.deleted + result.inserted
+        return StatementResult(
+            ["num_affected_rows", "num_updated_rows", "num_deleted_rows", "num_inserted_rows"],
+            [[total, result.updated, result.deleted, result.inserted]], affected=total,
+        )
+
     def _MergeInto(self, s: MergeInto) -> StatementResult:
         self._check_batch()
         catalog, identifier, table = self._row_level_table(s.name)
@@ -319,6 +370,10 @@ class RowLevelStatements:
         for clause in s.clauses:
             if clause.action == "update" and clause.assignments is not None:
                 check_assignable(table, [c for c, _ in clause.assignments])
+        source_table = source_table_name(s.source)
+        upsert = self._upsert(s, table, t, src, source_table)
+        if upsert is not None:
+            return upsert
         snapshot = table.current_snapshot()
         matched = f"{_quote(t)}.`_file` IS NOT NULL"
 
@@ -369,7 +424,6 @@ class RowLevelStatements:
             planner = self._target_planner(catalog, identifier, table, None,
                                            used if len(used) < len(columns) else None)
             target = TARGET_MARKER
-        source_table = source_table_name(s.source)
         if source_table is not None:
             # A USING table is read whole, so Spark's Parquet reader may read it (the data
             # source's Arrow-to-JVM transfer was a large share of a large MERGE). A name that

@@ -200,6 +200,35 @@ def test_upsert_with_update_set_star_and_insert_star_keeps_every_column(session:
     assert rows[17] == [17, "n17", "eu"] and rows[18] == [18, "n18", "us"] and len(rows) == 22
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_an_upsert_gives_the_rows_and_counts_of_the_general_merge(session: SqlSession, mode: str) -> None:
+    # UPDATE SET * / INSERT * on key equalities runs as the table's merge; the same statement
+    # with conditions that always hold takes the general path (a Spark join). Both must agree,
+    # with a source whose names differ in case and order, whose key is INT (cast to BIGINT),
+    # and which holds a NULL key (it matches nothing, so it is inserted).
+    _setup(session, mode)
+    session.execute(f"""
+        CREATE TABLE user2 (id BIGINT, name STRING, region STRING) PARTITIONED BY (region)
+          TBLPROPERTIES ({_props(mode)});
+        INSERT INTO user2 SELECT * FROM user;
+    """)
+    source = ("(SELECT 'apac' AS REGION, CAST(id AS INT) AS Id, concat('u', id) AS NAME FROM range(18, 24) "
+              "UNION ALL SELECT 'eu', CAST(NULL AS INT), 'no key')")
+    upsert = session.execute_one(f"MERGE INTO user t USING {source} s ON t.id = s.id "
+                                 "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    general = session.execute_one(f"MERGE INTO user2 t USING {source} s ON t.id = s.id "
+                                  "WHEN MATCHED AND true THEN UPDATE SET * WHEN NOT MATCHED AND true THEN INSERT *")
+    assert upsert.rows == general.rows == [[7, 3, 0, 4]]
+    rows = session.execute("SELECT id, name, region FROM user ORDER BY id NULLS FIRST")[-1].rows
+    assert rows == session.execute("SELECT id, name, region FROM user2 ORDER BY id NULLS FIRST")[-1].rows
+    assert rows[0] == [None, "no key", "eu"] and rows[18] == [18, "u18", "apac"] and rows[17] == [17, "n17", "eu"]
+    assert rows[-1] == [23, "u23", "apac"] and len(rows) == 24
+    with pytest.raises(ValidationError, match="several rows of the source"):
+        session.execute_one("MERGE INTO user t USING (SELECT 19L AS id, 'a' AS name, 'x' AS region UNION ALL "
+                            "SELECT 19L, 'b', 'y') s ON t.id = s.id WHEN MATCHED THEN UPDATE SET *")
+    assert len(session.execute("SELECT id FROM user")[-1].rows) == 24
+
+
 def test_merge_using_a_table_reads_it_with_sparks_parquet_reader_by_field_id(session: SqlSession, spark: Any) -> None:
     # A USING table is read whole, so Spark's own Parquet reader reads it when its files allow;
     # its columns still match by field id: `nm` was renamed to `name` after the rows were written.
