@@ -215,6 +215,24 @@ def _timestamp_option(value: int | str | datetime.datetime) -> str:
     return str(value)
 
 
+# A function whose pickle is larger than this (Spark's default broadcast threshold for a Python
+# command) ships data with it, like a MERGE's source rows.
+LARGE_FUNCTION_BYTES = 1 << 20
+
+
+def _tasks_per_core(fn: Callable[..., object]) -> int:
+    """Four tasks per core balance uneven file tasks; a large function is unpickled by every task
+    anew, so it gets one task per core. An upsert of 1M keys into 10M rows ships an 89 MB source:
+    its matching took 4.1 s on 8 tasks and 2.6-3.0 s on 2 (local[2]; 2.4 s on the local engine)."""
+    from pyspark import cloudpickle
+
+    try:
+        size = len(cloudpickle.dumps(fn))
+    except Exception:  # Spark pickles it again and says what cannot be shipped
+        return 4
+    return 1 if size > LARGE_FUNCTION_BYTES else 4
+
+
 class SparkEngine:
     """Runs file tasks on Spark executors: the Spark implementation of ``Engine``.
 
@@ -233,7 +251,7 @@ class SparkEngine:
         if not work:
             return []
         sc = self.spark.sparkContext
-        limit = self.max_partitions or max(1, sc.defaultParallelism) * 4
+        limit = self.max_partitions or max(1, sc.defaultParallelism) * _tasks_per_core(fn)
         rdd = sc.parallelize(work, min(len(work), limit))
         # collect() returns partitions in order and each keeps its items' order.
         return rdd.map(fn).collect()

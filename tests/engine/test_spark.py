@@ -451,6 +451,31 @@ def test_spark_engine_map_runs_functions_on_executors_in_order(spark: SparkSessi
     assert engine.map(str, []) == []
 
 
+def _task_of(x: int) -> tuple[int, int]:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    assert context is not None
+    return x, context.partitionId()
+
+
+def test_spark_engine_map_runs_a_function_that_carries_data_as_one_task_per_core(spark: SparkSession) -> None:
+    # Each task unpickles the function anew: a small one is split four tasks per core for
+    # balance, one carrying 2 MB (a MERGE's source rows) one task per core.
+    cores = spark.sparkContext.defaultParallelism
+    engine = SparkEngine(spark)
+    payload = os.urandom(2 << 20)
+
+    def carrying(x: int) -> tuple[int, int]:
+        return _task_of(x + len(payload) - len(payload))
+
+    small, large = engine.map(_task_of, range(32)), engine.map(carrying, range(32))
+    assert [r[0] for r in small] == [r[0] for r in large] == list(range(32))
+    assert len({r[1] for r in small}) == min(32, cores * 4)
+    assert len({r[1] for r in large}) == cores
+    assert len({r[1] for r in SparkEngine(spark, max_partitions=3).map(carrying, range(32))}) == 3
+
+
 def test_table_file_tasks_run_on_spark_engine(lake: Lake, spark: SparkSession) -> None:
     table = lake.create("engine", EVENTS, partition_by=["country"]).with_engine(SparkEngine(spark))
     table.append(events(0, 40))  # write tasks run on executors, the commit here
