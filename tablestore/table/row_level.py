@@ -316,7 +316,14 @@ def change_file(
     new_rows = replacement if replacement is not None and replacement.num_rows else None
     if new_rows is not None:
         new_rows = mark_updated(new_rows)  # updated rows keep their _row_id, not their sequence number
-    if ctx.mode == COPY_ON_WRITE or count == live.num_rows:
+    if ctx.mode != COPY_ON_WRITE and count == live.num_rows:
+        # Every live row goes: drop the file rather than mark each row. ``live`` may hold only
+        # the columns merge-on-read needed (a merge's keys), so the new rows are written as
+        # they are, never narrowed to ``live``'s columns.
+        change.removed = True
+        change.added_data = ctx.write_rows(new_rows) if new_rows is not None else []
+        return change
+    if ctx.mode == COPY_ON_WRITE:
         kept = live.filter(pa.array(~affected))
         if new_rows is not None:
             for f in kept.schema:  # a lineage column the new rows lack reads null: it inherits

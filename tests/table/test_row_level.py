@@ -291,3 +291,23 @@ def test_upsert_with_update_all_and_insert_all(db: Catalog, mode: str) -> None:
     assert rows[2] == (2, "two", "us") and rows[4] == (4, "four", "eu") and rows[99] == (99, "ninety-nine", "eu")
     assert rows[3] == (3, "n3", "eu") and len(rows) == 21
     assert _pyiceberg_rows(table) == _rows(table)
+
+
+@pytest.mark.parametrize("format_version", [2, 3])
+@pytest.mark.parametrize("mode", MODES)
+def test_an_upsert_that_matches_every_row_of_a_file_keeps_every_column(db: Catalog, mode: str,
+                                                                      format_version: int) -> None:
+    # Merge-on-read reads only the keys of a file; a file whose every row is updated is dropped
+    # and its rows written anew, and those rows must be whole (they once kept only the keys).
+    table = _users(db, mode)
+    if format_version == 3:
+        table.update_properties({"format-version": "3"})
+    source = pa.table({"id": pa.array(range(1, 21, 2), pa.int64()), "name": [f"u{i}" for i in range(1, 21, 2)],
+                       "region": ["eu"] * 10})
+    result = table.merge(source, on="t.id = s.id").when_matched_update_all().execute()
+    assert (result.updated, result.deleted, result.inserted) == (10, 0, 0)
+    rows = _rows(table)
+    assert rows == sorted([(i, f"u{i}" if i % 2 else f"n{i}", "eu" if i % 2 else "us") for i in range(1, 21)])
+    assert _pyiceberg_rows(table) == rows
+    summary = table.current_snapshot().summary  # type: ignore[union-attr]
+    assert summary["deleted-data-files"] == "1" and "added-delete-files" not in summary
