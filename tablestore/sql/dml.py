@@ -85,6 +85,42 @@ def assignable(spark_type: Any, target: IcebergType) -> bool:
     return True
 
 
+def _nullable_everywhere(spark_type: Any) -> Any:
+    """A Spark type with every nested field, element and map value nullable."""
+    from pyspark.sql import types as T
+
+    if isinstance(spark_type, T.StructType):
+        return T.StructType([T.StructField(f.name, _nullable_everywhere(f.dataType), True, f.metadata)
+                             for f in spark_type.fields])
+    if isinstance(spark_type, T.ArrayType):
+        return T.ArrayType(_nullable_everywhere(spark_type.elementType), True)
+    if isinstance(spark_type, T.MapType):
+        return T.MapType(_nullable_everywhere(spark_type.keyType), _nullable_everywhere(spark_type.valueType), True)
+    return spark_type
+
+
+def table_typed(column: Any, source_type: Any, t: IcebergType) -> Any:
+    """A query's Spark column cast so that its Arrow form is written to a table column of type ``t``.
+
+    - Scalars whose Spark values are not the table's (``spark_cast_type``) are cast to them.
+    - A ``NULL`` for a nested column is cast to the column's Spark type: Arrow has no null
+      struct, list or map to convert.
+    - A nested value keeps its type, with every nested field nullable. Spark's ``toArrow``
+      casts its batches to Spark's schema, and a ``named_struct`` of literals has non-nullable
+      fields whose Arrow children hold nulls under a NULL struct, which that cast refuses.
+      The table's required fields are checked when the rows are written.
+    """
+    if isinstance(t, StructType | ListType | MapType):
+        if _spark_kind(source_type) == "null":
+            from tablestore.engine.spark_convert import spark_type
+
+            return column.cast(_nullable_everywhere(spark_type(t)))
+        relaxed = _nullable_everywhere(source_type)
+        return column if relaxed == source_type else column.cast(relaxed)
+    cast_to = spark_cast_type(t)
+    return column.cast(cast_to) if cast_to else column
+
+
 def spark_cast_type(t: IcebergType) -> str | None:
     if isinstance(t, FixedType | UUIDType | BinaryType):
         return "binary"
@@ -163,6 +199,9 @@ def _targets(table: Table, s: st.Insert, clause: PartitionClause) -> list[str]:
             raise ValidationError(
                 f"column {fixed[0]!r} has a static value in the PARTITION clause; remove it from the column list"
             )
+        twice = sorted({c for c in targets if targets.count(c) > 1})
+        if twice:
+            raise ValidationError(f"INSERT names column(s) {', '.join(twice)} more than once; name each column once")
         return targets
     if not s.partition:
         return [f.name for f in schema.fields]
@@ -208,6 +247,8 @@ def run_insert(session: SqlSession, table: Table, s: st.Insert) -> StatementResu
     df = session.planner().dataframe(s.query)
     if len(df.columns) != len(targets):
         raise _column_count_error(table, len(df.columns), targets, clause)
+    # By position: a query's names may repeat (SELECT 3, NULL, NULL names two columns `NULL`).
+    df = df.toDF(*targets)
     selected = []
     for source, target in zip(df.schema.fields, targets, strict=True):
         t = schema.find_type(target)
@@ -216,9 +257,7 @@ def run_insert(session: SqlSession, table: Table, s: st.Insert) -> StatementResu
                 f"INSERT into {table.name}: column {target!r} is {sql_type_name(t)} but the query gives "
                 f"{source.dataType.simpleString()}; add an explicit CAST"
             )
-        cast_to = spark_cast_type(t)
-        column = F.col(f"`{source.name}`")
-        selected.append((column.cast(cast_to) if cast_to else column).alias(target))
+        selected.append(table_typed(F.col(f"`{source.name}`"), source.dataType, t).alias(target))
     with spark_errors():
         arrow = df.select(*selected).toArrow()
     for name, value in static.items():

@@ -229,6 +229,69 @@ def test_an_upsert_gives_the_rows_and_counts_of_the_general_merge(session: SqlSe
     assert len(session.execute("SELECT id FROM user")[-1].rows) == 24
 
 
+def test_an_upsert_from_a_table_of_the_same_types_runs_no_spark_job(session: SqlSession, spark: Any) -> None:
+    # Such a source is read by the table core at its current snapshot (deletes applied); one of
+    # other types (INT keys here) is read and cast by Spark. Both give the general path's rows.
+    _setup(session, "merge-on-read")
+    session.execute("""
+        CREATE TABLE user2 (id BIGINT, name STRING, region STRING) PARTITIONED BY (region);
+        INSERT INTO user2 SELECT * FROM user;
+        CREATE TABLE staging (REGION STRING, ID BIGINT, Name STRING);
+        INSERT INTO staging SELECT 'apac', id, concat('s', id) FROM range(18, 24);
+        DELETE FROM staging WHERE ID = 23;
+        CREATE TABLE staging_int (id INT, name STRING, region STRING);
+        INSERT INTO staging_int SELECT CAST(id AS INT), concat('i', id), 'eu' FROM range(1, 3);
+    """)
+    tracker = spark.sparkContext.statusTracker()
+    jobs = set(tracker.getJobIdsForGroup())
+    upsert = session.execute_one("MERGE INTO user t USING staging s ON t.id = s.id "
+                                 "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    assert set(tracker.getJobIdsForGroup()) == jobs
+    general = session.execute_one("MERGE INTO user2 t USING staging s ON t.id = s.id "
+                                  "WHEN MATCHED AND true THEN UPDATE SET * WHEN NOT MATCHED AND true THEN INSERT *")
+    assert upsert.rows == general.rows == [[5, 3, 0, 2]]
+    session.execute_one("MERGE INTO user t USING staging_int s ON t.id = s.id WHEN MATCHED THEN UPDATE SET *")
+    assert set(tracker.getJobIdsForGroup()) != jobs
+    session.execute_one("MERGE INTO user2 t USING staging_int s ON t.id = s.id WHEN MATCHED AND true THEN UPDATE SET *")
+    rows = _users(session)
+    assert rows == session.execute("SELECT id, name, region FROM user2 ORDER BY id")[-1].rows
+    assert rows[0] == [1, "i1", "eu"] and rows[2] == [3, "n3", "eu"] and rows[17] == [18, "s18", "apac"]
+    assert rows[-1] == [22, "s22", "apac"] and len(rows) == 22
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_upsert_of_a_table_into_itself_and_of_null_structs(session: SqlSession, mode: str) -> None:
+    # A file whose every row is updated is dropped in merge-on-read and its rows written anew,
+    # whole. A NULL struct, a named_struct of literals beside one, and a NULL literal for a
+    # struct column are written by both MERGE paths.
+    session.execute(f"""
+        CREATE TABLE nested (id BIGINT, name STRING, st STRUCT<a: INT, b: STRING>) TBLPROPERTIES ({_props(mode)});
+        INSERT INTO nested SELECT id, concat('n', id), named_struct('a', CAST(id AS INT), 'b', 'x') FROM range(1, 6);
+    """)
+    everything = [[i, f"n{i}", {"a": i, "b": "x"}] for i in range(1, 6)]
+
+    def table_rows() -> list[list[Any]]:
+        catalog, identifier = session.manager.resolve_table(("nested",))
+        data = catalog.load_table(identifier).scan().to_arrow().sort_by("id").to_pylist()
+        return [[r["id"], r["name"], r["st"]] for r in data]
+
+    assert session.execute_one("MERGE INTO nested t USING nested s ON t.id = s.id "
+                               "WHEN MATCHED THEN UPDATE SET *").rows == [[5, 5, 0, 0]]
+    assert table_rows() == everything
+    for when in ("", "AND true "):  # the upsert path, then the general one
+        session.execute_one(
+            "MERGE INTO nested t USING (SELECT 3L AS id, 'z' AS name, named_struct('a', 9, 'b', 'y') AS st "
+            "UNION ALL SELECT 7L, 'w', NULL) s ON t.id = s.id "
+            f"WHEN MATCHED {when}THEN UPDATE SET * WHEN NOT MATCHED {when}THEN INSERT *")
+        session.execute_one("MERGE INTO nested t USING (SELECT 4L AS id, 'q' AS name, NULL AS st) s "
+                            f"ON t.id = s.id WHEN MATCHED {when}THEN UPDATE SET *")
+        assert table_rows() == [everything[0], everything[1], [3, "z", {"a": 9, "b": "y"}], [4, "q", None],
+                                everything[4], [7, "w", None]]
+        session.execute_one("DELETE FROM nested WHERE id = 7")
+    session.execute_one("UPDATE nested SET st = NULL WHERE id = 1")
+    assert table_rows()[0] == [1, "n1", None]
+
+
 def test_merge_using_a_table_reads_it_with_sparks_parquet_reader_by_field_id(session: SqlSession, spark: Any) -> None:
     # A USING table is read whole, so Spark's own Parquet reader reads it when its files allow;
     # its columns still match by field id: `nm` was renamed to `name` after the rows were written.

@@ -245,6 +245,23 @@ def test_describe_shows_field_ids_partitioning_and_metadata(session: SqlSession)
     assert info["Current snapshot"] == str(table.current_snapshot().snapshot_id)  # type: ignore[union-attr]
 
 
+def test_insert_writes_null_structs_lists_and_maps_beside_literal_ones(session: SqlSession) -> None:
+    # A NULL for a nested column is cast to its type, and named_struct's non-nullable fields
+    # beside a NULL struct reach the table (Spark's toArrow refused the nulls under the NULL).
+    session.execute("CREATE TABLE n (id BIGINT, s STRUCT<a: INT, b: STRING>, l ARRAY<INT>, m MAP<STRING, INT>)")
+    session.execute("INSERT INTO n VALUES (1, named_struct('a', 1, 'b', 'x'), array(1, 2), map('k', 1)), "
+                    "(2, NULL, NULL, NULL)")
+    session.execute("INSERT INTO n SELECT 3, NULL, NULL, NULL")  # four columns, three named `NULL`
+    with pytest.raises(ValidationError, match="column\\(s\\) id more than once"):
+        session.execute("INSERT INTO n (id, ID, s, l) SELECT 4, 5, NULL, NULL")
+    written = session.manager.catalog().load_table(("db", "n")).scan().to_arrow().sort_by("id").to_pylist()
+    assert written == [
+        {"id": 1, "s": {"a": 1, "b": "x"}, "l": [1, 2], "m": [("k", 1)]},
+        {"id": 2, "s": None, "l": None, "m": None},
+        {"id": 3, "s": None, "l": None, "m": None},
+    ]
+
+
 # -- errors: clear, and nothing committed ------------------------------------------------------
 
 
