@@ -460,7 +460,7 @@ def _task_of(x: int) -> tuple[int, int]:
 
 
 def test_spark_engine_map_runs_a_function_that_carries_data_as_one_task_per_core(spark: SparkSession) -> None:
-    # Each task unpickles the function anew: a small one is split four tasks per core for
+    # Each task receives the function anew: a small one is split four tasks per core for
     # balance, one carrying 2 MB (a MERGE's source rows) one task per core.
     cores = spark.sparkContext.defaultParallelism
     engine = SparkEngine(spark)
