@@ -299,11 +299,16 @@ def test_an_upsert_that_matches_every_row_of_a_file_keeps_every_column(db: Catal
                                                                       format_version: int) -> None:
     # Merge-on-read reads only the keys of a file; a file whose every row is updated is dropped
     # and its rows written anew, and those rows must be whole (they once kept only the keys).
-    table = _users(db, mode)
-    if format_version == 3:
-        table.update_properties({"format-version": "3"})
+    table = db.create_table(
+        "db.user", schema=pa.schema([("id", pa.int64()), ("name", pa.string()), ("region", pa.string())]),
+        partition_by=["region"], properties={**_mode_properties(mode), "format-version": str(format_version)},
+    )
+    table.append(pa.table({"id": pa.array(range(1, 21), pa.int64()), "name": [f"n{i}" for i in range(1, 21)],
+                           "region": ["eu" if i % 2 else "us" for i in range(1, 21)]}))
     source = pa.table({"id": pa.array(range(1, 21, 2), pa.int64()), "name": [f"u{i}" for i in range(1, 21, 2)],
                        "region": ["eu"] * 10})
+    assert table.metadata.format_version == format_version
+    row_ids = table.scan(columns=["id", "_row_id"]).to_arrow().sort_by("id") if format_version == 3 else None
     result = table.merge(source, on="t.id = s.id").when_matched_update_all().execute()
     assert (result.updated, result.deleted, result.inserted) == (10, 0, 0)
     rows = _rows(table)
@@ -311,3 +316,6 @@ def test_an_upsert_that_matches_every_row_of_a_file_keeps_every_column(db: Catal
     assert _pyiceberg_rows(table) == rows
     summary = table.current_snapshot().summary  # type: ignore[union-attr]
     assert summary["deleted-data-files"] == "1" and "added-delete-files" not in summary
+    if row_ids is not None:  # the rewritten rows keep their row ids
+        assert table.scan(columns=["id", "_row_id"]).to_arrow().sort_by("id").equals(row_ids)
+        assert row_ids.column("_row_id").null_count == 0
