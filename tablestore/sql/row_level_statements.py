@@ -338,9 +338,9 @@ class RowLevelStatements:
         THEN UPDATE SET *`` and/or ``WHEN NOT MATCHED THEN INSERT *`` without conditions, over a
         source with exactly the target's columns. Spark computes the source (any query, any
         function) and casts it to the target's types as every MERGE does, unless it is a table
-        of the target's column types, which the table core reads (``_same_typed_table``); the merge then matches
-        each target file against the source's sorted keys and changes only the files that hold
-        one. The general path below joins the whole target with the source in Spark and brings
+        of the target's column types, which the table core reads (``_same_typed_table``). The
+        merge then matches each target file against the source's sorted keys and changes only
+        the files that hold one. The general path below joins the whole target with the source in Spark and brings
         every changed row to the driver: about twice the pyarrow floor for an upsert of 1M keys
         into 10M rows (docs/row-level-operations.md), where this path is under it."""
         keys = _key_pairs(s.on, t, src) if s.on else []

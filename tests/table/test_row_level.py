@@ -34,10 +34,12 @@ def _mode_properties(mode: str, isolation: str | None = None) -> dict[str, str]:
     return props
 
 
-def _users(catalog: Any, mode: str, name: str = "user", isolation: str | None = None) -> Table:
+def _users(catalog: Any, mode: str, name: str = "user", isolation: str | None = None,
+           format_version: int = 2) -> Table:
     table = catalog.create_table(
         f"db.{name}", schema=pa.schema([("id", pa.int64()), ("name", pa.string()), ("region", pa.string())]),
-        partition_by=["region"], properties=_mode_properties(mode, isolation),
+        partition_by=["region"],
+        properties={**_mode_properties(mode, isolation), "format-version": str(format_version)},
     )
     table.append(pa.table({"id": pa.array(range(1, 21), pa.int64()), "name": [f"n{i}" for i in range(1, 21)],
                            "region": ["eu" if i % 2 else "us" for i in range(1, 21)]}))
@@ -299,12 +301,7 @@ def test_an_upsert_that_matches_every_row_of_a_file_keeps_every_column(db: Catal
                                                                       format_version: int) -> None:
     # Merge-on-read reads only the keys of a file; a file whose every row is updated is dropped
     # and its rows written anew, and those rows must be whole (they once kept only the keys).
-    table = db.create_table(
-        "db.user", schema=pa.schema([("id", pa.int64()), ("name", pa.string()), ("region", pa.string())]),
-        partition_by=["region"], properties={**_mode_properties(mode), "format-version": str(format_version)},
-    )
-    table.append(pa.table({"id": pa.array(range(1, 21), pa.int64()), "name": [f"n{i}" for i in range(1, 21)],
-                           "region": ["eu" if i % 2 else "us" for i in range(1, 21)]}))
+    table = _users(db, mode, format_version=format_version)
     source = pa.table({"id": pa.array(range(1, 21, 2), pa.int64()), "name": [f"u{i}" for i in range(1, 21, 2)],
                        "region": ["eu"] * 10})
     assert table.metadata.format_version == format_version
