@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 UV := python3 -m uv
 PYTEST_ARGS ?=
 
-.PHONY: install demo dagster quality test lint bench clean up down logs ps e2e-stack
+.PHONY: install demo dagster quality test lint bench clean up down logs ps e2e-stack images
 
 # Bytecode is compiled once here: the environment may set PYTHONDONTWRITEBYTECODE, and then every
 # process (each Spark Python worker, each Dagster step) would compile pandas, pyspark and
@@ -46,6 +46,11 @@ bench: install
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache warehouse
+
+# Local builds, under their official tags, of the stack's images that this machine cannot pull
+# (infra/images). A user's machine pulls them instead and never needs this.
+images: install
+	$(PY) -m infra.images
 
 # The Docker Compose stack (docs/stack.md). Secrets come from .env: cp infra/.env.example .env
 COMPOSE ?= docker compose
