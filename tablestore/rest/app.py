@@ -27,8 +27,9 @@ from tablestore.rest import functions, namespaces, planning, tables, vending, vi
 from tablestore.rest.access import NAMESPACE_SEPARATOR, Service, authenticate, declare_bearer_auth, service_of
 from tablestore.rest.credentials import VendingError
 from tablestore.rest.errors import error_response, install_error_handlers
-from tablestore.rest.security import Authenticator
 from tablestore.rest.idempotency import IdempotencyMiddleware, IdempotencyStore, iso_duration
+from tablestore.rest.request_guard import RequestGuard
+from tablestore.rest.security import Authenticator
 from tablestore.rest.served_catalog import ServedSqlCatalog
 from tablestore.rest.settings import READ, ServerSettings, server_settings
 
@@ -168,6 +169,8 @@ def create_app(
     _document_prefixes(app, list(served))
     app.add_middleware(IdempotencyMiddleware, stores=stores,
                        authenticate=lambda header: service.auth.authenticate(header).name)
+    # Added last, so outermost: it authenticates and limits a request before anything reads it.
+    app.add_middleware(RequestGuard, service=service)
     return app
 
 
@@ -284,9 +287,13 @@ def serve(config: LakehouseConfig, host: str | None = None, port: int | None = N
 
     settings = server_settings(config, {"host": host, "port": port})
     app = create_app(config, settings)
-    logger.warning("serving catalogs %s on http://%s:%d", ", ".join(settings.catalogs), settings.host,
-                   settings.port)
-    # access_log off: request lines are harmless, but query strings are the client's to keep.
+    # The service's own records from INFO (start-up, and the request guard's log of failed
+    # requests); the libraries' stay at the CLI's WARNING.
+    logging.getLogger("tablestore").setLevel(logging.INFO)
+    logger.info("serving catalogs %s on http://%s:%d (request bodies up to %d bytes)", ", ".join(settings.catalogs),
+                settings.host, settings.port, settings.max_request_bytes)
+    # access_log off: request lines are harmless, but query strings are the client's to keep;
+    # failed requests are logged by the request guard.
     uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", access_log=False)
 
 

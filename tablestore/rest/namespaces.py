@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query, Response
 from tablestore.catalog import LOCATION
 from tablestore.errors import ValidationError
 from tablestore.rest.access import ReadAccess, WriteAccess, parse_namespace
+from tablestore.rest.limits import check_properties, check_property_keys
 from tablestore.rest.models import CreateNamespaceRequest, UpdateNamespacePropertiesRequest
 
 router = APIRouter(prefix="/v1/{prefix}", tags=["namespaces"])
@@ -43,6 +44,7 @@ def list_namespaces(
 @router.post("/namespaces")
 def create_namespace(body: CreateNamespaceRequest, access: WriteAccess) -> dict[str, Any]:
     namespace = tuple(body.namespace)
+    check_properties(body.properties, "namespace properties")
     if LOCATION in body.properties:
         access.check_location(body.properties[LOCATION], "namespace location")
     access.catalog.create_namespace(namespace, body.properties)
@@ -71,6 +73,8 @@ def drop_namespace(namespace: str, access: WriteAccess) -> Response:
 def update_namespace_properties(
     namespace: str, body: UpdateNamespacePropertiesRequest, access: WriteAccess
 ) -> dict[str, Any]:
+    check_properties(body.updates, "namespace properties")
+    check_property_keys(body.removals, "namespace property removals")
     if LOCATION in body.updates:
         access.check_location(body.updates[LOCATION], "namespace location")
     summary = access.catalog.update_namespace_properties(
