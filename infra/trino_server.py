@@ -43,8 +43,8 @@ def tarball() -> Path:
                            "installed: apt-get install maven, or put the tarball at " + str(target))
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        done = subprocess.run([mvn, "-q", "-B", "dependency:copy", f"-Dartifact={ARTIFACT}", f"-DoutputDirectory={tmp}"],
-                              cwd=tmp, capture_output=True, text=True, timeout=1800)
+        command = [mvn, "-q", "-B", "dependency:copy", f"-Dartifact={ARTIFACT}", f"-DoutputDirectory={tmp}"]
+        done = subprocess.run(command, cwd=tmp, capture_output=True, text=True, timeout=1800)
         downloaded = Path(tmp) / target.name
         if done.returncode != 0 or not downloaded.exists():
             raise RuntimeError(f"mvn could not download {ARTIFACT}:\n{(done.stdout + done.stderr)[-2000:]}")
@@ -89,7 +89,8 @@ def java_home() -> Path:
     if explicit:
         major = _major(Path(explicit))
         if major is None or major < MIN_JAVA:
-            raise RuntimeError(f"TRINO_JAVA_HOME={explicit} is not a Java {MIN_JAVA}+ runtime (Trino {VERSION} needs one)")
+            raise RuntimeError(f"TRINO_JAVA_HOME={explicit} is not a Java {MIN_JAVA}+ runtime "
+                               f"(Trino {VERSION} needs one)")
         return Path(explicit)
     candidates = [p for root in ("/usr/lib/jvm", "/opt") if Path(root).is_dir() for p in Path(root).iterdir()]
     found = sorted(((m, p) for p in candidates if (m := _major(p)) is not None and m >= MIN_JAVA), reverse=True)
