@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Response
 
 from tablestore.catalog import LOCATION
 from tablestore.errors import ValidationError
-from tablestore.rest.access import ReadAccess, WriteAccess, parse_namespace
+from tablestore.rest.access import Access, ReadAccess, WriteAccess, parse_namespace
 from tablestore.rest.limits import check_properties, check_property_keys
 from tablestore.rest.models import CreateNamespaceRequest, UpdateNamespacePropertiesRequest
 
@@ -27,6 +27,20 @@ def page(items: list[Any], page_token: str | None, page_size: int | None) -> tup
         raise ValidationError("pageToken must be a token this server issued and pageSize at least 1")
     end = len(items) if page_size is None else start + page_size
     return items[start:end], (str(end) if end < len(items) else None)
+
+
+def with_location(access: Access, namespace: tuple[str, ...], properties: dict[str, str]) -> dict[str, str]:
+    """A namespace's properties as answered: with its ``location``, the warehouse path where
+    its tables go by default, when none was set.
+
+    Trino needs it: without a namespace location its REST catalog creates a table at once
+    (not staged), writing the first metadata file, and then refuses the table it made because
+    its location is not empty.
+    """
+    warehouse = access.catalog.warehouse
+    if LOCATION in properties or not warehouse:
+        return properties
+    return {**properties, LOCATION: "/".join((warehouse.rstrip("/"), *namespace))}
 
 
 @router.get("/namespaces")
@@ -48,13 +62,15 @@ def create_namespace(body: CreateNamespaceRequest, access: WriteAccess) -> dict[
     if LOCATION in body.properties:
         access.check_location(body.properties[LOCATION], "namespace location")
     access.catalog.create_namespace(namespace, body.properties)
-    return {"namespace": list(namespace), "properties": access.catalog.load_namespace_properties(namespace)}
+    properties = access.catalog.load_namespace_properties(namespace)
+    return {"namespace": list(namespace), "properties": with_location(access, namespace, properties)}
 
 
 @router.get("/namespaces/{namespace}")
 def load_namespace(namespace: str, access: ReadAccess) -> dict[str, Any]:
     ns = parse_namespace(namespace)
-    return {"namespace": list(ns), "properties": access.catalog.load_namespace_properties(ns)}
+    properties = access.catalog.load_namespace_properties(ns)
+    return {"namespace": list(ns), "properties": with_location(access, ns, properties)}
 
 
 @router.head("/namespaces/{namespace}", status_code=204)

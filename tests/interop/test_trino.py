@@ -133,17 +133,17 @@ def test_trino_metadata_tables_agree_with_ours(lake: Lake) -> None:
         prefix = f'lakehouse.{NAMESPACE}."{name}'
         snapshots = lake.trino.query(f'SELECT snapshot_id, parent_id, operation FROM {prefix}$snapshots" '
                                      "ORDER BY committed_at")
-        inspected = ours.inspect().snapshots()
+        inspected = ours.inspect.snapshots()
         assert snapshots == [[s, p, o] for s, p, o in zip(*(inspected.column(c).to_pylist() for c in
                                                             ("snapshot_id", "parent_id", "operation")), strict=True)]
         history = lake.trino.query(f'SELECT snapshot_id, is_current_ancestor FROM {prefix}$history" '
                                    "ORDER BY made_current_at")
-        ours_history = ours.inspect().history()
+        ours_history = ours.inspect.history()
         assert history == [list(r) for r in zip(ours_history.column("snapshot_id").to_pylist(),
                                                 ours_history.column("is_current_ancestor").to_pylist(), strict=True)]
         files = lake.trino.query(f'SELECT content, count(*), sum(record_count) FROM {prefix}$files" '
                                  "GROUP BY content ORDER BY content")
-        ours_files = ours.inspect().files()
+        ours_files = ours.inspect.files()
         by_content: dict[int, list[int]] = {}
         for content, count in zip(ours_files.column("content").to_pylist(),
                                   ours_files.column("record_count").to_pylist(), strict=True):
@@ -152,7 +152,7 @@ def test_trino_metadata_tables_agree_with_ours(lake: Lake) -> None:
             entry[1] += count
         assert files == [[c, n, r] for c, (n, r) in sorted(by_content.items())], name
         partitions = lake.trino.query(f'SELECT count(*), sum(record_count), sum(file_count) FROM {prefix}$partitions"')
-        ours_partitions = ours.inspect().partitions()
+        ours_partitions = ours.inspect.partitions()
         assert partitions == [[ours_partitions.num_rows, sum(ours_partitions.column("record_count").to_pylist()),
                                sum(ours_partitions.column("file_count").to_pylist())]], name
 
@@ -210,7 +210,7 @@ def test_trino_writes_and_tablestore_and_pyiceberg_read_the_same_rows(trino_wrot
     assert canonical_rows(py.load_table("tw.orders").scan().to_arrow(), schema) == EXPECTED
     # optimize left one data file per day; expire_snapshots left one snapshot.
     assert len(table.snapshots()) == 1
-    assert sorted(table.inspect().files().column("content").to_pylist()) == [0, 0, 0, 0]
+    assert sorted(table.inspect.files().column("content").to_pylist()) == [0, 0, 0, 0]
     replaced = lake.direct.load_table("tw.replaced").metadata
     assert [f.name for f in replaced.schema().fields] == ["a"] and replaced.last_column_id == 3
     assert lake.trino.query("SELECT * FROM lakehouse.tw.replaced") == [[1]]
