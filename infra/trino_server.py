@@ -21,6 +21,9 @@ from pathlib import Path
 
 VERSION = "476"
 ARTIFACT = f"io.trino:trino-server:{VERSION}:tar.gz"
+# The command-line client, an executable jar (a shell header runs java on itself): the official
+# image's /usr/bin/trino.
+CLI_ARTIFACT = f"io.trino:trino-cli:{VERSION}:jar:executable"
 # What stays of plugin/: the Iceberg connector is all the lakehouse catalog needs; the server
 # itself loads nothing else from there.
 PLUGINS = ("iceberg",)
@@ -34,20 +37,29 @@ def cache_dir() -> Path:
 
 def tarball() -> Path:
     """The server tarball, downloaded once (``mvn dependency:copy``) and reused."""
-    target = cache_dir() / f"trino-server-{VERSION}.tar.gz"
+    return _download(ARTIFACT, f"trino-server-{VERSION}.tar.gz")
+
+
+def cli_jar() -> Path:
+    """The executable CLI jar, downloaded once."""
+    return _download(CLI_ARTIFACT, f"trino-cli-{VERSION}-executable.jar")
+
+
+def _download(artifact: str, name: str) -> Path:
+    target = cache_dir() / name
     if target.exists():
         return target
     mvn = shutil.which("mvn")
     if mvn is None:
-        raise RuntimeError(f"Trino {VERSION} comes from Maven Central as {ARTIFACT}, and Maven (mvn) is not "
-                           "installed: apt-get install maven, or put the tarball at " + str(target))
+        raise RuntimeError(f"Trino {VERSION} comes from Maven Central as {artifact}, and Maven (mvn) is not "
+                           f"installed: apt-get install maven, or put the file at {target}")
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        command = [mvn, "-q", "-B", "dependency:copy", f"-Dartifact={ARTIFACT}", f"-DoutputDirectory={tmp}"]
+        command = [mvn, "-q", "-B", "dependency:copy", f"-Dartifact={artifact}", f"-DoutputDirectory={tmp}"]
         done = subprocess.run(command, cwd=tmp, capture_output=True, text=True, timeout=1800)
-        downloaded = Path(tmp) / target.name
+        downloaded = Path(tmp) / name
         if done.returncode != 0 or not downloaded.exists():
-            raise RuntimeError(f"mvn could not download {ARTIFACT}:\n{(done.stdout + done.stderr)[-2000:]}")
+            raise RuntimeError(f"mvn could not download {artifact}:\n{(done.stdout + done.stderr)[-2000:]}")
         downloaded.rename(target)  # whole or not at all: a cut download never looks complete
     return target
 
@@ -100,4 +112,5 @@ def java_home() -> Path:
     return found[0][1]
 
 
-__all__ = ["ARTIFACT", "MIN_JAVA", "PLUGINS", "VERSION", "cache_dir", "install", "java_home", "tarball"]
+__all__ = ["ARTIFACT", "CLI_ARTIFACT", "MIN_JAVA", "PLUGINS", "VERSION", "cache_dir", "cli_jar", "install", "java_home",
+           "tarball"]

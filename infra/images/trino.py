@@ -6,8 +6,8 @@ and the official image's contract: the server in ``/usr/lib/trino``, configurati
 ``/etc/trino`` (``catalog/`` is where the stack mounts ``lakehouse.properties``), data in
 ``/data/trino``, the ``trino`` user (uid 1000), port 8080, ``/usr/lib/trino/bin/run-trino`` as the
 command and ``/usr/lib/trino/bin/health-check``, which fails until ``/v1/info`` says
-``"starting":false``. Differences: only the Iceberg connector is installed, and there is no
-``trino`` CLI in ``/usr/bin``.
+``"starting":false``, and the ``trino`` CLI in ``/usr/bin``. The one difference: only the Iceberg
+connector is installed (the official image has all of them).
 """
 
 from __future__ import annotations
@@ -85,6 +85,7 @@ COPY jdk /usr/lib/jvm/jdk
 COPY --chown=trino:trino trino-server /usr/lib/trino
 COPY --chown=trino:trino etc /etc/trino
 COPY run-trino health-check /usr/lib/trino/bin/
+COPY trino-cli /usr/bin/trino
 LABEL org.opencontainers.image.title="trino" org.opencontainers.image.version="{trino_server.VERSION}" \\
       io.tablestore.built-from="{trino_server.ARTIFACT}"
 EXPOSE 8080
@@ -111,6 +112,8 @@ def build() -> None:
         for name, text in (("run-trino", RUN_TRINO), ("health-check", HEALTH_CHECK)):
             (context / name).write_text(text)
             (context / name).chmod(0o755)
+        shutil.copy2(trino_server.cli_jar(), context / "trino-cli")
+        (context / "trino-cli").chmod(0o755)
         (context / "Dockerfile").write_text(DOCKERFILE)
         subprocess.run(["docker", "build", "-t", TAG, str(context)], check=True)
 
