@@ -12,6 +12,8 @@ connector is installed (the official image has all of them).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 import subprocess
 import tempfile
@@ -68,7 +70,7 @@ CONFIG = {
     "node.properties": "node.environment=docker\nnode.data-dir=/data/trino\nplugin.dir=/usr/lib/trino/plugin\n",
     "jvm.config": "-server\n-Xmx1G\n-XX:InitialRAMPercentage=80\n-XX:MaxRAMPercentage=80\n-XX:G1HeapRegionSize=32M\n"
                   "-XX:+ExplicitGCInvokesConcurrent\n-XX:+ExitOnOutOfMemoryError\n-XX:+HeapDumpOnOutOfMemoryError\n"
-                  "-XX:-OmitStackTraceInLastSourceFilePosition\n-XX:ReservedCodeCacheSize=512M\n"
+                  "-XX:ReservedCodeCacheSize=512M\n"
                   "-XX:PerMethodRecompilationCutoff=10000\n-XX:PerBytecodeRecompilationCutoff=10000\n"
                   "-Djdk.attach.allowAttachSelf=true\n-Djdk.nio.maxCachedBufferSize=2000000\n-Dfile.encoding=UTF-8\n"
                   "-XX:+EnableDynamicAgentLoading\n",
@@ -87,7 +89,7 @@ COPY --chown=trino:trino etc /etc/trino
 COPY run-trino health-check /usr/lib/trino/bin/
 COPY trino-cli /usr/bin/trino
 LABEL org.opencontainers.image.title="trino" org.opencontainers.image.version="{trino_server.VERSION}" \\
-      io.tablestore.built-from="{trino_server.ARTIFACT}"
+      io.tablestore.built-from="{trino_server.ARTIFACT}" io.tablestore.recipe="@RECIPE@"
 EXPOSE 8080
 USER trino:trino
 HEALTHCHECK --interval=10s --timeout=5s --start-period=10s CMD /usr/lib/trino/bin/health-check
@@ -114,7 +116,7 @@ def build() -> None:
             (context / name).chmod(0o755)
         shutil.copy2(trino_server.cli_jar(), context / "trino-cli")
         (context / "trino-cli").chmod(0o755)
-        (context / "Dockerfile").write_text(DOCKERFILE)
+        (context / "Dockerfile").write_text(DOCKERFILE.replace("@RECIPE@", recipe()))
         subprocess.run(["docker", "build", "-t", TAG, str(context)], check=True)
 
 
@@ -125,8 +127,20 @@ def _link_or_copy(source: str, target: str) -> None:
         shutil.copy2(source, target)
 
 
+def recipe() -> str:
+    """A digest of how the image is made: a local image of another recipe is rebuilt."""
+    parts = [DOCKERFILE, RUN_TRINO, HEALTH_CHECK, *(f"{k}={v}" for k, v in sorted(CONFIG.items()))]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+
 def is_current() -> bool:
-    return image_exists(TAG)
+    """The image is there, and is either pulled (no label of ours) or built by this recipe."""
+    if not image_exists(TAG):
+        return False
+    done = subprocess.run(["docker", "image", "inspect", "--format", "{{json .Config.Labels}}", TAG],
+                          capture_output=True, text=True)
+    labels = json.loads(done.stdout or "null") or {}
+    return "io.tablestore.built-from" not in labels or labels.get("io.tablestore.recipe") == recipe()
 
 
 BUILD = ImageBuild(TAG, build, is_current)

@@ -185,9 +185,21 @@ EXPECTED = [[1, "a", "1.50", "2024-01-01"], [2, "b", "4.50", "2024-01-01"], [4, 
             [5, "e", "5.00", "2024-01-03"], [6, "f", "6.00", "2024-01-04"], [7, "g", "7.00", "2024-01-04"]]
 
 
+ORPHAN = "data/orphan-of-no-snapshot.parquet"
+
+
+def _object(lake: Lake, location: str) -> tuple[str, str]:
+    bucket, _, key = location.removeprefix("s3://").partition("/")
+    return bucket, key
+
+
 @pytest.fixture(scope="module")
 def trino_wrote(lake: Lake) -> Lake:
     for statement in WRITES:
+        if "remove_orphan_files" in statement:
+            # A file in the table's location that no snapshot names: remove_orphan_files deletes it.
+            bucket, key = _object(lake, f"{lake.direct.load_table('tw.orders').location}/{ORPHAN}")
+            lake.s3.client().put_object(Bucket=bucket, Key=key, Body=b"orphan")
         lake.trino.query(statement)
     return lake
 
@@ -208,9 +220,12 @@ def test_trino_writes_and_tablestore_and_pyiceberg_read_the_same_rows(trino_wrot
         client.close()
     py = lake.service.pyiceberg(WRITE_TOKEN)
     assert canonical_rows(py.load_table("tw.orders").scan().to_arrow(), schema) == EXPECTED
-    # optimize left one data file per day; expire_snapshots left one snapshot.
+    # optimize left one data file per day (01-01, 01-03, 01-04; 01-02's one row was deleted)
+    # and no delete file; expire_snapshots left one snapshot.
     assert len(table.snapshots()) == 1
-    assert sorted(table.inspect.files().column("content").to_pylist()) == [0, 0, 0, 0]
+    assert sorted(table.inspect.files().column("content").to_pylist()) == [0, 0, 0]
+    bucket, key = _object(lake, f"{table.location}/{ORPHAN}")
+    assert lake.s3.client().list_objects_v2(Bucket=bucket, Prefix=key).get("KeyCount") == 0
     replaced = lake.direct.load_table("tw.replaced").metadata
     assert [f.name for f in replaced.schema().fields] == ["a"] and replaced.last_column_id == 3
     assert lake.trino.query("SELECT * FROM lakehouse.tw.replaced") == [[1]]
@@ -260,7 +275,7 @@ def test_a_trino_view_lists_and_describes_in_tablestore_and_reading_it_names_its
     lake = trino_wrote
     assert ("tw", "big_orders") in lake.direct.list_views("tw")
     view = lake.direct.load_view("tw.big_orders")
-    assert [f.name for f in view.schema().fields] == ["id", "label"]
+    assert [f.name for f in view.schema.fields] == ["id", "label"] and view.dialect == "trino"
     text = f"default-catalog: lake\ncatalogs:\n  - name: lake\n    type: rest\n    uri: {lake.service.uri}\n" \
            f"    token: {WRITE_TOKEN}\n"
     session = SqlSession(parse_config(text, source=str(tmp_path / "tablestore.yaml")))
