@@ -50,7 +50,7 @@ def test_pyiceberg_writes_evolves_deletes_and_tablestore_reads_the_same(rest_ser
             assert [f.name for f in t.metadata.spec().fields] == ["country"]
         # The service answers the namespace's default location too (Trino needs one).
         assert client.load_namespace_properties("shop") == {"owner": "ops",
-                                                            "location": f"{rest_service.warehouse}/shop"}
+                                                            "location": f"{direct.warehouse}/shop"}
         assert client.load_table("shop.orders").metadata_location == direct.load_table("shop.orders").metadata_location
     finally:
         direct.close()
