@@ -261,7 +261,6 @@ class _PartitionStats:
     last_updated_snapshot_id: int | None = None
 
     def update(self, df: DataFile, snapshot: Snapshot | None) -> None:
-        self.spec_id = df.spec_id
         # The entry's snapshot may have expired; then it does not count as an update.
         if snapshot is not None:
             at = snapshot.timestamp_ms * 1000
@@ -514,25 +513,20 @@ class TableInspector:
         return _table(fields, rows)
 
     def partitions(self, snapshot_id: int | None = None) -> pa.Table:
-        """Per partition of the snapshot's live files: data record and file counts, data size,
-        delete counts, and the newest snapshot that added a file there.
-
-        Partitions are grouped by their value in the table's combined partition type, whatever
-        spec wrote them, as Java's ``PartitionsTable`` (and Trino's ``$partitions``) group them:
-        a null ``ts`` is the same partition under ``day(ts)`` and ``hour(ts)``. ``spec_id`` is the
-        spec of the last file counted, as in Java.
+        """Per partition (and spec) of the snapshot's live files: data record and file counts,
+        data size, delete counts, and the newest snapshot that added a file there.
 
         An unpartitioned table gets one row without the partition and spec_id columns, as in Java.
         """
         md = self._metadata
         partitions = _PartitionType(md)
-        stats: dict[tuple[Any, ...], _PartitionStats] = {}
+        stats: dict[tuple[int, tuple[Any, ...]], _PartitionStats] = {}
         for entry in self._entries(self._manifests(snapshot_id), live=True):
             df = entry.data_file
             key = partitions.key(df.spec_id, tuple(df.partition))
-            found = stats.get(key)
+            found = stats.get((df.spec_id, key))
             if found is None:
-                found = stats[key] = _PartitionStats(key, df.spec_id)
+                found = stats[(df.spec_id, key)] = _PartitionStats(key, df.spec_id)
             snapshot = md.snapshot_by_id(entry.snapshot_id) if entry.snapshot_id is not None else None
             found.update(df, snapshot)
         fields = list(_PARTITION_STATS_FIELDS)

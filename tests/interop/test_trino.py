@@ -151,9 +151,12 @@ def test_trino_metadata_tables_agree_with_ours(lake: Lake) -> None:
             entry[0] += 1
             entry[1] += count
         assert files == [[c, n, r] for c, (n, r) in sorted(by_content.items())], name
-        partitions = lake.trino.query(f'SELECT count(*), sum(record_count), sum(file_count) FROM {prefix}$partitions"')
+        # The rows and files per partition add up alike. How partitions of different specs are
+        # grouped differs between readers: Trino keeps one row per partition layout, Java 1.10
+        # (as ours) one per spec, except that Java joins a null partition of a replaced field.
+        partitions = lake.trino.query(f'SELECT sum(record_count), sum(file_count) FROM {prefix}$partitions"')
         ours_partitions = ours.inspect.partitions()
-        assert partitions == [[ours_partitions.num_rows, sum(ours_partitions.column("record_count").to_pylist()),
+        assert partitions == [[sum(ours_partitions.column("record_count").to_pylist()),
                                sum(ours_partitions.column("file_count").to_pylist())]], name
 
 
@@ -280,8 +283,11 @@ def test_a_trino_view_lists_and_describes_in_tablestore_and_reading_it_names_its
            f"    token: {WRITE_TOKEN}\n"
     session = SqlSession(parse_config(text, source=str(tmp_path / "tablestore.yaml")))
     try:
-        described = session.execute("DESCRIBE lake.tw.big_orders")[-1].rows
-        assert [row[0] for row in described][:2] == ["id", "label"]
+        described = session.execute("DESCRIBE EXTENDED lake.tw.big_orders")[-1].rows
+        assert [row[:2] for row in described[:2]] == [["id", "bigint"], ["label", "string"]]
+        texts = {row[0]: row[1] for row in described}
+        assert "lakehouse.tw.orders" in texts["View Text (trino)"] and texts["Type"] == "VIEW"
+        assert [row[1] for row in session.execute("SHOW VIEWS IN lake.tw")[-1].rows] == ["big_orders"]
         with pytest.raises(UnsupportedError) as refused:
             session.execute("SELECT * FROM lake.tw.big_orders")
     finally:

@@ -456,22 +456,3 @@ def test_java_table_with_deletes_has_concrete_values(oracle_cases: dict[str, Ora
     assert sum(m["added_delete_files_count"] for m in manifests) == 2
     refs = _by(table.inspect.refs(), "name")
     assert (refs["b1"]["max_reference_age_in_ms"], refs["b1"]["min_snapshots_to_keep"]) == (604_800_000, 2)
-
-
-def test_partitions_group_one_partition_value_across_specs_as_java_and_trino(tmp_path: Path) -> None:
-    """A null ts is the same partition under day(ts) and hour(ts): one row, as Java's
-    PartitionsTable and Trino's $partitions have it (tablestore had one per spec)."""
-    catalog = _catalog(tmp_path)
-    catalog.create_namespace("db")
-    table = catalog.create_table("db.t", schema=SCHEMA, partition_by=["day(ts)"])
-    nulls = pa.table({"id": [1, 2], "country": ["de", "fr"], "ts": [None, None], "x": [1.0, 2.0]}, schema=SCHEMA)
-    table.append(nulls)
-    table.append(_rows([3], "de", 1))
-    _evolve_spec(table, ["hour(ts)"])
-    table.append(nulls)
-    table.append(_rows([4], "de", 1, 5))
-    partitions = table.inspect.partitions()
-    rows = {(p["ts_day"], p["ts_hour"]): (r, f) for p, r, f in zip(
-        *(partitions.column(c).to_pylist() for c in ("partition", "record_count", "file_count")), strict=True)}
-    hour = int(datetime.datetime(2024, 1, 1, 5, tzinfo=UTC).timestamp()) // 3600
-    assert rows == {(None, None): (4, 2), (datetime.date(2024, 1, 1), None): (1, 1), (None, hour): (1, 1)}
