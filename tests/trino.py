@@ -91,6 +91,9 @@ def start_trino(workdir: Path, catalogs: Mapping[str, Mapping[str, str]], timeou
     port = free_port()
     (etc / "node.properties").write_text(_properties({
         "node.environment": "test", "node.id": f"tests-{port}", "node.data-dir": str(workdir / "data"),
+        # Else the node announces the first non-loopback address, and on a machine whose Docker
+        # networks come and go (the stack test) the coordinator loses its own worker.
+        "node.internal-address": "127.0.0.1",
         "plugin.dir": str(home / "plugin")}))
     (etc / "config.properties").write_text(_properties({
         "coordinator": "true", "node-scheduler.include-coordinator": "true",

@@ -235,17 +235,35 @@ def test_trino_writes_and_tablestore_and_pyiceberg_read_the_same_rows(trino_wrot
 
 
 @pytest.mark.spark
-def test_our_spark_source_reads_trinos_table(trino_wrote: Lake, tmp_path: Path) -> None:
+def test_our_spark_source_reads_trinos_table_and_column_profiles_agree(trino_wrote: Lake) -> None:
+    """Our Spark source reads Trino's table; and the stack's reconciliation (the column profiles
+    of ``pipelines/defs/reconcile/profiles.py``, one query in each engine) finds Trino and
+    tablestore's SQL on Spark equal on every table."""
+    from pipelines.defs.reconcile.profiles import differences, profile, profile_query, spark_quote, trino_quote
     from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
     from tablestore.engine.spark import spark_session
+    from tablestore.sql.session import SqlSession
 
     lake = trino_wrote
     catalog = CatalogConfig(CATALOG, "sql", lake.service.direct_properties(), "tw")
     config = LakehouseConfig(CATALOG, {CATALOG: catalog}, SparkConfig("local[1]", {"spark.sql.shuffle.partitions": "2"}))
     spark = spark_session(config, app_name="tablestore-trino")
+    session = SqlSession(config, spark=spark)
     try:
         arrow = spark.read.format("tablestore").load("tw.orders").toArrow()
+        compared = 0
+        for namespace, name in [*((NAMESPACE, n) for n in READ_FIXTURES), ("tw", "orders")]:
+            schema = lake.direct.load_table((namespace, name)).schema()
+            trino_sql, labels = profile_query(f"lakehouse.{namespace}.{trino_quote(name)}", schema, trino_quote)
+            ours_sql, _ = profile_query(f"{CATALOG}.{namespace}.{spark_quote(name)}", schema, spark_quote)
+            theirs = profile(labels, lake.trino.query(trino_sql)[0])
+            ours = profile(labels, session.execute_one(ours_sql).rows[0])
+            assert differences(ours, theirs) == {}, name
+            assert ours["rows"] > 0
+            compared += len(labels)
+        assert compared > 60
     finally:
+        session.manager.close()
         spark.stop()
     schema = lake.direct.load_table("tw.orders").schema()
     assert canonical_rows(arrow.select([f.name for f in schema.fields]), schema) == EXPECTED

@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -84,10 +85,10 @@ def test_property_keys_and_values_have_limits_with_clear_400s(guarded: RestServi
     assert answer.status_code == 400
     assert f"keys are limited to {MAX_PROPERTY_KEY_CHARS}" in answer.json()["error"]["message"]
     # A table's set-properties in a commit is bounded the same way.
-    table = {"name": "t", "schema": {"type": "struct", "schema-id": 0,
+    table: dict[str, Any] = {"name": "t", "schema": {"type": "struct", "schema-id": 0,
                                      "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}}
     assert requests.post(f"{base}/props/tables", json=table, headers=_auth(), timeout=30).status_code == 200
-    commit = {"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": long_value}}]}
+    commit: dict[str, Any] = {"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": long_value}}]}
     answer = requests.post(f"{base}/props/tables/t", json=commit, headers=_auth(), timeout=60)
     assert answer.status_code == 400 and "set-properties" in answer.json()["error"]["message"]
     # Within the limits, properties are stored.
