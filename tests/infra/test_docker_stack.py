@@ -171,6 +171,10 @@ def test_dagster_materializes_every_asset_and_every_check_passes(stack: Stack, p
     counts = reconciliation["counts"]
     counts = json.loads(counts) if isinstance(counts, str) else counts
     assert counts and all(c["trino"] == c["tablestore"] > 0 for c in counts.values()), counts
+    # Every column of every reachable table profiled alike in both engines; no erased user left.
+    assert int(reconciliation["columns_compared"]) >= 20, reconciliation
+    erased = reconciliation["erased_users_left"]
+    assert (json.loads(erased) if isinstance(erased, str) else erased) == {"events": 0, "customers": 0}
 
 
 def test_one_long_lived_spark_application_serves_every_run_and_work_directories_outside_the_venv(
