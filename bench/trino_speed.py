@@ -90,8 +90,11 @@ def run(rows: int, rounds: int, workdir: Path) -> list[dict[str, Any]]:
                             "cpu_ratio": medians["tablestore"][1] / max(medians["trino"][1], 1e-9)})
         files = {who: trino.query(f'SELECT count(*), sum(file_size_in_bytes) FROM {t[:t.rindex(".")]}."'
                                   f'{t[t.rindex(".") + 1:]}$files"')[0] for who, t in tables.items()}
+        manifests = {who: trino.query(f'SELECT count(*), sum(length) FROM {t[:t.rindex(".")]}."'
+                                      f'{t[t.rindex(".") + 1:]}$manifests"')[0] for who, t in tables.items()}
         for result in results:
             result["files"] = {who: [int(n), int(size)] for who, (n, size) in files.items()}
+            result["manifests"] = {who: [int(n), int(size)] for who, (n, size) in manifests.items()}
         return results
     finally:
         if trino is not None:
@@ -115,7 +118,7 @@ def main() -> int:
     for r in results:
         print(f"{r['query']:<22}{r['tablestore_s']:>9.3f}{r['trino_s']:>9.3f}{r['ratio']:>7.2f}"
               f"{r['tablestore_cpu_s']:>10.3f}{r['trino_cpu_s']:>10.3f}{r['cpu_ratio']:>10.2f}")
-    print(f"data files (count, bytes): {results[0]['files']}")
+    print(f"data files (count, bytes): {results[0]['files']}; manifests (count, bytes): {results[0]['manifests']}")
     RESULTS_DIR.mkdir(exist_ok=True)
     with (RESULTS_DIR / "trino_speed.jsonl").open("a") as out:
         stamp = datetime.datetime.now(datetime.UTC).isoformat()
