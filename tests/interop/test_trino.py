@@ -236,7 +236,7 @@ def test_trino_writes_and_tablestore_and_pyiceberg_read_the_same_rows(trino_wrot
 
 @pytest.mark.spark
 def test_our_spark_source_reads_trinos_table_and_column_profiles_agree(trino_wrote: Lake) -> None:
-    """Our Spark source reads Trino's table; and the stack's reconciliation (the column profiles
+    """Our Spark source and tablestore's SQL read Trino's table; and the stack's reconciliation (the column profiles
     of ``pipelines/defs/reconcile/profiles.py``, one query in each engine) finds Trino and
     tablestore's SQL on Spark equal on every table."""
     from pipelines.defs.reconcile.profiles import differences, profile, profile_query, spark_quote, trino_quote
@@ -251,6 +251,8 @@ def test_our_spark_source_reads_trinos_table_and_column_profiles_agree(trino_wro
     session = SqlSession(config, spark=spark)
     try:
         arrow = spark.read.format("tablestore").load("tw.orders").toArrow()
+        # tablestore's SQL reads Trino's table alike.
+        sql_rows = session.execute_one(f"SELECT * FROM {CATALOG}.tw.orders").rows
         compared = 0
         for namespace, name in [*((NAMESPACE, n) for n in READ_FIXTURES), ("tw", "orders")]:
             schema = lake.direct.load_table((namespace, name)).schema()
@@ -267,6 +269,8 @@ def test_our_spark_source_reads_trinos_table_and_column_profiles_agree(trino_wro
         spark.stop()
     schema = lake.direct.load_table("tw.orders").schema()
     assert canonical_rows(arrow.select([f.name for f in schema.fields]), schema) == EXPECTED
+    assert sort_rows([[canonical(v, f.field_type) for v, f in zip(row, schema.fields, strict=True)]
+                      for row in sql_rows]) == EXPECTED
 
 
 def test_we_write_and_evolve_and_trino_reads_the_result(trino_wrote: Lake) -> None:
