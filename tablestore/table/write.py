@@ -33,8 +33,10 @@ DEFAULT_CODEC = "zstd"
 # pyarrow's dictionary page limit: past it, a column chunk falls back to plain encoding.
 DICTIONARY_PAGE_LIMIT = 1024 * 1024
 _DICTIONARY_SAMPLE = 8192
-# Below this many rows a column is not sampled for its distinct values.
-_DISTINCT_CHECK_ROWS = 1024
+# Below this many rows a column is not sampled for its distinct values: it is small whatever
+# its encoding, and a fanout write of many small partitions would pay the sampling per column
+# of each.
+_DISTINCT_CHECK_ROWS = 8192
 _EPOCH = datetime.date(1970, 1, 1)
 
 
