@@ -35,15 +35,12 @@ def data_files(table: Table) -> set[str]:
     return {p.name for p in Path(table.location.removeprefix("file://"), "data").glob("**/*.parquet")}
 
 
-def test_tasks_write_partitioned_files_and_one_append_commits_them(lake: Lake, spark: SparkSession) -> None:
-    table = lake.create("written", SCHEMA, partition_by=["g"])
+def test_tasks_write_files_and_one_append_commits_them(lake: Lake, spark: SparkSession) -> None:
+    table = lake.create("written", SCHEMA)
     target = table_target(table, lake.config.to_json())
     written = write_files(rows(spark, 1000, 3), target)
 
-    assert written.rows == 1000 and len(written.tasks) == 3
-    # Three tasks, each fanning out over the four partitions.
-    assert len(written.files) == 12
-    assert sorted({f.partition for f in written.files}) == [(0,), (1,), (2,), (3,)]
+    assert written.rows == 1000 and len(written.tasks) == len(written.files) == 3
     # Written by Spark's Python workers, not by this process.
     assert all(t.pid != os.getpid() for t in written.tasks)
     assert {t.partition for t in written.tasks} == {0, 1, 2}
@@ -66,6 +63,17 @@ def test_tasks_write_partitioned_files_and_one_append_commits_them(lake: Lake, s
                                                                                f.partition)
         assert (held.lower_bounds, held.upper_bounds, held.null_value_counts) == (f.lower_bounds, f.upper_bounds,
                                                                                   f.null_value_counts)
+
+
+def test_rows_of_a_partition_are_brought_to_one_task(lake: Lake, spark: SparkSession) -> None:
+    table = lake.create("clustered", SCHEMA, partition_by=["g"])
+    written = write_files(rows(spark, 1000, 3), table_target(table, lake.config.to_json()))
+    # Three input partitions, each with rows of all four table partitions: one file per partition.
+    assert sorted(f.partition for f in written.files) == [(0,), (1,), (2,), (3,)]
+    assert sorted(f.record_count for f in written.files) == [250] * 4
+    table.append_files(written.files)
+    table.refresh()
+    assert table.scan(filter="g = 2").to_arrow().num_rows == 250
 
 
 def test_failed_job_leaves_no_file_of_the_write(lake: Lake, spark: SparkSession) -> None:
