@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -71,6 +72,10 @@ T = TypeVar("T")
 
 SUMMARY_PREFIX = "tablestore.write."
 _RESULT_SCHEMA = "written string"
+# A write Spark estimates at most this big runs as one task and writes one file.
+SMALL_WRITE_BYTES = 32 * 1024 * 1024
+_STATISTICS = re.compile(r"Statistics\(sizeInBytes=([0-9.]+) ?([KMGTPE]?i?B)")
+_UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50, "EiB": 2**60}
 # Spark sets this local property in the task's context; in local mode it is "driver".
 _EXECUTOR_PROPERTY = "spark.executor.id"
 
@@ -213,11 +218,36 @@ def clustered_by_partition(df: DataFrame, target: WriteTarget) -> DataFrame:
     return df.withColumns(keys).hint("rebalance", *names).drop(*names)
 
 
+def estimated_size(df: DataFrame) -> int | None:
+    """Spark's estimate of the bytes ``df`` produces (an upper bound for most plans), or None."""
+    try:
+        return int(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes())
+    except AttributeError:  # Spark Connect: no JVM handle; the cost plan's text says the same
+        pass
+    try:
+        text = df._explain_string(extended=False, mode="cost")  # type: ignore[operator]
+    except Exception:  # an explain this client cannot give: no estimate, no harm
+        return None
+    match = _STATISTICS.search(text)
+    if match is None:
+        return None
+    return int(float(match.group(1)) * _UNITS.get(match.group(2), 1))
+
+
+def distributed_for_write(df: DataFrame, target: WriteTarget) -> DataFrame:
+    """``df`` laid out for the write: a small result in one task (one file, not one per input
+    partition: an ``INSERT ... VALUES`` gets one file), a partitioned table's rows clustered."""
+    size = estimated_size(df)
+    if size is not None and size <= SMALL_WRITE_BYTES:
+        return df.repartition(1)
+    return clustered_by_partition(df, target)
+
+
 def write_files(df: DataFrame, target: WriteTarget) -> WrittenFiles:
     """Write ``df`` (typed for the table: see :func:`tablestore.sql.dml.table_typed`) as data
     files of ``target`` in Spark tasks; nothing is committed. A failed job leaves no file."""
     check_write_schema(df.schema, target)
-    df = clustered_by_partition(df, target)
+    df = distributed_for_write(df, target)
     try:
         # One row per task: the descriptions of its files, a few kB (capped by design: never rows).
         rows = df.mapInArrow(_task_function(target), _RESULT_SCHEMA).collect()

@@ -12,6 +12,7 @@ raises a TableStoreError and commits nothing; the statements before it stay comm
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -81,8 +82,17 @@ class SqlSession(
 
     # -- execution -------------------------------------------------------------------------
     def execute(self, script: str) -> list[StatementResult]:
-        """Run every statement of a script in order; stops at the first error (raised)."""
-        return [self.execute_statement(s) for s in parse_script(script)]
+        """Run every statement of a script in order; stops at the first error (raised).
+
+        A query's rows are read before the next statement runs (that statement may change what
+        the query reads); the last statement's result is returned unread, as a stream.
+        """
+        results: list[StatementResult] = []
+        for statement in parse_script(script):
+            if results and results[-1].is_streamed:
+                _ = results[-1].rows
+            results.append(self.execute_statement(statement))
+        return results
 
     def execute_one(self, sql: str) -> StatementResult:
         return self.execute_statement(parse_statement(sql))
@@ -96,13 +106,23 @@ class SqlSession(
         return result
 
     # -- queries ----------------------------------------------------------------------------
-    def query_arrow(self, sql: str) -> Any:
+    def query_arrow(self, sql: str) -> pa.RecordBatchReader:
+        """The rows of a query as a RecordBatchReader, fetched from Spark a partition at a time
+        (``.read_all()`` collects them into one table)."""
+        from tablestore.engine.spark_result_stream import result_stream
+
         df = self.planner().dataframe(sql)
         with spark_errors():
-            return df.toArrow()
+            reader = result_stream(df)
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            with spark_errors():  # a runtime error surfaces while the rows are read
+                yield from reader
+
+        return pa.RecordBatchReader.from_batches(reader.schema, batches())
 
     def _Query(self, s: st.Query) -> StatementResult:
-        return StatementResult.from_arrow(self.query_arrow(s.sql))
+        return StatementResult.from_stream(self.query_arrow(s.sql))
 
     def _Insert(self, s: st.Insert) -> StatementResult:
         catalog, identifier = self.manager.resolve_table(s.name)
