@@ -44,13 +44,17 @@ def _to_ipc(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 def result_stream(df: DataFrame) -> pa.RecordBatchReader:
     """The rows of ``df`` as a RecordBatchReader that fetches them a partition at a time."""
     schema = to_arrow_schema(df.schema, timezone="UTC")
-    rows = df.mapInArrow(_to_ipc, f"{_COLUMN} binary").toLocalIterator(prefetchPartitions=True)
+    # A query may name two columns alike (SELECT t.*, o.* of a join), which mapInArrow refuses:
+    # the columns travel by position and get their names back here.
+    positional = df.toDF(*(f"c{i}" for i in range(len(df.columns))))
+    rows = positional.mapInArrow(_to_ipc, f"{_COLUMN} binary").toLocalIterator(prefetchPartitions=True)
 
     def batches() -> Iterator[pa.RecordBatch]:
         for row in rows:
             with pa.ipc.open_stream(row[0]) as reader:
                 for batch in reader:
-                    yield batch.cast(schema)
+                    columns = [c.cast(f.type) for c, f in zip(batch.columns, schema, strict=True)]
+                    yield pa.RecordBatch.from_arrays(columns, schema=schema)
 
     return pa.RecordBatchReader.from_batches(schema, batches())
 

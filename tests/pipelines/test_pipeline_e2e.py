@@ -232,3 +232,20 @@ def test_check_fails_when_a_column_is_left_unwidened(tmp_path: Path) -> None:
     assert any("quantity" in f and "LongType" in f for f in failed)
     assert not any("'price'" in f or "'amount'" in f for f in failed if "of_type" in f)
     assert store.table("events").schema().find_field("quantity").field_type.__class__.__name__ == "IntegerType"
+
+
+def test_ingest_files_are_written_in_spark_tasks(lake: Lake) -> None:
+    """The ingest's INSERT OVERWRITE writes from Spark's executors, not from the run process:
+    each of its snapshots records the Spark tasks that wrote its files (issue 29)."""
+    res = resources(root=str(lake.root))
+    table = res["tablestore"].catalog().load_table((DATABASE, "events"))
+    ingests = [s for s in table.snapshots() if s.summary.get("replace-partitions") == "true"
+               and int(s.summary.get("added-data-files", "0")) > 0]
+    assert ingests
+    for snapshot in ingests:
+        summary = snapshot.summary
+        assert int(summary["tablestore.write.tasks"]) >= 1, summary
+        assert summary["tablestore.write.executors"] == "driver"  # local[2]: the driver's executor
+        assert summary["tablestore.write.spark-stage"] != ""
+    # Every file the ingest added was reported by a task (the counts agree).
+    assert all(int(s.summary["added-data-files"]) >= int(s.summary["tablestore.write.tasks"]) for s in ingests)
