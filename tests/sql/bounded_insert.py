@@ -43,6 +43,8 @@ def run(rows: int, conf: dict[str, str], root: Path) -> dict[str, object]:
     session = SqlSession(config)
     session.execute("CREATE DATABASE db; CREATE TABLE db.t (id BIGINT, s STRING, x DOUBLE, g BIGINT)")
     spark = session.spark
+    jvm = spark._jvm
+    assert jvm is not None  # a local session: the driver's JVM is ours
     before = rss_mb()
     started = time.monotonic()
     result = session.execute_one(f"INSERT INTO db.t {SHAPE.format(rows=rows)}")
@@ -57,7 +59,7 @@ def run(rows: int, conf: dict[str, str], root: Path) -> dict[str, object]:
         "seconds": round(seconds, 2),
         "rss_before_mb": round(before, 1),
         "rss_peak_mb": round(peak, 1),
-        "driver_max_heap_mb": spark._jvm.java.lang.Runtime.getRuntime().maxMemory() // (1024 * 1024),
+        "driver_max_heap_mb": jvm.java.lang.Runtime.getRuntime().maxMemory() // (1024 * 1024),
         "driver_alive": not spark.sparkContext._jsc.sc().isStopped(),
         "write_tasks": int((snapshot.summary if snapshot else {}).get("tablestore.write.tasks", "0")),
     }
