@@ -18,7 +18,7 @@ import pytest
 from pipelines.definitions import build_assets, build_checks
 from pipelines.defs.erasure.assets import ERASURE_KEY
 from pipelines.defs.ingest import events as ev
-from pipelines.defs.ingest.assets import EVENTS_KEY, EVOLUTION_KEY, LANDING_KEY
+from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVENTS_KEY, EVOLUTION_KEY, LANDING_KEY
 from pipelines.defs.resources import resources
 from pipelines.run import PipelineRun, run_pipeline
 from pipelines.settings import DATABASE, load_settings
@@ -236,16 +236,12 @@ def test_check_fails_when_a_column_is_left_unwidened(tmp_path: Path) -> None:
 
 def test_ingest_files_are_written_in_spark_tasks(lake: Lake) -> None:
     """The ingest's INSERT OVERWRITE writes from Spark's executors, not from the run process:
-    each of its snapshots records the Spark tasks that wrote its files (issue 29)."""
-    res = resources(root=str(lake.root))
-    table = res["tablestore"].catalog().load_table((DATABASE, "events"))
-    ingests = [s for s in table.snapshots() if s.summary.get("replace-partitions") == "true"
-               and int(s.summary.get("added-data-files", "0")) > 0]
-    assert ingests
-    for snapshot in ingests:
-        summary = snapshot.summary
-        assert int(summary["tablestore.write.tasks"]) >= 1, summary
-        assert summary["tablestore.write.executors"] == "driver"  # local[2]: the driver's executor
-        assert summary["tablestore.write.spark-stage"] != ""
-    # Every file the ingest added was reported by a task (the counts agree).
-    assert all(int(s.summary["added-data-files"]) >= int(s.summary["tablestore.write.tasks"]) for s in ingests)
+    each ingest records the Spark tasks that wrote its files (issue 29)."""
+    keys = {EVENTS_KEY.to_user_string(), EVENTS_HOURLY_KEY.to_user_string()}
+    ingests = [m for step in lake.first.steps for key, m in step.materializations.items()
+               if key in keys and m["action"] == "overwritten"]
+    assert len(ingests) >= 2  # the daily and the hourly ingests
+    for metadata in ingests:
+        assert int(str(metadata["write_tasks"])) >= 1, metadata
+        assert metadata["write_executors"] == "driver", metadata  # local[2]: the driver's executor
+        assert metadata["write_hosts"] != "", metadata
