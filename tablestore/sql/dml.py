@@ -13,6 +13,7 @@ with an error on overflow; dates to timestamps); anything else fails before any 
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -277,7 +278,9 @@ def static_column(table: Table, name: str, value: Any) -> Any:
     from pyspark.sql import functions as F
 
     t = table.schema().find_type(name)
-    literal = F.lit(None if value is None else pa.scalar(value, type_to_arrow(t)).as_py())
+    python = None if value is None else pa.scalar(value, type_to_arrow(t)).as_py()
+    # A timestamp goes as ISO text: PySpark reads a naive datetime in the process's time zone.
+    literal = F.lit(python.isoformat() if isinstance(python, datetime.datetime) else python)
     cast_to = spark_cast_type(t)
     return (literal.cast(cast_to) if cast_to else literal).alias(name)
 
