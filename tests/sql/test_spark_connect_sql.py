@@ -75,12 +75,14 @@ def test_query_streams_batches_through_connect(session: SqlSession, tmp_path: Pa
 def test_static_partition_values_are_added_in_spark(session: SqlSession) -> None:
     import datetime
 
-    session.execute("CREATE TABLE tp (id BIGINT, ts TIMESTAMP, ntz TIMESTAMP_NTZ, d DATE) PARTITIONED BY (ts, ntz, d)")
+    session.execute("CREATE TABLE tp (id BIGINT, ts TIMESTAMP, ntz TIMESTAMP_NTZ, d DATE, tz TIMESTAMP_LTZ) "
+                    "PARTITIONED BY (ts, ntz, d, tz)")
     session.execute_one("INSERT INTO tp PARTITION (ts='2024-03-01 10:00:00', ntz='2024-03-01 23:30:00', "
-                        "d='2024-03-02') SELECT id FROM range(2)")
-    rows = session.execute_one("SELECT id, ts, ntz, d FROM tp ORDER BY id").rows
-    utc = datetime.UTC
-    assert rows == [[i, datetime.datetime(2024, 3, 1, 10, tzinfo=utc), datetime.datetime(2024, 3, 1, 23, 30),
-                     datetime.date(2024, 3, 2)] for i in (0, 1)]
+                        "d='2024-03-02', tz='2024-03-03 04:05:06') SELECT id FROM range(2)")
+    rows = session.execute_one("SELECT id, ts, ntz, d, tz FROM tp ORDER BY id").rows
+    # TIMESTAMP is Iceberg's timestamp without zone here (tablestore's DDL), as TIMESTAMP_NTZ.
+    assert rows == [[i, datetime.datetime(2024, 3, 1, 10), datetime.datetime(2024, 3, 1, 23, 30),
+                     datetime.date(2024, 3, 2), datetime.datetime(2024, 3, 3, 4, 5, 6, tzinfo=datetime.UTC)]
+                    for i in (0, 1)]
     (task,) = session.manager.catalog().load_table("db.tp").scan().plan_files()
     assert task.file.record_count == 2
