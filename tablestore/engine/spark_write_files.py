@@ -73,7 +73,7 @@ T = TypeVar("T")
 SUMMARY_PREFIX = "tablestore.write."
 _RESULT_SCHEMA = "written string"
 # A write Spark estimates at most this big runs as one task and writes one file.
-SMALL_WRITE_BYTES = 32 * 1024 * 1024
+SMALL_WRITE_BYTES = 8 * 1024 * 1024
 _STATISTICS = re.compile(r"Statistics\(sizeInBytes=([0-9.]+) ?([KMGTPE]?i?B)")
 _UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50, "EiB": 2**60}
 # Spark sets this local property in the task's context; in local mode it is "driver".
