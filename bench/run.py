@@ -26,6 +26,7 @@ BENCHMARKS = [
     "core_append",
     "core_scan",
     "spark_io",
+    "sql_insert",
     "schema_evolution",
     "rest_catalog",
     "row_level",

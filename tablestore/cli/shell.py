@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from tablestore.cli.output import print_result
 from tablestore.errors import ParseError, TableStoreError
+from tablestore.sql.parser import parse_script
 from tablestore.sql.session import SqlSession
 
 if TYPE_CHECKING:
@@ -116,8 +117,9 @@ def run_shell(session: SqlSession, fmt: str) -> int:
 def run_statements(session: SqlSession, text: str, fmt: str) -> None:
     """Run and print; any error is printed and the shell stays."""
     try:
-        for result in session.execute(text):
-            print_result(result, fmt)
+        # One statement at a time: a query's rows are printed as they come, before the next runs.
+        for statement in parse_script(text):
+            print_result(session.execute_statement(statement), fmt)
     except ParseError as e:
         print(f"error: {e}")
         if e.highlight:

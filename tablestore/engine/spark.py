@@ -255,7 +255,8 @@ class SparkEngine:
         sc = self.spark.sparkContext
         limit = self.max_partitions or max(1, sc.defaultParallelism) * _tasks_per_core(fn)
         rdd = sc.parallelize(work, min(len(work), limit))
-        # collect() returns partitions in order and each keeps its items' order.
+        # collect() returns partitions in order and each keeps its items' order. What comes back
+        # is what the task functions return (file descriptions, row counts), never a table's rows.
         return rdd.map(fn).collect()
 
     def imap(self, fn: Callable[[T], R], items: Iterable[T], prefetch: int | None = None) -> Iterator[R]:

@@ -32,6 +32,10 @@ from tablestore.table.scan import FileTask, plan_files, select_snapshot
 # Iceberg's read.split.target-size default: a larger file is read by several Spark partitions,
 # split along its row groups.
 DEFAULT_SPLIT_SIZE = 128 * 1024 * 1024
+# Rows per batch handed to the JVM. A row group of a large file is hundreds of MB as Arrow; the
+# JVM takes each batch in one direct-memory buffer, which is capped by the driver's memory in
+# local mode (a 20M-row table's row group failed with OutOfDirectMemoryError at 1 GB).
+READ_BATCH_ROWS = 100_000
 
 
 def resolve_ref(
@@ -252,7 +256,7 @@ class TablestoreReader(DataSourceReader):
         )
         if table.num_rows == 0:
             return
-        yield from to_spark_table(table, ctx["target"], self.state.table_name).to_batches()
+        yield from to_spark_table(table, ctx["target"], self.state.table_name).to_batches(max_chunksize=READ_BATCH_ROWS)
 
 
 class TablestorePushdownReader(TablestoreReader):

@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -47,11 +48,21 @@ from tablestore.errors import CommitStateUnknownError
 from tablestore.io import FileIO, load_file_io
 from tablestore.spec.content_file_json import content_file_from_json, content_file_to_json
 from tablestore.spec.manifest import DataFile
+from tablestore.spec.transforms import (
+    BucketTransform,
+    DayTransform,
+    HourTransform,
+    IdentityTransform,
+    MonthTransform,
+    Transform,
+    TruncateTransform,
+    YearTransform,
+)
 from tablestore.spec.types import IcebergType, StructType
 from tablestore.table.write import WriteContext
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
     from tablestore.table import Table
 
@@ -61,6 +72,10 @@ T = TypeVar("T")
 
 SUMMARY_PREFIX = "tablestore.write."
 _RESULT_SCHEMA = "written string"
+# A write Spark estimates at most this big runs as one task and writes one file.
+SMALL_WRITE_BYTES = 8 * 1024 * 1024
+_STATISTICS = re.compile(r"Statistics\(sizeInBytes=([0-9.]+) ?([KMGTPE]?i?B)")
+_UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50, "EiB": 2**60}
 # Spark sets this local property in the task's context; in local mode it is "driver".
 _EXECUTOR_PROPERTY = "spark.executor.id"
 
@@ -161,10 +176,78 @@ def _task_write(obj: dict[str, object], partition_types: dict[int, StructType],
     )
 
 
+def _partition_key(df: DataFrame, column: str, transform: Transform) -> Column | None:
+    """A Spark expression equal for rows of the same partition value (finer is allowed)."""
+    from pyspark.sql import functions as F
+
+    if column.split(".", 1)[0] not in df.columns:
+        return None  # a column the write leaves to its default: one value, nothing to cluster by
+    col = F.col(".".join(f"`{part}`" for part in column.split(".")))
+    if isinstance(transform, IdentityTransform | BucketTransform):
+        return col  # Spark has no Iceberg bucket function: each bucket is a union of source values
+    if isinstance(transform, TruncateTransform):
+        kind = type(df.select(col).schema.fields[0].dataType).__name__
+        if kind in ("StringType", "BinaryType"):
+            return F.substring(col, 1, transform.width)
+        return col - F.pmod(col, F.lit(transform.width)) if kind in ("IntegerType", "LongType") else col
+    for unit, cls in (("year", YearTransform), ("month", MonthTransform), ("day", DayTransform),
+                      ("hour", HourTransform)):
+        if isinstance(transform, cls):
+            return F.date_trunc(unit, col.cast("timestamp"))
+    return None  # void and unknown transforms: no partition value to cluster by
+
+
+def clustered_by_partition(df: DataFrame, target: WriteTarget) -> DataFrame:
+    """``df`` with the rows of a partition brought to the same task, as Iceberg's Spark writes
+    request for a partitioned table (``write.distribution-mode=hash``): one file per partition
+    instead of one per task and partition. Spark's REBALANCE (adaptive query execution) joins
+    small partitions and splits a skewed one, so a big partition does not land on one task."""
+    schema, spec = target.schema(), target.spec()
+    if not spec.fields or target.properties.get("write.distribution-mode", "hash").lower() == "none":
+        return df
+    keys: dict[str, Column] = {}
+    for i, f in enumerate(spec.fields):
+        column = schema.find_column_name(f.source_id)
+        key = _partition_key(df, column, f.transform) if column else None
+        if key is not None:
+            keys[f"__tablestore_partition_{i}"] = key
+    if not keys:
+        return df
+    names = list(keys)
+    # REBALANCE takes column names only: the keys become columns for the shuffle, then go.
+    return df.withColumns(keys).hint("rebalance", *names).drop(*names)
+
+
+def estimated_size(df: DataFrame) -> int | None:
+    """Spark's estimate of the bytes ``df`` produces (an upper bound for most plans), or None."""
+    try:
+        return int(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes())
+    except AttributeError:  # Spark Connect: no JVM handle; the cost plan's text says the same
+        pass
+    try:
+        text = df._explain_string(extended=False, mode="cost")  # type: ignore[operator]
+    except Exception:  # an explain this client cannot give: no estimate, no harm
+        return None
+    match = _STATISTICS.search(text)
+    if match is None:
+        return None
+    return int(float(match.group(1)) * _UNITS.get(match.group(2), 1))
+
+
+def distributed_for_write(df: DataFrame, target: WriteTarget) -> DataFrame:
+    """``df`` laid out for the write: a small result in one task (one file, not one per input
+    partition: an ``INSERT ... VALUES`` gets one file), a partitioned table's rows clustered."""
+    size = estimated_size(df)
+    if size is not None and size <= SMALL_WRITE_BYTES:
+        return df.repartition(1)
+    return clustered_by_partition(df, target)
+
+
 def write_files(df: DataFrame, target: WriteTarget) -> WrittenFiles:
     """Write ``df`` (typed for the table: see :func:`tablestore.sql.dml.table_typed`) as data
     files of ``target`` in Spark tasks; nothing is committed. A failed job leaves no file."""
     check_write_schema(df.schema, target)
+    df = distributed_for_write(df, target)
     try:
         # One row per task: the descriptions of its files, a few kB (capped by design: never rows).
         rows = df.mapInArrow(_task_function(target), _RESULT_SCHEMA).collect()

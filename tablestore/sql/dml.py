@@ -1,4 +1,10 @@
-"""INSERT INTO and INSERT OVERWRITE: run the query in Spark, check it fits, commit once.
+"""INSERT INTO and INSERT OVERWRITE: Spark tasks write the query's rows, the client commits once.
+
+The rows never reach the client: the query, cast to the table's types (and with a PARTITION
+clause's static values as literal columns), runs as a Spark job whose tasks write the data files
+(:mod:`tablestore.engine.spark_write_files`); the client then commits them in one snapshot: an
+append, an overwrite by filter (static) or a dynamic partition overwrite, validated against the
+table as it was loaded before the query ran, and marked with the write's id.
 
 The query's columns are matched to the table's by position, as in Spark SQL. A value is only
 converted where SQL's store assignment allows it (numbers to wider or other numeric types,
@@ -7,6 +13,8 @@ with an error on overflow; dates to timestamps); anything else fails before any 
 
 from __future__ import annotations
 
+import datetime
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,8 +51,15 @@ from tablestore.spec.types import (
 from tablestore.sql import statements as st
 from tablestore.sql.query import spark_errors
 from tablestore.sql.result import StatementResult
+from tablestore.table.overwrite import overwrite_files_producer, replace_partitions_files_producer
+from tablestore.table.update.identity import CommitIdentity
+from tablestore.table.update.snapshot import FastAppend, SnapshotProducer
+from tablestore.table.update.transaction import commit_snapshot
 
 if TYPE_CHECKING:
+    from tablestore.engine.spark_write_files import WrittenFiles
+    from tablestore.spec.manifest import DataFile
+    from tablestore.spec.metadata import Snapshot
     from tablestore.sql.session import SqlSession
     from tablestore.table import Table
 
@@ -236,17 +251,13 @@ def overwrite_mode(session: SqlSession, table: Table) -> str:
     return table.properties.get(INSERT_OVERWRITE_MODE, "dynamic").lower()
 
 
-def run_insert(session: SqlSession, table: Table, s: st.Insert) -> StatementResult:
+def typed_for_table(table: Table, df: Any, targets: list[str]) -> Any:
+    """The query ``df`` with its columns named ``targets`` (by position) and cast so that Spark
+    hands the table's writer values of the table's types; SchemaError for a column SQL's store
+    assignment does not allow."""
     from pyspark.sql import functions as F
 
     schema = table.schema()
-    spec = table.spec()
-    clause = resolve_partition_clause(table, s.partition)
-    static = clause.static
-    targets = _targets(table, s, clause)
-    df = session.planner().dataframe(s.query)
-    if len(df.columns) != len(targets):
-        raise _column_count_error(table, len(df.columns), targets, clause)
     # By position: a query's names may repeat (SELECT 3, NULL, NULL names two columns `NULL`).
     df = df.toDF(*targets)
     selected = []
@@ -258,28 +269,72 @@ def run_insert(session: SqlSession, table: Table, s: st.Insert) -> StatementResu
                 f"{source.dataType.simpleString()}; add an explicit CAST"
             )
         selected.append(table_typed(F.col(f"`{source.name}`"), source.dataType, t).alias(target))
+    return df.select(*selected)
+
+
+def static_column(table: Table, name: str, value: Any) -> Any:
+    """A PARTITION clause's static value as a Spark column of the table column's type: added in
+    Spark, so the rows never pass through the client."""
+    from pyspark.sql import functions as F
+
+    t = table.schema().find_type(name)
+    python = None if value is None else pa.scalar(value, type_to_arrow(t)).as_py()
+    # A timestamp goes as ISO text: PySpark reads a naive datetime in the process's time zone.
+    literal = F.lit(python.isoformat() if isinstance(python, datetime.datetime) else python)
+    cast_to = spark_cast_type(t)
+    return (literal.cast(cast_to) if cast_to else literal).alias(name)
+
+
+def write_query(session: SqlSession, table: Table, df: Any) -> WrittenFiles:
+    """Spark tasks write the rows of ``df`` (typed for ``table``) as data files; nothing commits."""
+    from tablestore.engine.spark_write_files import table_target, write_files
+
     with spark_errors():
-        arrow = df.select(*selected).toArrow()
-    for name, value in static.items():
-        t = schema.find_type(name)
-        arrow = arrow.append_column(name, pa.array([value] * arrow.num_rows, type_to_arrow(t)))
-    rows = arrow.num_rows
-    if not s.overwrite:
-        if rows:
-            table.append(arrow)
-        return StatementResult(affected=rows)
-    mode = overwrite_mode(session, table)
-    if mode not in ("static", "dynamic"):
+        return write_files(df, table_target(table, session.config.to_json()))
+
+
+def commit_written_files(table: Table, written: WrittenFiles,
+                         producer: Callable[[list[DataFile], dict[str, str]], SnapshotProducer]) -> Snapshot:
+    """One snapshot of the files Spark wrote, marked with the write's id (a retry of a commit
+    whose outcome was unknown finds it); the files are deleted when the commit is refused."""
+    from tablestore.engine.spark_source_write import WRITE_ID_PROPERTY
+    from tablestore.engine.spark_write_files import commit_written
+
+    identity = CommitIdentity(written.write_id, WRITE_ID_PROPERTY)
+    return commit_written(table.io, written,
+                          lambda files: commit_snapshot(producer(files, written.summary()), identity))
+
+
+def run_insert(session: SqlSession, table: Table, s: st.Insert) -> StatementResult:
+    clause = resolve_partition_clause(table, s.partition)
+    static = clause.static
+    targets = _targets(table, s, clause)
+    df = session.planner().dataframe(s.query)
+    if len(df.columns) != len(targets):
+        raise _column_count_error(table, len(df.columns), targets, clause)
+    df = typed_for_table(table, df, targets)
+    if static:
+        df = df.select("*", *(static_column(table, name, value) for name, value in static.items()))
+    mode = overwrite_mode(session, table) if s.overwrite else "append"
+    if mode not in ("static", "dynamic", "append"):
         raise ValidationError(f"{INSERT_OVERWRITE_MODE} must be 'dynamic' or 'static', got {mode!r}")
+    written = write_query(session, table, df)
+    rows = written.rows
+    if not s.overwrite:
+        if written.files:
+            commit_written_files(table, written, lambda files, props: FastAppend(table, files, props))
+        return StatementResult(affected=rows)
     if static and (not clause.dynamic or mode == "static"):
         # Every row the PARTITION clause selects is replaced, even by an empty query (Hive's rule).
         condition: Expression | None = None
         for name, value in static.items():
             term: Expression = IsNull(Reference(name)) if value is None else EqualTo(Reference(name), value)
             condition = term if condition is None else And(condition, term)
-        table.overwrite(arrow, filter=condition)
-    elif mode == "static" or not spec.fields:
-        table.overwrite(arrow)
+        commit_written_files(table, written,
+                             lambda files, props: overwrite_files_producer(table, files, condition, props))
+    elif mode == "static" or not table.spec().fields:
+        commit_written_files(table, written, lambda files, props: overwrite_files_producer(table, files, None, props))
     else:
-        table.replace_partitions(arrow)
+        commit_written_files(table, written,
+                             lambda files, props: replace_partitions_files_producer(table, files, props))
     return StatementResult(affected=rows)

@@ -12,6 +12,7 @@ raises a TableStoreError and commits nothing; the statements before it stay comm
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -29,7 +30,7 @@ from tablestore.errors import (
 from tablestore.session import CatalogManager
 from tablestore.sql import statements as st
 from tablestore.sql.ddl import describe_table, describe_view, show_create_table, table_schema_from_columns
-from tablestore.sql.dml import run_insert
+from tablestore.sql.dml import commit_written_files, run_insert, typed_for_table, write_query
 from tablestore.sql.external_statements import ExternalTableStatements
 from tablestore.sql.parser import parse_script, parse_statement
 from tablestore.sql.partition_statements import PartitionStatements
@@ -38,6 +39,7 @@ from tablestore.sql.query import QueryPlanner, load_python_function, spark_error
 from tablestore.sql.result import StatementResult
 from tablestore.sql.row_level_statements import RowLevelStatements
 from tablestore.sql.schema_statements import SchemaStatements
+from tablestore.table.update.snapshot import FastAppend
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -80,8 +82,17 @@ class SqlSession(
 
     # -- execution -------------------------------------------------------------------------
     def execute(self, script: str) -> list[StatementResult]:
-        """Run every statement of a script in order; stops at the first error (raised)."""
-        return [self.execute_statement(s) for s in parse_script(script)]
+        """Run every statement of a script in order; stops at the first error (raised).
+
+        A query's rows are read before the next statement runs (that statement may change what
+        the query reads); the last statement's result is returned unread, as a stream.
+        """
+        results: list[StatementResult] = []
+        for statement in parse_script(script):
+            if results and results[-1].is_streamed:
+                _ = results[-1].rows
+            results.append(self.execute_statement(statement))
+        return results
 
     def execute_one(self, sql: str) -> StatementResult:
         return self.execute_statement(parse_statement(sql))
@@ -95,13 +106,23 @@ class SqlSession(
         return result
 
     # -- queries ----------------------------------------------------------------------------
-    def query_arrow(self, sql: str) -> Any:
+    def query_arrow(self, sql: str) -> pa.RecordBatchReader:
+        """The rows of a query as a RecordBatchReader, fetched from Spark a partition at a time
+        (``.read_all()`` collects them into one table)."""
+        from tablestore.engine.spark_result_stream import result_stream
+
         df = self.planner().dataframe(sql)
         with spark_errors():
-            return df.toArrow()
+            reader = result_stream(df)
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            with spark_errors():  # a runtime error surfaces while the rows are read
+                yield from reader
+
+        return pa.RecordBatchReader.from_batches(reader.schema, batches())
 
     def _Query(self, s: st.Query) -> StatementResult:
-        return StatementResult.from_arrow(self.query_arrow(s.sql))
+        return StatementResult.from_stream(self.query_arrow(s.sql))
 
     def _Insert(self, s: st.Insert) -> StatementResult:
         catalog, identifier = self.manager.resolve_table(s.name)
@@ -218,24 +239,42 @@ class SqlSession(
         properties = dict(s.properties)
         if s.comment is not None:
             properties["comment"] = s.comment
-        data = None
-        if s.query is not None:
-            if s.columns:
-                raise ValidationError(
-                    "CREATE TABLE ... AS SELECT takes its columns from the query; drop the column list"
-                )
-            data = self.query_arrow(s.query)
-            schema: Any = data.schema
-        else:
-            schema = table_schema_from_columns(s.columns)
-        if exists and s.or_replace:
+        if s.query is None:
+            if exists and s.or_replace:
+                catalog.drop_table(identifier)
+            catalog.create_table(identifier, schema=table_schema_from_columns(s.columns),
+                                 partition_by=list(s.partitioned_by) or None, properties=properties,
+                                 location=s.location)
+            return StatementResult()
+        if s.columns:
+            raise ValidationError("CREATE TABLE ... AS SELECT takes its columns from the query; drop the column list")
+        return self._create_table_as(s, s.query, catalog, identifier, exists, properties)
+
+    def _create_table_as(self, s: st.CreateTable, query: str, catalog: Catalog, identifier: tuple[str, ...],
+                         exists: bool, properties: dict[str, str]) -> StatementResult:
+        """CTAS and RTAS: the table is created from the query's schema, then Spark tasks write the
+        query's rows and one append commits them. If the write or the commit fails, the new table
+        is dropped again and a replaced table is registered back, as it was."""
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        df = self.planner().dataframe(query)  # resolves every name and type before anything changes
+        # The Arrow schema toArrow() would give the rows (UTC timestamps), without running the query.
+        schema = to_arrow_schema(df.schema, timezone="UTC")
+        replaced = catalog.load_table_metadata(identifier)[0] if exists else None
+        if replaced is not None:
             catalog.drop_table(identifier)
         table = catalog.create_table(identifier, schema=schema, partition_by=list(s.partitioned_by) or None,
                                      properties=properties, location=s.location)
-        if data is not None and data.num_rows:
-            table.append(data)
-            return StatementResult(affected=data.num_rows)
-        return StatementResult()
+        try:
+            written = write_query(self, table, typed_for_table(table, df, [f.name for f in table.schema().fields]))
+            if written.files:
+                commit_written_files(table, written, lambda files, props: FastAppend(table, files, props))
+        except BaseException:
+            catalog.drop_table(identifier)
+            if replaced is not None:
+                catalog.register_table(identifier, replaced)
+            raise
+        return StatementResult(affected=written.rows) if written.rows else StatementResult()
 
     def _DropTable(self, s: st.DropTable) -> StatementResult:
         catalog, identifier = self.manager.resolve_table(s.name)
@@ -308,7 +347,7 @@ class SqlSession(
             if not s.or_replace:
                 raise AlreadyExistsError(f"view {'.'.join(identifier)} already exists; use CREATE OR REPLACE VIEW")
         df = self.planner().dataframe(s.query)  # resolves every name now, so a broken view is never stored
-        arrow_schema = df.limit(0).toArrow().schema
+        arrow_schema = df.limit(0).toArrow().schema  # no rows: only the schema
         if s.columns:
             if len(s.columns) != len(arrow_schema):
                 raise ValidationError(

@@ -118,8 +118,22 @@ def overwrite_producer(table: Table, data: Any, filter: str | Expression | None,
     CommitConflictError if a concurrent commit added rows that match the filter after this
     overwrite read the table.
     """
-    bound = bind(table.schema(), to_expression(filter))
     rows = _conformed(table, data)
+    return _overwrite(table, lambda: write_data_files(write_context(table), rows, table.engine.map)
+                      if rows.num_rows else [], filter, snapshot_properties)
+
+
+def overwrite_files_producer(table: Table, added: list[DataFile], filter: str | Expression | None,
+                             snapshot_properties: dict[str, str] | None) -> OverwriteFiles:
+    """:func:`overwrite_producer` for data files written elsewhere (by Spark tasks): the rows
+    matching ``filter`` are replaced by the rows of ``added``. ``table`` is the table as the
+    write read it: the commit is validated against the commits made since."""
+    return _overwrite(table, lambda: added, filter, snapshot_properties)
+
+
+def _overwrite(table: Table, write: Callable[[], list[DataFile]], filter: str | Expression | None,
+               snapshot_properties: dict[str, str] | None) -> OverwriteFiles:
+    bound = bind(table.schema(), to_expression(filter))
     snapshot = table.current_snapshot()
     removed: list[DataFile] = []
     changes: list[FileChange] = []
@@ -131,7 +145,7 @@ def overwrite_producer(table: Table, data: Any, filter: str | Expression | None,
         else:
             changes = run_changes(table, delete_job(ctx, bound), tasks, ctx)
     try:
-        added = write_data_files(write_context(table), rows, table.engine.map) if rows.num_rows else []
+        added = write()
     except BaseException:
         discard(ctx, changes)
         raise
@@ -261,6 +275,17 @@ def replace_partitions_producer(table: Table, data: Any,
     that adds files that may hold such rows makes it fail with CommitConflictError."""
     rows = _conformed(table, data)
     added = write_data_files(write_context(table), rows, table.engine.map) if rows.num_rows else []
+    try:
+        return replace_partitions_files_producer(table, added, snapshot_properties)
+    except BaseException:
+        discard(RowLevelContext.of(table, COPY_ON_WRITE), [], added)
+        raise
+
+
+def replace_partitions_files_producer(table: Table, added: list[DataFile],
+                                      snapshot_properties: dict[str, str] | None) -> OverwriteFiles:
+    """:func:`replace_partitions_producer` for data files written elsewhere (by Spark tasks): the
+    partitions replaced are those of ``added``, which the caller deletes if this fails."""
     replaced = ReplacedPartitions(table.schema(), table.spec(), {tuple(f.partition) for f in added})
     snapshot = table.current_snapshot()
     ctx = RowLevelContext.of(table, write_mode(table.properties, OVERWRITE_DELETE_MODE_OPERATION))
@@ -274,10 +299,6 @@ def replace_partitions_producer(table: Table, data: Any,
                 removed.append(task.file)
             elif status != _NO:
                 straddling.append(task)
-    try:
-        changes = run_changes(table, replace_job(ctx, replaced), straddling, ctx)
-    except BaseException:
-        discard(ctx, [], added)
-        raise
+    changes = run_changes(table, replace_job(ctx, replaced), straddling, ctx)
     return _producer(table, removed, added, changes, snapshot, [_conflict_check(replaced)],
                      {"replace-partitions": "true", **(snapshot_properties or {})})

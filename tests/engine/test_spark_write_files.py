@@ -31,19 +31,28 @@ def rows(spark: SparkSession, n: int, parts: int) -> DataFrame:
     )
 
 
+def source(lake: Lake, spark: SparkSession, name: str, n: int, parts: int) -> DataFrame:
+    """``n`` rows read from a table of ``parts`` files: a DataFrame whose size Spark cannot
+    estimate, so the write keeps its partitions (a small estimated write runs as one task)."""
+    table = lake.create(name, SCHEMA)
+    step = -(-n // parts)
+    for start in range(0, n, step):
+        ids = list(range(start, min(n, start + step)))
+        table.append(pa.table({"id": ids, "s": [f"row-{i}" for i in ids], "x": [i * 1.5 for i in ids],
+                               "g": [i % 4 for i in ids]}, SCHEMA))
+    return spark.read.format("tablestore").load(f"db.{name}")
+
+
 def data_files(table: Table) -> set[str]:
     return {p.name for p in Path(table.location.removeprefix("file://"), "data").glob("**/*.parquet")}
 
 
-def test_tasks_write_partitioned_files_and_one_append_commits_them(lake: Lake, spark: SparkSession) -> None:
-    table = lake.create("written", SCHEMA, partition_by=["g"])
+def test_tasks_write_files_and_one_append_commits_them(lake: Lake, spark: SparkSession) -> None:
+    table = lake.create("written", SCHEMA)
     target = table_target(table, lake.config.to_json())
-    written = write_files(rows(spark, 1000, 3), target)
+    written = write_files(source(lake, spark, "written_src", 1000, 3), target)
 
-    assert written.rows == 1000 and len(written.tasks) == 3
-    # Three tasks, each fanning out over the four partitions.
-    assert len(written.files) == 12
-    assert sorted({f.partition for f in written.files}) == [(0,), (1,), (2,), (3,)]
+    assert written.rows == 1000 and len(written.tasks) == len(written.files) == 3
     # Written by Spark's Python workers, not by this process.
     assert all(t.pid != os.getpid() for t in written.tasks)
     assert {t.partition for t in written.tasks} == {0, 1, 2}
@@ -68,6 +77,23 @@ def test_tasks_write_partitioned_files_and_one_append_commits_them(lake: Lake, s
                                                                                   f.null_value_counts)
 
 
+def test_rows_of_a_partition_are_brought_to_one_task(lake: Lake, spark: SparkSession) -> None:
+    table = lake.create("clustered", SCHEMA, partition_by=["g"])
+    written = write_files(source(lake, spark, "clustered_src", 1000, 3), table_target(table, lake.config.to_json()))
+    # Three input partitions, each with rows of all four table partitions: one file per partition.
+    assert sorted(f.partition for f in written.files) == [(0,), (1,), (2,), (3,)]
+    assert sorted(f.record_count for f in written.files) == [250] * 4
+    table.append_files(written.files)
+    table.refresh()
+    assert table.scan(filter="g = 2").to_arrow().num_rows == 250
+
+
+def test_a_small_write_is_one_task_and_one_file(lake: Lake, spark: SparkSession) -> None:
+    table = lake.create("small", SCHEMA)
+    written = write_files(rows(spark, 100, 4), table_target(table, lake.config.to_json()))
+    assert (len(written.tasks), len(written.files), written.rows) == (1, 1, 100)
+
+
 def test_failed_job_leaves_no_file_of_the_write(lake: Lake, spark: SparkSession) -> None:
     table = lake.create("failed_write", SCHEMA)
     table.append(pa.table({"id": [1], "s": ["a"], "x": [1.0], "g": [0]}, SCHEMA))
@@ -80,7 +106,7 @@ def test_failed_job_leaves_no_file_of_the_write(lake: Lake, spark: SparkSession)
             raise RuntimeError("boom")
         return s
 
-    df = rows(spark, 2000, 2).withColumn("s", boom("id", "s"))
+    df = source(lake, spark, "failed_src", 2000, 2).withColumn("s", boom("id", "s"))
     with pytest.raises(Exception, match="boom"):
         write_files(df, table_target(table, lake.config.to_json()))
     assert data_files(table) == before
@@ -90,7 +116,7 @@ def test_failed_job_leaves_no_file_of_the_write(lake: Lake, spark: SparkSession)
 
 def test_refused_commit_deletes_the_written_files(lake: Lake, spark: SparkSession) -> None:
     table = lake.create("refused", SCHEMA)
-    written = write_files(rows(spark, 100, 2), table_target(table, lake.config.to_json()))
+    written = write_files(source(lake, spark, "refused_src", 100, 2), table_target(table, lake.config.to_json()))
     assert len(data_files(table)) == 2
 
     def refuse(files: list) -> None:

@@ -194,6 +194,14 @@ def test_one_long_lived_spark_application_serves_every_run_and_work_directories_
     assert "No such file" in listing.stderr  # nothing inside the venv
 
 
+def test_the_spark_worker_writes_the_ingest_files(stack: Stack, pipeline: list[RunResult]) -> None:
+    # Each ingest's INSERT OVERWRITE records the hosts of the Spark tasks that wrote its files.
+    worker = stack.container("spark-worker")["Config"]["Hostname"]
+    ingests = [m for r in pipeline for key, m in r.materializations.items()
+               if key in ("lakehouse/shop/events", "lakehouse/shop/events_hourly") and m.get("action") == "overwritten"]
+    assert ingests and all(m["write_hosts"] == worker and int(m["write_tasks"]) >= 1 for m in ingests), ingests
+
+
 def _snapshots(stack: Stack) -> dict[str, tuple[int | None, list[int]]]:
     tables = _catalog_get(stack, "namespaces/shop/tables")["identifiers"]
     out = {}

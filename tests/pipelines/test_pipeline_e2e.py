@@ -18,7 +18,7 @@ import pytest
 from pipelines.definitions import build_assets, build_checks
 from pipelines.defs.erasure.assets import ERASURE_KEY
 from pipelines.defs.ingest import events as ev
-from pipelines.defs.ingest.assets import EVENTS_KEY, EVOLUTION_KEY, LANDING_KEY
+from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVENTS_KEY, EVOLUTION_KEY, LANDING_KEY
 from pipelines.defs.resources import resources
 from pipelines.run import PipelineRun, run_pipeline
 from pipelines.settings import DATABASE, load_settings
@@ -232,3 +232,16 @@ def test_check_fails_when_a_column_is_left_unwidened(tmp_path: Path) -> None:
     assert any("quantity" in f and "LongType" in f for f in failed)
     assert not any("'price'" in f or "'amount'" in f for f in failed if "of_type" in f)
     assert store.table("events").schema().find_field("quantity").field_type.__class__.__name__ == "IntegerType"
+
+
+def test_ingest_files_are_written_in_spark_tasks(lake: Lake) -> None:
+    """The ingest's INSERT OVERWRITE writes from Spark's executors, not from the run process:
+    each ingest records the Spark tasks that wrote its files (issue 29)."""
+    keys = {EVENTS_KEY.to_user_string(), EVENTS_HOURLY_KEY.to_user_string()}
+    ingests = [m for step in lake.first.steps for key, m in step.materializations.items()
+               if key in keys and m["action"] == "overwritten"]
+    assert len(ingests) >= 2  # the daily and the hourly ingests
+    for metadata in ingests:
+        assert int(str(metadata["write_tasks"])) >= 1, metadata
+        assert metadata["write_executors"] == "driver", metadata  # local[2]: the driver's executor
+        assert metadata["write_hosts"] != "", metadata

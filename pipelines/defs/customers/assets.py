@@ -77,7 +77,7 @@ def build_customer_assets() -> list[dg.AssetsDefinition]:
     def customer_segments(tablestore: TableStoreResource, spark: SparkResource) -> dg.MaterializeResult:
         """``segment`` (vip, regular, occasional, browser) from purchase counts, merged into
         ``customers`` with merge_columns (update_columns once the column exists)."""
-        source = tablestore.sql(spark.session()).query_arrow(SEGMENT_SQL)
+        source = tablestore.sql(spark.session()).query_arrow(SEGMENT_SQL).read_all()
         action, snapshot_id = merge_feature(tablestore.table("customers"), source, "segment")
         counts = source.group_by("segment").aggregate([("user_id", "count")]).to_pylist()
         return dg.MaterializeResult(metadata={
@@ -89,7 +89,7 @@ def build_customer_assets() -> list[dg.AssetsDefinition]:
     def customer_lifetime_value(tablestore: TableStoreResource, spark: SparkResource) -> dg.MaterializeResult:
         """``lifetime_value`` (purchases minus refunds) for customers who bought: a partial update,
         so customers without purchases keep NULL."""
-        source = tablestore.sql(spark.session()).query_arrow(LTV_SQL)
+        source = tablestore.sql(spark.session()).query_arrow(LTV_SQL).read_all()
         action, snapshot_id = merge_feature(tablestore.table("customers"), source, "lifetime_value")
         return dg.MaterializeResult(metadata={
             "action": action, "snapshot_id": str(snapshot_id), "source_rows": source.num_rows,

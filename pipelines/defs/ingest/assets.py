@@ -50,6 +50,10 @@ def _ingest_result(result: ev.IngestResult, store: TableStoreResource) -> dg.Mat
         "snapshot_id": str(result.snapshot_id) if result.snapshot_id is not None else "none (unchanged)",
         "partition_spec": str(table.spec()),
         "schema_id": table.schema().schema_id,
+        # Which Spark tasks wrote the files (none when unchanged): the run process writes none.
+        "write_tasks": int(result.written_by.get("tasks", "0")),
+        "write_executors": result.written_by.get("executors", ""),
+        "write_hosts": result.written_by.get("hosts", ""),
     })
 
 

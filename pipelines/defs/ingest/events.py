@@ -16,6 +16,8 @@ from tablestore.table import Table
 
 LANDING = table_name("landing_events")
 EVENTS = table_name("events")
+# The snapshot summary keys of a write made by Spark tasks (tablestore.engine.spark_write_files).
+WRITE_SUMMARY_PREFIX = "tablestore.write."
 REQUESTS = table_name("erasure_requests")
 # The landing table declares `device` from the start: files from before the source sent it
 # have no such column and read NULL through the name mapping.
@@ -122,6 +124,9 @@ class IngestResult:
     action: str  # "overwritten" or "unchanged"
     snapshot_id: int | None = None
     partitions: list[str] = field(default_factory=list)
+    # Where the files were written: the Spark tasks, executors and hosts the snapshot records
+    # (``tablestore.write.*`` of its summary; see tablestore.engine.spark_write_files).
+    written_by: dict[str, str] = field(default_factory=dict)
 
 
 def _fingerprint(sql: SqlSession, query: str) -> tuple[int, int]:
@@ -151,7 +156,10 @@ def ingest(sql: SqlSession, start: datetime.datetime, end: datetime.datetime, gr
         table.refresh()
         snapshot = table.current_snapshot()
         rows = int(snapshot.summary.get("added-records", "0")) if snapshot else 0
-        return IngestResult(start, end, rows, "overwritten", snapshot.snapshot_id if snapshot else None)
+        written_by = {k.removeprefix(WRITE_SUMMARY_PREFIX): v for k, v in (snapshot.summary if snapshot else {}).items()
+                      if k.startswith(WRITE_SUMMARY_PREFIX)}
+        return IngestResult(start, end, rows, "overwritten", snapshot.snapshot_id if snapshot else None,
+                            written_by=written_by)
     existing = f"SELECT event_id FROM {EVENTS} WHERE event_ts >= {ts_literal(start)} AND event_ts < {ts_literal(end)}"
     wanted = _fingerprint(sql, query)
     if _fingerprint(sql, existing) == wanted:
