@@ -12,9 +12,9 @@ plans the scan (snapshot, manifest, partition and column-metrics pruning, as the
 does), and ``spark.read.schema(...).parquet(*files)`` reads the planned files with a schema
 whose fields carry their Iceberg field ids (``parquet.field.id`` metadata). With
 ``spark.sql.parquet.fieldId.read.enabled`` Spark matches the files' columns by field id, so
-renamed, reordered and dropped columns read right, and with
-``spark.sql.parquet.fieldId.read.ignoreMissing`` a column added after a file was written reads
-as NULL, as Iceberg says. Spark 4's Parquet reader widens int to long, float to double and a
+renamed, reordered and dropped columns read right, and a column added after a file was written
+reads as NULL, as Iceberg says. ``spark.sql.parquet.fieldId.read.ignoreMissing`` is off: it is
+about a file with no field id at all, which it would read as all NULL; Spark then fails instead. Spark 4's Parquet reader widens int to long, float to double and a
 decimal to a larger precision, which are all the type promotions Iceberg allows.
 
 Both settings are set on the session by ``spark_session`` and by every ``read_dataframe``.
@@ -66,7 +66,9 @@ if TYPE_CHECKING:
 # Match the files' columns by field id; a column a file lacks (added later) reads as NULL.
 NATIVE_READ_CONF = {
     "spark.sql.parquet.fieldId.read.enabled": "true",
-    "spark.sql.parquet.fieldId.read.ignoreMissing": "true",
+    # "true" would read a file without any field id as all NULL rows, silently (row-level SQL
+    # then misses every row of it); "false" fails the read and names the file.
+    "spark.sql.parquet.fieldId.read.ignoreMissing": "false",
 }
 # Iceberg type -> the Spark type Spark's Parquet reader yields from the Iceberg encoding.
 _READ_TYPES: dict[type[IcebergType], st.DataType] = {t: spark_type() for t, spark_type in NATIVE_TYPES.items()}
