@@ -14,8 +14,9 @@ whose fields carry their Iceberg field ids (``parquet.field.id`` metadata). With
 ``spark.sql.parquet.fieldId.read.enabled`` Spark matches the files' columns by field id, so
 renamed, reordered and dropped columns read right, and a column added after a file was written
 reads as NULL, as Iceberg says. ``spark.sql.parquet.fieldId.read.ignoreMissing`` is off: it is
-about a file with no field id at all, which it would read as all NULL; Spark then fails instead. Spark 4's Parquet reader widens int to long, float to double and a
-decimal to a larger precision, which are all the type promotions Iceberg allows.
+about a file with no field id at all, which it would read as all NULL; Spark then fails instead.
+Spark 4's Parquet reader widens int to long, float to double and a decimal to a larger
+precision, which are all the type promotions Iceberg allows.
 
 Both settings are set on the session by ``spark_session`` and by every ``read_dataframe``.
 Spark only matches by id when the requested schema carries ids, so other Parquet reads are

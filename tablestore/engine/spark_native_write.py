@@ -64,8 +64,8 @@ from tablestore.spec.types import (
     TimestampType,
     TimestamptzType,
 )
-from tablestore.table.read import parquet_field_id
 from tablestore.table.metrics import collect_metrics, float_nan_counts, metrics_modes
+from tablestore.table.read import parquet_field_id
 from tablestore.table.write import WriteContext
 
 if TYPE_CHECKING:
