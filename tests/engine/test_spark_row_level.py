@@ -93,3 +93,22 @@ def test_a_row_selected_twice_or_a_file_outside_the_snapshot_is_refused_before_a
         apply_changes(table, table.current_snapshot(), "delete", elsewhere)
     table = lake.load("refused")
     assert table.metadata_location == location and _files_on_disk(table) == before
+
+
+def test_row_level_sql_sees_the_rows_of_a_data_file_without_field_ids(lake: Lake, spark: SparkSession) -> None:
+    """A file without Parquet field ids (as write_dataframe once wrote them, or an imported
+    file) is read by tablestore's reader, not by Spark's id-matching one: every row is seen."""
+    from tablestore.engine.spark_native_read import read_table
+    from tablestore.sql.session import SqlSession
+
+    table = _table(lake, "without_ids", "copy-on-write")
+    first, _ = _paths(table)
+    local = first.removeprefix("file://")
+    pq.write_table(pq.read_table(local).replace_schema_metadata(None).cast(SCHEMA), local)
+    assert all(not f.metadata for f in pq.read_schema(local))
+    outcome = read_table(spark, "db.without_ids", config=lake.config)
+    assert (outcome.path, outcome.reason) == ("data-source", f"data file {first} has no Parquet field ids")
+    session = SqlSession(lake.config, spark=spark)
+    assert session.execute_one("UPDATE db.without_ids SET s = 'u' WHERE id IN (SELECT id FROM range(0, 20, 2))"
+                               ).affected == 10
+    assert session.execute_one("SELECT count(*), count_if(s = 'u') FROM db.without_ids").rows == [[20, 10]]
