@@ -13,7 +13,9 @@ or, with ``_file`` NULL, is a row to insert. :func:`apply_changes` then
    writes its position delete file or v3 deletion vector (merge-on-read), and writes the
    updated rows (keeping their ``_row_id`` on v3); inserted rows are written in groups of at
    most ``INSERT_GROUP_BYTES`` of Arrow. A task returns one small row per changed file or
-   written group: the pickled change (``DataFile`` descriptions) and counts;
+   written group: the pickled change (``DataFile`` descriptions), counts, and where it ran
+   (recorded in the snapshot summary as ``tablestore.write.tasks``, ``.executors``, ``.hosts``
+   and ``.spark-stage``);
 3. commits once on the driver, as the table core does (``commit_changes``: one RowDelta,
    validated against the snapshot the query read, under the table's isolation level). A
    failed job or commit deletes the files the tasks wrote (a killed job leaves orphans, which
@@ -28,9 +30,10 @@ from __future__ import annotations
 
 import itertools
 import pickle
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -67,7 +70,13 @@ _INSERT_PREFIX = "\x00insert-"
 # Arrow bytes of inserted rows a task holds before it writes them as a file group: bounds a
 # task's memory whatever the statement inserts.
 INSERT_GROUP_BYTES = 128 * 1024 * 1024
-RESULT_SCHEMA = "payload binary, deleted long, updated long, inserted long, error string"
+RESULT_SCHEMA = ("payload binary, deleted long, updated long, inserted long, error string, "
+                 "task string, executor string, host string, stage long")
+# Where the files were written, in the snapshot summary, under the keys the SQL writes use
+# (tablestore.engine.spark_write_files): the tasks that wrote files, their executors, hosts and
+# stage. Spark sets the executor id in each task's local properties ("driver" in local mode).
+SUMMARY_PREFIX = "tablestore.write."
+_EXECUTOR_PROPERTY = "spark.executor.id"
 
 
 @dataclass(frozen=True)
@@ -88,11 +97,30 @@ def _new_rows(data: pa.Table, schema: Schema) -> pa.Table:
 
 def _result(payload: object, deleted: int = 0, updated: int = 0, inserted: int = 0,
             error: str | None = None) -> pa.RecordBatch:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    task = f"{context.stageId()}.{context.partitionId()}" if context else "unknown"
+    executor = (context.getLocalProperty(_EXECUTOR_PROPERTY) if context else None) or "unknown"
     return pa.RecordBatch.from_pydict({
         "payload": pa.array([pickle.dumps(payload) if payload is not None else None], pa.binary()),
         "deleted": pa.array([deleted], pa.int64()), "updated": pa.array([updated], pa.int64()),
         "inserted": pa.array([inserted], pa.int64()), "error": pa.array([error], pa.string()),
+        "task": pa.array([task], pa.string()), "executor": pa.array([executor], pa.string()),
+        "host": pa.array([socket.gethostname()], pa.string()),
+        "stage": pa.array([context.stageId() if context else -1], pa.int64()),
     })
+
+
+def _summary(rows: list[Any]) -> dict[str, str]:
+    """Snapshot summary properties saying which Spark tasks wrote the statement's files."""
+    writing = [r for r in rows if r["payload"] is not None]
+    return {
+        f"{SUMMARY_PREFIX}tasks": str(len({r["task"] for r in writing})),
+        f"{SUMMARY_PREFIX}executors": ",".join(sorted({r["executor"] for r in writing})),
+        f"{SUMMARY_PREFIX}hosts": ",".join(sorted({r["host"] for r in writing})),
+        f"{SUMMARY_PREFIX}spark-stage": ",".join(str(s) for s in sorted({r["stage"] for r in writing})),
+    }
 
 
 def _runs(keys: pa.Array) -> list[tuple[int, int]]:
@@ -202,12 +230,13 @@ def apply_changes(
         discard(ctx, file_changes, inserted_files)
         raise ValidationError(errors[0])
     committed = None
+    summary = _summary(results)
     try:
         if snapshot is None:
-            committed = table.append_files(inserted_files) if inserted_files else None
+            committed = table.append_files(inserted_files, summary) if inserted_files else None
         else:
             committed = commit_changes(table, file_changes, snapshot, operation, conflict_filter,
-                                       extra_data=inserted_files)
+                                       extra_data=inserted_files, snapshot_properties=summary)
     except BaseException:
         discard(ctx, file_changes, inserted_files)
         raise

@@ -55,6 +55,13 @@ def test_tasks_delete_update_and_insert_then_the_driver_commits_once(lake: Lake,
     assert (outcome.deleted, outcome.updated, outcome.inserted) == (1, 2, 2)
     table = lake.load(table.identifier[-1])
     assert len(table.snapshots()) == snapshots + 1 and outcome.snapshot == table.current_snapshot()
+    # Which Spark tasks wrote the files: both changed files and the inserted rows, on local[2]'s
+    # one executor ("driver"), in one stage.
+    assert outcome.snapshot is not None
+    summary = outcome.snapshot.summary
+    assert 1 <= int(summary["tablestore.write.tasks"]) <= 3
+    assert summary["tablestore.write.executors"] == "driver" and summary["tablestore.write.hosts"]
+    assert summary["tablestore.write.spark-stage"].isdigit()
     rows = sorted(table.scan().to_arrow().to_pylist(), key=lambda r: r["id"])
     expected = [{"id": i, "s": "u3" if i == 3 else "u19" if i == 19 else f"r{i}"} for i in range(1, 20)]
     assert rows == [*expected, {"id": 100, "s": "new"}, {"id": 101, "s": "new"}]

@@ -2,11 +2,14 @@
 
 The server is the stack's (``infra.spark_connect``: tablestore's daemon and settings), started
 here on ``local[2]``; the client has no JVM, so the statements' files can only be written by the
-server's tasks, and their descriptions are all that comes back.
+server's tasks, and their descriptions are all that comes back. The client runs in a process of
+its own (tests/sql/row_level_connect_job.py): Spark refuses a Connect session in a process that
+holds a classic one, as earlier test modules leave.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -19,11 +22,10 @@ import pytest
 
 from infra.local.processes import die_with_parent, free_port
 from infra.spark_connect import command
-from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
-from tablestore.sql.session import SqlSession
 
 pytestmark = pytest.mark.spark
 
+REPO = Path(__file__).resolve().parents[2]
 MODES = ["copy-on-write", "merge-on-read"]
 
 
@@ -50,35 +52,12 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         server.wait(60)
 
 
-@pytest.fixture(scope="module")
-def session(connect_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqlSession]:
-    from tablestore.engine.spark import spark_session
-
-    root = tmp_path_factory.mktemp("connect-lake")
-    catalog = CatalogConfig("lake", "sql", {"uri": f"sqlite:///{root}/catalog.db", "warehouse": str(root / "wh")}, "db")
-    config = LakehouseConfig("lake", {"lake": catalog}, SparkConfig(connect_url, {}))
-    spark = spark_session(config, app_name="tablestore-row-level-connect")
-    assert getattr(spark, "_jvm", None) is None  # a Connect client: no JVM in this process
-    s = SqlSession(config, spark=spark)
-    s.execute("CREATE DATABASE db")
-    try:
-        yield s
-    finally:
-        spark.stop()
-
-
-@pytest.mark.parametrize("mode", MODES)
-def test_update_delete_and_merge_run_through_spark_connect(session: SqlSession, mode: str, tmp_path: Path) -> None:
-    table = f"db.t_{mode.replace('-', '_')}"
-    props = ", ".join(f"'write.{op}.mode'='{mode}'" for op in ("delete", "update", "merge"))
-    session.execute(f"CREATE TABLE {table} (id BIGINT, s STRING) TBLPROPERTIES ({props})")
-    session.execute(f"INSERT INTO {table} SELECT id, concat('r', id) FROM range(0, 1000)")
-    assert session.execute_one(f"UPDATE {table} SET s = 'u' WHERE id < 100").affected == 100
-    assert session.execute_one(f"DELETE FROM {table} WHERE id IN (SELECT id FROM range(100, 200))").affected == 100
-    merged = session.execute_one(
-        f"MERGE INTO {table} t USING (SELECT id * 2 AS id, 'm' AS s FROM range(400, 600)) k ON t.id = k.id "
-        "WHEN MATCHED THEN UPDATE SET s = k.s WHEN NOT MATCHED THEN INSERT *")
-    assert merged.rows == [[200, 100, 0, 100]]
-    counts = session.execute_one(f"SELECT count(*), count(DISTINCT id), count_if(s = 'u'), count_if(s = 'm'), "
-                                 f"count_if(id BETWEEN 100 AND 199) FROM {table}")
-    assert counts.rows == [[1000, 1000, 100, 200, 0]]
+def test_update_delete_and_merge_run_through_spark_connect(connect_url: str, tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "tests.sql.row_level_connect_job", connect_url, str(tmp_path)],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    assert outcome["jvm"] is False  # a Connect client: no JVM in that process
+    for mode in MODES:
+        assert outcome[mode] == {"updated": 100, "deleted": 100, "merged": [[200, 100, 0, 100]],
+                                 "counts": [[1000, 1000, 100, 200, 0]]}, mode
