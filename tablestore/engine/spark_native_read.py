@@ -12,10 +12,11 @@ plans the scan (snapshot, manifest, partition and column-metrics pruning, as the
 does), and ``spark.read.schema(...).parquet(*files)`` reads the planned files with a schema
 whose fields carry their Iceberg field ids (``parquet.field.id`` metadata). With
 ``spark.sql.parquet.fieldId.read.enabled`` Spark matches the files' columns by field id, so
-renamed, reordered and dropped columns read right, and with
-``spark.sql.parquet.fieldId.read.ignoreMissing`` a column added after a file was written reads
-as NULL, as Iceberg says. Spark 4's Parquet reader widens int to long, float to double and a
-decimal to a larger precision, which are all the type promotions Iceberg allows.
+renamed, reordered and dropped columns read right, and a column added after a file was written
+reads as NULL, as Iceberg says. ``spark.sql.parquet.fieldId.read.ignoreMissing`` is off: it is
+about a file with no field id at all, which it would read as all NULL; Spark then fails instead.
+Spark 4's Parquet reader widens int to long, float to double and a decimal to a larger
+precision, which are all the type promotions Iceberg allows.
 
 Both settings are set on the session by ``spark_session`` and by every ``read_dataframe``.
 Spark only matches by id when the requested schema carries ids, so other Parquet reads are
@@ -23,10 +24,10 @@ unchanged.
 
 When the fast path does not apply, ``read_table`` reads through the data source (the same
 rows, only slower): a planned file with delete files (merge-on-read deletes), a file without
-Parquet field ids (files imported with a name mapping), a table outside the local file system
-(Spark would need its own S3 connector), a data file not in Parquet, or a column type Spark's
-Parquet reader does not read as tablestore maps it (time, uuid, fixed, nanosecond timestamps,
-lists and maps, whose element ids Spark cannot match) or with an initial default.
+Parquet field ids (imported files, files of an older write_dataframe), a table outside the local
+file system (Spark would need its own S3 connector), a data file not in Parquet, or a column
+type Spark's Parquet reader does not read as tablestore maps it (time, uuid, fixed, nanosecond
+timestamps, lists and maps, whose element ids Spark cannot match) or with an initial default.
 
 The ``filter`` (SQL text) prunes files in planning and is then applied by Spark to the rows
 (``DataFrame.where``), so Spark SQL evaluates it; the data source evaluates it with tablestore.
@@ -46,7 +47,7 @@ from pyspark.sql import types as st
 from tablestore.engine.spark_native_write import FIELD_ID_KEY, NATIVE_TYPES
 from tablestore.engine.spark_source_options import SOURCE_NAME, table_options
 from tablestore.engine.spark_source_read import ReadState, TablestoreReader, resolve_read
-from tablestore.io import load_file_io
+from tablestore.io import FileIO, load_file_io
 from tablestore.spec.manifest import FileFormat
 from tablestore.spec.schema import PARQUET_FIELD_ID
 from tablestore.spec.types import (
@@ -66,7 +67,9 @@ if TYPE_CHECKING:
 # Match the files' columns by field id; a column a file lacks (added later) reads as NULL.
 NATIVE_READ_CONF = {
     "spark.sql.parquet.fieldId.read.enabled": "true",
-    "spark.sql.parquet.fieldId.read.ignoreMissing": "true",
+    # "true" would read a file without any field id as all NULL rows, silently (row-level SQL
+    # then misses every row of it); "false" fails the read and names the file.
+    "spark.sql.parquet.fieldId.read.ignoreMissing": "false",
 }
 # Iceberg type -> the Spark type Spark's Parquet reader yields from the Iceberg encoding.
 _READ_TYPES: dict[type[IcebergType], st.DataType] = {t: spark_type() for t, spark_type in NATIVE_TYPES.items()}
@@ -134,16 +137,33 @@ def ineligible(state: ReadState, tasks: list[FileTask]) -> str:
     promoted = _promoted_from_date(state)
     if promoted:
         return f"column {promoted!r} was promoted from date to a timestamp (format v3): old files hold dates"
-    if state.name_mapping is not None and tasks:
-        # Only imported files lack field ids, and only imports set a name mapping: a footer
-        # read per file, on the driver, only for such tables.
+    if tasks:
+        # tablestore, pyiceberg, Java and DuckDB write field ids; imported files, and files of
+        # write_dataframe before it kept them, have none, and Spark's reader, matching by id,
+        # reads such a file as an error (it would otherwise read NULLs). A footer read per
+        # file on the driver, once per process: data files never change.
         io = load_file_io(state.io_properties)
         for task in tasks:
-            with io.new_input(task.file.file_path).open() as f:
-                schema = pq.ParquetFile(f).schema_arrow
-            if not all(_has_field_ids(field) for field in schema):
-                return f"data file {task.file.file_path} has no Parquet field ids (an imported file)"
+            if not _file_has_field_ids(io, task.file.file_path):
+                return f"data file {task.file.file_path} has no Parquet field ids"
     return ""
+
+
+# Whether each data file (by path) carries field ids on all its columns.
+_FIELD_IDS: dict[str, bool] = {}
+_FIELD_IDS_MAX = 100_000
+
+
+def _file_has_field_ids(io: FileIO, path: str) -> bool:
+    known = _FIELD_IDS.get(path)
+    if known is None:
+        with io.new_input(path).open() as f:
+            schema = pq.ParquetFile(f).schema_arrow
+        known = all(_has_field_ids(field) for field in schema)
+        if len(_FIELD_IDS) >= _FIELD_IDS_MAX:
+            _FIELD_IDS.clear()
+        _FIELD_IDS[path] = known
+    return known
 
 
 def _promoted_from_date(state: ReadState) -> str:

@@ -65,6 +65,7 @@ from tablestore.spec.types import (
     TimestamptzType,
 )
 from tablestore.table.metrics import collect_metrics, float_nan_counts, metrics_modes
+from tablestore.table.read import parquet_field_id
 from tablestore.table.write import WriteContext
 
 if TYPE_CHECKING:
@@ -190,8 +191,29 @@ def write_dataframe(
                 writer = writer.option(key, value)
         writer.save(name)
         return WriteOutcome("data-source", reason)
-    _write_native(df.to(schema), target, overwrite=mode == "overwrite")
+    _write_native(with_field_ids(df, schema), target, overwrite=mode == "overwrite")
     return WriteOutcome("native")
+
+
+def with_field_ids(df: DataFrame, schema: st.StructType) -> DataFrame:
+    """``df`` as ``schema``, each column carrying its field ids through to Spark's writer.
+
+    Neither ``df.to(schema)`` nor a plain alias is enough: ``to`` puts the ids on attribute
+    references, which the optimizer drops when it collapses the projection into the one below
+    (Spark then wrote files without any field id, which its own id-matching reader reads as all
+    NULL: every row-level statement missed every row of such a file). An alias with explicit
+    metadata survives the optimizer for a top-level column, and a cast to the struct type with
+    ids carries a struct's nested ids (the cast is not simplified away, because the types differ
+    in their metadata)."""
+    from pyspark.sql import functions as F
+
+    columns = []
+    for field in schema.fields:
+        column = F.col(f"`{field.name}`")
+        if isinstance(field.dataType, st.StructType):
+            column = column.cast(field.dataType)
+        columns.append(column.alias(field.name, metadata=field.metadata))
+    return df.select(*columns)
 
 
 @contextmanager
@@ -262,6 +284,7 @@ def _data_file(ctx: WriteContext, path: str, local_path: str) -> DataFile:
     """The DataFile of one file Spark wrote: metrics from its footer, NaN counts from its floats."""
     schema = ctx.schema
     parquet = pq.ParquetFile(local_path)
+    _check_field_ids(parquet.schema_arrow, schema.fields, path)
     metadata = parquet.metadata
     floats = [f for f in schema.fields if isinstance(f.field_type, FloatType | DoubleType)]
     columns = parquet.read(columns=[f.name for f in floats]) if floats and metadata.num_rows else None
@@ -271,6 +294,20 @@ def _data_file(ctx: WriteContext, path: str, local_path: str) -> DataFile:
     if columns is not None:
         _float_bounds_without_nan(metrics.lower_bounds, metrics.upper_bounds, columns, floats, nan_counts)
     return metrics.data_file(path, (), os.path.getsize(local_path), ctx.spec.spec_id)
+
+
+def _check_field_ids(file_schema: pa.Schema | pa.StructType, fields: tuple[NestedField, ...], path: str) -> None:
+    """Refuse a file whose columns do not carry the table's field ids: readers that match
+    columns by id (Spark's, with ``fieldId.read.enabled``) would read it as NULL. The write
+    then fails and its directory is removed, rather than a table that reads wrong."""
+    for f, column in zip(fields, file_schema, strict=True):
+        if parquet_field_id(column) != f.field_id:
+            raise ValidationError(
+                f"Spark wrote {path} with field id {parquet_field_id(column)} for column {f.name!r}, not the "
+                f"table's {f.field_id}; nothing was committed (write through format(\"tablestore\") instead)"
+            )
+        if isinstance(f.field_type, StructType):
+            _check_field_ids(column.type, f.field_type.fields, path)
 
 
 def _float_bounds_without_nan(

@@ -7,10 +7,12 @@ A mixin of :class:`tablestore.sql.session.SqlSession`: a statement class ``X`` r
 - Anything else runs its condition and expressions in Spark: the target is read at its current
   snapshot with two hidden columns, ``_file`` and ``_pos`` (by Spark's Parquet reader when the
   files have no deletes, else the ``tablestore_rows`` source; only the columns a MERGE uses), the
-  statement becomes one Spark query over it (subqueries, joins and functions included) that
-  returns the affected rows' files and positions and their new values, and the table core
-  applies that as position deletes (merge-on-read) or file rewrites (copy-on-write) in one
-  commit, validated against the snapshot Spark read.
+  statement becomes one Spark query over it (subqueries, joins and functions included) whose
+  rows are its effect (each affected row's file, position, deleted or updated, new values; rows
+  to insert), and Spark tasks apply it per data file with the table core's per-file functions:
+  position deletes or deletion vectors (merge-on-read), file rewrites (copy-on-write), new
+  rows. The driver commits once, validated against the snapshot Spark read
+  (``tablestore.engine.spark_row_level``); no row reaches it.
 
 The parts of a WHERE that are plain filters also prune the files Spark reads, and serve as the
 conflict-detection filter under serializable isolation. A MERGE reads only the target columns
@@ -25,11 +27,10 @@ import contextlib
 import itertools
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
-from tablestore.engine.spark_convert import from_spark_table
+from tablestore.engine.spark_row_level import DELETE, INSERT, UPDATE, RowLevelOutcome, apply_changes
 from tablestore.engine.spark_row_source import SOURCE_NAME, native_row_positions, register
 from tablestore.engine.spark_source_options import quote_name
 from tablestore.errors import (
@@ -48,15 +49,21 @@ from tablestore.sql.parse_row_level import DeleteFrom, MergeClause, MergeInto, U
 from tablestore.sql.query import METADATA_TABLES, QueryPlanner, parse_query, spark_errors
 from tablestore.sql.result import StatementResult
 from tablestore.table.conform import conform_to_schema
-from tablestore.table.row_level import apply_positions, check_assignable
+from tablestore.table.row_level import check_assignable
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from tablestore.spec.metadata import Snapshot
     from tablestore.table import Table
 
 STREAMING_ERROR = "DELETE/UPDATE TABLE is not supported for streaming mode now"
 TARGET_MARKER = "__tablestore_target__"
+DUPLICATE_MATCH_ERROR = ("MERGE matched a single row of the target table with several rows of the source; "
+                         "make the source's keys unique (for example with a GROUP BY or a window)")
+# The upsert shortcut (Table.merge) holds its source in this process; only a source table of at
+# most this many rows takes it, so the client's memory stays bounded whatever the statement.
+UPSERT_SOURCE_MAX_ROWS = 250_000
 _view_ids = itertools.count(1)
 
 
@@ -160,24 +167,6 @@ def _key_pairs(on: str, target: str, source: str) -> list[tuple[str, str]]:
     return out
 
 
-def _positions_by_file(files: pa.ChunkedArray, positions: pa.ChunkedArray) -> tuple[dict[str, np.ndarray],
-                                                                                        dict[str, np.ndarray]]:
-    """Positions per data file, and the row indices of each file's rows in the input."""
-    names = np.asarray(files.to_pylist(), dtype=object)
-    pos = positions.to_numpy()
-    if len(names) == 0:
-        return {}, {}
-    unique, inverse = np.unique(names, return_inverse=True)
-    order = np.argsort(inverse, kind="stable")
-    bounds = np.searchsorted(inverse[order], np.arange(len(unique) + 1))
-    by_file, rows = {}, {}
-    for i, name in enumerate(unique):
-        index = order[bounds[i]:bounds[i + 1]]
-        by_file[str(name)] = pos[index]
-        rows[str(name)] = index
-    return by_file, rows
-
-
 class RowLevelStatements:
     # "batch", or "streaming" in a session that a streaming job runs: row-level DML is batch-only.
     runtime_mode: str = "batch"
@@ -212,9 +201,12 @@ class RowLevelStatements:
             df.createOrReplaceTempView(view)
         return _TargetPlanner(base, view)
 
-    def _collect(self, df: DataFrame) -> pa.Table:
+    def _apply(self, table: Table, snapshot: Snapshot | None, operation: str, changes: DataFrame,
+               conflict_filter: BooleanExpression) -> RowLevelOutcome:
+        """The statement's effect written by Spark tasks and committed once (spark_row_level)."""
         with spark_errors():
-            return df.toArrow()
+            return apply_changes(table, snapshot, operation, changes, conflict_filter=conflict_filter,
+                                 duplicate_error=DUPLICATE_MATCH_ERROR)
 
     # -- DELETE ------------------------------------------------------------------------------------------
     def _DeleteFrom(self, s: DeleteFrom) -> StatementResult:
@@ -229,11 +221,10 @@ class RowLevelStatements:
         if snapshot is None:
             return StatementResult(affected=0)
         planner = self._target_planner(catalog, identifier, table, plain)
-        df = planner.dataframe(f"SELECT `_file`, `_pos` FROM {TARGET_MARKER} AS {_quote(alias)} WHERE {s.where}")
-        selected = self._collect(df)
-        deleted, _ = _positions_by_file(selected.column("_file"), selected.column("_pos"))
-        affected = apply_positions(table, snapshot, "delete", deleted, conflict_filter=plain or AlwaysTrue())
-        return StatementResult(affected=affected)
+        df = planner.dataframe(f"SELECT `_file`, `_pos`, {DELETE} AS `__kind` FROM {TARGET_MARKER} AS "
+                               f"{_quote(alias)} WHERE {s.where}")
+        outcome = self._apply(table, snapshot, "delete", df, plain or AlwaysTrue())
+        return StatementResult(affected=outcome.deleted)
 
     # -- UPDATE ------------------------------------------------------------------------------------------
     def _typed_columns(self, df: DataFrame, table: Table, names: list[str], what: str) -> DataFrame:
@@ -256,11 +247,6 @@ class RowLevelStatements:
             columns.append(table_typed(F.col(f"`{name}`"), spark_types[name], t).alias(name))
         return df.select(*columns)
 
-    def _new_rows(self, arrow: pa.Table, table: Table) -> pa.Table:
-        schema = table.schema()
-        data = arrow.select(schema.column_names)
-        return conform_to_schema(from_spark_table(data, schema), schema)
-
     def _UpdateTable(self, s: UpdateTable) -> StatementResult:
         self._check_batch()
         catalog, identifier, table = self._row_level_table(s.name)
@@ -281,18 +267,13 @@ class RowLevelStatements:
             from_clause = f"{'.'.join(_quote(p) for p in (catalog.name, *identifier))} AS {_quote(alias)}"
         else:
             from_clause = f"{TARGET_MARKER} AS {_quote(alias)}"
-        files = "`_file`, `_pos`, " if snapshot is not None else ""
+        files = f"`_file`, `_pos`, {UPDATE} AS `__kind`, " if snapshot is not None else ""
         df = planner.dataframe(f"SELECT {files}{select} FROM {from_clause}{where}")
         df = self._typed_columns(df, table, names, "UPDATE")
         if snapshot is None:
             return StatementResult(affected=0)
-        selected = self._collect(df)
-        deleted, rows = _positions_by_file(selected.column("_file"), selected.column("_pos"))
-        new_rows = self._new_rows(selected, table)
-        replacements = {path: new_rows.take(pa.array(index)) for path, index in rows.items()}
-        affected = apply_positions(table, snapshot, "update", deleted, replacements,
-                                   conflict_filter=plain or AlwaysTrue())
-        return StatementResult(affected=affected)
+        outcome = self._apply(table, snapshot, "update", df, plain or AlwaysTrue())
+        return StatementResult(affected=outcome.updated)
 
     # -- MERGE -------------------------------------------------------------------------------------------
     def _deterministic(self, planner: QueryPlanner, source: str) -> bool:
@@ -306,9 +287,9 @@ class RowLevelStatements:
 
     def _same_typed_table(self, name: tuple[str, ...], target: Table) -> pa.Table | None:
         """The rows of a USING table read by the table core, when the table has the target's
-        columns (by name, in any order and case) with the same types, so no cast is needed; else
-        None, and Spark reads it. Spark adds nothing here but a job and the rows' transfer from
-        its JVM: 2.4 s of a 3.9 s upsert of 1M keys into 10M rows (docs/row-level-operations.md)."""
+        columns (by name, in any order and case) with the same types, so no cast is needed, and
+        at most ``UPSERT_SOURCE_MAX_ROWS`` rows (its snapshot summary's count); else None, and
+        the statement runs in Spark. This process holds the rows it returns, hence the cap."""
         if len(name) >= 2 and name[-1].lower() in METADATA_TABLES:
             return None
         try:
@@ -324,6 +305,10 @@ class RowLevelStatements:
         if len(fields) != len(wanted) or any(
                 f.name.lower() not in wanted or wanted[f.name.lower()].field_type != f.field_type for f in fields):
             return None
+        snapshot = source.current_snapshot()
+        records = snapshot.summary.get("total-records") if snapshot is not None else "0"
+        if records is None or not records.isdigit() or int(records) > UPSERT_SOURCE_MAX_ROWS:
+            return None
         data = source.scan().to_arrow()
         by_name = {c.lower(): c for c in data.column_names}
         data = data.select([by_name[c.lower()] for c in schema.column_names]).rename_columns(schema.column_names)
@@ -331,20 +316,20 @@ class RowLevelStatements:
 
     def _upsert(self, s: MergeInto, table: Table, t: str, src: str,
                 source_table: tuple[str, ...] | None) -> StatementResult | None:
-        """A MERGE that is a plain upsert, run by the table's merge (``Table.merge``), or None when
-        the statement is not one.
+        """A MERGE that is a plain upsert from a small table, run by the table's merge
+        (``Table.merge``), or None when the statement is not one.
 
         An upsert: ON holds only ``t.k = s.k`` equalities, and the clauses are ``WHEN MATCHED
-        THEN UPDATE SET *`` and/or ``WHEN NOT MATCHED THEN INSERT *`` without conditions, over a
-        source with exactly the target's columns. Spark computes the source (any query, any
-        function) and casts it to the target's types as every MERGE does, unless it is a table
-        of the target's column types, which the table core reads (``_same_typed_table``). The
+        THEN UPDATE SET *`` and/or ``WHEN NOT MATCHED THEN INSERT *`` without conditions, and
+        the source is a table of the target's columns and types with at most
+        ``UPSERT_SOURCE_MAX_ROWS`` rows, which the table core reads (``_same_typed_table``). The
         merge then matches each target file against the source's sorted keys and changes only
-        the files that hold one. The general path below joins the whole target with the source in Spark and brings
-        every changed row to the driver: about twice the pyarrow floor for an upsert of 1M keys
-        into 10M rows (docs/row-level-operations.md), where this path is under it."""
+        the files that hold one, one file at a time on the table's engine, without a Spark job
+        (for a small source that is most of the statement's time saved). Every other MERGE, a
+        large or computed source included, runs in Spark below, where Spark tasks write the
+        files and no row reaches this process."""
         keys = _key_pairs(s.on, t, src) if s.on else []
-        if not keys or len(keys) != len(_conjuncts(s.on)):
+        if source_table is None or not keys or len(keys) != len(_conjuncts(s.on)):
             return None
         schema = table.schema()
         key_columns = {k.split(".")[-1].strip("`").lower() for k, _ in keys}
@@ -356,20 +341,9 @@ class RowLevelStatements:
         if any(c.condition or c.assignments is not None or c.insert_values is not None or c.insert_columns
                for c in s.clauses):
             return None
-        source = self._same_typed_table(source_table, table) if source_table is not None else None
+        source = self._same_typed_table(source_table, table)
         if source is None:
-            planner: QueryPlanner = self.planner()  # type: ignore[attr-defined]
-            if source_table is not None:
-                with contextlib.suppress(ValidationError, NoSuchTableError, NoSuchNamespaceError, LookupError):
-                    source_catalog, source_identifier = self.manager.resolve_table(source_table)  # type: ignore[attr-defined]
-                    planner.native_reads.add((source_catalog.name, *source_identifier))
-            df = planner.dataframe(f"SELECT * FROM {s.source} AS {_quote(src)}")
-            columns = schema.column_names
-            by_name = {c.lower(): c for c in df.columns}
-            if len(by_name) != len(df.columns) or set(by_name) != {c.lower() for c in columns}:
-                return None  # the general path says what is missing or ambiguous
-            df = df.select(*[df[f"`{by_name[c.lower()]}`"].alias(c) for c in columns])
-            source = self._new_rows(self._collect(self._typed_columns(df, table, columns, "MERGE")), table)
+            return None
         builder = table.merge(source, on=s.on, source_alias=src, target_alias=t)
         for clause in s.clauses:
             if clause.matched:
@@ -473,40 +447,13 @@ class RowLevelStatements:
             query = (f"WITH {source_cte} AS (SELECT * FROM {s.source} AS {_quote(src)}) SELECT * FROM "
                      f"({select(filtered, source_cte)}) WHERE `__action` >= 0")
         df = self._typed_columns(planner.dataframe(query), table, list(columns), "MERGE")
-        selected = self._collect(df)
-        kinds = np.array([c.action for c in s.clauses], dtype=object)
-        acts = kinds[selected.column("__action").to_numpy()] if selected.num_rows else np.array([], dtype=object)
-        is_matched = selected.column("__file").is_valid().to_numpy(zero_copy_only=False) if selected.num_rows \
-            else np.array([], dtype=bool)
-        counts = {k: int((acts == k).sum()) for k in ("update", "delete", "insert")}
-        matched_rows = selected.filter(pa.array(is_matched))
-        keys = list(zip(matched_rows.column("__file").to_pylist(), matched_rows.column("__pos").to_pylist(),
-                        strict=True))
-        if len(set(keys)) != len(keys):
-            raise ValidationError(
-                "MERGE matched a single row of the target table with several rows of the source; "
-                "make the source's keys unique (for example with a GROUP BY or a window)"
-            )
-        if snapshot is not None and matched_rows.num_rows:
-            deleted, rows = _positions_by_file(matched_rows.column("__file"), matched_rows.column("__pos"))
-            updates = self._new_rows(matched_rows, table)
-            update_mask = (acts[is_matched] == "update")
-            replacements, replaced_positions = {}, {}
-            positions = matched_rows.column("__pos").to_numpy()
-            for path, index in rows.items():
-                chosen = index[update_mask[index]]
-                if len(chosen):
-                    replacements[path] = updates.take(pa.array(chosen))
-                    replaced_positions[path] = positions[chosen]
-        else:
-            deleted, replacements, replaced_positions = {}, {}, {}
-        inserted = self._new_rows(selected.filter(pa.array(acts == "insert")), table) if counts["insert"] else None
-        if snapshot is None:
-            if inserted is not None:
-                table.append(inserted)
-        else:
-            apply_positions(table, snapshot, "merge", deleted, replacements, inserted, conflict_filter=AlwaysTrue(),
-                            replaced_positions=replaced_positions)
+        kinds = {"delete": DELETE, "update": UPDATE, "insert": INSERT}
+        kind = "CASE `__action` " + " ".join(f"WHEN {i} THEN {kinds[c.action]}" for i, c in enumerate(s.clauses)) \
+            + " END"
+        changes = df.selectExpr("`__file` AS `_file`", "`__pos` AS `_pos`", f"{kind} AS `__kind`",
+                                *[_quote(c) for c in columns])
+        outcome = self._apply(table, snapshot, "merge", changes, AlwaysTrue())
+        counts = {"update": outcome.updated, "delete": outcome.deleted, "insert": outcome.inserted}
         total = sum(counts.values())
         return StatementResult(
             ["num_affected_rows", "num_updated_rows", "num_deleted_rows", "num_inserted_rows"],

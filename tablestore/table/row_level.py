@@ -575,6 +575,40 @@ def update_rows(
 # -- applying changes that an engine (Spark SQL) selected by file and position -------------------------------
 
 
+def position_change(
+    ctx: RowLevelContext,
+    task: FileTask,
+    positions: np.ndarray,
+    replacement: pa.Table | None = None,
+    replaced_positions: np.ndarray | None = None,
+    write_replacement: bool = False,
+) -> FileChange | None:
+    """The change to one data file that removes the rows at ``positions`` and puts
+    ``replacement`` (their new versions, if any) in.
+
+    Copy-on-write rewrites the file with the replacement rows; merge-on-read marks the positions
+    deleted without reading the data file. There the replacement rows are written with the
+    change when the table keeps row lineage (each keeps the ``_row_id`` of the row at its
+    ``replaced_positions``, default ``positions``) or when ``write_replacement`` is set (an
+    engine task writing its own files); otherwise the caller writes them, all files' together.
+    """
+    was = replaced_positions if replaced_positions is not None else positions  # in the replacement's order
+    positions = np.unique(positions)
+    if ctx.lineage and replacement is not None and ROW_ID.name not in replacement.column_names:
+        replacement = replacement.append_column(ROW_ID.name, ctx.row_ids_at(task, was))
+    if ctx.mode == COPY_ON_WRITE:
+        live, live_positions = read_live_rows(ctx, task)
+        mask = np.isin(live_positions, positions)
+        return change_file(ctx, task, live, live_positions, mask, replacement)
+    if not task.delete_files and len(positions) == task.file.record_count:
+        change = FileChange(task.file, affected=len(positions), removed=True)
+    else:
+        change = ctx.delete_positions(task, positions, len(positions))
+    if replacement is not None and replacement.num_rows and (ctx.lineage or write_replacement):
+        change.added_data = ctx.write_rows(mark_updated(replacement) if ctx.lineage else replacement)
+    return change
+
+
 def apply_positions(
     table: Table,
     snapshot: Snapshot,
@@ -604,27 +638,13 @@ def apply_positions(
     if missing:
         raise ValidationError(f"{len(missing)} data file(s) selected for the change are not in snapshot "
                               f"{snapshot.snapshot_id} (for example {sorted(missing)[0]})")
-    mode = ctx.mode
     was = replaced_positions if replaced_positions is not None else deleted
 
     def run(task: FileTask) -> FileChange | None:
         path = task.file.file_path
-        positions = np.unique(deleted[path])
-        replacement = replacements.get(path)
-        if ctx.lineage and replacement is not None and ROW_ID.name not in replacement.column_names:
-            replacement = replacement.append_column(ROW_ID.name, ctx.row_ids_at(task, was[path]))
-        if mode == COPY_ON_WRITE:
-            live, live_positions = read_live_rows(ctx, task)
-            mask = np.isin(live_positions, positions)
-            return change_file(ctx, task, live, live_positions, mask, replacement)
-        if not task.delete_files and len(positions) == task.file.record_count:
-            change = FileChange(task.file, affected=len(positions), removed=True)
-        else:
-            change = ctx.delete_positions(task, positions, len(positions))
-        if ctx.lineage and replacement is not None:
-            change.added_data = ctx.write_rows(mark_updated(replacement))  # with the row ids read here
-        return change
+        return position_change(ctx, task, deleted[path], replacements.get(path), was.get(path))
 
+    mode = ctx.mode
     changes = [c for c in table.engine.map(run, tasks) if c is not None]
     extra: list[DataFile] = []
     try:

@@ -250,3 +250,34 @@ def test_natively_written_tables_read_identically_by_java(
     ours = oracle_rows(table.scan().to_arrow())
     assert len(ours) == 25 + 20
     assert oracle.check(results[job])["rows"] == ours
+
+
+def test_row_level_sql_sees_every_row_of_files_written_from_a_computed_dataframe(
+    catalog: Catalog, config: LakehouseConfig, spark: SparkSession
+) -> None:
+    """A DataFrame whose columns are computed (Spark collapses the field-id projection into its
+    own) once lost every field id: Spark's id-matching reader then read the files as NULL, and
+    UPDATE, DELETE with a subquery and MERGE missed every row (MERGE inserted duplicates)."""
+    from tablestore.sql.session import SqlSession
+
+    catalog.create_table("db.computed", schema=pa.schema([("id", pa.int64()), ("s", pa.string()), ("g", pa.int64())]))
+    df = spark.range(0, 4000).selectExpr("id", "concat('r', id) AS s", "id % 1000 AS g")
+    assert write_dataframe(df, "db.computed", config=config).path == "native"
+    table = catalog.load_table("db.computed")
+    for data_file in data_files(table):
+        ids = {f.name: int(f.metadata[b"PARQUET:field_id"]) for f in pq.read_schema(data_file.file_path)}
+        assert ids == {"id": 1, "s": 2, "g": 3}
+
+    session = SqlSession(config, spark=spark)
+    assert session.execute_one("UPDATE db.computed SET g = g + 1 WHERE g < 500").affected == 2000
+    session.execute("CREATE TABLE db.computed_keys (id BIGINT, s STRING, g BIGINT)")
+    session.execute("INSERT INTO db.computed_keys VALUES (3, 'new', -1), (3999, 'new', -1), (5000, 'new', -1)")
+    deleted = session.execute_one("DELETE FROM db.computed WHERE s IN (SELECT concat('r', id) FROM range(0, 4000, 2))")
+    assert deleted.affected == 2000
+    merged = session.execute_one(
+        "MERGE INTO db.computed t USING (SELECT id, s, g FROM db.computed_keys) k ON t.id = k.id "
+        "WHEN MATCHED THEN UPDATE SET s = k.s WHEN NOT MATCHED THEN INSERT *")
+    assert merged.rows == [[3, 2, 0, 1]]
+    rows = session.execute("SELECT count(*), count(DISTINCT id), sum(g), count_if(s = 'new') FROM db.computed")[-1]
+    expected_g = sum(i % 1000 + (1 if i % 1000 < 500 else 0) for i in range(1, 4000, 2)) - 1
+    assert rows.rows == [[2001, 2001, expected_g, 3]]
