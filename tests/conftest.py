@@ -203,3 +203,17 @@ def catalog_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[C
     yield CatalogTarget(kind, f"test_{uuid.uuid4().hex[:8]}",
                         {"type": "sql", "uri": uri, "warehouse": warehouse.location, **warehouse.properties},
                         warehouse)
+
+
+# The expiry of a vended credential, tried for real: MinIO's STS vends for 15 minutes at the
+# least, so one test vends when the session starts and another tries the credential when it ends.
+EXPIRY_FIRST = "tests/rest/test_credentials.py::test_a_credential_vended_when_the_session_starts_works_until_it_expires"
+EXPIRY_LAST = "tests/rest/test_credentials.py::test_an_expired_vended_credential_is_refused"
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-randomly's shuffle
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    first = [item for item in items if item.nodeid == EXPIRY_FIRST]
+    last = [item for item in items if item.nodeid == EXPIRY_LAST]
+    rest = [item for item in items if item.nodeid not in (EXPIRY_FIRST, EXPIRY_LAST)]
+    items[:] = first + rest + last
