@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from infra.images import ensure_images
+
 ROOT = Path(__file__).resolve().parents[1]
 SETUP = ROOT.parent / "shared" / "docker-stack" / "setup"
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -90,6 +92,8 @@ def write_env_file(path: Path, project: str) -> dict[str, str]:
     values = {
         "MINIO_ROOT_USER": "lakehouse",
         "MINIO_ROOT_PASSWORD": secrets.token_hex(16),
+        "MINIO_CATALOG_USER": "catalog",
+        "MINIO_CATALOG_PASSWORD": secrets.token_hex(16),
         "POSTGRES_PASSWORD": secrets.token_hex(16),
         "CATALOG_TOKEN_TRINO": secrets.token_hex(16),
         "CATALOG_TOKEN_SPARK": secrets.token_hex(16),
@@ -111,6 +115,7 @@ def running_stack(workdir: Path, prefix: str = "tablestore-test") -> Iterator[St
     """``docker compose up --build --wait`` of every service but Trino; ``down -v`` at the end,
     whatever happened."""
     ensure_engine()
+    ensure_images()  # what `make images` builds: the real MinIO in place of the stand-in
     project = f"{prefix}-{uuid.uuid4().hex[:8]}"
     env_path = workdir / ".env"
     env = write_env_file(env_path, project)

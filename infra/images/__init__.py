@@ -35,3 +35,16 @@ def image_exists(tag: str) -> bool:
 
 def builds() -> list[ImageBuild]:
     return [importlib.import_module(f"{__name__}.{name}").BUILD for name in BUILDERS]
+
+
+def ensure_images() -> list[str]:
+    """Build each image of ``BUILDERS`` that is not current; answer the tags built."""
+    built = []
+    for image in builds():
+        if image.is_current():
+            print(f"{image.tag}: up to date")
+            continue
+        print(f"{image.tag}: building")
+        image.build()
+        built.append(image.tag)
+    return built
