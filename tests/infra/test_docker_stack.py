@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
 ORACLE = SHARED / "iceberg-oracle" / "oracle"
 SERVICES = ("minio", "storage-init", "postgres", "catalog", "spark-master", "spark-worker", "spark-connect",
-            "dagster-webserver", "dagster-daemon")
+            "dagster-code", "dagster-webserver", "dagster-daemon")
 IMAGE = "lakehouse/tablestore:0.1.0"
 IMAGE_LIMIT_BYTES = 2_500_000_000
 PLAN_TIMEOUT_S = 2400.0
@@ -143,7 +143,7 @@ def test_ports_are_loopback_only_with_an_init_and_restart_policies(stack: Stack)
 
 @pytest.fixture(scope="module")
 def pipeline(stack: Stack) -> list[RunResult]:
-    for key in ("MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD", "CATALOG_TOKEN_DAGSTER"):
+    for key in ("CATALOG_TOKEN_DAGSTER",):
         os.environ.setdefault(key, stack.env[key])  # the stack settings name them; only dates are read
     started = time.monotonic()
     results = run_plan(f"http://{stack.address('dagster-webserver', 3000)}", stack_plan(), timeout_s=PLAN_TIMEOUT_S)
@@ -258,3 +258,146 @@ def test_java_rest_client_reads_every_table_through_the_catalog_with_the_trino_t
     with pytest.raises(urllib.error.HTTPError) as refused:
         _catalog_get(stack, "namespaces/shop/tables", token="not-a-token")
     assert refused.value.code == 401
+
+
+# -- MinIO, least privilege, Dagster's deployment, restarts ---------------------------------------
+
+
+def _s3(stack: Stack, user: str, password: str) -> Any:
+    import boto3
+
+    return boto3.client("s3", endpoint_url=stack.url("minio", 9000), aws_access_key_id=user,
+                        aws_secret_access_key=password, region_name="us-east-1")
+
+
+def _objects(stack: Stack) -> dict[str, str]:
+    """Every object of the lakehouse bucket (key -> ETag), listed with the root key."""
+    s3 = _s3(stack, stack.env["MINIO_ROOT_USER"], stack.env["MINIO_ROOT_PASSWORD"])
+    out: dict[str, str] = {}
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket="lakehouse"):
+        out.update({o["Key"]: o["ETag"] for o in page.get("Contents", [])})
+    return out
+
+
+def _wait_healthy(stack: Stack, services: tuple[str, ...], timeout_s: float = 300) -> None:
+    deadline = time.monotonic() + timeout_s
+    states: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        states = {s: stack.container(s)["State"].get("Health", {}).get("Status") for s in services}
+        if set(states.values()) == {"healthy"}:
+            return
+        time.sleep(2)
+    raise AssertionError(f"not healthy after {timeout_s:.0f} s: {states}")
+
+
+def _runs(stack: Stack) -> dict[str, str]:
+    """Every run Dagster's instance knows (run id -> status), through the webserver."""
+    client = DagsterClient(f"http://{stack.address('dagster-webserver', 3000)}")
+    answer = client.graphql("{ runsOrError(limit: 1000) { ... on Runs { results { runId status } } } }")
+    return {r["runId"]: r["status"] for r in answer["runsOrError"]["results"]}
+
+
+def _psql(stack: Stack, database: str, sql: str) -> str:
+    done = subprocess.run(["docker", "exec", stack.container("postgres")["Id"], "psql", "-U", "lakehouse", "-d",
+                           database, "-tAc", sql], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_minio_is_the_release_built_from_source_not_the_stand_in(stack: Stack) -> None:
+    from infra.images.minio import MC_COMMIT, MINIO_COMMIT, RELEASE
+
+    labels = stack.container("minio")["Config"]["Labels"]
+    assert labels["org.opencontainers.image.title"] == "minio"  # the stand-in's is minio-standin-moto
+    versions = subprocess.run(["docker", "exec", stack.container("minio")["Id"], "sh", "-c",
+                               "minio --version | head -1; mc --version | head -1; curl --version | head -1"],
+                              capture_output=True, text=True, timeout=60).stdout.splitlines()
+    assert versions[0] == f"minio version {RELEASE} (commit-id={MINIO_COMMIT})"
+    assert versions[1].endswith(f"(commit-id={MC_COMMIT})") and versions[2].startswith("curl ")
+
+
+def test_only_storage_init_has_the_root_key_and_the_catalogs_user_has_the_bucket_alone(stack: Stack) -> None:
+    import botocore.exceptions
+
+    root_secret = stack.env["MINIO_ROOT_PASSWORD"]
+    holders = {s for s in SERVICES if any(root_secret in e for e in stack.container(s)["Config"]["Env"] or [])}
+    assert holders == {"minio", "storage-init"}
+    catalog_secret = stack.env["MINIO_CATALOG_PASSWORD"]
+    holders = {s for s in SERVICES if any(catalog_secret in e for e in stack.container(s)["Config"]["Env"] or [])}
+    assert holders == {"storage-init", "catalog"}
+    # The catalog's key: the warehouse bucket's objects, nothing else (no other bucket, no
+    # listing of buckets, no bucket creation, no admin).
+    s3 = _s3(stack, stack.env["MINIO_CATALOG_USER"], catalog_secret)
+    s3.put_object(Bucket="lakehouse", Key="probe/least-privilege", Body=b"x")
+    assert s3.get_object(Bucket="lakehouse", Key="probe/least-privilege")["Body"].read() == b"x"
+    s3.delete_object(Bucket="lakehouse", Key="probe/least-privilege")
+    for call, kwargs in ((s3.list_buckets, {}), (s3.create_bucket, {"Bucket": "not-the-catalogs"})):
+        with pytest.raises(botocore.exceptions.ClientError) as refused:
+            call(**kwargs)
+        assert refused.value.response["Error"]["Code"] == "AccessDenied"
+
+
+def test_dagster_keeps_its_instance_in_postgres_and_loads_the_code_server(
+        stack: Stack, pipeline: list[RunResult]) -> None:
+    runs = _runs(stack)
+    assert {r.run_id for r in pipeline} <= set(runs)
+    # The runs are rows of the `dagster` database of the stack's PostgreSQL.
+    stored = dict(line.split("|") for line in _psql(stack, "dagster", "SELECT run_id, status FROM runs").splitlines())
+    assert stored == runs
+    assert int(_psql(stack, "dagster", "SELECT count(*) FROM event_logs")) > 100
+    # No SQLite storage anywhere on the shared volume.
+    listing = subprocess.run(["docker", "exec", stack.container("dagster-webserver")["Id"], "sh", "-c",
+                              "find /opt/dagster/home -name '*.db' | wc -l"], capture_output=True, text=True, timeout=60)
+    assert listing.stdout.strip() == "0"
+    # The code location the webserver serves comes from the code server's gRPC port.
+    client = DagsterClient(f"http://{stack.address('dagster-webserver', 3000)}")
+    answer = client.graphql("{ workspaceOrError { ... on Workspace { locationEntries { name "
+                            "displayMetadata { key value } } } } }")
+    (entry,) = answer["workspaceOrError"]["locationEntries"]
+    metadata = {m["key"]: m["value"] for m in entry["displayMetadata"]}
+    assert (entry["name"], metadata.get("host"), metadata.get("port")) == ("pipelines", "dagster-code", "4000")
+
+
+def test_restarting_the_webserver_and_the_daemon_loses_no_run(stack: Stack, pipeline: list[RunResult]) -> None:
+    before = _runs(stack)
+    assert before and set(before.values()) == {"SUCCESS"}
+    started = time.monotonic()
+    stack.compose("restart", "dagster-webserver", "dagster-daemon", timeout=300)
+    _wait_healthy(stack, ("dagster-webserver", "dagster-daemon"))
+    print(f"[stack] Dagster's webserver and daemon restarted and healthy in {time.monotonic() - started:.1f} s")
+    assert _runs(stack) == before
+
+
+def test_minio_restart_loses_no_object(stack: Stack, pipeline: list[RunResult]) -> None:
+    objects, snapshots = _objects(stack), _snapshots(stack)
+    assert len(objects) > 50
+    started = time.monotonic()
+    stack.compose("restart", "minio", timeout=300)
+    _wait_healthy(stack, ("minio",))
+    print(f"[stack] MinIO restarted and healthy in {time.monotonic() - started:.1f} s")
+    assert _objects(stack) == objects
+    assert _snapshots(stack) == snapshots
+
+
+def test_materialize_an_asset_in_the_stacks_dagster_ui_with_headless_chromium(
+        stack: Stack, pipeline: list[RunResult], tmp_path: Path) -> None:
+    from tests.pipelines.dagster_ui import chromium, materialize_in_ui
+
+    url = f"http://{stack.address('dagster-webserver', 3000)}"
+    with chromium() as browser:
+        run_id, status, page = materialize_in_ui(browser, url, "landing/erasure_requests", tmp_path / "run.png",
+                                                 timeout_s=600)
+    assert status == "Success", page[:2000]
+    assert _runs(stack)[run_id] == "SUCCESS"
+    assert _psql(stack, "dagster", f"SELECT status FROM runs WHERE run_id = '{run_id}'") == "SUCCESS"
+
+
+def test_down_and_up_keep_every_table_object_and_run(stack: Stack, pipeline: list[RunResult]) -> None:
+    objects, snapshots, runs = _objects(stack), _snapshots(stack), _runs(stack)
+    started = time.monotonic()
+    stack.compose("down", timeout=600)  # `make down`: the volumes stay
+    stack.compose("up", "-d", "--wait", "--wait-timeout", "600", timeout=900)
+    print(f"[stack] make down, make up: {time.monotonic() - started:.1f} s")
+    assert _objects(stack) == objects
+    assert _snapshots(stack) == snapshots
+    assert _runs(stack) == runs
