@@ -503,7 +503,8 @@ def test_dagster_instance_config_loads_and_keeps_runs_in_postgres(
     doc["storage"]["postgres"] = {"postgres_url": database}
     doc["local_artifact_storage"]["config"]["base_dir"] = str(tmp_path / "s")
     (tmp_path / "dagster.yaml").write_text(yaml.safe_dump(doc))
-    assert set(db) == {"username", "password", "hostname", "port", "db_name"}
+    assert set(db) == {"username", "password", "hostname", "port", "db_name", "scheme"}
+    assert db["scheme"] == "postgresql+psycopg2"  # the driver installed (SQLAlchemy 2.1 defaults to psycopg 3)
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
     instance = DagsterInstance.get()
     try:
