@@ -38,7 +38,7 @@ from typing import Any
 import pytest
 
 from infra.compose_stack import Stack, StackError, running_stack
-from infra.dagster_client import DagsterClient, RunResult, run_plan, stack_plan
+from infra.dagster_client import DONE, DagsterClient, RunResult, run_plan, stack_plan
 
 # The whole module: image build and start (~3 min with a warm cache), the pipeline, the crash.
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(3600)]
@@ -340,10 +340,15 @@ def test_only_storage_init_has_the_root_key_and_the_catalogs_user_has_the_bucket
     s3.put_object(Bucket="lakehouse", Key="probe/least-privilege", Body=b"x")
     assert s3.get_object(Bucket="lakehouse", Key="probe/least-privilege")["Body"].read() == b"x"
     s3.delete_object(Bucket="lakehouse", Key="probe/least-privilege")
-    for call, kwargs in ((s3.list_buckets, {}), (s3.create_bucket, {"Bucket": "not-the-catalogs"})):
+    # MinIO lists to a user only the buckets its policy reaches.
+    _s3(stack, stack.env["MINIO_ROOT_USER"], stack.env["MINIO_ROOT_PASSWORD"]).create_bucket(Bucket="other")
+    assert [b["Name"] for b in s3.list_buckets()["Buckets"]] == ["lakehouse"]
+    for call, kwargs in ((s3.create_bucket, {"Bucket": "not-the-catalogs"}),
+                         (s3.put_object, {"Bucket": "other", "Key": "x", "Body": b"x"}),
+                         (s3.list_objects_v2, {"Bucket": "other"})):
         with pytest.raises(botocore.exceptions.ClientError) as refused:
             call(**kwargs)
-        assert refused.value.response["Error"]["Code"] == "AccessDenied"
+        assert refused.value.response["Error"]["Code"] == "AccessDenied", call
 
 
 def test_dagster_keeps_its_instance_in_postgres_and_loads_the_code_server(
@@ -368,8 +373,8 @@ def test_dagster_keeps_its_instance_in_postgres_and_loads_the_code_server(
 
 
 def test_restarting_the_webserver_and_the_daemon_loses_no_run(stack: Stack, pipeline: list[RunResult]) -> None:
-    before = _runs(stack)
-    assert before and set(before.values()) == {"SUCCESS"}
+    before = _settled_runs(stack)
+    assert {r.run_id for r in pipeline} <= set(before) and set(before.values()) == {"SUCCESS"}
     started = time.monotonic()
     stack.compose("restart", "dagster-webserver", "dagster-daemon", timeout=300)
     _wait_healthy(stack, ("dagster-webserver", "dagster-daemon"))
@@ -394,7 +399,8 @@ def test_minio_restarted_or_killed_loses_no_object(stack: Stack, pipeline: list[
 
 def test_postgres_killed_with_sigkill_keeps_the_catalog_and_dagsters_history(
         stack: Stack, pipeline: list[RunResult]) -> None:
-    snapshots, runs = _snapshots(stack), _runs(stack)
+    runs = _settled_runs(stack)
+    snapshots = _snapshots(stack)
     seconds = _kill_and_wait(stack, "postgres")
     print(f"[stack] PostgreSQL killed with SIGKILL: healthy again in {seconds:.1f} s")
     # The catalog and Dagster reconnect by themselves (their pools drop the dead connections).
@@ -422,8 +428,19 @@ def test_materialize_an_asset_in_the_stacks_dagster_ui_with_headless_chromium(
     assert _psql(stack, "dagster", f"SELECT status FROM runs WHERE run_id = '{run_id}'") == "SUCCESS"
 
 
+def _settled_runs(stack: Stack, timeout_s: float = 600) -> dict[str, str]:
+    """The runs once none is queued or in progress (another test may have launched one)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        runs = _runs(stack)
+        if set(runs.values()) <= set(DONE) or time.monotonic() > deadline:
+            return runs
+        time.sleep(2)
+
+
 def test_down_and_up_keep_every_table_object_and_run(stack: Stack, pipeline: list[RunResult]) -> None:
-    objects, snapshots, runs = _objects(stack), _snapshots(stack), _runs(stack)
+    runs = _settled_runs(stack)
+    objects, snapshots = _objects(stack), _snapshots(stack)
     started = time.monotonic()
     stack.compose("down", timeout=600)  # `make down`: the volumes stay
     stack.compose("up", "-d", "--wait", "--wait-timeout", "600", timeout=900)

@@ -3,8 +3,11 @@ installed from Debian when missing): the embedded UI test and the Docker stack t
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import subprocess
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -44,6 +47,16 @@ def chromium() -> Iterator[Any]:
         driver.quit()
 
 
+def _run_ids(url: str) -> set[str]:
+    """The ids of every run the instance behind the UI at ``url`` knows (its GraphQL API)."""
+    query = "{ runsOrError(limit: 10000) { ... on Runs { results { runId } } } }"
+    request = urllib.request.Request(f"{url}/graphql", data=json.dumps({"query": query}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        results = json.loads(response.read())["data"]["runsOrError"]["results"]
+    return {r["runId"] for r in results}
+
+
 def materialize_in_ui(browser: Any, url: str, asset_path: str, screenshot: Path,
                       timeout_s: float = 240) -> tuple[str, str, str]:
     """Click Materialize on the asset's page of the UI at ``url``, follow the "Launched run"
@@ -80,12 +93,21 @@ def materialize_in_ui(browser: Any, url: str, asset_path: str, screenshot: Path,
                     break
         return False
 
+    def run_links(d: Any) -> set[str]:
+        # Run ids of the page's links to runs (/runs/<id>?<the UI's view state>).
+        ids = set()
+        for a in d.find_elements(By.XPATH, "//a[contains(@href,'/runs/')]"):
+            with contextlib.suppress(StaleElementReferenceException):
+                ids.add(str(a.get_attribute("href")).split("?")[0].rstrip("/").rsplit("/", 1)[-1])
+        return ids
+
+    # The page of an asset materialized before links to the runs that did it: the new run is
+    # the one the instance did not know before the click.
+    earlier = _run_ids(url)
     WebDriverWait(browser, 120, poll_frequency=1).until(click_materialize)
     # The UI confirms with a toast "Launched run <id>" linking to the run.
-    link = WebDriverWait(browser, 60, poll_frequency=1).until(
-        lambda d: next((a.get_attribute("href") for a in d.find_elements(By.XPATH, "//a[contains(@href,'/runs/')]")),
-                       None))
-    run_id = str(link).rstrip("/").rsplit("/", 1)[-1]
+    run_id = str(WebDriverWait(browser, 60, poll_frequency=1).until(
+        lambda d: next(iter(run_links(d) - earlier), None)))
     browser.get(f"{url}/runs/{run_id}")
 
     def finished(d: Any) -> str | None:
