@@ -2,17 +2,23 @@
 ``make test``).
 
 ``../shared/docker-stack/setup`` installs and starts the engine when none answers, and builds
-local stand-ins for the images that cannot be pulled here (its README says how they differ).
-Trino has no stand-in: the stack runs without its compose profile, and the Trino
-reconciliation must say "no Trino in this stack". Under a project name of its own, with fresh
-secrets and engine-chosen loopback ports, the module:
+local stand-ins for the base images that cannot be pulled here (its README says how they
+differ); ``make images`` (run by ``running_stack`` first) replaces MinIO's stand-in by the
+pinned release built from source. Trino has no image here: the stack runs without its compose
+profile, and the Trino reconciliation must say "no Trino in this stack". Under a project name of
+its own, with fresh secrets and engine-chosen loopback ports, the module:
 
 - builds the image and brings every other service up (``docker compose up --build --wait``),
   and checks what ``docker inspect`` reports: loopback-only ports, an init, restart policies;
+- checks MinIO is the release built from source, and who holds which MinIO key: the root key
+  only ``storage-init``, the catalog's user (limited to the warehouse bucket) only the catalog;
 - runs the pipeline's plan through Dagster's GraphQL API: every asset materialized, every
   asset check passed, every run's Spark work in the one application of the Spark Connect server;
-- kills the catalog container's process with SIGKILL and sees it come back healthy by itself
-  with every committed snapshot;
+  Dagster's runs are rows of its PostgreSQL database and its code location the code server's;
+- materializes an asset in the stack's Dagster UI with headless Chromium;
+- kills the catalog, MinIO and PostgreSQL with SIGKILL, restarts MinIO, Dagster's webserver and
+  daemon, and takes the stack down and up again: each comes back by itself with every object,
+  snapshot and run (docs/stack.md, Faults, has the times);
 - reads every table through the stack's catalog with the Trino token using Java Iceberg's REST
   client (``../shared/iceberg-oracle``, the library of Trino's Iceberg connector): table list,
   schemas and snapshots. Rows are not read: the oracle has no S3 FileIO and the warehouse is
