@@ -44,7 +44,7 @@ from typing import Any
 import pytest
 
 from infra.compose_stack import Stack, StackError, running_stack
-from infra.dagster_client import DONE, DagsterClient, RunResult, run_plan, stack_plan
+from infra.dagster_client import DONE, STATUS, DagsterClient, RunResult, run_plan, stack_plan
 
 # The whole module: image build and start (~3 min with a warm cache), the pipeline, the crash.
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(3600)]
@@ -454,3 +454,28 @@ def test_down_and_up_keep_every_table_object_and_run(stack: Stack, pipeline: lis
     assert _objects(stack) == objects
     assert _snapshots(stack) == snapshots
     assert _runs(stack) == runs
+
+
+def test_the_daemon_killed_mid_run_loses_no_run_the_code_server_finishes_it(
+        stack: Stack, pipeline: list[RunResult]) -> None:
+    import dagster as dg
+
+    from pipelines.run import PlanStep
+
+    _settled_runs(stack)
+    client = DagsterClient(f"http://{stack.address('dagster-webserver', 3000)}")
+    # The customers assets again (a Spark job and two column merges: most of a minute).
+    keys = [dg.AssetKey(["lakehouse", "shop", name]) for name in ("customers", "customer_segments",
+                                                                  "customer_lifetime_value")]
+    run_id = client.launch(PlanStep("customers again", keys))
+    deadline = time.monotonic() + 300
+    while (status := client.graphql(STATUS, {"id": run_id})["runOrError"]["status"]) != "STARTED":
+        assert status not in DONE and time.monotonic() < deadline, status
+        time.sleep(0.5)
+    killed_at = time.time()
+    seconds = _kill_and_wait(stack, "dagster-daemon")
+    print(f"[stack] dagster-daemon killed with SIGKILL mid-run: healthy again in {seconds:.1f} s")
+    assert client.wait(run_id, time.monotonic() + 600) == "SUCCESS"
+    run = client.graphql(STATUS, {"id": run_id})["runOrError"]
+    assert run["endTime"] > killed_at  # the run was in progress when the daemon died
+    assert _runs(stack)[run_id] == "SUCCESS"
