@@ -2,7 +2,8 @@
 
 Under a project name of its own, with fresh secrets in a private ``.env`` and engine-chosen
 loopback ports, so that a user's stack (``make up`` on 3000, 8181, ...) is never touched.
-Trino is left out (``COMPOSE_PROFILES`` empty): no stand-in for it exists on these machines.
+With the ``trino`` profile: on machines that cannot pull ``trinodb/trino:476``, ``make images``
+builds it first (``infra/images``); ``running_stack`` builds any image that is missing.
 
 ``ensure_engine`` starts the machine's Docker engine with ``../shared/docker-stack/setup`` when
 none answers (the test turns its error into a failure, never a skip).
@@ -88,7 +89,7 @@ class Stack:
 
 
 def write_env_file(path: Path, project: str) -> dict[str, str]:
-    """Fresh secrets, no Trino, loopback, engine-chosen host ports; mode 0600."""
+    """Fresh secrets, the trino profile, loopback, engine-chosen host ports; mode 0600."""
     values = {
         "MINIO_ROOT_USER": "lakehouse",
         "MINIO_ROOT_PASSWORD": secrets.token_hex(16),
@@ -99,8 +100,10 @@ def write_env_file(path: Path, project: str) -> dict[str, str]:
         "CATALOG_TOKEN_SPARK": secrets.token_hex(16),
         "CATALOG_TOKEN_DAGSTER": secrets.token_hex(16),
         "CATALOG_TOKEN_SECRET": secrets.token_hex(24),
+        "CATALOG_CLIENT_SECRET_TRINO": secrets.token_hex(16),
         "COMPOSE_PROJECT_NAME": project,
-        "COMPOSE_PROFILES": "",  # no Trino: it has no stand-in here
+        # Trino runs: `make images` builds trinodb/trino:476 where it cannot be pulled.
+        "COMPOSE_PROFILES": "trino",
         "LAKEHOUSE_BIND": "127.0.0.1",
         # Empty host ports: the engine picks free ones.
         **{name: "" for name in PORT_VARIABLES},
@@ -112,10 +115,11 @@ def write_env_file(path: Path, project: str) -> dict[str, str]:
 
 @contextmanager
 def running_stack(workdir: Path, prefix: str = "tablestore-test") -> Iterator[Stack]:
-    """``docker compose up --build --wait`` of every service but Trino; ``down -v`` at the end,
+    """``docker compose up --build --wait`` of every service, Trino too; ``down -v`` at the end,
     whatever happened."""
     ensure_engine()
-    ensure_images()  # what `make images` builds: the real MinIO in place of the stand-in
+    # The images this machine cannot pull (make images: MinIO, Trino): built once, then found current.
+    ensure_images()
     project = f"{prefix}-{uuid.uuid4().hex[:8]}"
     env_path = workdir / ".env"
     env = write_env_file(env_path, project)

@@ -125,10 +125,12 @@ def write_task(target: WriteTarget, iterator: Iterator[pa.RecordBatch]) -> Table
     task_id = task.partitionId() if task is not None else 0
     schema = target.schema()
     io = load_file_io(target.io_properties)
-    # A fresh uuid per task attempt keeps a retried attempt from colliding with the files of
-    # the failed one.
+    # The write id names every file of the write (a failed job's files are found by it, see
+    # spark_write_files.remove_write); the attempt id keeps a retried attempt from colliding
+    # with the files of the failed one.
+    attempt = task.taskAttemptId() if task is not None else uuid.uuid4().hex[:12]
     ctx = WriteContext(io, target.location, schema, target.spec(), dict(target.properties),
-                       write_uuid=str(uuid.uuid4()))
+                       write_uuid=f"{target.write_id}-{attempt}")
     rows = 0
 
     def conformed() -> Iterator[pa.Table]:

@@ -28,6 +28,8 @@ from tablestore.rest.access import NAMESPACE_SEPARATOR, Service, authenticate, d
 from tablestore.rest.credentials import VendingError
 from tablestore.rest.errors import error_response, install_error_handlers
 from tablestore.rest.idempotency import IdempotencyMiddleware, IdempotencyStore, iso_duration
+from tablestore.rest.request_guard import RequestGuard
+from tablestore.rest.security import Authenticator
 from tablestore.rest.served_catalog import ServedSqlCatalog
 from tablestore.rest.settings import READ, ServerSettings, server_settings
 
@@ -133,10 +135,12 @@ def create_app(
         # Form-encoded as OAuth2 requires (RFC 6749 4.4); parsed here rather than with FastAPI's
         # Form, which would need python-multipart.
         form = {k: v[0] for k, v in parse_qs((await request.body()).decode("utf-8", "replace")).items()}
-        if form.get("grant_type") != "client_credentials":
-            return JSONResponse({"error": "unsupported_grant_type",
-                                 "error_description": "only grant_type=client_credentials is supported"},
-                                status_code=400)
+        grant = form.get("grant_type")
+        if grant == TOKEN_EXCHANGE:
+            return _exchange(service_of(request).auth, form)
+        if grant != "client_credentials":
+            return oauth_error(400, "unsupported_grant_type",
+                               f"grant_type must be client_credentials or {TOKEN_EXCHANGE}")
         credentials = _client_credentials(request.headers.get("authorization"), form)
         if isinstance(credentials, JSONResponse):
             return credentials
@@ -147,13 +151,12 @@ def create_app(
             # RFC 6749 5.2: a client that authenticated with the Authorization header is answered
             # with 401 and a challenge in the scheme it used.
             headers = {"WWW-Authenticate": f'Basic realm="{TOKEN_REALM}"'} if basic else None
-            return JSONResponse({"error": "invalid_client", "error_description": "invalid client credentials"},
-                                status_code=401, headers=headers)
+            return oauth_error(401, "invalid_client", "invalid client credentials", headers)
         return JSONResponse({
             "access_token": token,
             "token_type": "bearer",
             "expires_in": ttl,
-            "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+            "issued_token_type": ACCESS_TOKEN_TYPE,
         })
 
     @app.exception_handler(VendingError)
@@ -166,10 +169,46 @@ def create_app(
     _document_prefixes(app, list(served))
     app.add_middleware(IdempotencyMiddleware, stores=stores,
                        authenticate=lambda header: service.auth.authenticate(header).name)
+    # Added last, so outermost: it authenticates and limits a request before anything reads it.
+    app.add_middleware(RequestGuard, service=service)
     return app
 
 
 TOKEN_REALM = "tablestore"
+# RFC 8693: how Java's and Trino's OAuth2 clients refresh a token before it expires.
+TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
+
+
+def oauth_error(status: int, error: str, description: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    """An OAuth2 error answer (RFC 6749 5.2): ``error`` and ``error_description``."""
+    return JSONResponse({"error": error, "error_description": description}, status_code=status,
+                        headers=dict(headers) if headers else None)
+
+
+def _exchange(auth: Authenticator, form: Mapping[str, str]) -> JSONResponse:
+    """RFC 8693 token exchange of one of our access tokens for a fresh one of the same principal.
+
+    Only the refresh form is supported: no actor (delegation) and an access token in, an access
+    token out. A subject token that is not ours, or has expired, is ``invalid_grant``.
+    """
+    subject = form.get("subject_token", "")
+    if not subject:
+        return oauth_error(400, "invalid_request", "token exchange needs a subject_token (the token to refresh)")
+    if form.get("subject_token_type", ACCESS_TOKEN_TYPE) != ACCESS_TOKEN_TYPE:
+        return oauth_error(400, "invalid_request", f"subject_token_type must be {ACCESS_TOKEN_TYPE}")
+    if form.get("requested_token_type", ACCESS_TOKEN_TYPE) != ACCESS_TOKEN_TYPE:
+        return oauth_error(400, "invalid_request", f"requested_token_type must be {ACCESS_TOKEN_TYPE}")
+    if form.get("actor_token"):
+        return oauth_error(400, "invalid_request",
+                           "this server exchanges a token for a fresh one of the same principal; "
+                           "delegation (actor_token) is not supported")
+    try:
+        token, ttl, _principal = auth.exchange(subject)
+    except NotAuthorizedError as e:
+        return oauth_error(400, "invalid_grant", f"the subject_token cannot be exchanged: {e}")
+    return JSONResponse({"access_token": token, "token_type": "bearer", "expires_in": ttl,
+                         "issued_token_type": ACCESS_TOKEN_TYPE})
 
 
 def _client_credentials(authorization: str | None, form: Mapping[str, str]) -> tuple[str, str, bool] | JSONResponse:
@@ -248,9 +287,13 @@ def serve(config: LakehouseConfig, host: str | None = None, port: int | None = N
 
     settings = server_settings(config, {"host": host, "port": port})
     app = create_app(config, settings)
-    logger.warning("serving catalogs %s on http://%s:%d", ", ".join(settings.catalogs), settings.host,
-                   settings.port)
-    # access_log off: request lines are harmless, but query strings are the client's to keep.
+    # The service's own records from INFO (start-up, and the request guard's log of failed
+    # requests); the libraries' stay at the CLI's WARNING.
+    logging.getLogger("tablestore").setLevel(logging.INFO)
+    logger.info("serving catalogs %s on http://%s:%d (request bodies up to %d bytes)", ", ".join(settings.catalogs),
+                settings.host, settings.port, settings.max_request_bytes)
+    # access_log off: request lines are harmless, but query strings are the client's to keep;
+    # failed requests are logged by the request guard.
     uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", access_log=False)
 
 

@@ -100,8 +100,15 @@ def vending_settings(raw: Any, where: str) -> VendingSettings:
 
 
 def public_properties(properties: Mapping[str, str]) -> dict[str, str]:
-    """A catalog's ``s3.*`` properties without its secrets: what every client may know."""
-    return {k: v for k, v in properties.items() if k.startswith("s3.") and k not in SECRET_PROPERTIES}
+    """A catalog's ``s3.*`` properties without its secrets: what every client may know.
+
+    The region goes out under both names: pyiceberg reads ``s3.region``, Java's S3FileIO (and
+    so Spark and Trino's REST clients) ``client.region``.
+    """
+    out = {k: v for k, v in properties.items() if k.startswith("s3.") and k not in SECRET_PROPERTIES}
+    if "s3.region" in out:
+        out.setdefault("client.region", out["s3.region"])
+    return out
 
 
 def wants_vended(header: str | None) -> bool:

@@ -96,7 +96,9 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         # The request path and exception class are logged, never the headers (tokens).
-        logger.exception("unexpected error on %s %s: %s", request.method, request.url.path, type(exc).__name__)
+        # The request guard logs the 500 answer itself; this is its traceback, under the same id.
+        logger.exception("request %s: unexpected error on %s %s: %s", request.scope.get("state", {}).get("request_id"),
+                         request.method, request.url.path, type(exc).__name__)
         return error_response(500, "ServerErrorException", "internal server error; see the server log")
 
 

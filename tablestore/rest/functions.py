@@ -12,6 +12,7 @@ from fastapi import APIRouter, Query, Response
 
 from tablestore.catalog import FunctionDef
 from tablestore.rest.access import ReadAccess, WriteAccess, parse_identifier, parse_namespace
+from tablestore.rest.limits import check_properties
 from tablestore.rest.models import CreateFunctionRequest
 from tablestore.rest.namespaces import page
 
@@ -41,6 +42,7 @@ def list_functions(
 
 @router.post("/namespaces/{namespace}/functions")
 def create_function(namespace: str, body: CreateFunctionRequest, access: WriteAccess) -> dict[str, Any]:
+    check_properties(body.properties, "function properties")
     ident = parse_identifier(namespace, body.name, "function")
     function = access.catalog.create_function(ident, body.class_name, body.return_type, body.replace,
                                               body.properties)

@@ -8,7 +8,8 @@ from fastapi import APIRouter, Query, Response
 
 from tablestore.catalog import LOCATION
 from tablestore.errors import ValidationError
-from tablestore.rest.access import ReadAccess, WriteAccess, parse_namespace
+from tablestore.rest.access import Access, ReadAccess, WriteAccess, parse_namespace
+from tablestore.rest.limits import check_properties, check_property_keys
 from tablestore.rest.models import CreateNamespaceRequest, UpdateNamespacePropertiesRequest
 
 router = APIRouter(prefix="/v1/{prefix}", tags=["namespaces"])
@@ -28,6 +29,20 @@ def page(items: list[Any], page_token: str | None, page_size: int | None) -> tup
     return items[start:end], (str(end) if end < len(items) else None)
 
 
+def with_location(access: Access, namespace: tuple[str, ...], properties: dict[str, str]) -> dict[str, str]:
+    """A namespace's properties as answered: with its ``location``, the warehouse path where
+    its tables go by default, when none was set.
+
+    Trino needs it: without a namespace location its REST catalog creates a table at once
+    (not staged), writing the first metadata file, and then refuses the table it made because
+    its location is not empty.
+    """
+    warehouse = access.catalog.warehouse
+    if LOCATION in properties or not warehouse:
+        return properties
+    return {**properties, LOCATION: "/".join((warehouse.rstrip("/"), *namespace))}
+
+
 @router.get("/namespaces")
 def list_namespaces(
     access: ReadAccess,
@@ -43,16 +58,19 @@ def list_namespaces(
 @router.post("/namespaces")
 def create_namespace(body: CreateNamespaceRequest, access: WriteAccess) -> dict[str, Any]:
     namespace = tuple(body.namespace)
+    check_properties(body.properties, "namespace properties")
     if LOCATION in body.properties:
         access.check_location(body.properties[LOCATION], "namespace location")
     access.catalog.create_namespace(namespace, body.properties)
-    return {"namespace": list(namespace), "properties": access.catalog.load_namespace_properties(namespace)}
+    properties = access.catalog.load_namespace_properties(namespace)
+    return {"namespace": list(namespace), "properties": with_location(access, namespace, properties)}
 
 
 @router.get("/namespaces/{namespace}")
 def load_namespace(namespace: str, access: ReadAccess) -> dict[str, Any]:
     ns = parse_namespace(namespace)
-    return {"namespace": list(ns), "properties": access.catalog.load_namespace_properties(ns)}
+    properties = access.catalog.load_namespace_properties(ns)
+    return {"namespace": list(ns), "properties": with_location(access, ns, properties)}
 
 
 @router.head("/namespaces/{namespace}", status_code=204)
@@ -71,6 +89,8 @@ def drop_namespace(namespace: str, access: WriteAccess) -> Response:
 def update_namespace_properties(
     namespace: str, body: UpdateNamespacePropertiesRequest, access: WriteAccess
 ) -> dict[str, Any]:
+    check_properties(body.updates, "namespace properties")
+    check_property_keys(body.removals, "namespace property removals")
     if LOCATION in body.updates:
         access.check_location(body.updates[LOCATION], "namespace location")
     summary = access.catalog.update_namespace_properties(

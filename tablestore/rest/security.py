@@ -21,6 +21,10 @@ ANONYMOUS = Principal("anonymous", {"*": WRITE})
 # The location properties that decide where a table writes files besides its location.
 LOCATION_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path",
                        "write.folder-storage.path")
+# Who a signed token was issued to: a configured client (the claim is left out, as in tokens
+# issued before token exchange), or the principal of a static token it was exchanged from.
+CLIENT_TOKEN = "client"
+STATIC_TOKEN = "static"
 
 
 def _b64(data: bytes) -> str:
@@ -42,8 +46,33 @@ class Authenticator:
         entry = self.settings.clients.get(client_id)
         if entry is None or not hmac.compare_digest(entry[0].encode(), client_secret.encode()):
             raise NotAuthorizedError("invalid client credentials")
+        return self._signed(client_id, CLIENT_TOKEN)
+
+    def exchange(self, subject_token: str) -> tuple[str, int, Principal]:
+        """RFC 8693 token exchange, the way Java's and Trino's clients refresh: a fresh token for
+        the principal of ``subject_token``, one of ours that is valid and unexpired.
+
+        The new token names the same principal (so it holds the same roles, as configured now).
+        A static token is exchanged for a signed one of the same principal, which expires.
+        NotAuthorizedError when ``subject_token`` is not a valid token of this server.
+        """
+        principal = self.authenticate(f"Bearer {subject_token}")
+        if principal is ANONYMOUS:
+            raise NotAuthorizedError("this server runs without authentication: it issues no tokens")
+        # A static token, or a signed one exchanged from one, stays a static principal's: a
+        # client of the same name must not lend it its roles.
+        kind = STATIC_TOKEN
+        if subject_token.startswith("ts1.") and subject_token not in self.settings.tokens:
+            kind = str(json.loads(_unb64(subject_token.split(".")[1])).get("kind", CLIENT_TOKEN))
+        token, ttl = self._signed(principal.name, kind)
+        return token, ttl, principal
+
+    def _signed(self, name: str, kind: str) -> tuple[str, int]:
         ttl = self.settings.token_ttl_s
-        payload = _b64(json.dumps({"sub": client_id, "exp": int(time.time()) + ttl}).encode())
+        claims = {"sub": name, "exp": int(time.time()) + ttl}
+        if kind != CLIENT_TOKEN:
+            claims["kind"] = kind
+        payload = _b64(json.dumps(claims).encode())
         return f"ts1.{payload}.{self._sign(payload)}", ttl
 
     def _sign(self, payload: str) -> str:
@@ -71,12 +100,19 @@ class Authenticator:
             raise NotAuthorizedError("the bearer token is not valid")
         try:
             claims = json.loads(_unb64(parts[1]))
-            client_id, expiry = str(claims["sub"]), int(claims["exp"])
+            name, expiry = str(claims["sub"]), int(claims["exp"])
+            kind = str(claims.get("kind", CLIENT_TOKEN))
         except (ValueError, KeyError, TypeError):
             raise NotAuthorizedError("the bearer token is not valid") from None
         if expiry < time.time():
             raise NotAuthorizedError("the bearer token has expired; request a new one at /v1/oauth/tokens")
-        entry = self.settings.clients.get(client_id)
+        if kind == STATIC_TOKEN:
+            # Exchanged from a static token: valid while a static token of that name is configured.
+            found = next((p for p in self.settings.tokens.values() if p.name == name), None)
+            if found is None:
+                raise NotAuthorizedError("the bearer token's principal is no longer configured")
+            return found
+        entry = self.settings.clients.get(name)
         if entry is None:
             raise NotAuthorizedError("the bearer token's client is no longer configured")
         return entry[1]

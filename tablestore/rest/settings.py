@@ -28,6 +28,7 @@
       scan-planning-page-size: 5000    # file scan tasks per page of a served scan plan
       scan-plan-ttl-seconds: 600       # how long a paged plan's pages wait to be fetched
       auth: required                   # or none: everyone may write (local use only)
+      max-request-bytes: 8388608       # larger request bodies are refused (413) while read
 
 Each served catalog is one REST ``prefix`` (its name). The non-secret ``s3.*`` properties of a
 served catalog (endpoint, region, path style) are handed out in ``/v1/config`` and in every
@@ -45,13 +46,15 @@ from typing import Any
 from tablestore.config import LakehouseConfig
 from tablestore.errors import ConfigError
 from tablestore.rest.credentials import VendingSettings, vending_settings
+from tablestore.rest.limits import DEFAULT_MAX_REQUEST_BYTES
 
 READ = "read"
 WRITE = "write"
 ROLES = (READ, WRITE)
 _KEYS = ("catalogs", "host", "port", "tokens", "clients", "token-ttl-seconds", "token-secret",
          "allow-external-locations", "table-config", "auth", "idempotency-key-lifetime-seconds",
-         "scan-planning-page-size", "scan-plan-ttl-seconds", "storage-credentials")
+         "scan-planning-page-size", "scan-plan-ttl-seconds", "storage-credentials",
+         "max-request-bytes")
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8181
 
@@ -89,6 +92,7 @@ class ServerSettings:
     vending: VendingSettings = field(default_factory=VendingSettings)
     scan_planning_page_size: int = 5000
     scan_plan_ttl_s: int = 600
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
 
     def __repr__(self) -> str:
         # Tokens and secrets are never shown; only who they belong to.
@@ -165,13 +169,18 @@ def server_settings(config: LakehouseConfig, overrides: Mapping[str, Any] | None
         idempotency_lifetime = int(raw.get("idempotency-key-lifetime-seconds", 1800))
         page_size = int(raw.get("scan-planning-page-size", 5000))
         plan_ttl = int(raw.get("scan-plan-ttl-seconds", 600))
+        max_request_bytes = int(raw.get("max-request-bytes", DEFAULT_MAX_REQUEST_BYTES))
     except (TypeError, ValueError):
         raise ConfigError(f"{src}: server.port, server.token-ttl-seconds, server.idempotency-key-lifetime-seconds, "
-                          "server.scan-planning-page-size and server.scan-plan-ttl-seconds must be integers") from None
+                          "server.scan-planning-page-size, server.scan-plan-ttl-seconds and server.max-request-bytes "
+                          "must be integers") from None
     if idempotency_lifetime < 1:
         raise ConfigError(f"{src}: server.idempotency-key-lifetime-seconds must be at least 1")
     if page_size < 1 or plan_ttl < 1:
         raise ConfigError(f"{src}: server.scan-planning-page-size and server.scan-plan-ttl-seconds must be at least 1")
+    if max_request_bytes < 64 * 1024:
+        raise ConfigError(f"{src}: server.max-request-bytes must be at least 65536 (64 KiB): smaller limits "
+                          "refuse ordinary commits")
     secret = raw.get("token-secret")
     return ServerSettings(
         catalogs=catalogs,
@@ -187,6 +196,7 @@ def server_settings(config: LakehouseConfig, overrides: Mapping[str, Any] | None
         idempotency_lifetime_s=idempotency_lifetime,
         scan_planning_page_size=page_size,
         scan_plan_ttl_s=plan_ttl,
+        max_request_bytes=max_request_bytes,
         vending=vending_settings(raw.get("storage-credentials"), str(src)),
     )
 

@@ -24,6 +24,7 @@ from tablestore.rest.access import (
     parse_identifier,
     parse_namespace,
 )
+from tablestore.rest.limits import check_properties
 from tablestore.rest.models import (
     CommitTableRequest,
     CommitTransactionRequest,
@@ -101,6 +102,7 @@ def _changes(access: Access, change: CommitTableRequest) -> tuple[list[TableRequ
         if isinstance(update, SetLocationUpdate):
             access.check_location(update.location, "table location")
         elif isinstance(update, SetPropertiesUpdate):
+            check_properties(update.updates, "set-properties")
             for key in LOCATION_PROPERTIES:
                 if key in update.updates:
                     access.check_location(update.updates[key], f"table property {key}")
@@ -127,6 +129,7 @@ def create_table(namespace: str, body: CreateTableRequest, access: WriteAccess) 
         if body.partition_spec else UNPARTITIONED_SPEC
     order = parsed("write-order", partial(SortOrder.from_json, body.write_order)) \
         if body.write_order else UNSORTED_ORDER
+    check_properties(body.properties, "table properties")
     location = normalize_location(body.location) if body.location else catalog.default_table_location(ident)
     access.check_location(location, "table location")
     for key in LOCATION_PROPERTIES:

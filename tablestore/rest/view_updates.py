@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from tablestore.errors import CommitConflictError, ValidationError
+from tablestore.rest.limits import check_properties
 from tablestore.spec.schema import Schema
 from tablestore.spec.view import (
     ViewHistoryEntry,
@@ -64,7 +65,9 @@ def apply_view_updates(metadata: ViewMetadata, updates: list[Any], now_ms: int) 
             updates_map = _field(update, "updates")
             if not isinstance(updates_map, dict):
                 raise ValidationError("set-properties needs 'updates', an object of strings")
-            md = replace(md, properties={**md.properties, **{str(k): str(v) for k, v in updates_map.items()}})
+            new_properties = {str(k): str(v) for k, v in updates_map.items()}
+            check_properties(new_properties, "set-properties")
+            md = replace(md, properties={**md.properties, **new_properties})
         elif action == "remove-properties":
             removals = {str(k) for k in _field(update, "removals")}
             md = replace(md, properties={k: v for k, v in md.properties.items() if k not in removals})

@@ -22,6 +22,7 @@ from tablestore.rest.access import (
     parse_identifier,
     parse_namespace,
 )
+from tablestore.rest.limits import check_properties
 from tablestore.rest.models import CommitViewRequest, CreateViewRequest, RegisterViewRequest, RenameRequest
 from tablestore.rest.namespaces import page
 from tablestore.rest.tables import parsed
@@ -49,6 +50,7 @@ def list_views(
 
 @router.post("/namespaces/{namespace}/views")
 def create_view(namespace: str, body: CreateViewRequest, access: WriteAccess) -> dict[str, Any]:
+    check_properties(body.properties, "view properties")
     catalog = access.catalog
     ident = parse_identifier(namespace, body.name, "view")
     if not catalog.namespace_exists(ident[:-1]):

@@ -152,12 +152,11 @@ def _upgrade_format_version(b: _Builder, u: UpgradeFormatVersionUpdate) -> None:
 
 def _add_schema(b: _Builder, u: AddSchemaUpdate) -> None:
     md = b.md
-    if u.last_column_id is not None and u.last_column_id < md["last_column_id"]:
-        raise ValidationError(
-            f"invalid last column id {u.last_column_id} < {md['last_column_id']} "
-            "(the previous last column id)"
-        )
-    new_last = max(md["last_column_id"], u.last_column_id or 0, u.schema.highest_field_id())
+    # As Java's TableMetadata.Builder: the table's last column id only grows, to the new
+    # schema's highest id. The update's own last-column-id is deprecated in the REST spec and
+    # not trusted: Java sends the new schema's highest id, lower than the table's after a
+    # REPLACE TABLE with fewer columns, and a value above every id would skip ids for nothing.
+    new_last = max(md["last_column_id"], u.schema.highest_field_id())
     schemas: tuple[Schema, ...] = md["schemas"]
     same = next((s for s in schemas if _same_schema(s, u.schema)), None)
     if same is not None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from tablestore.errors import NoSuchTableError, SchemaError
 from tablestore.spec.schema import IdCounter, Schema, assign_fresh_ids
 from tablestore.spec.types import NestedField, StructType, parse_sql_type, sql_type_name
+from tablestore.spec.view import SQLViewRepresentation, View
 from tablestore.sql import statements as st
 from tablestore.sql.result import StatementResult
 
@@ -62,6 +63,27 @@ def describe_table(catalog: Catalog, table: Any, extended: bool) -> StatementRes
         rows.append(["Partition spec", str(spec.spec_id), ""])
         props = ", ".join(f"{k}={v}" for k, v in sorted(table.properties.items()))
         rows.append(["Table Properties", f"[{props}]", ""])
+    return StatementResult(["col_name", "data_type", "comment"], rows)
+
+
+def describe_view(catalog: Catalog, view: View, extended: bool) -> StatementResult:
+    """DESCRIBE of a view: its columns; with EXTENDED, where it is and its SQL in each dialect
+    (a view written by another engine describes, even when its dialect cannot run here)."""
+    rows: list[list[Any]] = [[f.name, sql_type_name(f.field_type), f.doc or ""] for f in view.schema.fields]
+    if extended:
+        version = view.version
+        rows.append(["", "", ""])
+        rows.append(["# Detailed View Information", "", ""])
+        rows.append(["Name", f"{catalog.name}.{'.'.join(view.identifier)}", ""])
+        rows.append(["Type", "VIEW", ""])
+        rows.append(["Metadata location", view.metadata_location, ""])
+        rows.append(["Version", str(version.version_id), ""])
+        rows.append(["Default namespace", ".".join(version.default_namespace), ""])
+        for rep in version.representations:
+            if isinstance(rep, SQLViewRepresentation):
+                rows.append([f"View Text ({rep.dialect})", rep.sql, ""])
+            else:
+                rows.append([f"View representation ({rep.type})", "", ""])
     return StatementResult(["col_name", "data_type", "comment"], rows)
 
 

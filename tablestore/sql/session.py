@@ -28,7 +28,7 @@ from tablestore.errors import (
 )
 from tablestore.session import CatalogManager
 from tablestore.sql import statements as st
-from tablestore.sql.ddl import describe_table, show_create_table, table_schema_from_columns
+from tablestore.sql.ddl import describe_table, describe_view, show_create_table, table_schema_from_columns
 from tablestore.sql.dml import run_insert
 from tablestore.sql.external_statements import ExternalTableStatements
 from tablestore.sql.parser import parse_script, parse_statement
@@ -283,6 +283,8 @@ class SqlSession(
 
     def _DescribeTable(self, s: st.DescribeTable) -> StatementResult:
         catalog, identifier = self.manager.resolve_table(s.name)
+        if not catalog.table_exists(identifier) and catalog.view_exists(identifier):
+            return describe_view(catalog, catalog.load_view(identifier), s.extended)
         table = self._load_table(catalog, identifier)
         return describe_table(catalog, table, s.extended)
 

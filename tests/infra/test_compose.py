@@ -32,14 +32,17 @@ TRINO_VERSION = "476"
 # Catalog properties Trino 476 knows, as used here. Sources (Trino 476 documentation):
 # https://trino.io/docs/476/connector/iceberg.html (connector.name, iceberg.catalog.type),
 # https://trino.io/docs/476/object-storage/metastores.html#iceberg-rest-catalog
-#   (iceberg.rest-catalog.uri, .security, .oauth2.token, .warehouse, .vended-credentials-enabled),
+#   (iceberg.rest-catalog.uri, .security, .oauth2.token, .oauth2.credential, .warehouse,
+#   .vended-credentials-enabled, .view-endpoints-enabled); tests/interop/test_trino.py starts
+#   the real 476 with them,
 # https://trino.io/docs/476/object-storage/file-system-s3.html (fs.native-s3.enabled, s3.endpoint,
 #   s3.region, s3.path-style-access, s3.aws-access-key, s3.aws-secret-key). Trino renamed
 #   fs.native-s3.enabled to fs.s3.enabled in 2026; 476 only knows the old name.
 TRINO_476_PROPERTIES = {
     "connector.name", "iceberg.catalog.type", "iceberg.rest-catalog.uri", "iceberg.rest-catalog.security",
     "iceberg.rest-catalog.oauth2.token", "iceberg.rest-catalog.oauth2.credential", "iceberg.rest-catalog.warehouse",
-    "iceberg.rest-catalog.vended-credentials-enabled", "fs.native-s3.enabled", "s3.endpoint", "s3.region",
+    "iceberg.rest-catalog.vended-credentials-enabled", "iceberg.rest-catalog.view-endpoints-enabled",
+    "fs.native-s3.enabled", "s3.endpoint", "s3.region",
     "s3.path-style-access", "s3.aws-access-key", "s3.aws-secret-key",
 }
 OUR_IMAGE_SERVICES = ("storage-init", "catalog", "spark-master", "spark-worker", "spark-connect", "dagster-code",
@@ -340,7 +343,7 @@ def test_secrets_are_all_in_env_example_and_reach_the_services() -> None:
     assert compose_vars <= set(example), compose_vars - set(example)
     stack_vars = set(re.findall(r"\$\{(\w+)\}", STACK_CONFIG.read_text()))
     lakehouse_env = _compose()["x-lakehouse-env"]
-    # MinIO's keys: the root user's only in storage-init (and Trino's), the catalog's user's
+    # MinIO's keys: the root user's only in storage-init (and MinIO), the catalog's user's
     # only in storage-init (which creates it) and the catalog; every other service of our
     # image has the common settings alone.
     root = {"MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD"}
@@ -351,9 +354,8 @@ def test_secrets_are_all_in_env_example_and_reach_the_services() -> None:
         environment = _services()[name]["environment"]
         assert {k: v for k, v in environment.items() if k not in extra.get(name, set())} == lakehouse_env, name
         assert set(environment) - set(lakehouse_env) == extra.get(name, set()), name
-    # (Trino's catalog file names the root key until Trino reads with vended credentials.)
     holders = {n for n, s in _services().items() if root & set(s.get("environment") or {})}
-    assert {"minio", "storage-init"} <= holders <= {"minio", "storage-init", "trino"}
+    assert holders == {"minio", "storage-init"}
     stack_vars = {v for v in stack_vars if v not in catalog}
     assert stack_vars <= set(lakehouse_env), stack_vars - set(lakehouse_env)
     # The stack config names the catalog's variables with a fallback: the other containers
@@ -374,6 +376,7 @@ def test_stack_config_parses_and_serves_the_metastore() -> None:
     settings = server_settings(config)
     assert settings.catalogs == ("metastore",) and settings.port == int(_container_port("catalog", "--port"))
     assert {p.name for p in settings.tokens.values()} == {"trino", "spark", "dagster"}
+    assert settings.clients["trino"][1].can("metastore", "write")  # Trino's OAuth2 client
     assert config.default_catalog == "lakehouse" and config.catalog("lakehouse").type == "rest"
     assert config.spark.master == f"sc://spark-connect:{_container_port('spark-connect', '--port')}"
     # The pipeline's external landing table lies on the volume the catalog, Dagster and Spark share.
@@ -420,13 +423,18 @@ def test_trino_catalog_points_at_the_catalog_and_minio() -> None:
     assert props["connector.name"] == "iceberg" and props["iceberg.catalog.type"] == "rest"
     assert props["iceberg.rest-catalog.uri"] == _catalog_entry("lakehouse")["uri"]
     assert props["iceberg.rest-catalog.security"] == "OAUTH2"
-    assert props["iceberg.rest-catalog.oauth2.token"] == "${ENV:CATALOG_TOKEN_TRINO}"
+    # OAuth2 client credentials of the client `trino` the catalog serves, no static token.
+    assert props["iceberg.rest-catalog.oauth2.credential"] == "trino:${ENV:CATALOG_CLIENT_SECRET_TRINO}"
+    assert "iceberg.rest-catalog.oauth2.token" not in props
+    assert props["iceberg.rest-catalog.warehouse"] == "metastore"
+    # No storage key: the catalog vends per-table credentials.
+    assert props["iceberg.rest-catalog.vended-credentials-enabled"] == "true"
+    assert "s3.aws-access-key" not in props and "s3.aws-secret-key" not in props
+    assert "MINIO" not in TRINO_CATALOG.read_text()
     s3 = _catalog_entry("metastore")["s3"]
     assert props["fs.native-s3.enabled"] == "true"
     assert props["s3.endpoint"] == s3["endpoint"] and props["s3.region"] == s3["region"]
     assert props["s3.path-style-access"] == "true"
-    assert (props["s3.aws-access-key"], props["s3.aws-secret-key"]) == (
-        "${ENV:MINIO_ROOT_USER}", "${ENV:MINIO_ROOT_PASSWORD}")
     mount = _services()["trino"]["volumes"][0].split(":")
     assert (ROOT / mount[0]).resolve() == TRINO_CATALOG.parent and mount[1] == "/etc/trino/catalog"
 

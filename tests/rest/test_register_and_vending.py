@@ -144,6 +144,12 @@ def test_s3_settings_are_vended_and_never_logged(vending_service: RestService,
     assert config["s3.access-key-id"] != ACCESS_KEY and config["s3.secret-access-key"] != SECRET_KEY
     assert config["s3.session-token"]
     assert config["s3.endpoint"] == service.s3_properties["s3.endpoint"]
+    # The region under both names: pyiceberg reads s3.region, Java's S3FileIO client.region.
+    region = service.s3_properties["s3.region"]
+    assert (config["s3.region"], config["client.region"]) == (region, region)
+    defaults = requests.get(f"{service.uri}/v1/config", timeout=30,
+                            headers={"Authorization": f"Bearer {READ_TOKEN}"}).json()["defaults"]
+    assert (defaults["s3.region"], defaults["client.region"]) == (region, region)
 
     # pyiceberg, given only the URI and a token, reads and writes the table with those settings.
     py = service.pyiceberg()

@@ -127,6 +127,58 @@ def test_oauth2_token_endpoint_takes_http_basic_client_authentication(rest_servi
     assert body.status_code == 401 and "WWW-Authenticate" not in body.headers
 
 
+EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+ACCESS = "urn:ietf:params:oauth:token-type:access_token"
+
+
+def test_oauth2_token_exchange_refreshes_a_valid_token_of_ours_and_refuses_anything_else(
+    rest_service: RestService,
+) -> None:
+    """RFC 8693, as Java's and Trino's clients refresh: our valid token as subject_token gets a
+    fresh token of the same principal; anything else the right OAuth2 error."""
+    url = f"{rest_service.uri}/v1/oauth/tokens"
+    issued = requests.post(url, timeout=30, data={"grant_type": "client_credentials", "client_id": CLIENT_ID,
+                                                   "client_secret": CLIENT_SECRET}).json()["access_token"]
+    # Java sends the token being refreshed as bearer too, and no client credentials.
+    answer = requests.post(url, timeout=30, headers={"Authorization": f"Bearer {issued}"},
+                           data={"grant_type": EXCHANGE, "subject_token": issued, "subject_token_type": ACCESS})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["token_type"] == "bearer" and body["issued_token_type"] == ACCESS and body["expires_in"] == 3600
+    fresh = body["access_token"]
+    assert fresh.startswith("ts1.")
+    # The same principal and roles: the client's write role lets it create a namespace.
+    create = requests.post(f"{rest_service.uri}/v1/{CATALOG}/namespaces", timeout=30,
+                           headers={"Authorization": f"Bearer {fresh}"}, json={"namespace": ["exchanged"]})
+    assert create.status_code == 200, create.text
+    # A static read token is exchanged for an expiring token that still only reads.
+    read = requests.post(url, timeout=30, data={"grant_type": EXCHANGE, "subject_token": READ_TOKEN,
+                                                "subject_token_type": ACCESS}).json()["access_token"]
+    assert read.startswith("ts1.") and _get(rest_service, f"{CATALOG}/namespaces",
+                                           {"Authorization": f"Bearer {read}"}).status_code == 200
+    refused = requests.post(f"{rest_service.uri}/v1/{CATALOG}/namespaces", timeout=30,
+                            headers={"Authorization": f"Bearer {read}"}, json={"namespace": ["nope"]})
+    assert refused.status_code == 403
+
+    forged = "ts1.eyJzdWIiOiJldGwiLCJleHAiOjk5OTk5OTk5OTl9.forged"
+    expired = "ts1.eyJzdWIiOiJldGwiLCJleHAiOjF9.expired"
+    for form, error in [
+        ({"subject_token": forged, "subject_token_type": ACCESS}, "invalid_grant"),
+        ({"subject_token": expired, "subject_token_type": ACCESS}, "invalid_grant"),
+        ({"subject_token": "wrong-token-xxxxxxxxxxxxxxxx", "subject_token_type": ACCESS}, "invalid_grant"),
+        ({"subject_token_type": ACCESS}, "invalid_request"),
+        ({"subject_token": issued, "subject_token_type": "urn:ietf:params:oauth:token-type:id_token"},
+         "invalid_request"),
+        ({"subject_token": issued, "subject_token_type": ACCESS, "actor_token": issued,
+          "actor_token_type": ACCESS}, "invalid_request"),
+    ]:
+        answer = requests.post(url, timeout=30, data={"grant_type": EXCHANGE, **form})
+        assert (answer.status_code, answer.json()["error"]) == (400, error), form
+        assert "access_token" not in answer.json()
+    wrong_grant = requests.post(url, timeout=30, data={"grant_type": "password", "username": "x"})
+    assert (wrong_grant.status_code, wrong_grant.json()["error"]) == (400, "unsupported_grant_type")
+
+
 def test_secrets_never_appear_in_the_log(rest_service: RestService) -> None:
     requests.post(f"{rest_service.uri}/v1/oauth/tokens", timeout=30,
                   data={"grant_type": "client_credentials", "client_id": CLIENT_ID, "client_secret": CLIENT_SECRET})

@@ -263,8 +263,12 @@ def test_schema_evolution() -> None:
         apply_updates(md, [SetCurrentSchemaUpdate(7)])
     with pytest.raises(ValidationError, match="no current schema was added"):
         apply_updates(md, [SetCurrentSchemaUpdate(-1)])
-    with pytest.raises(ValidationError, match="invalid last column id 1 < 2"):
-        apply_updates(md, [AddSchemaUpdate(SCHEMA, 1)])
+    # Java's rule: the deprecated last-column-id of AddSchema is not checked, and the table's
+    # never goes down (a REPLACE TABLE with fewer columns sends the new schema's highest id).
+    narrower = Schema((SCHEMA.fields[0],), schema_id=0)
+    replaced = apply_updates(new, [AddSchemaUpdate(narrower, 1), SetCurrentSchemaUpdate(-1)])
+    assert replaced.schema().fields == (SCHEMA.fields[0],) and replaced.last_column_id == 3
+    assert apply_updates(md, [AddSchemaUpdate(evolved, 10**9)]).last_column_id == 3
     with pytest.raises(ValidationError, match="cannot remove the current schema 1"):
         apply_updates(new, [RemoveSchemasUpdate((1,))])
     assert apply_updates(new, [RemoveSchemasUpdate((0,))]).schemas == (new.schema(),)

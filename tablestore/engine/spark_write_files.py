@@ -1,0 +1,206 @@
+"""Data files written by Spark tasks, described to the driver: the write half of every SQL write.
+
+    written = write_files(df, table_target(table, config_json))
+    commit_written(table.io, written, lambda files: table.append_files(files, ...))
+
+``write_files`` runs one Spark job over a DataFrame already typed for the table: each task
+streams its Arrow batches through :func:`~tablestore.engine.spark_source_write.write_task` (the
+data source's task: partitioned writers, fan-out within the memory budget, rolling at the
+target file size) and returns one small row, the JSON descriptions of its files
+(:mod:`tablestore.spec.content_file_json`) and where it ran. Only those rows reach the driver
+and the client, whatever the size of the data, as in Iceberg's ``SparkWrite`` (tasks send
+``DataFile`` messages, the driver commits once). The caller then makes exactly one commit with
+the operation its statement calls for: an append, an overwrite by filter, a dynamic partition
+overwrite (:mod:`tablestore.table.overwrite` accepts files written elsewhere).
+
+Why ``mapInArrow`` and not the data source's writer. The Python data source commits in a Python
+worker of the driver, with no way to hand the files back to the caller, and an overwrite's commit
+must plan row-level changes on the caller's table object. ``mapInArrow`` plus ``collect`` of
+one row per task is a plain DataFrame API, so the same code runs through Spark Connect.
+
+Failure. A task that fails deletes its own files (``write_task``). When the job fails, the
+files of the tasks that had succeeded are in no message the driver received: every file of a
+write carries the write's id in its name (``<partition>-<n>-<write id>-<attempt>-<n>.parquet``,
+as Iceberg names files by operation id), so the driver lists the table's data location and
+deletes the write's files. That listing happens only on failure. A commit that is refused
+deletes the files too (:func:`commit_written`), unless its outcome is unknown.
+
+Where the files were written is recorded in the snapshot summary (:meth:`WrittenFiles.summary`):
+``tablestore.write.tasks`` (the Spark tasks that wrote files), ``tablestore.write.executors`` and
+``tablestore.write.hosts`` (where they ran) and ``tablestore.write.spark-stage``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
+
+import pyarrow as pa
+
+from tablestore.engine.spark_source_write import WriteTarget, check_write_schema, delete_quietly, write_task
+from tablestore.errors import CommitStateUnknownError
+from tablestore.io import FileIO, load_file_io
+from tablestore.spec.content_file_json import content_file_from_json, content_file_to_json
+from tablestore.spec.manifest import DataFile
+from tablestore.spec.types import IcebergType, StructType
+from tablestore.table.write import WriteContext
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from tablestore.table import Table
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+SUMMARY_PREFIX = "tablestore.write."
+_RESULT_SCHEMA = "written string"
+# Spark sets this local property in the task's context; in local mode it is "driver".
+_EXECUTOR_PROPERTY = "spark.executor.id"
+
+
+@dataclass(frozen=True)
+class TaskWrite:
+    """What one Spark task wrote and where it ran."""
+
+    files: list[DataFile]
+    rows: int
+    stage: int
+    partition: int
+    attempt: int
+    executor: str
+    host: str
+    pid: int
+
+
+@dataclass(frozen=True)
+class WrittenFiles:
+    """The files of one Spark write, not yet committed, and the tasks that wrote them."""
+
+    write_id: str
+    tasks: list[TaskWrite]
+
+    @property
+    def files(self) -> list[DataFile]:
+        return [f for t in self.tasks for f in t.files]
+
+    @property
+    def rows(self) -> int:
+        return sum(t.rows for t in self.tasks)
+
+    def summary(self) -> dict[str, str]:
+        """Snapshot summary properties recording where the files were written."""
+        writing = [t for t in self.tasks if t.files]
+        return {
+            f"{SUMMARY_PREFIX}tasks": str(len(writing)),
+            f"{SUMMARY_PREFIX}executors": ",".join(sorted({t.executor for t in writing})),
+            f"{SUMMARY_PREFIX}hosts": ",".join(sorted({t.host for t in writing})),
+            f"{SUMMARY_PREFIX}spark-stage": ",".join(str(s) for s in sorted({t.stage for t in writing})),
+        }
+
+
+def table_target(table: Table, config_json: str, snapshot_properties: dict[str, str] | None = None) -> WriteTarget:
+    """The write target of a loaded table: its catalog is reached again from ``config_json``."""
+    snapshot = table.current_snapshot()
+    return WriteTarget(
+        config_json=config_json,
+        catalog_name=table.catalog.name,
+        identifier=tuple(table.identifier),
+        location=table.location.rstrip("/"),
+        io_properties=dict(table.io.properties),
+        schema_json=json.dumps(table.schema().to_json()),
+        spec_json=json.dumps(table.spec().to_json()),
+        properties=dict(table.properties),
+        base_snapshot_id=snapshot.snapshot_id if snapshot is not None else None,
+        snapshot_properties=dict(snapshot_properties or {}),
+    )
+
+
+def _types(target: WriteTarget) -> tuple[StructType, dict[int, IcebergType]]:
+    schema = target.schema()
+    return target.spec().partition_type(schema), {f.field_id: f.field_type for _, f in schema.all_fields()}
+
+
+def _task_function(target: WriteTarget) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        message = write_task(target, batches)
+        partition_type, column_types = _types(target)
+        described = {
+            "files": [content_file_to_json(f, partition_type, column_types, column_types) for f in message.files],
+            "rows": message.rows,
+            "stage": context.stageId() if context else -1,
+            "partition": message.task_id,
+            "attempt": context.attemptNumber() if context else 0,
+            "executor": (context.getLocalProperty(_EXECUTOR_PROPERTY) if context else None) or "unknown",
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+        }
+        yield pa.record_batch([pa.array([json.dumps(described)], pa.string())], names=["written"])
+
+    return task
+
+
+def _task_write(obj: dict[str, object], partition_types: dict[int, StructType],
+                column_types: dict[int, IcebergType]) -> TaskWrite:
+    files = obj["files"]
+    assert isinstance(files, list)
+    return TaskWrite(
+        files=[content_file_from_json(f, partition_types, column_types) for f in files],
+        rows=int(str(obj["rows"])), stage=int(str(obj["stage"])), partition=int(str(obj["partition"])),
+        attempt=int(str(obj["attempt"])), executor=str(obj["executor"]), host=str(obj["host"]),
+        pid=int(str(obj["pid"])),
+    )
+
+
+def write_files(df: DataFrame, target: WriteTarget) -> WrittenFiles:
+    """Write ``df`` (typed for the table: see :func:`tablestore.sql.dml.table_typed`) as data
+    files of ``target`` in Spark tasks; nothing is committed. A failed job leaves no file."""
+    check_write_schema(df.schema, target)
+    try:
+        # One row per task: the descriptions of its files, a few kB (capped by design: never rows).
+        rows = df.mapInArrow(_task_function(target), _RESULT_SCHEMA).collect()
+    except BaseException:
+        remove_write(target)
+        raise
+    partition_type, column_types = _types(target)
+    spec_id = target.spec().spec_id
+    tasks = [_task_write(json.loads(r[0]), {spec_id: partition_type}, column_types) for r in rows]
+    return WrittenFiles(target.write_id, tasks)
+
+
+def remove_write(target: WriteTarget) -> None:
+    """Delete every file of the write ``target`` that a failed job left (found by the write id)."""
+    io = load_file_io(target.io_properties)
+    ctx = WriteContext(io, target.location, target.schema(), target.spec(), dict(target.properties))
+    try:
+        listed = io.list_prefix(ctx.data_location)
+    except OSError as e:  # remove_orphan_files catches whatever is left
+        log.warning("could not list %s to remove the files of failed write %s: %s", ctx.data_location,
+                    target.write_id, e)
+        return
+    delete_quietly(io, [f.path for f in listed if target.write_id in f.path.rsplit("/", 1)[-1]])
+
+
+def commit_written(io: FileIO, written: WrittenFiles, commit: Callable[[list[DataFile]], T]) -> T:
+    """``commit(files)``, deleting the files when the commit is refused (not when its outcome is
+    unknown: it may have landed)."""
+    try:
+        return commit(written.files)
+    except CommitStateUnknownError:
+        raise
+    except BaseException:
+        delete_quietly(io, [f.file_path for f in written.files])
+        raise
+
+
+__all__ = ["SUMMARY_PREFIX", "TaskWrite", "WrittenFiles", "commit_written", "remove_write", "table_target",
+           "write_files"]
