@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from infra.images import builds
+from infra.images import ensure_images
 
 ROOT = Path(__file__).resolve().parents[1]
 SETUP = ROOT.parent / "shared" / "docker-stack" / "setup"
@@ -93,6 +93,8 @@ def write_env_file(path: Path, project: str) -> dict[str, str]:
     values = {
         "MINIO_ROOT_USER": "lakehouse",
         "MINIO_ROOT_PASSWORD": secrets.token_hex(16),
+        "MINIO_CATALOG_USER": "catalog",
+        "MINIO_CATALOG_PASSWORD": secrets.token_hex(16),
         "POSTGRES_PASSWORD": secrets.token_hex(16),
         "CATALOG_TOKEN_TRINO": secrets.token_hex(16),
         "CATALOG_TOKEN_SPARK": secrets.token_hex(16),
@@ -116,10 +118,8 @@ def running_stack(workdir: Path, prefix: str = "tablestore-test") -> Iterator[St
     """``docker compose up --build --wait`` of every service, Trino too; ``down -v`` at the end,
     whatever happened."""
     ensure_engine()
-    # The images this machine cannot pull (make images): built once, then found current.
-    for image in builds():
-        if not image.is_current():
-            image.build()
+    # The images this machine cannot pull (make images: MinIO, Trino): built once, then found current.
+    ensure_images()
     project = f"{prefix}-{uuid.uuid4().hex[:8]}"
     env_path = workdir / ".env"
     env = write_env_file(env_path, project)

@@ -1,6 +1,6 @@
-"""Shared fixtures: real services (moto S3, PostgreSQL) and catalogs on every storage/database.
+"""Shared fixtures: real services (MinIO, PostgreSQL) and catalogs on every storage/database.
 
-- ``s3_server`` (session): a moto S3 server; ``.endpoint``, ``.access_key``, ``.secret_key``,
+- ``s3_server`` (session): MinIO built from source (infra/images/minio.py) on loopback; ``.endpoint``, ``.access_key``, ``.secret_key``,
   ``.properties`` (FileIO/catalog properties), ``.create_bucket()``, ``.client()`` (boto3).
 - ``postgres_server`` (session) and ``postgres_uri``: a SQLAlchemy URI of a fresh database.
 - ``warehouse``: parametrized over ``local`` and ``s3`` (marker ``s3``); a :class:`Warehouse`
@@ -61,7 +61,7 @@ class Warehouse:
 
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
-    server = start_s3_server(tmp_path_factory.mktemp("moto"))
+    server = start_s3_server(tmp_path_factory.mktemp("minio"))
     try:
         yield server
     finally:
@@ -174,7 +174,7 @@ def served_catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestSer
 
 @pytest.fixture(scope="session")
 def served_catalog_s3(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server) -> Iterator[RestService]:
-    """The same with its warehouse in S3 (moto): the client gets the S3 settings from the service."""
+    """The same with its warehouse in S3 (MinIO): the client gets the S3 settings from the service."""
     service = _serve(tmp_path_factory.mktemp("served-catalog-s3"), s3_server)
     try:
         yield service
@@ -203,3 +203,17 @@ def catalog_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[C
     yield CatalogTarget(kind, f"test_{uuid.uuid4().hex[:8]}",
                         {"type": "sql", "uri": uri, "warehouse": warehouse.location, **warehouse.properties},
                         warehouse)
+
+
+# The expiry of a vended credential, tried for real: MinIO's STS vends for 15 minutes at the
+# least, so one test vends when the session starts and another tries the credential when it ends.
+EXPIRY_FIRST = "tests/rest/test_credentials.py::test_a_credential_vended_when_the_session_starts_works_until_it_expires"
+EXPIRY_LAST = "tests/rest/test_credentials.py::test_an_expired_vended_credential_is_refused"
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-randomly's shuffle
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    first = [item for item in items if item.nodeid == EXPIRY_FIRST]
+    last = [item for item in items if item.nodeid == EXPIRY_LAST]
+    rest = [item for item in items if item.nodeid not in (EXPIRY_FIRST, EXPIRY_LAST)]
+    items[:] = first + rest + last

@@ -1,4 +1,4 @@
-"""Real services for the test suite: an S3-compatible server (moto), PostgreSQL and the REST
+"""Real services for the test suite: MinIO (S3 and STS), PostgreSQL and the REST
 catalog service (``tablestore catalog serve`` in a subprocess).
 
 Each starter returns a handle with ``stop()``; the session fixtures in ``conftest.py`` stop them
@@ -18,6 +18,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,18 +26,26 @@ from typing import Any
 from infra.local.processes import die_with_parent, free_port, http_ok, spawn, stop_process, wait_until
 
 VENV_BIN = Path(sys.executable).parent
+# The test MinIO's root user (MinIO wants a secret of at least 8 characters).
+ROOT_USER = "testing"
+ROOT_PASSWORD = "testing-root-secret"
 
 
-# -- S3 (moto) ----------------------------------------------------------------------------------
+# -- S3 (MinIO) ---------------------------------------------------------------------------------
 
 
 @dataclass
 class S3Server:
-    """A running moto S3 server on loopback."""
+    """A running MinIO server (built from source: ``infra/images/minio.py``) on loopback.
+
+    ``access_key`` / ``secret_key`` are its root user's. ``create_user`` adds a user whose key
+    is worth only what its policy allows: MinIO enforces IAM policies, and STS ``AssumeRole``
+    (on the same endpoint) answers for users, with session policies.
+    """
 
     endpoint: str
-    access_key: str = "testing"
-    secret_key: str = field(default="testing", repr=False)
+    access_key: str = ROOT_USER
+    secret_key: str = field(default=ROOT_PASSWORD, repr=False)
     region: str = "us-east-1"
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     log_path: Path | None = None
@@ -52,12 +61,15 @@ class S3Server:
             "s3.path-style-access": "true",
         }
 
-    def client(self) -> Any:
+    def client(self, access_key: str | None = None, secret_key: str | None = None,
+               session_token: str | None = None) -> Any:
+        """boto3's S3 client, with the root key unless another one is given."""
         import boto3
 
         return boto3.client(
-            "s3", endpoint_url=self.endpoint, aws_access_key_id=self.access_key,
-            aws_secret_access_key=self.secret_key, region_name=self.region,
+            "s3", endpoint_url=self.endpoint, aws_access_key_id=access_key or self.access_key,
+            aws_secret_access_key=secret_key or self.secret_key, aws_session_token=session_token,
+            region_name=self.region,
         )
 
     def create_bucket(self, name: str | None = None) -> str:
@@ -66,19 +78,31 @@ class S3Server:
         self.client().create_bucket(Bucket=name)
         return name
 
+    def create_user(self, access_key: str, secret_key: str, buckets: Sequence[str] = ()) -> None:
+        """A MinIO user with read and write on ``buckets`` only (every bucket when empty)."""
+        from infra.storage_init import admin_client, bucket_policy, ensure_user
+
+        admin = admin_client(self.endpoint.removeprefix("http://"), self.access_key, self.secret_key)
+        policy = bucket_policy(buckets or ["*"])
+        ensure_user(admin, access_key, secret_key, f"user-{access_key.lower()}", policy)
+
     def stop(self) -> None:
         if self.process is not None:
             stop_process(self.process)
 
 
 def start_s3_server(workdir: Path, timeout_s: float = 60.0) -> S3Server:
+    """MinIO on a free loopback port over ``workdir/data``. The first call on a machine builds
+    the pinned MinIO from source (several CPU-minutes); later ones find it cached."""
+    from infra.local.minio import minio_argv, minio_env
+
     port = free_port()
     endpoint = f"http://127.0.0.1:{port}"
-    log_path = workdir / "moto.log"
-    proc = spawn([str(VENV_BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(port)], log_path, cwd=workdir)
+    log_path = workdir / "minio.log"
+    proc = spawn(minio_argv(workdir / "data", port), log_path, env=minio_env(ROOT_USER, ROOT_PASSWORD), cwd=workdir)
     server = S3Server(endpoint=endpoint, process=proc, log_path=log_path)
     try:
-        wait_until(lambda: http_ok(f"{endpoint}/moto-api/"), "moto_server", proc, log_path, timeout_s)
+        wait_until(lambda: http_ok(f"{endpoint}/minio/health/ready"), "minio", proc, log_path, timeout_s)
     except BaseException:
         server.stop()
         raise

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 # Module names of this package, each with a ``BUILD``; issues 30 (Trino) and 31 (MinIO) add theirs.
-BUILDERS: tuple[str, ...] = ("trino",)
+BUILDERS: tuple[str, ...] = ("minio", "trino")
 
 
 @dataclass(frozen=True)
@@ -35,3 +35,16 @@ def image_exists(tag: str) -> bool:
 
 def builds() -> list[ImageBuild]:
     return [importlib.import_module(f"{__name__}.{name}").BUILD for name in BUILDERS]
+
+
+def ensure_images() -> list[str]:
+    """Build each image of ``BUILDERS`` that is not current; answer the tags built."""
+    built = []
+    for image in builds():
+        if image.is_current():
+            print(f"{image.tag}: up to date")
+            continue
+        print(f"{image.tag}: building")
+        image.build()
+        built.append(image.tag)
+    return built

@@ -5,17 +5,12 @@ from __future__ import annotations
 import sys
 
 from infra.compose_stack import ensure_engine
-from infra.images import builds
+from infra.images import ensure_images
 
 
 def main() -> int:
     ensure_engine()
-    for image in builds():
-        if image.is_current():
-            print(f"{image.tag}: up to date")
-            continue
-        print(f"{image.tag}: building")
-        image.build()
+    ensure_images()
     return 0
 
 

@@ -2,7 +2,7 @@
 
 | compose service            | here                                                         |
 |----------------------------|--------------------------------------------------------------|
-| minio + storage-init       | moto's S3 server; the bucket made with the ``minio`` SDK     |
+| minio + storage-init       | MinIO built from source; the bucket made with the ``minio`` SDK |
 | postgres                   | PostgreSQL (Debian's or pgserver's binaries) via ``pg_ctl``  |
 | catalog                    | ``tablestore catalog serve`` on that PostgreSQL and S3       |
 | spark-master, spark-worker | ``spark-class`` Master and Worker from the PySpark package   |
@@ -32,6 +32,7 @@ from pathlib import Path
 
 import yaml
 
+from infra.local.minio import minio_argv, minio_env
 from infra.local.processes import (
     child_pids,
     free_port,
@@ -187,12 +188,12 @@ class LocalStack:
 
     def _s3(self) -> ServiceProcess:
         log = self.workdir / "s3.log"
-        env = {**os.environ, "MOTO_ACCESS_KEY_ID": ACCESS_KEY}
+        # Its objects live in workdir/minio-data: a restart (or a SIGKILL) of the process keeps them.
         return ServiceProcess(
             "s3", self.s3_endpoint,
-            lambda: spawn([str(VENV_BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(self.ports["s3"])], log,
-                          env=env, cwd=self.workdir),
-            lambda: http_ok(f"{self.s3_endpoint}/moto-api/"), log_path=log)
+            lambda: spawn(minio_argv(self.workdir / "minio-data", self.ports["s3"]), log,
+                          env=minio_env(ACCESS_KEY, self.secret_key), cwd=self.workdir),
+            lambda: http_ok(f"{self.s3_endpoint}/minio/health/ready"), log_path=log)
 
     def _postgres(self) -> ServiceProcess:
         log = self._pg_data.parent / "postgres.log"

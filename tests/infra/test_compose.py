@@ -17,6 +17,7 @@ import yaml
 
 from tablestore.config import parse_config
 from tablestore.rest.settings import server_settings
+from tests.services import PostgresServer
 
 ROOT = Path(__file__).resolve().parents[2]
 INFRA = ROOT / "infra"
@@ -44,8 +45,8 @@ TRINO_476_PROPERTIES = {
     "fs.native-s3.enabled", "s3.endpoint", "s3.region",
     "s3.path-style-access", "s3.aws-access-key", "s3.aws-secret-key",
 }
-OUR_IMAGE_SERVICES = ("storage-init", "catalog", "spark-master", "spark-worker", "spark-connect", "dagster-webserver",
-                      "dagster-daemon")
+OUR_IMAGE_SERVICES = ("storage-init", "catalog", "spark-master", "spark-worker", "spark-connect", "dagster-code",
+                      "dagster-webserver", "dagster-daemon")
 
 
 def _compose() -> dict[str, Any]:
@@ -152,15 +153,29 @@ def test_paths_inside_the_image_exist_in_the_repository() -> None:
 
 
 def test_dagster_workspace_names_the_pipeline_code_location() -> None:
+    # The webserver and the daemon load the code location from the code server's gRPC port.
     workspace = yaml.safe_load((INFRA / "dagster" / "workspace.yaml").read_text())
-    module = workspace["load_from"][0]["python_module"]
-    assert (module["module_name"], module["attribute"], module["working_directory"]) == (
+    (entry,) = workspace["load_from"]
+    grpc = entry["grpc_server"]
+    code = _services()["dagster-code"]["command"]
+    assert (grpc["host"], str(grpc["port"]), grpc["location_name"]) == (
+        "dagster-code", code[code.index("-p") + 1], code[code.index("--location-name") + 1])
+    assert code[:3] == ["dagster", "code-server", "start"]
+    assert (code[code.index("-m") + 1], code[code.index("-a") + 1], code[code.index("-d") + 1]) == (
         "pipelines.definitions", "defs", IMAGE_ROOT.rstrip("/"))
-    dagster = yaml.safe_load((INFRA / "dagster" / "dagster.yaml").read_text())
-    # Runs live on the volume the webserver and the daemon share.
-    mounts = {v.split(":")[1] for v in _services()["dagster-webserver"]["volumes"]}
-    assert dagster["storage"]["sqlite"]["base_dir"] in mounts
     assert (ROOT / "pipelines" / "definitions.py").exists()
+    # The instance lives in the stack's PostgreSQL, in the database storage-init creates.
+    dagster = yaml.safe_load((INFRA / "dagster" / "dagster.yaml").read_text())
+    db = dagster["storage"]["postgres"]["postgres_db"]
+    pg = _services()["postgres"]
+    assert (db["hostname"], db["port"], db["username"]) == ("postgres", 5432, pg["environment"]["POSTGRES_USER"])
+    assert db["password"] == {"env": "POSTGRES_PASSWORD"}
+    init = _services()["storage-init"]["command"]
+    assert init[init.index("--dagster-database") + 1] == db["db_name"] != pg["environment"]["POSTGRES_DB"]
+    # Compute logs: written by the runs (in the code server), read by the webserver.
+    for name in ("dagster-code", "dagster-webserver"):
+        mounts = {v.split(":")[1] for v in _services()[name]["volumes"]}
+        assert dagster["local_artifact_storage"]["config"]["base_dir"] in mounts
 
 
 def _instructions() -> list[str]:
@@ -308,11 +323,15 @@ def test_pinned_images_healthchecks_and_start_conditions() -> None:
     assert {n for n, s in services.items() if "healthcheck" not in s} == {"storage-init"}
     assert services["catalog"]["depends_on"] == {"postgres": {"condition": "service_healthy"},
                                                  "storage-init": {"condition": "service_completed_successfully"}}
-    # The daemon runs the runs: it waits for the catalog and the Spark Connect server (the
-    # webserver does not wait for Spark, so it starts while the JVMs do).
-    assert set(services["dagster-daemon"]["depends_on"]) == {"dagster-webserver", "catalog", "spark-connect"}
+    # storage-init makes Dagster's database in PostgreSQL, so it waits for it too.
+    assert set(services["storage-init"]["depends_on"]) == {"minio", "postgres"}
+    # The daemon launches the runs: it waits for the catalog and the Spark Connect server (the
+    # webserver does not wait for Spark, so it starts while the JVMs do); both load the code
+    # location from the code server.
+    assert set(services["dagster-daemon"]["depends_on"]) == {"dagster-code", "catalog", "spark-connect"}
     assert services["spark-connect"]["depends_on"] == {"spark-worker": {"condition": "service_healthy"}}
-    assert set(services["dagster-webserver"]["depends_on"]) == {"catalog"}
+    assert set(services["dagster-webserver"]["depends_on"]) == {"catalog", "dagster-code"}
+    assert services["dagster-code"]["healthcheck"]["test"][:4] == ["CMD", "dagster", "api", "grpc-health-check"]
 
 
 # -- names, ports, credentials and buckets agree ---------------------------------------------
@@ -324,9 +343,24 @@ def test_secrets_are_all_in_env_example_and_reach_the_services() -> None:
     assert compose_vars <= set(example), compose_vars - set(example)
     stack_vars = set(re.findall(r"\$\{(\w+)\}", STACK_CONFIG.read_text()))
     lakehouse_env = _compose()["x-lakehouse-env"]
+    # MinIO's keys: the root user's only in storage-init (and MinIO), the catalog's user's
+    # only in storage-init (which creates it) and the catalog; every other service of our
+    # image has the common settings alone.
+    root = {"MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD"}
+    catalog = {"MINIO_CATALOG_USER", "MINIO_CATALOG_PASSWORD"}
+    extra = {"storage-init": root | catalog, "catalog": catalog}
+    assert not (root | catalog) & set(lakehouse_env)
     for name in OUR_IMAGE_SERVICES:
-        assert _services()[name]["environment"] == lakehouse_env
+        environment = _services()[name]["environment"]
+        assert {k: v for k, v in environment.items() if k not in extra.get(name, set())} == lakehouse_env, name
+        assert set(environment) - set(lakehouse_env) == extra.get(name, set()), name
+    holders = {n for n, s in _services().items() if root & set(s.get("environment") or {})}
+    assert holders == {"minio", "storage-init"}
+    stack_vars = {v for v in stack_vars if v not in catalog}
     assert stack_vars <= set(lakehouse_env), stack_vars - set(lakehouse_env)
+    # The stack config names the catalog's variables with a fallback: the other containers
+    # that load it never use the metastore's key.
+    assert set(re.findall(r"\$\{(MINIO_\w+):-\}", STACK_CONFIG.read_text())) == catalog
     trino_vars = set(re.findall(r"\$\{ENV:(\w+)\}", TRINO_CATALOG.read_text()))
     assert trino_vars <= set(_services()["trino"]["environment"])
     # The rest are fixed settings, or (LAKEHOUSE_PROFILES) derived from the example's COMPOSE_PROFILES.
@@ -373,7 +407,7 @@ def test_catalog_minio_postgres_and_bucket_agree() -> None:
     endpoint = urlsplit(s3["endpoint"])
     minio_port = _container_port("minio", "--address").lstrip(":")
     assert endpoint.hostname == "minio" and str(endpoint.port) == minio_port
-    assert (s3["access-key-id"], s3["secret-access-key"]) == ("${MINIO_ROOT_USER}", "${MINIO_ROOT_PASSWORD}")
+    assert (s3["access-key-id"], s3["secret-access-key"]) == ("${MINIO_CATALOG_USER:-}", "${MINIO_CATALOG_PASSWORD:-}")
     assert s3["path-style-access"] is True
 
     bucket = urlsplit(sql["warehouse"]).netloc
@@ -446,9 +480,13 @@ def test_compose_config_passes(compose_tool: list[str], tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     resolved = yaml.safe_load(done.stdout)
     assert set(resolved["services"]) == {"minio", "storage-init", "postgres", "catalog", "spark-master",
-                                         "spark-worker", "spark-connect", "dagster-webserver", "dagster-daemon", "trino"}
-    secret = _env_example()["MINIO_ROOT_PASSWORD"]
-    assert resolved["services"]["catalog"]["environment"]["MINIO_ROOT_PASSWORD"] == secret
+                                         "spark-worker", "spark-connect", "dagster-code", "dagster-webserver",
+                                         "dagster-daemon", "trino"}
+    secret = _env_example()["MINIO_CATALOG_PASSWORD"]
+    assert resolved["services"]["catalog"]["environment"]["MINIO_CATALOG_PASSWORD"] == secret
+    assert resolved["services"]["storage-init"]["environment"]["MINIO_ROOT_PASSWORD"] == _env_example()[
+        "MINIO_ROOT_PASSWORD"]
+    assert "MINIO_ROOT_PASSWORD" not in resolved["services"]["catalog"]["environment"]
 
 
 def test_compose_config_refuses_to_run_without_secrets(compose_tool: list[str], tmp_path: Path) -> None:
@@ -460,15 +498,36 @@ def test_compose_config_refuses_to_run_without_secrets(compose_tool: list[str], 
     assert done.returncode != 0 and "copy infra/.env.example to .env" in done.stderr
 
 
-def test_dagster_instance_config_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from dagster import DagsterInstance
+@pytest.mark.postgres
+def test_dagster_instance_config_loads_and_keeps_runs_in_postgres(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, postgres_server: PostgresServer) -> None:
+    """The stack's instance settings, pointed at the suite's PostgreSQL (the same keys but
+    the server's address): Dagster creates its tables there and keeps a run in them."""
+    from dagster import DagsterInstance, DagsterRun
+    from sqlalchemy import create_engine, text
 
-    text = (INFRA / "dagster" / "dagster.yaml").read_text().replace("/opt/dagster/home/storage", str(tmp_path / "s"))
-    (tmp_path / "dagster.yaml").write_text(text)
+    doc = yaml.safe_load((INFRA / "dagster" / "dagster.yaml").read_text())
+    database = postgres_server.create_database()
+    db = doc["storage"]["postgres"]["postgres_db"]
+    # The suite's server listens on a Unix socket: a URL carries it where hostname cannot.
+    doc["storage"]["postgres"] = {"postgres_url": database}
+    doc["local_artifact_storage"]["config"]["base_dir"] = str(tmp_path / "s")
+    (tmp_path / "dagster.yaml").write_text(yaml.safe_dump(doc))
+    assert set(db) == {"username", "password", "hostname", "port", "db_name", "scheme"}
+    assert db["scheme"] == "postgresql+psycopg2"  # the driver installed (SQLAlchemy 2.1 defaults to psycopg 3)
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
     instance = DagsterInstance.get()
     try:
         assert type(instance.run_coordinator).__name__ == "QueuedRunCoordinator"
-        assert type(instance.run_storage).__name__ == "SqliteRunStorage"
+        assert type(instance.run_storage).__name__ == "PostgresRunStorage"
+        assert type(instance.event_log_storage).__name__ == "PostgresEventLogStorage"
+        assert type(instance.schedule_storage).__name__ == "PostgresScheduleStorage"
+        run = instance.add_run(DagsterRun(job_name="probe", run_id="0f8fad5b-d9cb-469f-a165-70867728950e"))
     finally:
         instance.dispose()
+    engine = create_engine(database)
+    try:
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT run_id, pipeline_name FROM runs")).all() == [(run.run_id, "probe")]
+    finally:
+        engine.dispose()

@@ -3,18 +3,24 @@
 
 ``../shared/docker-stack/setup`` installs and starts the engine when none answers, and builds
 local stand-ins for the images that cannot be pulled here (its README says how they differ);
-``make images`` (run by ``running_stack`` when needed) builds the real ``trinodb/trino:476``.
-The stack runs with the ``trino`` profile. Under a project name of its own, with fresh
-secrets and engine-chosen loopback ports, the module:
+``make images`` (run by ``running_stack`` when needed) builds the pinned MinIO from source and
+the real ``trinodb/trino:476``. The stack runs with the ``trino`` profile. Under a project name
+of its own, with fresh secrets and engine-chosen loopback ports, the module:
+
 
 - builds the image and brings every other service up (``docker compose up --build --wait``),
   and checks what ``docker inspect`` reports: loopback-only ports, an init, restart policies;
+- checks MinIO is the release built from source, and who holds which MinIO key: the root key
+  only ``storage-init``, the catalog's user (limited to the warehouse bucket) only the catalog;
 - runs the pipeline's plan through Dagster's GraphQL API: every asset materialized, every
   asset check passed, every run's Spark work in the one application of the Spark Connect server;
   Trino's reconciliation passes (its counts equal tablestore's), Trino having logged in with
-  OAuth2 client credentials and read MinIO with vended credentials;
-- kills the catalog container's process with SIGKILL and sees it come back healthy by itself
-  with every committed snapshot;
+  OAuth2 client credentials and read MinIO with vended credentials; Dagster's runs are rows of
+  its PostgreSQL database and its code location the code server's;
+- materializes an asset in the stack's Dagster UI with headless Chromium;
+- kills the catalog, MinIO and PostgreSQL with SIGKILL, and the Dagster daemon mid-run, restarts
+  MinIO, Dagster's webserver and daemon, and takes the stack down and up again: each comes back
+  by itself with every object, snapshot and run (docs/stack.md, Faults, has the times);
 - reads every table through the stack's catalog with the Trino token using Java Iceberg's REST
   client (``../shared/iceberg-oracle``, the library of Trino's Iceberg connector): table list,
   schemas and snapshots. Rows are not read: the oracle has no S3 FileIO and the warehouse is
@@ -40,7 +46,7 @@ from typing import Any
 import pytest
 
 from infra.compose_stack import Stack, StackError, running_stack
-from infra.dagster_client import DagsterClient, RunResult, run_plan, stack_plan
+from infra.dagster_client import DONE, STATUS, DagsterClient, RunResult, run_plan, stack_plan
 
 # The whole module: image build and start (~3 min with a warm cache), the pipeline, the crash.
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(3600)]
@@ -49,7 +55,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
 ORACLE = SHARED / "iceberg-oracle" / "oracle"
 SERVICES = ("minio", "storage-init", "postgres", "catalog", "spark-master", "spark-worker", "spark-connect",
-            "dagster-webserver", "dagster-daemon", "trino")
+            "dagster-code", "dagster-webserver", "dagster-daemon", "trino")
 IMAGE = "lakehouse/tablestore:0.1.0"
 IMAGE_LIMIT_BYTES = 2_500_000_000
 PLAN_TIMEOUT_S = 2400.0
@@ -145,7 +151,7 @@ def test_ports_are_loopback_only_with_an_init_and_restart_policies(stack: Stack)
 
 @pytest.fixture(scope="module")
 def pipeline(stack: Stack) -> list[RunResult]:
-    for key in ("MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD", "CATALOG_TOKEN_DAGSTER"):
+    for key in ("CATALOG_TOKEN_DAGSTER",):
         os.environ.setdefault(key, stack.env[key])  # the stack settings name them; only dates are read
     started = time.monotonic()
     results = run_plan(f"http://{stack.address('dagster-webserver', 3000)}", stack_plan(), timeout_s=PLAN_TIMEOUT_S)
@@ -212,24 +218,33 @@ def _snapshots(stack: Stack) -> dict[str, tuple[int | None, list[int]]]:
     return out
 
 
+def _kill_and_wait(stack: Stack, service: str, timeout_s: float = 180) -> float:
+    """SIGKILL the container's init (the container dies, as in a crash); answer the seconds until
+    it is back by itself (its restart policy) and healthy."""
+    info = stack.container(service)
+    restarts = info["RestartCount"]
+    started = time.monotonic()
+    os.kill(info["State"]["Pid"], signal.SIGKILL)
+    deadline = started + timeout_s
+    state: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        info = stack.container(service)
+        state = info["State"]
+        if info["RestartCount"] > restarts and state.get("Health", {}).get("Status") == "healthy":
+            break
+        time.sleep(1)
+    assert info["RestartCount"] == restarts + 1, state
+    assert state["Health"]["Status"] == "healthy", state
+    return time.monotonic() - started
+
+
 def test_catalog_killed_with_sigkill_comes_back_by_itself_with_every_snapshot(
         stack: Stack, pipeline: list[RunResult]) -> None:
     before = _snapshots(stack)
     assert {"events", "customers", "erasure_requests", "erasure_audit", "landing_events"} <= set(before)
     assert all(current is not None for current, _ in before.values())
-    info = stack.container("catalog")
-    restarts = info["RestartCount"]
-    os.kill(info["State"]["Pid"], signal.SIGKILL)  # the container's init: the container dies, as in a crash
-    deadline = time.monotonic() + 180
-    state: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        info = stack.container("catalog")
-        state = info["State"]
-        if info["RestartCount"] > restarts and state.get("Health", {}).get("Status") == "healthy":
-            break
-        time.sleep(2)
-    assert info["RestartCount"] == restarts + 1, state
-    assert state["Health"]["Status"] == "healthy", state
+    seconds = _kill_and_wait(stack, "catalog")
+    print(f"[stack] catalog killed with SIGKILL: healthy again in {seconds:.1f} s")
     assert _snapshots(stack) == before
 
 
@@ -275,3 +290,209 @@ def test_java_rest_client_reads_every_table_through_the_catalog_with_the_trino_t
     with pytest.raises(urllib.error.HTTPError) as refused:
         _catalog_get(stack, "namespaces/shop/tables", token="not-a-token")
     assert refused.value.code == 401
+
+
+# -- MinIO, least privilege, Dagster's deployment, restarts ---------------------------------------
+
+
+def _s3(stack: Stack, user: str, password: str) -> Any:
+    import boto3
+
+    return boto3.client("s3", endpoint_url=stack.url("minio", 9000), aws_access_key_id=user,
+                        aws_secret_access_key=password, region_name="us-east-1")
+
+
+def _objects(stack: Stack) -> dict[str, str]:
+    """Every object of the lakehouse bucket (key -> ETag), listed with the root key."""
+    s3 = _s3(stack, stack.env["MINIO_ROOT_USER"], stack.env["MINIO_ROOT_PASSWORD"])
+    out: dict[str, str] = {}
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket="lakehouse"):
+        out.update({o["Key"]: o["ETag"] for o in page.get("Contents", [])})
+    return out
+
+
+def _wait_healthy(stack: Stack, services: tuple[str, ...], timeout_s: float = 300) -> None:
+    deadline = time.monotonic() + timeout_s
+    states: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        states = {s: stack.container(s)["State"].get("Health", {}).get("Status") for s in services}
+        if set(states.values()) == {"healthy"}:
+            return
+        time.sleep(2)
+    raise AssertionError(f"not healthy after {timeout_s:.0f} s: {states}")
+
+
+def _runs(stack: Stack) -> dict[str, str]:
+    """Every run Dagster's instance knows (run id -> status), through the webserver."""
+    client = DagsterClient(f"http://{stack.address('dagster-webserver', 3000)}")
+    answer = client.graphql("{ runsOrError(limit: 1000) { ... on Runs { results { runId status } } } }")
+    return {r["runId"]: r["status"] for r in answer["runsOrError"]["results"]}
+
+
+def _psql(stack: Stack, database: str, sql: str) -> str:
+    done = subprocess.run(["docker", "exec", stack.container("postgres")["Id"], "psql", "-U", "lakehouse", "-d",
+                           database, "-tAc", sql], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_minio_is_the_release_built_from_source_not_the_stand_in(stack: Stack) -> None:
+    from infra.images.minio import MC_COMMIT, MINIO_COMMIT, RELEASE
+
+    labels = stack.container("minio")["Config"]["Labels"]
+    assert labels["org.opencontainers.image.title"] == "minio"  # the stand-in's is minio-standin-moto
+    versions = subprocess.run(["docker", "exec", stack.container("minio")["Id"], "sh", "-c",
+                               "minio --version | head -1; mc --version | head -1; curl --version | head -1"],
+                              capture_output=True, text=True, timeout=60).stdout.splitlines()
+    assert versions[0] == f"minio version {RELEASE} (commit-id={MINIO_COMMIT})"
+    assert versions[1].endswith(f"(commit-id={MC_COMMIT})") and versions[2].startswith("curl ")
+
+
+def test_only_storage_init_has_the_root_key_and_the_catalogs_user_has_the_bucket_alone(stack: Stack) -> None:
+    import botocore.exceptions
+
+    root_secret = stack.env["MINIO_ROOT_PASSWORD"]
+    holders = {s for s in SERVICES if any(root_secret in e for e in stack.container(s)["Config"]["Env"] or [])}
+    assert holders == {"minio", "storage-init"}
+    catalog_secret = stack.env["MINIO_CATALOG_PASSWORD"]
+    holders = {s for s in SERVICES if any(catalog_secret in e for e in stack.container(s)["Config"]["Env"] or [])}
+    assert holders == {"storage-init", "catalog"}
+    # The catalog's key: the warehouse bucket's objects, nothing else (no other bucket, no
+    # listing of buckets, no bucket creation, no admin).
+    s3 = _s3(stack, stack.env["MINIO_CATALOG_USER"], catalog_secret)
+    s3.put_object(Bucket="lakehouse", Key="probe/least-privilege", Body=b"x")
+    assert s3.get_object(Bucket="lakehouse", Key="probe/least-privilege")["Body"].read() == b"x"
+    s3.delete_object(Bucket="lakehouse", Key="probe/least-privilege")
+    # MinIO lists to a user only the buckets its policy reaches.
+    _s3(stack, stack.env["MINIO_ROOT_USER"], stack.env["MINIO_ROOT_PASSWORD"]).create_bucket(Bucket="other")
+    assert [b["Name"] for b in s3.list_buckets()["Buckets"]] == ["lakehouse"]
+    for call, kwargs in ((s3.create_bucket, {"Bucket": "not-the-catalogs"}),
+                         (s3.put_object, {"Bucket": "other", "Key": "x", "Body": b"x"}),
+                         (s3.list_objects_v2, {"Bucket": "other"})):
+        with pytest.raises(botocore.exceptions.ClientError) as refused:
+            call(**kwargs)
+        assert refused.value.response["Error"]["Code"] == "AccessDenied", call
+
+
+def test_dagster_keeps_its_instance_in_postgres_and_loads_the_code_server(
+        stack: Stack, pipeline: list[RunResult]) -> None:
+    runs = _runs(stack)
+    assert {r.run_id for r in pipeline} <= set(runs)
+    # The runs are rows of the `dagster` database of the stack's PostgreSQL.
+    stored = dict(line.split("|") for line in _psql(stack, "dagster", "SELECT run_id, status FROM runs").splitlines())
+    assert stored == runs
+    assert int(_psql(stack, "dagster", "SELECT count(*) FROM event_logs")) > 100
+    # No SQLite storage anywhere on the shared volume.
+    listing = subprocess.run(["docker", "exec", stack.container("dagster-webserver")["Id"], "sh", "-c",
+                              "find /opt/dagster/home -name '*.db' | wc -l"], capture_output=True, text=True, timeout=60)
+    assert listing.stdout.strip() == "0"
+    # The code location the webserver serves comes from the code server's gRPC port.
+    client = DagsterClient(f"http://{stack.address('dagster-webserver', 3000)}")
+    answer = client.graphql("{ workspaceOrError { ... on Workspace { locationEntries { name "
+                            "displayMetadata { key value } } } } }")
+    (entry,) = answer["workspaceOrError"]["locationEntries"]
+    metadata = {m["key"]: m["value"] for m in entry["displayMetadata"]}
+    assert (entry["name"], metadata.get("host"), metadata.get("port")) == ("pipelines", "dagster-code", "4000")
+
+
+def test_restarting_the_webserver_and_the_daemon_loses_no_run(stack: Stack, pipeline: list[RunResult]) -> None:
+    before = _settled_runs(stack)
+    assert {r.run_id for r in pipeline} <= set(before) and set(before.values()) == {"SUCCESS"}
+    started = time.monotonic()
+    stack.compose("restart", "dagster-webserver", "dagster-daemon", timeout=300)
+    _wait_healthy(stack, ("dagster-webserver", "dagster-daemon"))
+    print(f"[stack] Dagster's webserver and daemon restarted and healthy in {time.monotonic() - started:.1f} s")
+    assert _runs(stack) == before
+
+
+def test_minio_restarted_or_killed_loses_no_object(stack: Stack, pipeline: list[RunResult]) -> None:
+    objects, snapshots = _objects(stack), _snapshots(stack)
+    assert len(objects) > 50
+    started = time.monotonic()
+    stack.compose("restart", "minio", timeout=300)
+    _wait_healthy(stack, ("minio",))
+    print(f"[stack] docker compose restart minio: healthy again in {time.monotonic() - started:.1f} s")
+    assert _objects(stack) == objects
+    assert _snapshots(stack) == snapshots
+    seconds = _kill_and_wait(stack, "minio")
+    print(f"[stack] MinIO killed with SIGKILL: healthy again in {seconds:.1f} s")
+    assert _objects(stack) == objects
+    assert _snapshots(stack) == snapshots
+
+
+def test_postgres_killed_with_sigkill_keeps_the_catalog_and_dagsters_history(
+        stack: Stack, pipeline: list[RunResult]) -> None:
+    runs = _settled_runs(stack)
+    snapshots = _snapshots(stack)
+    seconds = _kill_and_wait(stack, "postgres")
+    print(f"[stack] PostgreSQL killed with SIGKILL: healthy again in {seconds:.1f} s")
+    # The catalog and Dagster reconnect by themselves (their pools drop the dead connections).
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            assert _snapshots(stack) == snapshots and _runs(stack) == runs
+            break
+        except (AssertionError, urllib.error.URLError, OSError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(2)
+
+
+def test_materialize_an_asset_in_the_stacks_dagster_ui_with_headless_chromium(
+        stack: Stack, pipeline: list[RunResult], tmp_path: Path) -> None:
+    from tests.pipelines.dagster_ui import chromium, materialize_in_ui
+
+    url = f"http://{stack.address('dagster-webserver', 3000)}"
+    with chromium() as browser:
+        run_id, status, page = materialize_in_ui(browser, url, "landing/erasure_requests", tmp_path / "run.png",
+                                                 timeout_s=600)
+    assert status == "Success", page[:2000]
+    assert _runs(stack)[run_id] == "SUCCESS"
+    assert _psql(stack, "dagster", f"SELECT status FROM runs WHERE run_id = '{run_id}'") == "SUCCESS"
+
+
+def _settled_runs(stack: Stack, timeout_s: float = 600) -> dict[str, str]:
+    """The runs once none is queued or in progress (another test may have launched one)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        runs = _runs(stack)
+        if set(runs.values()) <= set(DONE) or time.monotonic() > deadline:
+            return runs
+        time.sleep(2)
+
+
+def test_down_and_up_keep_every_table_object_and_run(stack: Stack, pipeline: list[RunResult]) -> None:
+    runs = _settled_runs(stack)
+    objects, snapshots = _objects(stack), _snapshots(stack)
+    started = time.monotonic()
+    stack.compose("down", timeout=600)  # `make down`: the volumes stay
+    stack.compose("up", "-d", "--wait", "--wait-timeout", "600", timeout=900)
+    print(f"[stack] make down, make up: {time.monotonic() - started:.1f} s")
+    assert _objects(stack) == objects
+    assert _snapshots(stack) == snapshots
+    assert _runs(stack) == runs
+
+
+def test_the_daemon_killed_mid_run_loses_no_run_the_code_server_finishes_it(
+        stack: Stack, pipeline: list[RunResult]) -> None:
+    import dagster as dg
+
+    from pipelines.run import PlanStep
+
+    _settled_runs(stack)
+    client = DagsterClient(f"http://{stack.address('dagster-webserver', 3000)}")
+    # The customers assets again (a Spark job and two column merges: most of a minute).
+    keys = [dg.AssetKey(["lakehouse", "shop", name]) for name in ("customers", "customer_segments",
+                                                                  "customer_lifetime_value")]
+    run_id = client.launch(PlanStep("customers again", keys))
+    deadline = time.monotonic() + 300
+    while (status := client.graphql(STATUS, {"id": run_id})["runOrError"]["status"]) != "STARTED":
+        assert status not in DONE and time.monotonic() < deadline, status
+        time.sleep(0.5)
+    killed_at = time.time()
+    seconds = _kill_and_wait(stack, "dagster-daemon")
+    print(f"[stack] dagster-daemon killed with SIGKILL mid-run: healthy again in {seconds:.1f} s")
+    assert client.wait(run_id, time.monotonic() + 600) == "SUCCESS"
+    run = client.graphql(STATUS, {"id": run_id})["runOrError"]
+    assert run["endTime"] > killed_at  # the run was in progress when the daemon died
+    assert _runs(stack)[run_id] == "SUCCESS"

@@ -3,9 +3,10 @@
 The pipeline (``pipelines``, with the stack's settings and this topology's loopback addresses,
 ``LocalStack.pipeline_settings_path``) runs in this process with ``dagster.materialize``, as the
 Dagster daemon would run it: Spark jobs go to the standalone master and its worker, tables sit in
-``s3://lakehouse/warehouse`` on the loopback S3 server, and the catalog is the REST service on
-PostgreSQL. In the middle of the run the catalog service and PostgreSQL are killed (SIGKILL); the
-step that meets them dead fails; both restart on the same data directory and port, and the run
+``s3://lakehouse/warehouse`` on the loopback MinIO, and the catalog is the REST service on
+PostgreSQL. In the middle of the run the catalog service, PostgreSQL and MinIO are killed
+(SIGKILL); the step that meets them dead fails; all three restart on the same data directory and
+port, and the run
 resumes from the failed step. Then nothing committed before the crash is lost, every table's rows
 are right, and pyiceberg's RestCatalog reads every table as tablestore does.
 
@@ -91,7 +92,7 @@ def _ancestors(table: Any) -> list[int]:
     return ids
 
 
-def test_asset_graph_on_the_topology_survives_a_crash_of_catalog_and_postgres(
+def test_asset_graph_on_the_topology_survives_a_crash_of_catalog_postgres_and_minio(
     stack: LocalStack, spark: Any
 ) -> None:
     from pyiceberg.catalog.rest import RestCatalog
@@ -122,9 +123,11 @@ def test_asset_graph_on_the_topology_survives_a_crash_of_catalog_and_postgres(
                 table = catalog.load_table((DATABASE, name))
                 before_crash[name] = _table_state(table)
                 current_before_crash[name] = table.current_snapshot().snapshot_id
-            # kill -9, as a crashed container: no clean shutdown of either.
+            # kill -9, as a crashed container: no clean shutdown of any. MinIO too: what was
+            # committed must be in its objects on disk, not in a process's memory.
             stack.service("catalog").kill()
             stack.service("postgres").kill()
+            stack.service("s3").kill()
 
     first = run_pipeline(settings_file, log=log, log_level="WARNING")
     failed = [s for s in first.steps if not s.success]
@@ -138,7 +141,9 @@ def test_asset_graph_on_the_topology_survives_a_crash_of_catalog_and_postgres(
     assert [a["name"] for a in master["activeapps"]] == [spark.sparkContext.appName]
     assert master["aliveworkers"] == 1 and master["coresused"] == 2
 
-    # PostgreSQL recovers from its WAL on the same data directory; the service comes back on its port.
+    # PostgreSQL recovers from its WAL on the same data directory, MinIO finds its objects on its
+    # drive; each service comes back on its port.
+    stack.service("s3").start()
     stack.service("postgres").start()
     stack.service("catalog").start()
     for name, state in before_crash.items():

@@ -99,7 +99,7 @@ def build_table(catalog: Catalog, fixture: FixtureTable) -> BuiltTable:
 
 
 # Fixtures built at once per warehouse. Each is its own table, and most of a build waits on
-# I/O (on S3, on moto's answers), so a few at a time shorten it several times over.
+# I/O (on S3, on MinIO's answers), so a few at a time shorten it several times over.
 BUILD_THREADS = 4
 
 

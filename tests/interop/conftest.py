@@ -1,11 +1,11 @@
 """The fixture tables, built once per test session in each of the three warehouses.
 
 ``interop_warehouse(kind)`` is ``path`` (a bare local path), ``file`` (a ``file://`` URI) or
-``s3`` (a bucket on the loopback moto server; tests that use it carry the ``s3`` marker).
+``s3`` (a bucket on the loopback MinIO server; tests that use it carry the ``s3`` marker).
 
 The three are built in background threads from the first interop test on, and Java's batch of
 reads starts as soon as both local warehouses are built: a test waits only for the warehouse it
-reads, so the S3 build (mostly waiting on moto, which runs in its own process) and the JVM
+reads, so the S3 build (mostly waiting on S3, which runs in its own process) and the JVM
 overlap the other readers' tests instead of adding to them.
 """
 
@@ -115,7 +115,7 @@ def _start_builds_early(request: pytest.FixtureRequest, interop_warehouses: Ware
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The interop tests on the S3 warehouse run after those on the local ones, in the same slots.
 
-    The S3 build is the slowest (moto answers every request); run last, its tests find it built
+    The S3 build is the slowest (every file is a request to S3); run last, its tests find it built
     while the local warehouses' tests ran.
     """
     slots = [i for i, item in enumerate(items) if item.nodeid.startswith("tests/interop/")]

@@ -1,4 +1,4 @@
-"""FileIO on local disk and on S3 (moto): round trips, no-overwrite, listing, deletes, config."""
+"""FileIO on local disk and on S3 (MinIO): round trips, no-overwrite, listing, deletes, config."""
 
 from __future__ import annotations
 

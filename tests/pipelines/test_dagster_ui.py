@@ -18,27 +18,14 @@ from typing import Any
 
 import pytest
 
+from tests.pipelines.dagster_ui import chromium, materialize_in_ui
 from tests.services import free_port
 
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 # The cheapest asset: it writes the requests file, no Spark.
 ASSET_PATH = "landing/erasure_requests"
-
-
-def install_chromium() -> None:
-    """Debian's chromium and chromium-driver, like the suite's other tools (tmux)."""
-    if Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists():
-        return
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run(["apt-get", "update", "-q"], capture_output=True, timeout=900, env=env)
-    subprocess.run(["apt-get", "install", "-y", "-q", "chromium", "chromium-driver"], capture_output=True,
-                   timeout=1800, env=env)
-    assert Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists(), \
-        "the browser test needs Debian's chromium and chromium-driver: apt-get install chromium chromium-driver"
 
 
 def graphql(url: str, query: str) -> dict[str, Any]:
@@ -91,76 +78,15 @@ def dagster_ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    install_chromium()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1600,1000"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    try:
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def test_materialize_an_asset_from_the_dagster_ui_and_see_the_run_succeed(
         dagster_ui: tuple[str, Path], browser: Any, tmp_path: Path) -> None:
-    from selenium.common.exceptions import ElementClickInterceptedException, StaleElementReferenceException
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
-
     url, root = dagster_ui
-    # On loopback the UI opens a "Join the Dagster community" dialog over the page a second
-    # after the first visit, which swallowed the click on Materialize. The UI stores its
-    # dismissal in localStorage (key communityNux): set it before the asset page loads.
-    browser.get(f"{url}/server_info")
-    browser.execute_script("window.localStorage.setItem('communityNux', JSON.stringify('1'))")
-    browser.get(f"{url}/assets/{ASSET_PATH}")
-
-    def body(d: Any) -> str:
-        return str(d.find_element(By.TAG_NAME, "body").text)
-
-    def click_materialize(d: Any) -> bool:
-        # The page re-renders while the asset graph loads; a button found a moment ago may be gone.
-        try:
-            for button in d.find_elements(By.XPATH, "//button[normalize-space()='Materialize']"):
-                if button.is_displayed() and button.is_enabled():
-                    button.click()
-                    return True
-        except StaleElementReferenceException:
-            pass
-        except ElementClickInterceptedException:
-            # Any other dialog over the page: its Skip / Close button, then try again.
-            for close in d.find_elements(By.XPATH, "//div[contains(@class,'dialog')]//button"):
-                if close.is_displayed() and close.text.strip().lower() in ("skip", "close", "dismiss", "ok"):
-                    close.click()
-                    break
-        return False
-
-    WebDriverWait(browser, 120, poll_frequency=1).until(click_materialize)
-    # The UI confirms with a toast "Launched run <id>" linking to the run.
-    link = WebDriverWait(browser, 60, poll_frequency=1).until(
-        lambda d: next((a.get_attribute("href") for a in d.find_elements(By.XPATH, "//a[contains(@href,'/runs/')]")),
-                       None))
-    run_id = str(link).rstrip("/").rsplit("/", 1)[-1]
-    browser.get(f"{url}/runs/{run_id}")
-
-    def finished(d: Any) -> str | None:
-        # The run page's status tag reads Queued, Starting, Started, then Success or Failure.
-        text = body(d)
-        for status in ("Success", "Failure", "Canceled"):
-            if status in text.split("\n"):
-                return status
-        return None
-
-    try:
-        status = WebDriverWait(browser, 240, poll_frequency=2).until(finished)
-    finally:
-        browser.save_screenshot(str(tmp_path / "dagster-run.png"))
-    assert status == "Success", body(browser)[:2000]
+    run_id, status, page = materialize_in_ui(browser, url, ASSET_PATH, tmp_path / "dagster-run.png")
+    assert status == "Success", page[:2000]
     # The same run, through the GraphQL API the UI reads.
     run = graphql(url, f'{{ runOrError(runId: "{run_id}") {{ ... on Run {{ status assetSelection {{ path }} }} }} }}')
     assert run["runOrError"] == {"status": "SUCCESS", "assetSelection": [{"path": ASSET_PATH.split("/")}]}

@@ -70,7 +70,7 @@ def fresh_rest_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterat
 
 @pytest.fixture
 def s3_rest_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RestService]:
-    """A service whose warehouse is in S3 (moto); its s3 settings are only in the server's config."""
+    """A service whose warehouse is in S3 (MinIO); its s3 settings are only in the server's config."""
     service = start_service(request, "sqlite", tmp_path, s3=True)
     try:
         yield service

@@ -1,26 +1,22 @@
-"""Scoped, short-lived storage credentials vended by the catalog service (STS AssumeRole on moto).
+"""Scoped, short-lived storage credentials vended by the catalog service, enforced by MinIO.
 
-moto's STS answers AssumeRole on the same loopback endpoint as its S3. The service reaches it
-through a recording relay (``StsRecorder``: it forwards each request to moto unchanged and
-keeps the session policy each vended key was issued with). moto's S3 does not enforce
-policies, so these tests prove what is *vended* (scope, access, expiry) and that the catalog's
-own key is never handed out; docs/catalog-service.md says where the scope is enforced (AWS S3,
-MinIO).
+The service's S3 key is a MinIO user's whose policy covers the test's bucket only (as the
+stack's catalog user does: ``infra/storage_init.py``). It vends with MinIO's real STS
+``AssumeRole`` (on the S3 port) and a session policy per table; MinIO makes a vended key worth
+the intersection of that user's policy and the session policy. So these tests prove
+enforcement by trying: a read credential cannot PUT or DELETE (403), a credential for table A
+cannot list or read table B, and an expired credential is refused.
 """
 
 from __future__ import annotations
 
-import http.server
-import json
-import re
-import threading
 import time
-import urllib.parse
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import botocore.exceptions
 import pyarrow as pa
 import pytest
 import requests
@@ -31,6 +27,7 @@ from tablestore.rest.credentials import (
     READ_ACTIONS,
     WRITE_ACTIONS,
     CredentialVendor,
+    session_policy,
     vending_settings,
 )
 from tests.rest.conftest import CATALOG, READ_TOKEN, WRITE_TOKEN, RestService, write_config
@@ -38,7 +35,7 @@ from tests.rest.conftest import CATALOG, READ_TOKEN, WRITE_TOKEN, RestService, w
 pytestmark = pytest.mark.s3
 
 SCHEMA = pa.schema([pa.field("id", pa.int64())])
-# The catalog's own key: distinctive, so that any response carrying it is found by search.
+# The catalog's own key (a MinIO user's): distinctive, so that any response carrying it is found by search.
 ACCESS_KEY = "AKIACATALOGOWNKEY0001"
 SECRET_KEY = "catalog-own-secret-0123456789abcdefXYZ"
 DELEGATE = {"X-Iceberg-Access-Delegation": "vended-credentials"}
@@ -58,44 +55,16 @@ class Recorder:
         session.hooks["response"].append(self)
 
 
-class StsRecorder:
-    """An HTTP relay in front of moto's STS: forwards every request as it is, and records each
-    AssumeRole's session policy by the access key moto answered with."""
-
-    def __init__(self, upstream: str) -> None:
-        recorder = self
-        self.policies: dict[str, dict[str, Any]] = {}
-
-        class Relay(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # the http.server API names it so
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
-                answer = requests.post(upstream, data=body, headers=headers, timeout=30)
-                form = urllib.parse.parse_qs(body.decode())
-                key = re.search(r"<AccessKeyId>([^<]+)</AccessKeyId>", answer.text)
-                if form.get("Action") == ["AssumeRole"] and key:
-                    recorder.policies[key.group(1)] = json.loads(form["Policy"][0])
-                self.send_response(answer.status_code)
-                self.send_header("Content-Type", answer.headers.get("Content-Type", "text/xml"))
-                self.send_header("Content-Length", str(len(answer.content)))
-                self.end_headers()
-                self.wfile.write(answer.content)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Relay)
-        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+def _catalog_user(s3_server: Any, bucket: str, access_key: str = ACCESS_KEY) -> dict[str, str]:
+    """The S3 properties of a MinIO user limited to ``bucket``: the catalog's own key."""
+    s3_server.create_user(access_key, SECRET_KEY, [bucket])
+    return {**s3_server.properties, "s3.access-key-id": access_key, "s3.secret-access-key": SECRET_KEY}
 
 
 def _service(tmp_path: Path, s3_server: Any, extra: str = "") -> RestService:
-    s3 = {**s3_server.properties, "s3.access-key-id": ACCESS_KEY, "s3.secret-access-key": SECRET_KEY}
-    warehouse = f"s3://{s3_server.create_bucket()}/warehouse"
+    bucket = s3_server.create_bucket()
+    s3 = _catalog_user(s3_server, bucket)
+    warehouse = f"s3://{bucket}/warehouse"
     catalog_uri = f"sqlite:///{tmp_path / 'catalog.db'}"
     config = tmp_path / "tablestore.yaml"
     write_config(config, catalog_uri, warehouse, s3)
@@ -107,21 +76,26 @@ def _service(tmp_path: Path, s3_server: Any, extra: str = "") -> RestService:
 
 
 @pytest.fixture
-def sts(s3_server: Any) -> Iterator[StsRecorder]:
-    recorder = StsRecorder(s3_server.endpoint)
-    try:
-        yield recorder
-    finally:
-        recorder.close()
-
-
-@pytest.fixture
-def vending_service(tmp_path: Path, s3_server: Any, sts: StsRecorder) -> Iterator[RestService]:
-    service = _service(tmp_path, s3_server, f"  storage-credentials: {{sts-endpoint: '{sts.endpoint}'}}\n")
+def vending_service(tmp_path: Path, s3_server: Any) -> Iterator[RestService]:
+    # STS at its default: the catalog's s3.endpoint, MinIO's S3 port.
+    service = _service(tmp_path, s3_server)
     try:
         yield service
     finally:
         service.stop()
+
+
+def _refused(call: Any, **kwargs: Any) -> str:
+    """The S3 error code of a call that must fail with 403."""
+    with pytest.raises(botocore.exceptions.ClientError) as refused:
+        call(**kwargs)
+    assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403, refused.value.response
+    code: str = refused.value.response["Error"]["Code"]
+    return code
+
+
+def _client(s3_server: Any, creds: dict[str, str]) -> Any:
+    return s3_server.client(creds["s3.access-key-id"], creds["s3.secret-access-key"], creds["s3.session-token"])
 
 
 def _get(service: RestService, path: str, token: str, headers: dict[str, str] | None = None,
@@ -149,7 +123,7 @@ def _allowed(policy: dict[str, Any]) -> tuple[set[str], set[str], list[str]]:
 
 
 def test_vended_credentials_are_scoped_to_the_table_read_only_for_readers_and_expiring(
-        vending_service: RestService, s3_server: Any, sts: StsRecorder) -> None:
+        vending_service: RestService, s3_server: Any) -> None:
     service = vending_service
     ns = f"cred_{uuid.uuid4().hex[:8]}"
     writer = service.client()  # tablestore's rest catalog: it asks for vended credentials
@@ -160,6 +134,10 @@ def test_vended_credentials_are_scoped_to_the_table_read_only_for_readers_and_ex
         writer.load_table(f"{ns}.t").append(pa.table({"id": [3]}, schema=SCHEMA))
         loaded_table = writer.load_table(f"{ns}.t")
         location = loaded_table.metadata.location
+        # Table B, beside A in the same namespace, bucket and warehouse.
+        other = writer.create_table(f"{ns}.u", SCHEMA)
+        other.append(pa.table({"id": [9]}, schema=SCHEMA))
+        other_metadata = writer.load_table(f"{ns}.u").metadata_location
         # The writer's FileIO holds vended credentials, not the catalog's key.
         config = writer._table_configs[location]
         assert config["s3.access-key-id"] != ACCESS_KEY and config["s3.session-token"]
@@ -178,9 +156,14 @@ def test_vended_credentials_are_scoped_to_the_table_read_only_for_readers_and_ex
     finally:
         writer.close()
     bucket, key = location.removeprefix("s3://").split("/", 1)
+    other_key = other_metadata.removeprefix(f"s3://{bucket}/").split("/metadata/")[0]
+
+    # The session policy the service asks STS for: the table's files, read-only for readers.
+    for write, expected in ((False, set(READ_ACTIONS)), (True, set(READ_ACTIONS) | set(WRITE_ACTIONS))):
+        actions, resources, prefixes = _allowed(session_policy([location], write))
+        assert (actions, resources, prefixes) == (expected, {f"arn:aws:s3:::{bucket}/{key}/*"}, [key, f"{key}/*"])
 
     before = time.time()
-    policies: dict[str, dict[str, Any]] = {}
     vended: dict[str, dict[str, str]] = {}
     for role, token in (("read", READ_TOKEN), ("write", WRITE_TOKEN)):
         loaded = _get(service, f"namespaces/{ns}/tables/t", token, DELEGATE).json()
@@ -199,17 +182,30 @@ def test_vended_credentials_are_scoped_to_the_table_read_only_for_readers_and_ex
         fresh = _get(service, f"namespaces/{ns}/tables/t/credentials", token).json()["storage-credentials"]
         assert [c["prefix"] for c in fresh] == [location]
         vended[role] = creds
-        policies[role] = sts.policies[creds["s3.access-key-id"]]
-
     assert vended["read"]["s3.access-key-id"] != vended["write"]["s3.access-key-id"]
-    read_actions, read_resources, read_prefixes = _allowed(policies["read"])
-    write_actions, write_resources, write_prefixes = _allowed(policies["write"])
-    # Read-only for the read role: no action that changes or deletes an object.
-    assert read_actions == set(READ_ACTIONS)
-    assert write_actions == set(READ_ACTIONS) | set(WRITE_ACTIONS)
-    # Both limited to the table's files and to listing under the table's prefix.
-    assert read_resources == write_resources == {f"arn:aws:s3:::{bucket}/{key}/*"}
-    assert read_prefixes == write_prefixes == [key, f"{key}/*"]
+
+    # What MinIO enforces, tried with each credential.
+    metadata_key = loaded_table.metadata_location.removeprefix(f"s3://{bucket}/")
+    read, write = _client(s3_server, vended["read"]), _client(s3_server, vended["write"])
+    for s3 in (read, write):
+        listed = s3.list_objects_v2(Bucket=bucket, Prefix=f"{key}/")
+        assert metadata_key in [o["Key"] for o in listed["Contents"]]
+        assert s3.get_object(Bucket=bucket, Key=metadata_key)["Body"].read().startswith(b"{")
+        # Nothing outside the table: not the bucket's listing, not the warehouse's.
+        assert _refused(s3.list_objects_v2, Bucket=bucket) == "AccessDenied"
+        assert _refused(s3.list_objects_v2, Bucket=bucket, Prefix="warehouse/") == "AccessDenied"
+        # Table A's credential neither lists nor reads table B.
+        assert _refused(s3.list_objects_v2, Bucket=bucket, Prefix=f"{other_key}/") == "AccessDenied"
+        assert _refused(s3.get_object, Bucket=bucket,
+                        Key=other_metadata.removeprefix(f"s3://{bucket}/")) == "AccessDenied"
+    # A read credential cannot write or delete.
+    assert _refused(read.put_object, Bucket=bucket, Key=f"{key}/data/x.parquet", Body=b"x") == "AccessDenied"
+    assert _refused(read.delete_object, Bucket=bucket, Key=metadata_key) == "AccessDenied"
+    assert read.head_object(Bucket=bucket, Key=metadata_key)["ContentLength"] > 0  # still there
+    # A write credential writes and deletes in its table, and nowhere else.
+    write.put_object(Bucket=bucket, Key=f"{key}/data/probe.bin", Body=b"probe")
+    write.delete_object(Bucket=bucket, Key=f"{key}/data/probe.bin")
+    assert _refused(write.put_object, Bucket=bucket, Key="warehouse/elsewhere/x", Body=b"x") == "AccessDenied"
 
     # pyiceberg (which asks for vended credentials by default) reads and writes with them.
     py_table = service.pyiceberg().load_table(f"{ns}.t")
@@ -323,7 +319,7 @@ def test_storage_credential_settings_are_validated() -> None:
 
 
 def test_no_credentials_are_vended_for_paths_that_would_widen_the_policy_beyond_the_table(
-        vending_service: RestService, sts: StsRecorder) -> None:
+        vending_service: RestService) -> None:
     # A writer controls its table's write paths: pointed at the bucket, outside the warehouse or
     # at IAM wildcards or policy variables, they would turn one table's credentials into the
     # bucket's. The service refuses such paths at commit.
@@ -348,12 +344,55 @@ def test_no_credentials_are_vended_for_paths_that_would_widen_the_policy_beyond_
 
     # Paths that got there another way (a catalog that allows external locations, another
     # writer of the catalog database) are refused when vending, before STS is asked.
-    vendor = CredentialVendor({}, f"s3://{bucket}/warehouse", vending_settings({"vending": "sts"}, "test"))
-    vended_before = len(sts.policies)
+    closed = f"http://127.0.0.1:{_closed_port()}"
+    vendor = CredentialVendor({}, f"s3://{bucket}/warehouse",
+                              vending_settings({"vending": "sts", "sts-endpoint": closed}, "test"))
     for path, reason in ((f"s3://{bucket}", "must name a folder in a bucket"),
                          (f"s3://{bucket}/elsewhere", "outside the catalog's warehouse"),
                          (f"{location}/*", "without '*', '?' or '$'")):
         with pytest.raises(ForbiddenError) as refused:
             vendor.storage_credentials(location, [path], write=True)
         assert reason in str(refused.value) and repr(path) in str(refused.value)
-    assert len(sts.policies) == vended_before
+    # (Its STS endpoint is a closed port: had it asked, the error would be a VendingError.)
+
+
+# -- expiry ---------------------------------------------------------------------------------------
+# MinIO's STS vends for 900 s at the least (as AWS's does), and nothing moves MinIO's clock, so a
+# credential is vended by the first test of the session and tried by the last one
+# (tests/conftest.py puts these two there). In the whole suite that waits for nothing; a run of
+# this module alone waits out the rest of the 15 minutes.
+EXPIRY_PARENT = "AKIAEXPIRYCHECKPARENT"
+_early: dict[str, Any] = {}
+
+
+def test_a_credential_vended_when_the_session_starts_works_until_it_expires(s3_server: Any) -> None:
+    bucket = s3_server.create_bucket()
+    s3 = _catalog_user(s3_server, bucket, EXPIRY_PARENT)
+    location = f"s3://{bucket}/warehouse/ns/expiring"
+    s3_server.client().put_object(Bucket=bucket, Key="warehouse/ns/expiring/metadata/v1.json", Body=b"{}")
+    vendor = CredentialVendor(s3, f"s3://{bucket}/warehouse", vending_settings({"duration-seconds": 900}, "test"))
+    (credential,) = vendor.storage_credentials(location, [], write=False)
+    creds = credential["config"]
+    expires_at = int(creds[EXPIRES_AT]) / 1000
+    assert 880 <= expires_at - time.time() <= 905
+    client = _client(s3_server, creds)
+    assert client.get_object(Bucket=bucket, Key="warehouse/ns/expiring/metadata/v1.json")["Body"].read() == b"{}"
+    _early.update(creds=creds, bucket=bucket, expires_at=expires_at)
+
+
+@pytest.mark.timeout(1200)
+def test_an_expired_vended_credential_is_refused(s3_server: Any) -> None:
+    if not _early:
+        pytest.fail("test_a_credential_vended_when_the_session_starts_works_until_it_expires did not run first")
+    wait = _early["expires_at"] + 5 - time.time()
+    if wait > 0:
+        print(f"waiting {wait:.0f} s for the credential vended at the start of the session to expire")
+        time.sleep(wait)
+    client = _client(s3_server, _early["creds"])
+    code = _refused(client.get_object, Bucket=_early["bucket"], Key="warehouse/ns/expiring/metadata/v1.json")
+    # MinIO drops an expired temporary key: it answers as for a key it never issued.
+    assert code == "InvalidAccessKeyId"
+    # The object and its parent user are still there: it is the credential that expired.
+    s3 = {"s3.access-key-id": EXPIRY_PARENT, "s3.secret-access-key": SECRET_KEY, "s3.session-token": ""}
+    assert _client(s3_server, s3).get_object(Bucket=_early["bucket"],
+                                             Key="warehouse/ns/expiring/metadata/v1.json")["Body"].read() == b"{}"

@@ -16,7 +16,7 @@ from tablestore.errors import TableAlreadyExistsError
 from tests.rest.conftest import BACKENDS, CATALOG, READ_TOKEN, WRITE_TOKEN, RestService, write_config
 
 SCHEMA = pa.schema([pa.field("id", pa.int64())])
-# Distinctive S3 credentials (moto takes any), so that a leak into a log is found by search.
+# Distinctive S3 credentials (a MinIO user made for the test), so that a leak into a log is found by search.
 ACCESS_KEY = "AKIAVENDED0123456789"
 SECRET_KEY = "vended-secret-key-0123456789abcdefXYZ"
 
@@ -101,8 +101,10 @@ def test_register_with_overwrite_cannot_replace_a_view(rest_service: RestService
 def vending_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RestService]:
     """A service on a warehouse in S3 whose (distinctive) credentials only its config holds."""
     server = request.getfixturevalue("s3_server")
+    bucket = server.create_bucket()
+    server.create_user(ACCESS_KEY, SECRET_KEY, [bucket])
     s3 = {**server.properties, "s3.access-key-id": ACCESS_KEY, "s3.secret-access-key": SECRET_KEY}
-    warehouse = f"s3://{server.create_bucket()}/warehouse"
+    warehouse = f"s3://{bucket}/warehouse"
     catalog_uri = (f"sqlite:///{tmp_path / 'catalog.db'}" if request.param == "sqlite"
                    else request.getfixturevalue("postgres_server").create_database())
     config = tmp_path / "tablestore.yaml"

@@ -4,7 +4,7 @@ pyiceberg's ``RestCatalog``, DuckDB 1.5 (its iceberg extension, attached with a 
 and Java Iceberg's ``RESTCatalog`` (``../shared/iceberg-oracle/oracle rest-sql``, the client
 Trino's connector uses) each create a table, write it, delete rows from it, write into another
 client's table and drop a table another client made; then every client, and tablestore, reads
-all three tables and gets the same rows. Over a local warehouse with all three (one JVM), and over S3 (moto on loopback) with
+all three tables and gets the same rows. Over a local warehouse with all three (one JVM), and over S3 (MinIO on loopback) with
 vended credentials, where the Java build has no S3 FileIO and tablestore takes its place.
 """
 
