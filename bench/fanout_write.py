@@ -86,8 +86,18 @@ def _child(contestant: str, rows: int, directory: Path) -> dict[str, int]:
     else:
         raise SystemExit(f"unknown contestant {contestant}")
     files = sum(1 for _ in directory.rglob("*.parquet"))
-    return {"rows": written, "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    return {"rows": written, "max_rss_kb": _peak_rss_kb(),
             "pre_write_rss_kb": pre_write, "bytes": parquet_bytes(directory), "files": files}
+
+
+def _peak_rss_kb() -> int:
+    """This process's own peak RSS (VmHWM). getrusage's ru_maxrss would do on a fresh process, but
+    Linux carries it across fork and exec, so a child of a big runner reports the runner's peak."""
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def _rss_kb() -> int:

@@ -11,9 +11,8 @@ are compared with DuckDB running the same SQL on the same rows in memory.
 
 Set-up is shared: each writer's table is written once per module and copied per case by
 registering its metadata file under a new name (copies share the writer's files and add their
-own), and DuckDB's expected states are computed once. The local engine runs every writer in
-both modes; Spark, at about 10 s a case, every writer in one mode (alternating) and
-write_dataframe in both (see ``_cases``).
+own), and DuckDB's expected states are computed once. Every writer runs in both modes on both
+engines: 36 cases, the Spark ones about 10 s each.
 """
 
 from __future__ import annotations
@@ -271,26 +270,14 @@ WRITERS: dict[str, Callable[[pytest.FixtureRequest, CatalogManager], str]] = {
 }
 
 
-# The modes each writer's files are changed in on Spark (about 10 s a case): one each, both modes
-# about equally, v3 in merge-on-read (deletion vectors), and both for write_dataframe, whose
-# files once lost their ids. Which rows a statement sees depends on the writer; how it writes
-# them, on the mode.
-SPARK_MODES = {"sql-insert": ["copy-on-write"], "format-tablestore": ["merge-on-read"], "write_dataframe": MODES,
-               "table.append": ["copy-on-write"], "table.append-v3": ["merge-on-read"],
-               "pyiceberg": ["merge-on-read"], "duckdb": ["copy-on-write"], "java": ["merge-on-read"],
-               "compaction": ["copy-on-write"]}
-
-
 def _cases() -> list[Any]:
-    """Every writer x mode on the local engine; on Spark, the modes of ``SPARK_MODES``."""
+    """Every writer x mode x engine: which rows a statement sees depends on the writer, how it
+    writes them on the mode, and where the work runs on the engine."""
     cases = []
     for writer in WRITERS:
         marks = [pytest.mark.oracle] if writer == "java" else []
-        spark_modes = SPARK_MODES[writer]
-        for mode in MODES:
-            engines = ["local", "spark"] if mode in spark_modes else ["local"]
-            cases += [pytest.param(writer, mode, engine, marks=marks, id=f"{writer}-{mode}-{engine}")
-                      for engine in engines]
+        cases += [pytest.param(writer, mode, engine, marks=marks, id=f"{writer}-{mode}-{engine}")
+                  for mode in MODES for engine in ("local", "spark")]
     return cases
 
 
