@@ -32,10 +32,12 @@ dagster: install
 quality: install
 	$(PY) -m quality
 
-# The S3 tests run MinIO built from source (infra/images/minio.py): once per machine and pin,
-# several CPU-minutes, before the suite rather than inside a test's time limit.
+# The S3 tests run MinIO built from source (infra/images/minio.py) and the Trino tests Trino 476
+# from Maven Central (infra/trino_server.py): each installed once per machine and pin, before the
+# suite rather than inside a test's time limit.
 test: install
 	$(PY) -m infra.images.minio
+	$(PY) -m infra.trino_server
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # ruff, mypy, and the layering contract of docs/design.md §4 ([tool.importlinter] in pyproject.toml).

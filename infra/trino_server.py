@@ -114,3 +114,10 @@ def java_home() -> Path:
 
 __all__ = ["ARTIFACT", "CLI_ARTIFACT", "MIN_JAVA", "PLUGINS", "VERSION", "cache_dir", "cli_jar", "install", "java_home",
            "tarball"]
+
+
+if __name__ == "__main__":
+    # `make test` runs this first, as it builds MinIO: the download (about 800 MB from Maven
+    # Central) and the unpacking happen once per machine, before the suite, not inside a test's
+    # time limit.
+    print(f"Trino {VERSION}: {install()} on Java {java_home()}")
