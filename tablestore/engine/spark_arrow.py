@@ -28,6 +28,10 @@ class SparkArrowSource:
         return bool(self.df.isStreaming)
 
     def to_arrow(self, columns: Sequence[str] | None = None) -> pa.Table:
+        # The table API's sources (table.merge(df), table.append(df) on the local engine) are
+        # Arrow in this process by contract; no SQL statement comes here (their writes run in
+        # Spark tasks: spark_write_files, spark_row_level), and a column merge from a DataFrame
+        # runs on the executors (spark_column_merge).
         df = self.df if columns is None else self.df.select(*columns)
         return df.toArrow()
 

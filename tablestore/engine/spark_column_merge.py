@@ -137,6 +137,7 @@ def spark_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan)
                 yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(out)], pa.binary())], ["payload"])
 
     shuffled = tagged.repartitionById(tasks, TASK).drop(TASK)
+    # One row per rewritten fragment (its pickled description): capped by the plan, never rows.
     rows = shuffled.mapInArrow(task, "payload binary").collect()
     return [pickle.loads(r["payload"]) for r in rows]
 
@@ -235,6 +236,7 @@ def staged_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan
 
     try:
         runs = parquet_source_slices(source, staged_types, sc.defaultParallelism * TASKS_PER_CORE)
+        # Staging returns (task, path) pairs of the staged files only: the rows stay in the files.
         if runs is not None:
             staged = [pair for pairs in sc.parallelize(runs, max(1, len(runs))).map(stage_files).collect()
                       for pair in pairs]
@@ -247,6 +249,7 @@ def staged_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan
         work = list(groups.values())
         if not work:
             return []
+        # The new fragments' descriptions, a few hundred bytes each: capped by the plan.
         results = sc.parallelize(work, len(work)).map(merge).collect()
         return [pickle.loads(p) for batch in results for p in batch]
     finally:
