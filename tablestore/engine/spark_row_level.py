@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tablestore.engine.spark_convert import from_spark_table
+from tablestore.engine.spark_write_files import task_executor, writers_summary
 from tablestore.errors import ValidationError
 from tablestore.spec.expressions import AlwaysTrue, BooleanExpression
 from tablestore.spec.schema import Schema
@@ -72,11 +73,6 @@ _INSERT_PREFIX = "\x00insert-"
 INSERT_GROUP_BYTES = 128 * 1024 * 1024
 RESULT_SCHEMA = ("payload binary, deleted long, updated long, inserted long, error string, "
                  "task string, executor string, host string, stage long")
-# Where the files were written, in the snapshot summary, under the keys the SQL writes use
-# (tablestore.engine.spark_write_files): the tasks that wrote files, their executors, hosts and
-# stage. Spark sets the executor id in each task's local properties ("driver" in local mode).
-SUMMARY_PREFIX = "tablestore.write."
-_EXECUTOR_PROPERTY = "spark.executor.id"
 
 
 @dataclass(frozen=True)
@@ -101,7 +97,7 @@ def _result(payload: object, deleted: int = 0, updated: int = 0, inserted: int =
 
     context = TaskContext.get()
     task = f"{context.stageId()}.{context.partitionId()}" if context else "unknown"
-    executor = (context.getLocalProperty(_EXECUTOR_PROPERTY) if context else None) or "unknown"
+    executor = task_executor(context)
     return pa.RecordBatch.from_pydict({
         "payload": pa.array([pickle.dumps(payload) if payload is not None else None], pa.binary()),
         "deleted": pa.array([deleted], pa.int64()), "updated": pa.array([updated], pa.int64()),
@@ -113,14 +109,9 @@ def _result(payload: object, deleted: int = 0, updated: int = 0, inserted: int =
 
 
 def _summary(rows: list[Any]) -> dict[str, str]:
-    """Snapshot summary properties saying which Spark tasks wrote the statement's files."""
-    writing = [r for r in rows if r["payload"] is not None]
-    return {
-        f"{SUMMARY_PREFIX}tasks": str(len({r["task"] for r in writing})),
-        f"{SUMMARY_PREFIX}executors": ",".join(sorted({r["executor"] for r in writing})),
-        f"{SUMMARY_PREFIX}hosts": ",".join(sorted({r["host"] for r in writing})),
-        f"{SUMMARY_PREFIX}spark-stage": ",".join(str(s) for s in sorted({r["stage"] for r in writing})),
-    }
+    """Snapshot summary properties saying which Spark tasks wrote the statement's files (the
+    keys of every Spark write: spark_write_files.writers_summary)."""
+    return writers_summary((r["task"], r["executor"], r["host"], r["stage"]) for r in rows if r["payload"] is not None)
 
 
 def _runs(keys: pa.Array) -> list[tuple[int, int]]:

@@ -37,7 +37,7 @@ import logging
 import os
 import re
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
@@ -62,6 +62,7 @@ from tablestore.spec.types import IcebergType, StructType
 from tablestore.table.write import WriteContext
 
 if TYPE_CHECKING:
+    from pyspark import TaskContext
     from pyspark.sql import Column, DataFrame
 
     from tablestore.table import Table
@@ -111,13 +112,25 @@ class WrittenFiles:
 
     def summary(self) -> dict[str, str]:
         """Snapshot summary properties recording where the files were written."""
-        writing = [t for t in self.tasks if t.files]
-        return {
-            f"{SUMMARY_PREFIX}tasks": str(len(writing)),
-            f"{SUMMARY_PREFIX}executors": ",".join(sorted({t.executor for t in writing})),
-            f"{SUMMARY_PREFIX}hosts": ",".join(sorted({t.host for t in writing})),
-            f"{SUMMARY_PREFIX}spark-stage": ",".join(str(s) for s in sorted({t.stage for t in writing})),
-        }
+        return writers_summary((f"{t.stage}.{t.partition}", t.executor, t.host, t.stage)
+                               for t in self.tasks if t.files)
+
+
+def writers_summary(tasks: Iterable[tuple[str, str, str, int]]) -> dict[str, str]:
+    """The snapshot summary properties of every Spark write (SQL writes and row-level
+    statements alike), from the (task, executor, host, stage) of each task that wrote files."""
+    writing = list(tasks)
+    return {
+        f"{SUMMARY_PREFIX}tasks": str(len({task for task, _, _, _ in writing})),
+        f"{SUMMARY_PREFIX}executors": ",".join(sorted({executor for _, executor, _, _ in writing})),
+        f"{SUMMARY_PREFIX}hosts": ",".join(sorted({host for _, _, host, _ in writing})),
+        f"{SUMMARY_PREFIX}spark-stage": ",".join(str(s) for s in sorted({stage for _, _, _, stage in writing})),
+    }
+
+
+def task_executor(context: TaskContext | None) -> str:
+    """The executor a task runs on ("driver" in local mode), from the task's local properties."""
+    return (context.getLocalProperty(_EXECUTOR_PROPERTY) if context else None) or "unknown"
 
 
 def table_target(table: Table, config_json: str, snapshot_properties: dict[str, str] | None = None) -> WriteTarget:
@@ -155,7 +168,7 @@ def _task_function(target: WriteTarget) -> Callable[[Iterator[pa.RecordBatch]], 
             "stage": context.stageId() if context else -1,
             "partition": message.task_id,
             "attempt": context.attemptNumber() if context else 0,
-            "executor": (context.getLocalProperty(_EXECUTOR_PROPERTY) if context else None) or "unknown",
+            "executor": task_executor(context),
             "host": socket.gethostname(),
             "pid": os.getpid(),
         }
@@ -286,4 +299,4 @@ def commit_written(io: FileIO, written: WrittenFiles, commit: Callable[[list[Dat
 
 
 __all__ = ["SUMMARY_PREFIX", "TaskWrite", "WrittenFiles", "commit_written", "remove_write", "table_target",
-           "write_files"]
+           "task_executor", "write_files", "writers_summary"]
