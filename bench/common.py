@@ -340,7 +340,7 @@ def measure(case: Case, log: Callable[[str], None]) -> list[Measurement]:
 
 
 def release_memory() -> None:
-    from tablestore.table.writers import release_memory as release
+    from tablestore.table.write.writers import release_memory as release
 
     release()
 

@@ -35,7 +35,7 @@ from bench.common import (
     parquet_bytes,
 )
 
-CODEC = "zstd"  # tablestore's default (tablestore.table.write.DEFAULT_CODEC), and pyiceberg's
+CODEC = "zstd"  # tablestore's default (tablestore.table.write.data_files.DEFAULT_CODEC), and pyiceberg's
 
 
 def pyarrow_floor(data: pa.Table, root: Path) -> int:

@@ -12,7 +12,7 @@ the scans:
 - tablestore-posdel: the same deletes on the v2 table, as Parquet position delete files;
 - pyiceberg-dv: pyiceberg 0.12 scanning the DV table (``StaticTable.from_metadata``).
 
-The deletes are applied by position (:func:`tablestore.table.row_level.apply_positions`, the
+The deletes are applied by position (:func:`tablestore.table.ops.row_level.apply_positions`, the
 path of SQL DELETE on Spark), so both tables get the very same rows deleted.
 """
 
@@ -38,7 +38,7 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
     from pyiceberg.table import StaticTable
 
     import tablestore
-    from tablestore.table.row_level import apply_positions
+    from tablestore.table.ops.row_level import apply_positions
 
     base = shared_table(ws)
     base_metadata = base.metadata_location

@@ -87,7 +87,7 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
         """SMALL_FILES files written by pyarrow (with the table's field ids), registered by footer."""
         import pyarrow.dataset as ds
 
-        from tablestore.table.import_files import FileToRegister, data_files_for
+        from tablestore.table.ops.import_files import FileToRegister, data_files_for
 
         rows = small.take(pc.sort_indices(small, sort_keys=[("event_ts", "ascending")]))
         day_of_row = (rows.column("event_ts").cast(pa.int64()).to_numpy() // MICROS_PER_DAY).astype(np.int64)

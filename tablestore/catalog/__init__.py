@@ -72,7 +72,7 @@ if TYPE_CHECKING:
     from tablestore.spec.sorting import SortOrder
     from tablestore.spec.updates import TableRequirement, TableUpdate
     from tablestore.table import Table
-    from tablestore.table.scan import ScanPlanner
+    from tablestore.table.read.scan import ScanPlanner
 
 WAREHOUSE = "warehouse"
 LOCATION = "location"

@@ -24,10 +24,10 @@ from tablestore.spec.expression_json import expression_from_json, expression_to_
 from tablestore.spec.expressions import BoundExpression, bind
 from tablestore.spec.manifest import DataFile
 from tablestore.spec.types import IcebergType, StructType
-from tablestore.table.scan import FileTask
+from tablestore.table.read.scan import FileTask
 
 if TYPE_CHECKING:
-    from tablestore.table.scan import TableScan
+    from tablestore.table.read.scan import TableScan
 
 PLAN_ENDPOINT = "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan"
 TASKS_ENDPOINT = "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/tasks"

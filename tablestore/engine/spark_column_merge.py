@@ -12,7 +12,7 @@ Otherwise: the driver plans the fragments; the JVM tags each source row with the
 whose key range holds it and shuffles the rows straight to the task that owns that fragment
 (``repartitionById``); each Python task receives only its fragments' source rows as Arrow,
 merges every fragment with the same vectorised code as the local engine
-(:func:`tablestore.table.column_merge.rewrite_fragment`: read the file with pyarrow, match,
+(:func:`tablestore.table.ops.column_merge.rewrite_fragment`: read the file with pyarrow, match,
 write with field ids) and returns only the new fragments (a few hundred bytes each) for the
 driver's single commit.
 
@@ -35,14 +35,14 @@ import pyarrow as pa
 
 from tablestore.engine.spark_source_files import SourceSlice, parquet_source_slices
 from tablestore.io import to_location_uri
-from tablestore.table.column_merge import disjoint_order, rewrite_fragment, rows_by_range
-from tablestore.table.fragments import source_columns
+from tablestore.table.ops.column_merge import disjoint_order, rewrite_fragment, rows_by_range
+from tablestore.table.ops.fragments import source_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-    from tablestore.table.column_merge import MergePlan
-    from tablestore.table.fragments import Fragment
+    from tablestore.table.ops.column_merge import MergePlan
+    from tablestore.table.ops.fragments import Fragment
 
 # Python tasks per core: one task per core leaves a core idle while the last task of a stage
 # finishes alone; many tasks cost a worker round trip each. Two keeps both small.

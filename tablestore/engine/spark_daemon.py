@@ -45,8 +45,8 @@ PRELOADED_MODULES = (
     "tablestore.engine.spark_source_write",
     "tablestore.engine.spark_stream",
     "tablestore.engine.spark_column_merge",
-    "tablestore.table.read",
-    "tablestore.table.write",
+    "tablestore.table.read.data_files",
+    "tablestore.table.write.data_files",
 )
 
 _VERSION = re.compile(r"""__version__[^=]*=\s*['"]([^'"]+)['"]""")

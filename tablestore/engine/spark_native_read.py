@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from tablestore.config import LakehouseConfig
-    from tablestore.table.scan import FileTask
+    from tablestore.table.read.scan import FileTask
 
 # Match the files' columns by field id; a column a file lacks (added later) reads as NULL.
 NATIVE_READ_CONF = {

@@ -64,9 +64,9 @@ from tablestore.spec.types import (
     TimestampType,
     TimestamptzType,
 )
-from tablestore.table.metrics import collect_metrics, float_nan_counts, metrics_modes
-from tablestore.table.read import parquet_field_id
-from tablestore.table.write import WriteContext
+from tablestore.table.read.data_files import parquet_field_id
+from tablestore.table.write.data_files import WriteContext
+from tablestore.table.write.metrics import collect_metrics, float_nan_counts, metrics_modes
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -9,7 +9,7 @@ or, with ``_file`` NULL, is a row to insert. :func:`apply_changes` then
    and sorts each partition by file and position, so one task sees all of a file's changes
    together, one file after another;
 2. runs the per-file work of the table core in the tasks (``mapInArrow``):
-   :func:`tablestore.table.row_level.position_change` rewrites the file (copy-on-write) or
+   :func:`tablestore.table.ops.row_level.position_change` rewrites the file (copy-on-write) or
    writes its position delete file or v3 deletion vector (merge-on-read), and writes the
    updated rows (keeping their ``_row_id`` on v3); inserted rows are written in groups of at
    most ``INSERT_GROUP_BYTES`` of Arrow. A task returns one small row per changed file or
@@ -44,8 +44,7 @@ from tablestore.engine.spark_write_files import task_executor, writers_summary
 from tablestore.errors import ValidationError
 from tablestore.spec.expressions import AlwaysTrue, BooleanExpression
 from tablestore.spec.schema import Schema
-from tablestore.table.conform import conform_to_schema
-from tablestore.table.row_level import (
+from tablestore.table.ops.row_level import (
     FileChange,
     RowLevelContext,
     commit_changes,
@@ -53,7 +52,8 @@ from tablestore.table.row_level import (
     position_change,
     write_mode,
 )
-from tablestore.table.scan import FileTask, plan_files
+from tablestore.table.read.scan import FileTask, plan_files
+from tablestore.table.write.conform import conform_to_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

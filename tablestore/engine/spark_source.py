@@ -17,7 +17,7 @@ workers that the *driver* JVM starts for planning (``schema()``, ``reader()``, `
   pins the snapshot: a DataFrame keeps reading the snapshot that was current when it was
   loaded (load it again, or register the view again, to see newer commits);
 - executors get plain data only: FileIO properties, schema and partition-spec JSON, table
-  properties and location, and one :class:`~tablestore.table.scan.FileTask` per Spark
+  properties and location, and one :class:`~tablestore.table.read.scan.FileTask` per Spark
   partition. Never a catalog, a SQL connection or a live Table.
 
 Types: see :mod:`tablestore.engine.spark_convert` (time as bigint microseconds, uuid and

@@ -26,8 +26,8 @@ from tablestore.spec.metadata import TableMetadata
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.row_lineage import ROW_LINEAGE_FIELDS
 from tablestore.spec.schema import Schema
-from tablestore.table.read import RowGroupRange, read_task_table
-from tablestore.table.scan import FileTask, plan_files, select_snapshot
+from tablestore.table.read.data_files import RowGroupRange, read_task_table
+from tablestore.table.read.scan import FileTask, plan_files, select_snapshot
 
 # Iceberg's read.split.target-size default: a larger file is read by several Spark partitions,
 # split along its row groups.

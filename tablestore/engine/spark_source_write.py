@@ -27,13 +27,13 @@ from tablestore.spec.manifest import DataFile
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import Schema
 from tablestore.table import Table
-from tablestore.table.conform import conform_to_schema
-from tablestore.table.scan import plan_files
+from tablestore.table.read.scan import plan_files
 from tablestore.table.update.identity import CommitIdentity
 from tablestore.table.update.snapshot import FastAppend, OverwriteFiles
 from tablestore.table.update.transaction import commit_snapshot
 from tablestore.table.update.validation import no_data_added
-from tablestore.table.write import WriteContext, write_data_stream
+from tablestore.table.write.conform import conform_to_schema
+from tablestore.table.write.data_files import WriteContext, write_data_stream
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ def delete_quietly(io: FileIO, paths: Iterable[str]) -> None:
 
 def write_task(target: WriteTarget, iterator: Iterator[pa.RecordBatch]) -> TablestoreCommitMessage:
     """One Spark write task: the task's batches into data files, streamed through the writer
-    the input calls for (single partition, clustered or fanout; see tablestore.table.writers).
+    the input calls for (single partition, clustered or fanout; see tablestore.table.write.writers).
     On failure the task's files are deleted: they are in no commit message, so nobody else could.
     """
     task = TaskContext.get()

@@ -51,7 +51,7 @@ from tablestore.errors import CommitConflictError, CommitStateUnknownError, Tabl
 from tablestore.spec.expressions import AlwaysTrue
 from tablestore.spec.manifest import DataFile
 from tablestore.spec.metadata import Snapshot, TableMetadata
-from tablestore.table.scan import plan_files
+from tablestore.table.read.scan import plan_files
 from tablestore.table.update.identity import CommitIdentity
 from tablestore.table.update.snapshot import FastAppend, OverwriteFiles, SnapshotProducer, since
 from tablestore.table.update.transaction import Transaction

@@ -11,7 +11,7 @@ target file size) and returns one small row, the JSON descriptions of its files
 and the client, whatever the size of the data, as in Iceberg's ``SparkWrite`` (tasks send
 ``DataFile`` messages, the driver commits once). The caller then makes exactly one commit with
 the operation its statement calls for: an append, an overwrite by filter, a dynamic partition
-overwrite (:mod:`tablestore.table.overwrite` accepts files written elsewhere).
+overwrite (:mod:`tablestore.table.ops.overwrite` accepts files written elsewhere).
 
 Why ``mapInArrow`` and not the data source's writer. The Python data source commits in a Python
 worker of the driver, with no way to hand the files back to the caller, and an overwrite's commit
@@ -59,7 +59,7 @@ from tablestore.spec.transforms import (
     YearTransform,
 )
 from tablestore.spec.types import IcebergType, StructType
-from tablestore.table.write import WriteContext
+from tablestore.table.write.data_files import WriteContext
 
 if TYPE_CHECKING:
     from pyspark import TaskContext

@@ -41,15 +41,15 @@ from tablestore.spec.metadata import Snapshot
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import schema_to_arrow
 from tablestore.spec.types import LongType, StringType
-from tablestore.table.conform import conform_to_schema
-from tablestore.table.deletion_vectors import delete_file_key
-from tablestore.table.file_rows import read_file_rows, rewrite_schema
-from tablestore.table.read import DELETE_FILE_PATH_ID, DELETE_POS_ID
-from tablestore.table.scan import FileTask, plan_files
+from tablestore.table.read.data_files import DELETE_FILE_PATH_ID, DELETE_POS_ID
+from tablestore.table.read.deletion_vectors import delete_file_key
+from tablestore.table.read.file_rows import read_file_rows, rewrite_schema
+from tablestore.table.read.scan import FileTask, plan_files
 from tablestore.table.update.rewrite import RewriteFiles, RewriteManifests
 from tablestore.table.update.transaction import commit_snapshot
 from tablestore.table.update.validation import no_position_deletes_into
-from tablestore.table.write import WriteContext, write_data_files
+from tablestore.table.write.conform import conform_to_schema
+from tablestore.table.write.data_files import WriteContext, write_data_files
 
 if TYPE_CHECKING:
     from tablestore.table import Table

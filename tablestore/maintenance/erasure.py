@@ -39,7 +39,7 @@ from tablestore.spec.expressions import In
 from tablestore.spec.metadata import TableMetadata
 from tablestore.spec.schema import type_to_arrow
 from tablestore.spec.updates import AssertTableUUID, RemoveSnapshotRefUpdate
-from tablestore.table.row_level import MERGE_ON_READ, delete_rows
+from tablestore.table.ops.row_level import MERGE_ON_READ, delete_rows
 from tablestore.table.update.retry import StagedCommit, commit_with_retries
 
 if TYPE_CHECKING:

@@ -1,8 +1,8 @@
 """Server-side scan planning: ``POST …/tables/{t}/plan``, ``GET``/``DELETE …/plan/{plan-id}`` and
 ``POST …/tables/{t}/tasks``, as the REST spec defines them.
 
-The service plans with tablestore's own planner (:func:`tablestore.table.scan.plan_files`, or
-:func:`~tablestore.table.scan.plan_appended_files` for an incremental append scan) and answers
+The service plans with tablestore's own planner (:func:`tablestore.table.read.scan.plan_files`, or
+:func:`~tablestore.table.read.scan.plan_appended_files` for an incremental append scan) and answers
 ``completed`` at once: planning a 100,000-file table takes well under a second here, so no plan
 is left ``submitted``. Each file scan task carries its residual filter (the request's filter
 residualized against the file's partition) and its delete files by index into the response's
@@ -38,7 +38,7 @@ from tablestore.spec.metadata import TableMetadata
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import Schema
 from tablestore.spec.types import IcebergType, StructType
-from tablestore.table.scan import FileTask, plan_appended_files, plan_files, select_snapshot
+from tablestore.table.read.scan import FileTask, plan_appended_files, plan_files, select_snapshot
 
 router = APIRouter(prefix="/v1/{prefix}/namespaces/{namespace}/tables/{table}", tags=["scan planning"])
 

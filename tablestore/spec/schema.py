@@ -418,7 +418,7 @@ def arrow_type_to_iceberg(
 
     Arrow nanosecond timestamps (pandas' default) are ``timestamp_ns``/``timestamptz_ns`` only
     from ``format_version`` 3 on; for older tables they map to the microsecond types, and
-    writes convert the values without losing any (``tablestore.table.conform``).
+    writes convert the values without losing any (``tablestore.table.write.conform``).
     """
     def inner(child: pa.DataType) -> IcebergType:
         return arrow_type_to_iceberg(child, next_id, format_version)

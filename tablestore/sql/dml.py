@@ -51,7 +51,7 @@ from tablestore.spec.types import (
 from tablestore.sql import statements as st
 from tablestore.sql.query import spark_errors
 from tablestore.sql.result import StatementResult
-from tablestore.table.overwrite import overwrite_files_producer, replace_partitions_files_producer
+from tablestore.table.ops.overwrite import overwrite_files_producer, replace_partitions_files_producer
 from tablestore.table.update.identity import CommitIdentity
 from tablestore.table.update.snapshot import FastAppend, SnapshotProducer
 from tablestore.table.update.transaction import commit_snapshot

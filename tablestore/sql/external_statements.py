@@ -1,7 +1,7 @@
 """Execution of external Hive-style tables (issue 5): CREATE EXTERNAL TABLE, MSCK REPAIR, ADD PARTITION ... LOCATION.
 
 A mixin of :class:`tablestore.sql.session.SqlSession`: a statement class ``X`` runs in method ``_X``.
-The work itself is in :mod:`tablestore.table.external`; see ``docs/external-tables.md``.
+The work itself is in :mod:`tablestore.table.ops.external`; see ``docs/external-tables.md``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,13 @@ from tablestore.sql import statements as st
 from tablestore.sql.ddl import table_schema_from_columns
 from tablestore.sql.parse_external import AddPartitions, MsckRepair, partition_column_def
 from tablestore.sql.result import StatementResult
-from tablestore.table.external import PartitionToAdd, RepairResult, add_partitions, create_external_table, repair_table
+from tablestore.table.ops.external import (
+    PartitionToAdd,
+    RepairResult,
+    add_partitions,
+    create_external_table,
+    repair_table,
+)
 
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog

@@ -22,7 +22,7 @@ from tablestore.sql.parse_partition import (
     ShowPartitions,
 )
 from tablestore.sql.result import StatementResult
-from tablestore.table.partitions import drop_partitions, partition_names, partition_stats, rename_partition
+from tablestore.table.ops.partitions import drop_partitions, partition_names, partition_stats, rename_partition
 
 if TYPE_CHECKING:
     from tablestore.session import CatalogManager

@@ -48,8 +48,8 @@ from tablestore.sql.dml import assignable, table_typed
 from tablestore.sql.parse_row_level import DeleteFrom, MergeClause, MergeInto, UpdateTable
 from tablestore.sql.query import METADATA_TABLES, QueryPlanner, parse_query, spark_errors
 from tablestore.sql.result import StatementResult
-from tablestore.table.conform import conform_to_schema
-from tablestore.table.row_level import check_assignable
+from tablestore.table.ops.row_level import check_assignable
+from tablestore.table.write.conform import conform_to_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

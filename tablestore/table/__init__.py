@@ -27,21 +27,21 @@ from tablestore.spec.metadata import Snapshot, TableMetadata
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import Schema
 from tablestore.spec.updates import TableRequirement, TableUpdate
-from tablestore.table.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
-from tablestore.table.overwrite import overwrite_producer, replace_partitions_producer
-from tablestore.table.scan import FileTask, TableScan
+from tablestore.table.ops.overwrite import overwrite_producer, replace_partitions_producer
+from tablestore.table.read.scan import FileTask, TableScan
 from tablestore.table.update.identity import CommitIdentity
 from tablestore.table.update.snapshot import FastAppend
 from tablestore.table.update.transaction import Transaction, commit_snapshot
-from tablestore.table.write import WriteContext, write_data_files, write_data_stream
+from tablestore.table.write.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
+from tablestore.table.write.data_files import WriteContext, write_data_files, write_data_stream
 
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
     from tablestore.engine.protocols import Engine
     from tablestore.maintenance import Maintenance
-    from tablestore.table.fragments import Fragment
-    from tablestore.table.inspect import TableInspector
-    from tablestore.table.merge import MergeBuilder
+    from tablestore.table.ops.fragments import Fragment
+    from tablestore.table.ops.merge import MergeBuilder
+    from tablestore.table.read.inspect import TableInspector
     from tablestore.table.update.schema import UpdateSchema
     from tablestore.table.update.spec import UpdateSpec
 
@@ -131,7 +131,7 @@ class Table:
     @property
     def inspect(self) -> TableInspector:
         """Metadata tables (snapshots, files, manifests, partitions, ...) as pyarrow Tables."""
-        from tablestore.table.inspect import TableInspector
+        from tablestore.table.read.inspect import TableInspector
 
         return TableInspector(self)
 
@@ -242,30 +242,30 @@ class Table:
         """
         return commit_snapshot(replace_partitions_producer(self, data, snapshot_properties))
 
-    # -- column merges (tablestore.table.column_merge) --------------------------------------
+    # -- column merges (tablestore.table.ops.column_merge) --------------------------------------
     def fragments(self, filter: str | Expression | None = None) -> list[Fragment]:
         """The fragments (a data file with its deletes) of the current snapshot, for column merges."""
-        from tablestore.table.fragments import list_fragments
+        from tablestore.table.ops.fragments import list_fragments
 
         return list_fragments(self, filter)
 
     def merge_columns(self, source: Any, on: str | list[str], columns: list[str] | None = None,
                       duplicates: str = "error", filter: str | Expression | None = None) -> Snapshot | None:
         """Add ``source``'s columns, joined on ``on``, in one commit with the schema change."""
-        from tablestore.table.column_merge import merge_table
+        from tablestore.table.ops.column_merge import merge_table
 
         return merge_table(self, source, on, columns, "merge", duplicates=duplicates, filter=filter)
 
     def update_columns(self, source: Any, on: str | list[str], columns: list[str], null_policy: str = "keep",
                        duplicates: str = "error", filter: str | Expression | None = None) -> Snapshot | None:
         """Update ``columns`` from ``source`` joined on ``on``: NULL or absent new values keep the old."""
-        from tablestore.table.column_merge import merge_table
+        from tablestore.table.ops.column_merge import merge_table
 
         return merge_table(self, source, on, columns, "update", null_policy, duplicates, filter)
 
     def commit_fragments(self, fragments: list[Fragment]) -> Snapshot | None:
         """Commit fragments rewritten elsewhere (``Fragment.merge_columns``) in one snapshot."""
-        from tablestore.table.fragments import commit_fragments
+        from tablestore.table.ops.fragments import commit_fragments
 
         return commit_fragments(self, fragments)
 
@@ -297,7 +297,7 @@ class Table:
         (``write.delete.mode=copy-on-write``, the default) or get position deletes
         (``merge-on-read``). See docs/row-level-operations.md.
         """
-        from tablestore.table.row_level import delete_rows
+        from tablestore.table.ops.row_level import delete_rows
 
         return delete_rows(self, filter, snapshot_properties)
 
@@ -308,12 +308,12 @@ class Table:
         snapshot_properties: dict[str, str] | None = None,
     ) -> int:
         """Set columns to SQL expressions (``{"name": "upper(name)"}``) where ``filter`` holds; returns the count."""
-        from tablestore.table.row_level import update_rows
+        from tablestore.table.ops.row_level import update_rows
 
         return update_rows(self, assignments, filter, snapshot_properties)
 
     def merge(self, source: Any, on: str, source_alias: str = "s", target_alias: str = "t") -> MergeBuilder:
         """MERGE INTO this table USING ``source`` ON ``on``: a builder, run by ``.execute()``."""
-        from tablestore.table.merge import MergeBuilder
+        from tablestore.table.ops.merge import MergeBuilder
 
         return MergeBuilder(self, source, on, source_alias, target_alias)

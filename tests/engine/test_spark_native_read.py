@@ -136,7 +136,7 @@ def test_merge_on_read_deletes_fall_back(lake: Lake, spark: SparkSession) -> Non
 
 
 def test_imported_files_without_field_ids_fall_back(lake: Lake, spark: SparkSession, tmp_path: Path) -> None:
-    from tablestore.table.import_files import import_files
+    from tablestore.table.ops.import_files import import_files
 
     table = lake.create("imported", pa.schema([("id", pa.int64()), ("name", pa.string())]))
     path = tmp_path / "plain.parquet"

@@ -12,7 +12,7 @@ import tablestore
 from tablestore.errors import CommitConflictError, ValidationError
 from tablestore.spec.expressions import AlwaysTrue
 from tablestore.spec.metadata import Snapshot
-from tablestore.table.scan import plan_files
+from tablestore.table.read.scan import plan_files
 from tests.conftest import CATALOGS_ON_EVERY_STORAGE
 from tests.maintenance.helpers import SCHEMA, add_position_deletes, rows
 

@@ -17,7 +17,7 @@ from tablestore.cli import main
 from tablestore.errors import NoSuchSnapshotError, ValidationError
 from tablestore.maintenance.erasure import ErasureVerificationError
 from tablestore.spec.expressions import AlwaysTrue
-from tablestore.table.scan import plan_files
+from tablestore.table.read.scan import plan_files
 from tests.conftest import CATALOGS_ON_EVERY_STORAGE, CatalogTarget
 from tests.lakehouse_config import sqlite_catalog, write_lakehouse_config
 from tests.maintenance.helpers import SCHEMA, add_position_deletes, rows, subject_rows_in_files

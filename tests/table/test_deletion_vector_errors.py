@@ -17,8 +17,8 @@ from tablestore.io import load_file_io
 from tablestore.spec.deletion_vector import DeletionVectorBlob
 from tablestore.spec.manifest import DataFile, DataFileContent, FileFormat, ManifestEntry, ManifestEntryStatus
 from tablestore.spec.puffin import write_puffin
-from tablestore.table.deletion_vectors import read_deletion_vector
-from tablestore.table.scan import DeleteFileIndex
+from tablestore.table.read.deletion_vectors import read_deletion_vector
+from tablestore.table.read.scan import DeleteFileIndex
 
 DATA = "file:///wh/t/data/a.parquet"
 

@@ -35,8 +35,8 @@ from tablestore.spec.manifest import (
     read_manifest_list,
 )
 from tablestore.table import Table
-from tablestore.table.deletion_vectors import referenced_data_file
-from tablestore.table.row_level import apply_positions
+from tablestore.table.ops.row_level import apply_positions
+from tablestore.table.read.deletion_vectors import referenced_data_file
 from tests.spec.test_puffin import parse_dv, parse_puffin
 
 MOR = {f"write.{op}.mode": "merge-on-read" for op in ("delete", "update", "merge")}
@@ -269,7 +269,7 @@ def test_a_concurrent_dv_for_the_same_data_file_is_a_conflict(catalog: SqlCatalo
 def test_expiry_keeps_a_puffin_file_while_a_dv_in_it_is_live(catalog: SqlCatalog, tmp_path: Path) -> None:
     """Our Puffin files hold one DV each, so the shared file is built here: one Puffin file with
     the DVs of both data files, committed as two entries, then one of them replaced."""
-    from tablestore.table.deletion_vectors import write_deletion_vectors
+    from tablestore.table.read.deletion_vectors import write_deletion_vectors
     from tablestore.table.update.snapshot import RowDelta
     from tablestore.table.update.transaction import commit_snapshot
 

@@ -23,8 +23,8 @@ import pytest
 
 import tablestore
 from tablestore.spec.partitioning import build_partition_spec
-from tablestore.table.conform import conform_to_schema
-from tablestore.table.write import split_by_partition
+from tablestore.table.write.conform import conform_to_schema
+from tablestore.table.write.data_files import split_by_partition
 
 SCHEMA = pa.schema([
     ("id", pa.int64()),

@@ -23,13 +23,13 @@ from tablestore.spec import conversions
 from tablestore.spec.name_mapping import DEFAULT_NAME_MAPPING, NameMapping
 from tablestore.spec.types import LongType, StringType
 from tablestore.table import Table
-from tablestore.table.external import (
+from tablestore.table.ops.external import (
     PartitionToAdd,
     add_partitions,
     create_external_table,
     repair_table,
 )
-from tablestore.table.import_files import import_files
+from tablestore.table.ops.import_files import import_files
 from tests import oracle
 from tests.conftest import Warehouse
 from tests.values import oracle_rows

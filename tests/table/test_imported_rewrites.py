@@ -19,8 +19,8 @@ from tablestore.catalog import Catalog
 from tablestore.errors import ValidationError
 from tablestore.spec.name_mapping import DEFAULT_NAME_MAPPING, NameMapping
 from tablestore.table import Table
-from tablestore.table.external import create_external_table, repair_table
-from tablestore.table.import_files import import_files
+from tablestore.table.ops.external import create_external_table, repair_table
+from tablestore.table.ops.import_files import import_files
 from tests.conftest import CatalogTarget
 
 SCHEMA = pa.schema([("id", pa.int64()), ("user", pa.string()), ("cnt", pa.int32()), ("country", pa.string())])
@@ -148,7 +148,7 @@ def test_column_merge_keeps_every_value(catalog: Catalog, ext_root: Path, how: s
 
 
 def test_partition_rename_moves_every_value(catalog: Catalog, ext_root: Path) -> None:
-    from tablestore.table.partitions import rename_partition
+    from tablestore.table.ops.partitions import rename_partition
 
     table = imported_table(catalog, ext_root, "msck")
     assert rename_partition(table, [("country", "de")], [("country", "at")]) == 4

@@ -12,7 +12,7 @@ from tablestore.engine.local import LocalEngine
 from tablestore.errors import NoSuchSnapshotError, ValidationError
 from tablestore.spec.expressions import bind, to_expression
 from tablestore.table import Table
-from tablestore.table.scan import plan_appended_files
+from tablestore.table.read.scan import plan_appended_files
 from tests.conftest import SQLITE_ONLY
 
 pytestmark = SQLITE_ONLY  # planning only: no catalog differences to prove

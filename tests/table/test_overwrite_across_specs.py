@@ -17,7 +17,7 @@ import pytest
 
 import tablestore
 from tablestore.errors import CommitConflictError
-from tablestore.table.overwrite import overwrite_producer, replace_partitions_producer
+from tablestore.table.ops.overwrite import overwrite_producer, replace_partitions_producer
 from tablestore.table.update.transaction import commit_snapshot
 from tests import oracle
 from tests.interop.readers import duckdb_connect, duckdb_read

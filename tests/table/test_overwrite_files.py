@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tablestore.errors import CommitConflictError
-from tablestore.table.overwrite import overwrite_files_producer, replace_partitions_files_producer
+from tablestore.table.ops.overwrite import overwrite_files_producer, replace_partitions_files_producer
 from tablestore.table.update.transaction import commit_snapshot
 from tests.table.test_overwrite_across_specs import D, ids, rolled_over, rows
 

@@ -1,4 +1,4 @@
-"""Partition management from Python (``tablestore.table.partitions``): Hive names with escaping and
+"""Partition management from Python (``tablestore.table.ops.partitions``): Hive names with escaping and
 nulls, values of every time transform, drops that are metadata-only or rewrite, and conflicts, on
 every catalog of the matrix."""
 
@@ -11,7 +11,7 @@ import pytest
 
 import tablestore
 from tablestore.errors import CommitConflictError, NoSuchPartitionError, ValidationError
-from tablestore.table.partitions import (
+from tablestore.table.ops.partitions import (
     drop_partitions,
     hive_escape,
     partition_names,

@@ -21,9 +21,9 @@ from tablestore.spec.expressions import AlwaysTrue, bind, to_expression
 from tablestore.spec.row_lineage import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, with_row_lineage
 from tablestore.spec.schema import PARQUET_FIELD_ID
 from tablestore.table import Table
-from tablestore.table.partitions import drop_partitions, rename_partition
-from tablestore.table.read import RowGroupRange, read_task_table
-from tablestore.table.scan import plan_appended_files
+from tablestore.table.ops.partitions import drop_partitions, rename_partition
+from tablestore.table.read.data_files import RowGroupRange, read_task_table
+from tablestore.table.read.scan import plan_appended_files
 
 LINEAGE = ["_row_id", "_last_updated_sequence_number"]
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])

@@ -16,9 +16,9 @@ import tablestore
 from tablestore.errors import ValidationError
 from tablestore.spec.manifest import DataFile
 from tablestore.table import Table
-from tablestore.table.conform import conform_to_schema
-from tablestore.table.write import WriteContext
-from tablestore.table.writers import (
+from tablestore.table.write.conform import conform_to_schema
+from tablestore.table.write.data_files import WriteContext
+from tablestore.table.write.writers import (
     FANOUT_BUDGET_PROPERTY,
     FanoutWriter,
     PartitionedWriter,

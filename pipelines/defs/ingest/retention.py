@@ -19,7 +19,7 @@ from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVENTS_KEY
 from pipelines.defs.resources import TableStoreResource
 from pipelines.settings import PipelineSettings
 from tablestore.table import Table
-from tablestore.table.partitions import drop_partitions, partition_names
+from tablestore.table.ops.partitions import drop_partitions, partition_names
 
 RETENTION_KEY = dg.AssetKey(["lakehouse", "shop", "events_retention"])
 # The partition fields of events and the length of one partition of each.

@@ -16,7 +16,7 @@ The builder commits when the ``with`` block ends without an exception, in one co
 changes were made on). Commits by others that did not change the schema are retried over.
 Type changes that Iceberg cannot do in metadata (int to double, anything to string, date to
 timestamp, and explicit casts under ``tablestore.schema.cast-mode``) rewrite the data files that
-still hold the old type, in the same commit (see :mod:`tablestore.table.schema_rewrite`).
+still hold the old type, in the same commit (see :mod:`tablestore.table.update.schema_rewrite`).
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ from tablestore.spec.updates import (
     TableRequirement,
     TableUpdate,
 )
-from tablestore.table.schema_rewrite import plan_type_rewrite
 from tablestore.table.update.retry import StagedCommit
+from tablestore.table.update.schema_rewrite import plan_type_rewrite
 from tablestore.table.update.snapshot import MAIN_BRANCH
 from tablestore.table.update.transaction import Transaction
 

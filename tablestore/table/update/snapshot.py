@@ -48,7 +48,7 @@ from tablestore.spec.updates import (
     TableRequirement,
     TableUpdate,
 )
-from tablestore.table.deletion_vectors import delete_file_key, is_deletion_vector
+from tablestore.table.read.deletion_vectors import delete_file_key, is_deletion_vector
 from tablestore.table.update.retry import StagedCommit
 from tablestore.table.update.validation import Check, Validation, validate_all
 

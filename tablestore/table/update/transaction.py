@@ -55,11 +55,11 @@ from tablestore.spec.updates import (
     UpgradeFormatVersionUpdate,
     apply_updates,
 )
-from tablestore.table.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
 from tablestore.table.update.identity import CommitIdentity, as_identity
 from tablestore.table.update.retry import StagedCommit, commit_with_retries
 from tablestore.table.update.snapshot import FastAppend, SnapshotProducer
-from tablestore.table.write import WriteContext, write_data_files
+from tablestore.table.write.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
+from tablestore.table.write.data_files import WriteContext, write_data_files
 
 if TYPE_CHECKING:
     from tablestore.table import Table
@@ -216,14 +216,14 @@ class Transaction:
     def overwrite(self, data: Any, filter: str | Expression | None = None,
                   snapshot_properties: dict[str, str] | None = None) -> Transaction:
         """Replace the rows matching ``filter`` (every row when None) with ``data``."""
-        from tablestore.table.overwrite import overwrite_producer
+        from tablestore.table.ops.overwrite import overwrite_producer
 
         self._check_no_metadata_changes("an overwrite")
         return self.add_snapshot(overwrite_producer(self.table, data, filter, snapshot_properties))
 
     def delete(self, filter: str | Expression, snapshot_properties: dict[str, str] | None = None) -> Transaction:
         """Delete the rows matching ``filter`` (as :meth:`Table.delete`)."""
-        from tablestore.table.row_level import delete_rows
+        from tablestore.table.ops.row_level import delete_rows
 
         self._check_no_metadata_changes("a delete")
         delete_rows(self.table, filter, snapshot_properties, transaction=self)

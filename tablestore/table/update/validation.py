@@ -31,7 +31,7 @@ from tablestore.spec.evaluators import InclusiveMetricsEvaluator, PartitionEvalu
 from tablestore.spec.expressions import AlwaysFalse, BooleanExpression
 from tablestore.spec.manifest import DataFile, DataFileContent, ManifestEntryStatus, read_manifest, snapshot_manifests
 from tablestore.spec.metadata import Snapshot, TableMetadata
-from tablestore.table.scan import path_in_bounds
+from tablestore.table.read.scan import path_in_bounds
 
 if TYPE_CHECKING:
     from tablestore.io import FileIO

@@ -20,7 +20,7 @@ The plan is Iceberg's (and Spark's) for row-level commands:
    isolation level (``write.<op>.isolation-level``: ``serializable`` or ``snapshot``).
 
 The per-file work runs on the table's engine (threads, or Spark executors): it takes only plain
-data (:class:`RowLevelContext`, :class:`~tablestore.table.scan.FileTask`).
+data (:class:`RowLevelContext`, :class:`~tablestore.table.read.scan.FileTask`).
 """
 
 from __future__ import annotations
@@ -63,21 +63,21 @@ from tablestore.spec.row_lineage import ROW_ID, mark_updated, with_row_lineage
 from tablestore.spec.schema import Schema
 from tablestore.spec.transforms import IdentityTransform
 from tablestore.spec.types import DateType, DecimalType, IntegerType, LongType, TimestampType, TimestamptzType
-from tablestore.table.conform import conform_to_schema
-from tablestore.table.file_rows import read_file_rows
-from tablestore.table.position_deletes import (
+from tablestore.table.ops.position_deletes import (
     delete_file_path,
     merged_previous_deletes,
     write_deletion_vector,
     write_position_deletes,
 )
-from tablestore.table.read import equality_matches, read_position_deletes
-from tablestore.table.row_expressions import ArrowEvaluator, parse_expression
-from tablestore.table.scan import FileTask, plan_files
+from tablestore.table.ops.row_expressions import ArrowEvaluator, parse_expression
+from tablestore.table.read.data_files import equality_matches, read_position_deletes
+from tablestore.table.read.file_rows import read_file_rows
+from tablestore.table.read.scan import FileTask, plan_files
 from tablestore.table.update.snapshot import RowDelta
 from tablestore.table.update.transaction import Transaction, commit_snapshot
 from tablestore.table.update.validation import isolation_level, row_level_checks
-from tablestore.table.write import WriteContext, write_data_files
+from tablestore.table.write.conform import conform_to_schema
+from tablestore.table.write.data_files import WriteContext, write_data_files
 
 if TYPE_CHECKING:
     from tablestore.table import Table

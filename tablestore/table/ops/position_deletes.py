@@ -27,13 +27,13 @@ from tablestore.spec.manifest import DataFile, DataFileContent, FileFormat
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import PARQUET_FIELD_ID, Schema
 from tablestore.spec.types import LongType, StringType
-from tablestore.table.deletion_vectors import (
+from tablestore.table.read.data_files import DELETE_FILE_PATH_ID, DELETE_POS_ID, read_position_deletes
+from tablestore.table.read.deletion_vectors import (
     is_deletion_vector,
     read_deletion_vector_bitmap,
     referenced_data_file,
     write_deletion_vectors,
 )
-from tablestore.table.read import DELETE_FILE_PATH_ID, DELETE_POS_ID, read_position_deletes
 
 POSITION_DELETE_SCHEMA = pa.schema([
     pa.field("file_path", pa.string(), nullable=False, metadata={PARQUET_FIELD_ID: str(DELETE_FILE_PATH_ID).encode()}),

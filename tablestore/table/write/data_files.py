@@ -25,7 +25,7 @@ from tablestore.spec.manifest import DataFile
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import Schema, parquet_write_schema, without_unknown_columns
 from tablestore.spec.types import DateType, IcebergType
-from tablestore.table.metrics import collect_metrics, float_nan_counts, metrics_modes, parquet_leaf_paths
+from tablestore.table.write.metrics import collect_metrics, float_nan_counts, metrics_modes, parquet_leaf_paths
 
 DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024
 DEFAULT_ROW_GROUP_BYTES = 128 * 1024 * 1024
@@ -407,8 +407,8 @@ def write_data_stream(
     ctx: WriteContext, batches: Iterable[pa.RecordBatch | pa.Table], task_id: int = 0
 ) -> list[DataFile]:
     """Write a stream of conformed batches with bounded memory: the single-partition, clustered
-    or fanout writer is chosen from the input (see :mod:`tablestore.table.writers`)."""
+    or fanout writer is chosen from the input (see :mod:`tablestore.table.write.writers`)."""
     # Imported here: the writers build on this module's partition helpers, so they import it.
-    from tablestore.table.writers import write_batches
+    from tablestore.table.write.writers import write_batches
 
     return write_batches(ctx, batches, task_id)[0]

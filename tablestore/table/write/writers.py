@@ -47,8 +47,7 @@ from tablestore.errors import ValidationError
 from tablestore.spec.manifest import DataFile
 from tablestore.spec.schema import parquet_write_schema, without_unknown_columns
 from tablestore.spec.types import IcebergType
-from tablestore.table.metrics import collect_metrics, float_nan_counts, metrics_modes
-from tablestore.table.write import (
+from tablestore.table.write.data_files import (
     WriteContext,
     dictionary_columns,
     group_codes,
@@ -60,6 +59,7 @@ from tablestore.table.write import (
     split_by_partition,
     value_runs,
 )
+from tablestore.table.write.metrics import collect_metrics, float_nan_counts, metrics_modes
 
 log = logging.getLogger(__name__)
 

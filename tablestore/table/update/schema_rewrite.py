@@ -29,12 +29,12 @@ from tablestore.spec.row_lineage import mark_updated
 from tablestore.spec.schema import Schema, storage_schema, type_to_arrow
 from tablestore.spec.schema_evolution import CastMode, TypeChangeRecord, is_implicit_conversion
 from tablestore.spec.types import IcebergType, NestedField, StringType, UUIDType, sql_type_name
-from tablestore.table.conform import conform_to_schema
-from tablestore.table.file_rows import rewrite_schema
-from tablestore.table.scan import FileTask, plan_files
+from tablestore.table.read.file_rows import rewrite_schema
+from tablestore.table.read.scan import FileTask, plan_files
 from tablestore.table.update.snapshot import OverwriteFiles
 from tablestore.table.update.validation import no_new_data_files
-from tablestore.table.write import WriteContext, write_data_files
+from tablestore.table.write.conform import conform_to_schema
+from tablestore.table.write.data_files import WriteContext, write_data_files
 
 if TYPE_CHECKING:
     from tablestore.table import Table
@@ -50,7 +50,7 @@ class _Failure:
 
 def physical_type(io: FileIO, data_file: DataFile, field_id: int) -> pa.DataType | None:
     """The Arrow type a data file stores for a top-level field id, None if it lacks the field."""
-    from tablestore.table.read import parquet_field_id, parquet_format
+    from tablestore.table.read.data_files import parquet_field_id, parquet_format
 
     fs, path = io.filesystem_for(data_file.file_path)
     physical = storage_schema(parquet_format().make_fragment(path, filesystem=fs).physical_schema)
@@ -145,7 +145,7 @@ class _Converter:
     ctx: WriteContext
 
     def __call__(self, task: FileTask) -> tuple[DataFile, list[DataFile]] | _Failure | None:
-        from tablestore.table.file_rows import read_file_rows
+        from tablestore.table.read.file_rows import read_file_rows
 
         stale = False
         for change in self.changes:

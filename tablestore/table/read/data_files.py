@@ -45,7 +45,7 @@ from tablestore.spec.schema import (
 )
 from tablestore.spec.transforms import IdentityTransform
 from tablestore.spec.types import IcebergType, ListType, MapType, NestedField, StructType
-from tablestore.table.deletion_vectors import is_deletion_vector, read_deletion_vector
+from tablestore.table.read.deletion_vectors import is_deletion_vector, read_deletion_vector
 
 # Reserved field ids of position delete files (spec: "Position Delete Files").
 DELETE_FILE_PATH_ID = 2147483546

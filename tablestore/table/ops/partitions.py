@@ -59,13 +59,13 @@ from tablestore.spec.transforms import (
     YearTransform,
 )
 from tablestore.spec.types import DateType, IcebergType, TimestampNanoType, TimestamptzNanoType
-from tablestore.table.conform import conform_to_schema
-from tablestore.table.file_rows import read_file_rows, rewrite_schema
-from tablestore.table.scan import FileTask, plan_files
+from tablestore.table.read.file_rows import read_file_rows, rewrite_schema
+from tablestore.table.read.scan import FileTask, plan_files
 from tablestore.table.update.snapshot import OverwriteFiles
 from tablestore.table.update.transaction import commit_snapshot
 from tablestore.table.update.validation import Check, no_new_data_files
-from tablestore.table.write import WriteContext, split_by_partition, write_data_files
+from tablestore.table.write.conform import conform_to_schema
+from tablestore.table.write.data_files import WriteContext, split_by_partition, write_data_files
 
 if TYPE_CHECKING:
     from tablestore.table import Table

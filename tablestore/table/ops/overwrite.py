@@ -40,9 +40,8 @@ from tablestore.spec.metadata import Snapshot
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import Schema
 from tablestore.spec.transforms import IdentityTransform, VoidTransform
-from tablestore.table.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
-from tablestore.table.partitions import PartitionKey, partition_status
-from tablestore.table.row_level import (
+from tablestore.table.ops.partitions import PartitionKey, partition_status
+from tablestore.table.ops.row_level import (
     COPY_ON_WRITE,
     EXACT_BOUND_TYPES,
     FileChange,
@@ -55,7 +54,7 @@ from tablestore.table.row_level import (
     top_level_ids,
     write_mode,
 )
-from tablestore.table.scan import FileTask, plan_files
+from tablestore.table.read.scan import FileTask, plan_files
 from tablestore.table.update.snapshot import OverwriteFiles, since
 from tablestore.table.update.validation import (
     SNAPSHOT,
@@ -65,7 +64,8 @@ from tablestore.table.update.validation import (
     no_new_data_matching,
     row_level_checks,
 )
-from tablestore.table.write import (
+from tablestore.table.write.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
+from tablestore.table.write.data_files import (
     WriteContext,
     group_codes,
     partition_keys,

@@ -22,7 +22,7 @@ from tablestore.spec.name_mapping import DEFAULT_NAME_MAPPING
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.row_lineage import with_row_lineage
 from tablestore.spec.schema import Schema
-from tablestore.table.read import read_task_table
+from tablestore.table.read.data_files import read_task_table
 
 
 def read_file_rows(

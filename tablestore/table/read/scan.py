@@ -34,8 +34,8 @@ from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.row_lineage import ROW_LINEAGE_BY_NAME, ROW_LINEAGE_IDS
 from tablestore.spec.schema import Schema
 from tablestore.spec.types import StringType
-from tablestore.table.deletion_vectors import is_deletion_vector
-from tablestore.table.read import DELETE_FILE_PATH_ID, read_task_table
+from tablestore.table.read.data_files import DELETE_FILE_PATH_ID, read_task_table
+from tablestore.table.read.deletion_vectors import is_deletion_vector
 
 if TYPE_CHECKING:
     import pandas as pd

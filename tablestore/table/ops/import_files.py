@@ -43,9 +43,9 @@ from tablestore.spec.types import (
     is_promotion_allowed,
     sql_type_name,
 )
-from tablestore.table.metrics import collect_metrics, metrics_modes
 from tablestore.table.update.register import RegisterFiles
 from tablestore.table.update.transaction import commit_snapshot
+from tablestore.table.write.metrics import collect_metrics, metrics_modes
 
 if TYPE_CHECKING:
     from tablestore.spec.metadata import Snapshot
@@ -327,7 +327,7 @@ def data_files_for(table: Table, files: Sequence[FileToRegister]) -> list[DataFi
 def registered_files(table: Table) -> dict[str, DataFile]:
     """The live data files of the current snapshot, by path."""
     from tablestore.spec.expressions import AlwaysTrue
-    from tablestore.table.scan import plan_files
+    from tablestore.table.read.scan import plan_files
 
     tasks = plan_files(table.io, table.metadata, table.current_snapshot(), table.schema(), AlwaysTrue(),
                        table.engine)

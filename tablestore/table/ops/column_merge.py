@@ -32,9 +32,7 @@ from tablestore.spec.metadata import Snapshot
 from tablestore.spec.row_lineage import ROW_LINEAGE_FIELDS, mark_updated
 from tablestore.spec.schema import IdCounter, Schema, arrow_type_to_iceberg, type_to_arrow
 from tablestore.spec.types import IntegerType, LongType, NestedField
-from tablestore.table.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
-from tablestore.table.file_rows import read_file_rows, rewrite_schema
-from tablestore.table.fragments import (
+from tablestore.table.ops.fragments import (
     LINEAGE_KEY,
     Fragment,
     FragmentContext,
@@ -44,7 +42,9 @@ from tablestore.table.fragments import (
     list_fragments,
     source_columns,
 )
-from tablestore.table.write import PartitionSlice, WriteContext, write_partition
+from tablestore.table.read.file_rows import read_file_rows, rewrite_schema
+from tablestore.table.write.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
+from tablestore.table.write.data_files import PartitionSlice, WriteContext, write_partition
 
 if TYPE_CHECKING:
     from tablestore.table import Table

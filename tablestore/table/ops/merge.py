@@ -12,7 +12,7 @@ column (``t.id = s.id``); those equalities are the join keys, the rest of the co
 checked on the joined pairs. Clauses are tried in the order given and the first whose
 condition holds acts; a target row that matches more than one source row is an error (as in
 Spark and Iceberg). Conditions and values are SQL expressions over ``t.<col>`` and ``s.<col>``
-(see :mod:`tablestore.table.row_expressions` for the subset).
+(see :mod:`tablestore.table.ops.row_expressions` for the subset).
 
 Only the target files that may hold the source's keys are read (an IN or range filter on the
 keys prunes manifests and files); they are then changed as DELETE and UPDATE change files, by
@@ -42,9 +42,8 @@ from tablestore.spec.expressions import (
     Reference,
     bind,
 )
-from tablestore.table.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
-from tablestore.table.row_expressions import ArrowEvaluator, parse_expression
-from tablestore.table.row_level import (
+from tablestore.table.ops.row_expressions import ArrowEvaluator, parse_expression
+from tablestore.table.ops.row_level import (
     MERGE_ON_READ,
     FileChange,
     RowLevelContext,
@@ -57,7 +56,8 @@ from tablestore.table.row_level import (
     updated_rows,
     write_mode,
 )
-from tablestore.table.scan import FileTask, plan_files
+from tablestore.table.read.scan import FileTask, plan_files
+from tablestore.table.write.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
 
 if TYPE_CHECKING:
     from tablestore.table import Table

@@ -51,7 +51,7 @@ from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import Schema, primitive_to_arrow
 from tablestore.spec.transforms import Transform
 from tablestore.spec.types import IcebergType, NestedField, StructType, UUIDType, sql_type_name
-from tablestore.table.scan import select_snapshot
+from tablestore.table.read.scan import select_snapshot
 
 if TYPE_CHECKING:
     from tablestore.table import Table

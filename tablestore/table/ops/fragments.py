@@ -1,7 +1,7 @@
 """Fragments: one data file with its delete files, the unit of a column merge.
 
 A fragment is planned on the driver, pickled to a task, rewritten there with new or updated
-columns (:mod:`tablestore.table.column_merge`) and comes back as a new fragment that records
+columns (:mod:`tablestore.table.ops.column_merge`) and comes back as a new fragment that records
 the one it replaces. :func:`commit_fragments` puts every rewritten fragment, and the schema
 with the new columns, into one metadata commit.
 """
@@ -30,7 +30,7 @@ from tablestore.spec.updates import (
     AssertLastAssignedFieldId,
     SetCurrentSchemaUpdate,
 )
-from tablestore.table.scan import plan_files
+from tablestore.table.read.scan import plan_files
 from tablestore.table.update.column_fragments import CommitFragments
 from tablestore.table.update.transaction import FixedChange, Transaction, commit_snapshot
 
@@ -91,7 +91,7 @@ class Fragment:
 
     def to_arrow(self) -> pa.Table:
         """The fragment's live rows (deletes applied) in the schema it was planned or written in."""
-        from tablestore.table.file_rows import read_file_rows
+        from tablestore.table.read.file_rows import read_file_rows
 
         schema = self.schema if self.replaces is not None else self.context.table_schema
         return read_file_rows(self.context.io, self.context.properties, self.file, self.delete_files, self.spec, schema)
@@ -101,7 +101,7 @@ class Fragment:
     ) -> Fragment:
         """This fragment's rows left-joined with ``source`` on the key: new columns, NULL where
         no source row matches. Returns the rewritten fragment (uncommitted)."""
-        from tablestore.table.column_merge import MergePlan, rewrite_fragment
+        from tablestore.table.ops.column_merge import MergePlan, rewrite_fragment
 
         plan = MergePlan.build(self.context, source_columns(source), on, columns, "merge", "keep", duplicates)
         out = rewrite_fragment(self, plan, plan.prepare_source(source), force=True)
@@ -114,7 +114,7 @@ class Fragment:
     ) -> Fragment:
         """Existing ``columns`` updated from ``source``: a present non-null value wins; an absent
         or NULL one keeps the old value (``null_policy="overwrite"``: a matched NULL overwrites)."""
-        from tablestore.table.column_merge import MergePlan, rewrite_fragment
+        from tablestore.table.ops.column_merge import MergePlan, rewrite_fragment
 
         plan = MergePlan.build(self.context, source_columns(source), on, columns, "update", null_policy, duplicates)
         out = rewrite_fragment(self, plan, plan.prepare_source(source), force=True)

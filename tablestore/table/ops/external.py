@@ -21,7 +21,7 @@ from tablestore.errors import AlreadyExistsError, ValidationError
 from tablestore.names import normalize_location
 from tablestore.spec.name_mapping import DEFAULT_NAME_MAPPING, NameMapping
 from tablestore.spec.schema import Schema, to_schema
-from tablestore.table.import_files import (
+from tablestore.table.ops.import_files import (
     FileToRegister,
     PartitionColumn,
     data_files_for,
