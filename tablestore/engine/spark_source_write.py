@@ -33,7 +33,8 @@ from tablestore.table.update.snapshot import FastAppend, OverwriteFiles
 from tablestore.table.update.transaction import commit_snapshot
 from tablestore.table.update.validation import no_data_added
 from tablestore.table.write.conform import conform_to_schema
-from tablestore.table.write.data_files import WriteContext, write_data_stream
+from tablestore.table.write.data_files import WriteContext
+from tablestore.table.write.writers import write_data_stream
 
 log = logging.getLogger(__name__)
 

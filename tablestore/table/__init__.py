@@ -33,7 +33,8 @@ from tablestore.table.update.identity import CommitIdentity
 from tablestore.table.update.snapshot import FastAppend
 from tablestore.table.update.transaction import Transaction, commit_snapshot
 from tablestore.table.write.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
-from tablestore.table.write.data_files import WriteContext, write_data_files, write_data_stream
+from tablestore.table.write.data_files import WriteContext, write_data_files
+from tablestore.table.write.writers import write_data_stream
 
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog

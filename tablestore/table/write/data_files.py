@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime
 import itertools
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -402,13 +402,3 @@ def write_data_files(
     results = run(lambda item: write_partition(ctx, item[1], item[0]), indexed)
     return [f for files in results for f in files]
 
-
-def write_data_stream(
-    ctx: WriteContext, batches: Iterable[pa.RecordBatch | pa.Table], task_id: int = 0
-) -> list[DataFile]:
-    """Write a stream of conformed batches with bounded memory: the single-partition, clustered
-    or fanout writer is chosen from the input (see :mod:`tablestore.table.write.writers`)."""
-    # Imported here: the writers build on this module's partition helpers, so they import it.
-    from tablestore.table.write.writers import write_batches
-
-    return write_batches(ctx, batches, task_id)[0]

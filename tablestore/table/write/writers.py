@@ -685,6 +685,14 @@ def write_batches(ctx: WriteContext, batches: Iterable[pa.RecordBatch | pa.Table
     return files, writer.stats
 
 
+def write_data_stream(
+    ctx: WriteContext, batches: Iterable[pa.RecordBatch | pa.Table], task_id: int = 0
+) -> list[DataFile]:
+    """Write a stream of conformed batches with bounded memory: the single-partition, clustered
+    or fanout writer is chosen from the input (see :func:`write_batches`)."""
+    return write_batches(ctx, batches, task_id)[0]
+
+
 __all__ = [
     "DEFAULT_FANOUT_BUDGET",
     "FANOUT_BUDGET_PROPERTY",
@@ -698,4 +706,6 @@ __all__ = [
     "route_batch",
     "route_pieces",
     "write_batches",
+    "write_data_stream",
 ]
+
