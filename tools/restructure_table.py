@@ -48,15 +48,19 @@ MODULE_MOVES: dict[str, str] = {
     "overwrite": "ops.overwrite",
     "partitions": "ops.partitions",
     "column_merge": "ops.column_merge",
-    "fragments": "ops.fragments",
+    # fragments.py was folded into column_merge.py (each imported the other)
+    "fragments": "ops.column_merge",
+    "ops.fragments": "ops.column_merge",
     "import_files": "ops.import_files",
     "external": "ops.external",
 }
 
-#: Files moved with git mv: old path -> new path.
+#: Files moved with git mv: old path -> new path. fragments.py was moved to ops/ and merged
+#: into column_merge.py by hand: a branch that still has it must merge its changes by hand too.
 FILE_MOVES: dict[str, str] = {
     f"tablestore/table/{old.replace('.', '/')}.py": f"tablestore/table/{new.replace('.', '/')}.py"
     for old, new in MODULE_MOVES.items()
+    if "fragments" not in old
 }
 
 #: The modules of the packages that replace the modules of the same name.
@@ -129,6 +133,10 @@ def main() -> int:
             init.parent.mkdir(parents=True, exist_ok=True)
             init.write_text(doc)
             git("-C", os_root, "add", str(init.relative_to(root)))
+    for merged in ("tablestore/table/fragments.py", "tablestore/table/ops/fragments.py"):
+        if (root / merged).exists():
+            print(f"{merged} exists: merge its changes into tablestore/table/ops/column_merge.py",
+                  file=sys.stderr)
     for old, new in FILE_MOVES.items():
         if (root / old).exists():
             if (root / new).exists():

@@ -38,8 +38,7 @@ if TYPE_CHECKING:
 
     from tablestore.config import LakehouseConfig
     from tablestore.session import CatalogManager
-    from tablestore.table.ops.column_merge import MergePlan
-    from tablestore.table.ops.fragments import Fragment
+    from tablestore.table.ops.column_merge import Fragment, MergePlan
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -35,14 +35,12 @@ import pyarrow as pa
 
 from tablestore.engine.spark_source_files import SourceSlice, parquet_source_slices
 from tablestore.io import to_location_uri
-from tablestore.table.ops.column_merge import disjoint_order, rewrite_fragment, rows_by_range
-from tablestore.table.ops.fragments import source_columns
+from tablestore.table.ops.column_merge import disjoint_order, rewrite_fragment, rows_by_range, source_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-    from tablestore.table.ops.column_merge import MergePlan
-    from tablestore.table.ops.fragments import Fragment
+    from tablestore.table.ops.column_merge import Fragment, MergePlan
 
 # Python tasks per core: one task per core leaves a core idle while the last task of a stage
 # finishes alone; many tasks cost a worker round trip each. Two keeps both small.

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from tablestore.catalog import Catalog
     from tablestore.engine.protocols import Engine
     from tablestore.maintenance import Maintenance
-    from tablestore.table.ops.fragments import Fragment
+    from tablestore.table.ops.column_merge import Fragment
     from tablestore.table.ops.merge import MergeBuilder
     from tablestore.table.read.inspect import TableInspector
     from tablestore.table.update.schema import UpdateSchema
@@ -246,7 +246,7 @@ class Table:
     # -- column merges (tablestore.table.ops.column_merge) --------------------------------------
     def fragments(self, filter: str | Expression | None = None) -> list[Fragment]:
         """The fragments (a data file with its deletes) of the current snapshot, for column merges."""
-        from tablestore.table.ops.fragments import list_fragments
+        from tablestore.table.ops.column_merge import list_fragments
 
         return list_fragments(self, filter)
 
@@ -266,7 +266,7 @@ class Table:
 
     def commit_fragments(self, fragments: list[Fragment]) -> Snapshot | None:
         """Commit fragments rewritten elsewhere (``Fragment.merge_columns``) in one snapshot."""
-        from tablestore.table.ops.fragments import commit_fragments
+        from tablestore.table.ops.column_merge import commit_fragments
 
         return commit_fragments(self, fragments)
 

@@ -19,8 +19,7 @@ import tablestore
 from tablestore.catalog import Catalog
 from tablestore.errors import CommitConflictError, ValidationError
 from tablestore.table import Table
-from tablestore.table.ops.column_merge import MergePlan, rewrite_fragments
-from tablestore.table.ops.fragments import source_columns
+from tablestore.table.ops.column_merge import MergePlan, rewrite_fragments, source_columns
 from tests import oracle
 from tests.values import oracle_rows
 

@@ -16,7 +16,7 @@ from tablestore.spec.schema import Schema
 from tablestore.spec.types import NestedField, StringType
 from tablestore.spec.updates import AddSchemaUpdate, AssertCurrentSchemaId, SetCurrentSchemaUpdate
 from tablestore.table import Table
-from tablestore.table.ops.fragments import LINEAGE_KEY, Fragment
+from tablestore.table.ops.column_merge import LINEAGE_KEY, Fragment
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """The snapshot of a column merge: fragments replaced by their rewrites, with the new columns'
-schema, in one commit (see :mod:`tablestore.table.ops.fragments` for what a fragment is)."""
+schema, in one commit (see :mod:`tablestore.table.ops.column_merge` for what a fragment is)."""
 
 from __future__ import annotations
 
