@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from tablestore.catalog import Catalog, load_catalog
 from tablestore.errors import TableStoreError
+from tablestore.maintenance import Maintenance
 from tablestore.session import CatalogManager
 from tablestore.table import Table
 
@@ -17,7 +18,8 @@ if TYPE_CHECKING:
     from tablestore.maintenance.erasure import ErasureReport
 
 __version__ = "0.1.0"
-__all__ = ["Catalog", "CatalogManager", "Table", "TableStoreError", "erase", "load_catalog"]
+# Maintenance is imported here for its side: it installs `table.maintenance()` (see Table.maintenance_actions).
+__all__ = ["Catalog", "CatalogManager", "Maintenance", "Table", "TableStoreError", "erase", "load_catalog"]
 
 
 def erase(catalog: Catalog, tables: str | list[str], column: str, request_id: str, **kwargs: Any) -> ErasureReport:

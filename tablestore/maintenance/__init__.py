@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tablestore.maintenance.compaction import (
     RewriteDataResult,
@@ -21,9 +21,7 @@ from tablestore.maintenance.compaction import (
 )
 from tablestore.maintenance.expire import ExpireResult, Progress, expire_snapshots
 from tablestore.maintenance.orphans import OrphanResult, remove_orphan_files
-
-if TYPE_CHECKING:
-    from tablestore.table import Table
+from tablestore.table import Table
 
 __all__ = ["ExpireResult", "Maintenance", "OrphanResult", "RewriteDataResult", "RewriteDeletesResult",
            "RewriteManifestsResult"]
@@ -63,3 +61,7 @@ class Maintenance:
 
     def rewrite_manifests(self, spec_id: int | None = None) -> RewriteManifestsResult:
         return rewrite_manifests(self.table, spec_id)
+
+
+# ``table.maintenance()``: the table package cannot import this one (it sits below it).
+Table.maintenance_actions = Maintenance

@@ -162,7 +162,7 @@ def rewrite_data_files(
         raise ValidationError(f"strategy must be 'binpack' or 'sort', got {strategy!r}")
     sort_keys = parse_sort_order(table, sort_order) if strategy == "sort" else []
     table.refresh()
-    ctx = table._write_context()
+    ctx = table.write_context()
     target = _option(options, "target-file-size-bytes", ctx.target_file_size)
     min_size = _option(options, "min-file-size-bytes", int(target * 0.75))
     max_size = _option(options, "max-file-size-bytes", int(target * 1.8))
@@ -339,7 +339,7 @@ def rewrite_position_deletes(
             continue
         groups.setdefault((f.spec_id, tuple(f.partition)), []).append(f)
     chosen = {k: v for k, v in groups.items() if rewrite_all or len(v) >= min_input}
-    ctx = table._write_context()
+    ctx = table.write_context()
     io = table.io
     specs = {s.spec_id: s for s in table.metadata.partition_specs}
     schema = table.schema()

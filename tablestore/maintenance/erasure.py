@@ -40,7 +40,8 @@ from tablestore.spec.metadata import TableMetadata
 from tablestore.spec.schema import type_to_arrow
 from tablestore.spec.updates import AssertTableUUID, RemoveSnapshotRefUpdate
 from tablestore.table.ops.row_level import MERGE_ON_READ, delete_rows
-from tablestore.table.update.retry import StagedCommit, commit_with_retries
+from tablestore.table.update.retry import StagedCommit
+from tablestore.table.update.transaction import ComputedChange
 
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
@@ -216,7 +217,7 @@ def _drop_refs(table: Table) -> None:
         return StagedCommit([AssertTableUUID(base.table_uuid)], [RemoveSnapshotRefUpdate(n) for n in others])
 
     if any(name != "main" for name in table.metadata.refs):
-        commit_with_retries(table, stage)
+        table.transaction().add_change(ComputedChange(stage)).commit_transaction()
 
 
 def erase_table(table: Table, column: str, values: list[Any], started_ms: int, progress: Progress | None = None,

@@ -38,7 +38,8 @@ from tablestore.spec.updates import (
     TableUpdate,
 )
 from tablestore.table import parse_timestamp_ms
-from tablestore.table.update.retry import StagedCommit, commit_with_retries
+from tablestore.table.update.retry import StagedCommit
+from tablestore.table.update.transaction import ComputedChange
 
 if TYPE_CHECKING:
     from tablestore.table import Table
@@ -210,7 +211,7 @@ def expire_snapshots(
 
     table.refresh()
     try:
-        commit_with_retries(table, stage)
+        table.transaction().add_change(ComputedChange(stage)).commit_transaction()
     except _NothingToCommit:
         if not result.expired_snapshot_ids and not result.removed_refs:
             return result

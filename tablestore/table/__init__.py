@@ -14,11 +14,10 @@
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import pyarrow as pa
-
-from tablestore.errors import ValidationError
+from tablestore.errors import TableStoreError, ValidationError
 from tablestore.io import FileIO
 from tablestore.names import metadata_directory
 from tablestore.spec.expressions import Expression
@@ -26,15 +25,12 @@ from tablestore.spec.manifest import DataFile
 from tablestore.spec.metadata import Snapshot, TableMetadata
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import Schema
-from tablestore.spec.updates import TableRequirement, TableUpdate
-from tablestore.table.ops.overwrite import overwrite_producer, replace_partitions_producer
+from tablestore.table.ops.data import TableTransaction, write_files
+from tablestore.table.ops.overwrite import replace_partitions_producer
 from tablestore.table.read.scan import FileTask, TableScan
 from tablestore.table.update.identity import CommitIdentity
-from tablestore.table.update.snapshot import FastAppend
-from tablestore.table.update.transaction import Transaction, commit_snapshot
-from tablestore.table.write.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
-from tablestore.table.write.data_files import WriteContext, write_data_files
-from tablestore.table.write.writers import write_data_stream
+from tablestore.table.update.transaction import commit_snapshot
+from tablestore.table.write.data_files import WriteContext
 
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
@@ -46,7 +42,7 @@ if TYPE_CHECKING:
     from tablestore.table.update.schema import UpdateSchema
     from tablestore.table.update.spec import UpdateSpec
 
-__all__ = ["FileTask", "Table", "TableScan"]
+__all__ = ["FileTask", "Table", "TableScan", "TableTransaction"]
 
 
 def parse_timestamp_ms(value: int | float | str | datetime.datetime | datetime.date) -> int:
@@ -67,6 +63,11 @@ def parse_timestamp_ms(value: int | float | str | datetime.datetime | datetime.d
 
 
 class Table:
+    #: What ``table.maintenance()`` is made by: :class:`tablestore.maintenance.Maintenance`, which
+    #: builds on this package (it sits above it in the layers) and so installs itself here when
+    #: imported. ``import tablestore`` imports it: every program that holds a Table has it.
+    maintenance_actions: ClassVar[Callable[[Table], Maintenance] | None] = None
+
     def __init__(
         self,
         catalog: Catalog,
@@ -138,9 +139,9 @@ class Table:
 
     def maintenance(self) -> Maintenance:
         """Expire snapshots, remove orphan files, compact (see tablestore.maintenance)."""
-        from tablestore.maintenance import Maintenance
-
-        return Maintenance(self)
+        if Table.maintenance_actions is None:
+            raise TableStoreError("table maintenance is not loaded: import tablestore.maintenance")
+        return Table.maintenance_actions(self)
 
     def refresh(self) -> Table:
         self.metadata_location, self.metadata = self.catalog.load_table_metadata(self.identifier)
@@ -148,9 +149,6 @@ class Table:
 
     def __repr__(self) -> str:
         return f"Table({self.name!r}, {self.metadata_location!r})"
-
-    def _commit(self, requirements: list[TableRequirement], updates: list[TableUpdate]) -> None:
-        self.metadata_location, self.metadata = self.catalog.commit_table(self.identifier, requirements, updates)
 
     # -- reads -----------------------------------------------------------------------------
     def scan(
@@ -177,7 +175,8 @@ class Table:
         )
 
     # -- writes ----------------------------------------------------------------------------
-    def _write_context(self) -> WriteContext:
+    def write_context(self) -> WriteContext:
+        """Where and how new data files of the current schema and spec are written."""
         return WriteContext(self.io, self.location, self.schema(), self.spec(), self.properties)
 
     def write_files(self, data: Any) -> list[DataFile]:
@@ -185,13 +184,7 @@ class Table:
 
         A RecordBatchReader is written as it streams in, in bounded memory.
         """
-        if isinstance(data, pa.RecordBatchReader):
-            schema = self.schema()
-            downcast = downcast_ns_requested(self.metadata.properties)
-            batches = (conform_to_schema(pa.Table.from_batches([b]), schema, downcast) for b in data)
-            return write_data_stream(self._write_context(), batches)
-        rows = conform_to_schema(to_arrow_table(data), self.schema(), downcast_ns_requested(self.metadata.properties))
-        return write_data_files(self._write_context(), rows, self.engine.map)
+        return write_files(self, self.metadata, data)
 
     def append(self, data: Any, snapshot_properties: dict[str, str] | None = None,
                commit_id: str | CommitIdentity | None = None) -> Snapshot:
@@ -199,8 +192,7 @@ class Table:
 
         ``commit_id``: as in :meth:`append_files`, a retried job's rows land once.
         """
-        files = self.write_files(data)
-        return commit_snapshot(FastAppend(self, files, snapshot_properties), commit_id)
+        return self._commit_alone(self.transaction(commit_id).append(data, snapshot_properties))
 
     def append_files(self, files: list[DataFile], snapshot_properties: dict[str, str] | None = None,
                      commit_id: str | CommitIdentity | None = None) -> Snapshot:
@@ -210,15 +202,22 @@ class Table:
         the identifier is in the table's history already, the files are deleted and the snapshot
         that applied it is returned (see :mod:`tablestore.table.update.identity`).
         """
-        return commit_snapshot(FastAppend(self, files, snapshot_properties), commit_id)
+        return self._commit_alone(self.transaction(commit_id).append_files(files, snapshot_properties))
 
-    def transaction(self, commit_id: str | CommitIdentity | None = None) -> Transaction:
+    def transaction(self, commit_id: str | CommitIdentity | None = None) -> TableTransaction:
         """Several changes in one atomic commit: ``with table.transaction() as tx: tx.append(...)``.
 
         Schema, spec and property changes and one snapshot (appends, overwrites and deletes
         fold into it) commit together or not at all; see :mod:`tablestore.table.update.transaction`.
         """
-        return Transaction(self, commit_id)
+        return TableTransaction(self, commit_id)
+
+    @staticmethod
+    def _commit_alone(transaction: TableTransaction) -> Snapshot:
+        """Commit a transaction of one snapshot change; its snapshot."""
+        snapshot = transaction.commit_transaction()
+        assert snapshot is not None  # a transaction with a snapshot change returns its snapshot
+        return snapshot
 
     def overwrite(
         self,
@@ -232,7 +231,7 @@ class Table:
         without them. The commit fails with CommitConflictError if a concurrent commit added
         rows that match the filter after this overwrite read the table.
         """
-        return commit_snapshot(overwrite_producer(self, data, filter, snapshot_properties))
+        return self._commit_alone(self.transaction().overwrite(data, filter, snapshot_properties))
 
     def replace_partitions(self, data: Any, snapshot_properties: dict[str, str] | None = None) -> Snapshot:
         """Dynamic partition overwrite: replace exactly the partitions ``data`` has rows in.
@@ -289,7 +288,7 @@ class Table:
         Spark's ``ALTER TABLE ... SET TBLPROPERTIES ('format-version'='3')`` does); a downgrade
         or an unknown version is refused, and it cannot be removed.
         """
-        Transaction(self).set_properties(updates, removals).commit_transaction()
+        self.transaction().set_properties(updates, removals).commit_transaction()
 
     def delete(self, filter: str | Expression, snapshot_properties: dict[str, str] | None = None) -> int:
         """Delete the rows matching ``filter``; returns how many rows were deleted.

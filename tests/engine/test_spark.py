@@ -42,6 +42,7 @@ from tablestore.engine.spark import (  # noqa: E402
 )
 from tablestore.engine.spark_convert import filter_to_expression  # noqa: E402
 from tablestore.engine.spark_source import WRITE_ID_PROPERTY, parse_name, quote_name  # noqa: E402
+from tablestore.table.update.transaction import FixedChange  # noqa: E402
 
 
 def read(spark: SparkSession, name: str, **options: Any) -> DataFrame:
@@ -354,7 +355,7 @@ def test_columns_and_filter_options_narrow_the_relation(spark: SparkSession, par
 def add_column(table: Table, column: NestedField) -> None:
     schema = table.schema()
     evolved = Schema((*schema.fields, column), schema.schema_id + 1, schema.identifier_field_ids)
-    table._commit([AssertCurrentSchemaId(schema.schema_id)], [AddSchemaUpdate(evolved), SetCurrentSchemaUpdate(-1)])
+    table.transaction().add_change(FixedChange([AssertCurrentSchemaId(schema.schema_id)], [AddSchemaUpdate(evolved), SetCurrentSchemaUpdate(-1)])).commit_transaction()
 
 
 def test_snapshot_id_and_as_of_timestamp_read_older_snapshots(lake: Lake, spark: SparkSession) -> None:
@@ -385,8 +386,8 @@ def test_ref_option_reads_a_tag_a_branch_or_a_snapshot_id(lake: Lake, spark: Spa
     table.append(events(10, 5))
     second = table.current_snapshot()
     assert second is not None
-    table._commit([], [SetSnapshotRefUpdate("v1", first.snapshot_id, "tag"),
-                       SetSnapshotRefUpdate("audit", second.snapshot_id, "branch")])
+    refs = [SetSnapshotRefUpdate("v1", first.snapshot_id, "tag"), SetSnapshotRefUpdate("audit", second.snapshot_id, "branch")]
+    table.transaction().add_change(FixedChange([], refs)).commit_transaction()
     table.append(events(15, 1))
 
     assert spark_rows(read(spark, "db.refs", ref="v1")) == rows_of(events(0, 10))

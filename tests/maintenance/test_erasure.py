@@ -18,6 +18,7 @@ from tablestore.errors import NoSuchSnapshotError, ValidationError
 from tablestore.maintenance.erasure import ErasureVerificationError
 from tablestore.spec.expressions import AlwaysTrue
 from tablestore.table.read.scan import plan_files
+from tablestore.table.update.transaction import FixedChange
 from tests.conftest import CATALOGS_ON_EVERY_STORAGE, CatalogTarget
 from tests.lakehouse_config import sqlite_catalog, write_lakehouse_config
 from tests.maintenance.helpers import SCHEMA, add_position_deletes, rows, subject_rows_in_files
@@ -145,8 +146,9 @@ def test_erasure_refuses_tables_with_tags_unless_told(db_catalog: tablestore.Cat
     tagged = table.append(rows(10))
     from tablestore.spec.updates import AssertTableUUID, SetSnapshotRefUpdate
 
-    table._commit([AssertTableUUID(table.metadata.table_uuid)],
-                  [SetSnapshotRefUpdate("audit-2024", tagged.snapshot_id, "tag")])
+    table.transaction().add_change(FixedChange([AssertTableUUID(table.metadata.table_uuid)],
+                                               [SetSnapshotRefUpdate("audit-2024", tagged.snapshot_id, "tag")]),
+                                   ).commit_transaction()
     table.append(rows(10, 10))
     with pytest.raises(ValidationError, match="audit-2024"):
         tablestore.erase(catalog, "db.users", "user_id", "R1", values=[3])

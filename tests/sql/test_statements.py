@@ -21,6 +21,7 @@ from tablestore.errors import (
     ValidationError,
 )
 from tablestore.sql.session import SqlSession
+from tablestore.table.update.transaction import FixedChange
 from tests.lakehouse_config import lakehouse_config, sqlite_catalog
 
 pytestmark = pytest.mark.spark
@@ -171,7 +172,7 @@ def test_time_travel_to_a_tag_and_to_a_snapshot_id_given_as_text(session: SqlSes
     table = session.manager.catalog().load_table(("db", "tagged"))
     first = table.current_snapshot()
     assert first is not None
-    table._commit([], [SetSnapshotRefUpdate("release-1", first.snapshot_id, "tag")])
+    table.transaction().add_change(FixedChange([], [SetSnapshotRefUpdate("release-1", first.snapshot_id, "tag")])).commit_transaction()
     session.execute("INSERT INTO tagged VALUES (3, 'c'); INSERT OVERWRITE tagged VALUES (2, 'b'), (3, 'c')")
 
     assert rows(session, "SELECT x, s FROM tagged VERSION AS OF 'release-1' ORDER BY x") == [[1, "a"], [2, "b"]]

@@ -267,7 +267,7 @@ def _read_all(table: Table, task: FileTask) -> pa.Table:
 
 
 def _write_moved(table: Table, rows: pa.Table) -> list[DataFile]:
-    ctx = table._write_context()
+    ctx = table.write_context()
     ctx = WriteContext(ctx.io, ctx.location, _file_schema(table), ctx.spec, ctx.properties)
     return write_data_files(ctx, rows, table.engine.map)
 

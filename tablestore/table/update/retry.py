@@ -1,6 +1,7 @@
 """The one retry loop of the commit path, and its policy from the ``commit.retry.*`` properties.
 
-Every commit to a table goes through :func:`commit_with_retries`: stage the change on the
+Every commit to a table goes through :func:`commit_with_retries`, called by
+:meth:`~tablestore.table.update.transaction.Transaction.commit_transaction` only: stage the change on the
 table's current metadata (validating it against what others committed meanwhile), send it to
 the catalog, and when the catalog refuses it because another writer won the race
 (:class:`CommitConflictError` from the compare-and-swap or a failed requirement), wait, refresh
@@ -88,7 +89,8 @@ def commit_with_retries(
     while True:
         staged = stage(table.metadata)
         try:
-            table._commit(staged.requirements, staged.updates)
+            table.metadata_location, table.metadata = table.catalog.commit_table(
+                table.identifier, staged.requirements, staged.updates)
             return attempt + 1
         except CommitConflictError:
             if on_conflict is not None:

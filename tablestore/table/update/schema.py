@@ -44,10 +44,10 @@ from tablestore.spec.updates import (
 from tablestore.table.update.retry import StagedCommit
 from tablestore.table.update.schema_rewrite import plan_type_rewrite
 from tablestore.table.update.snapshot import MAIN_BRANCH
-from tablestore.table.update.transaction import Transaction
 
 if TYPE_CHECKING:
     from tablestore.table import Table
+    from tablestore.table.update.transaction import Transaction
 
 class UpdateSchema:
     """Changes to a table's schema, checked as they are made and committed together."""
@@ -180,7 +180,7 @@ class UpdateSchema:
             self.table.refresh()
             ensure_schema_unchanged(base, self.table.metadata)
             base = self.table.metadata
-        transaction = self._transaction or Transaction(self.table)
+        transaction = self._transaction or self.table.transaction()
         rewrite = None
         if rewrites and base.current_snapshot() is not None:
             rewrite = plan_type_rewrite(self.table, base, new, rewrites, self._evolution.cast_mode)

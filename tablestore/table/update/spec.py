@@ -57,11 +57,11 @@ from tablestore.spec.updates import (
     TableRequirement,
 )
 from tablestore.table.update.retry import StagedCommit
-from tablestore.table.update.transaction import Transaction
 
 if TYPE_CHECKING:
     from tablestore.spec.metadata import TableMetadata
     from tablestore.table import Table
+    from tablestore.table.update.transaction import Transaction
 
 __all__ = ["UpdateSpec", "evolution_field_name"]
 
@@ -302,7 +302,7 @@ class UpdateSpec:
         if self._transaction is not None:
             self._transaction.add_change(self)
             return
-        Transaction(self.table).add_change(self).commit_transaction()
+        self.table.transaction().add_change(self).commit_transaction()
 
     def __enter__(self) -> UpdateSpec:
         return self

@@ -13,7 +13,11 @@
     (1, ['a', 'b'])
 
 Every commit of the table store goes through a Transaction, whether a user opened one or a
-single operation did (``table.append`` is a transaction of one change). It holds:
+single operation did (``table.append`` is a transaction of one change), and
+:meth:`Transaction.commit_transaction` is the only caller of the retry loop. A Transaction takes
+metadata changes and snapshot producers only: what turns rows into a producer (append,
+overwrite, delete) is an operation, and ``table.transaction()`` returns the
+:class:`~tablestore.table.ops.data.TableTransaction` that adds them. It holds:
 
 - metadata changes (schema, partition spec, properties), staged in order: each builder sees
   the table as the changes before it left it (``tx.metadata``), so an append after adding a
@@ -37,13 +41,11 @@ snapshot that applied it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol, Self
 
 from tablestore.errors import CommitStateUnknownError, TableStoreError, ValidationError
-from tablestore.spec.expressions import Expression
-from tablestore.spec.manifest import DataFile
 from tablestore.spec.metadata import RESERVED_PROPERTIES, Snapshot, TableMetadata
 from tablestore.spec.updates import (
     AssertRefSnapshotId,
@@ -57,9 +59,7 @@ from tablestore.spec.updates import (
 )
 from tablestore.table.update.identity import CommitIdentity, as_identity
 from tablestore.table.update.retry import StagedCommit, commit_with_retries
-from tablestore.table.update.snapshot import FastAppend, SnapshotProducer
-from tablestore.table.write.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
-from tablestore.table.write.data_files import WriteContext, write_data_files
+from tablestore.table.update.snapshot import SnapshotProducer
 
 if TYPE_CHECKING:
     from tablestore.table import Table
@@ -120,6 +120,17 @@ class FixedChange:
         return StagedCommit(list(self.requirements), list(self.updates))
 
 
+class ComputedChange:
+    """Updates computed afresh from the table at every attempt, by ``stage``: what to expire,
+    which refs to drop. ``stage`` raises when the change no longer applies."""
+
+    def __init__(self, stage: Callable[[TableMetadata], StagedCommit]) -> None:
+        self._stage = stage
+
+    def stage(self, base: TableMetadata) -> StagedCommit:
+        return self._stage(base)
+
+
 class AlreadyApplied(TableStoreError):
     """The transaction's commit identifier is in the table's history: it was applied before."""
 
@@ -150,7 +161,7 @@ class Transaction:
         self.applied_before: Snapshot | None = None
 
     # -- context manager ---------------------------------------------------------------------
-    def __enter__(self) -> Transaction:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -161,7 +172,7 @@ class Transaction:
             self.abort()
 
     # -- metadata changes --------------------------------------------------------------------
-    def add_change(self, change: MetadataChange) -> Transaction:
+    def add_change(self, change: MetadataChange) -> Self:
         """Stage ``change`` now (its errors surface here) and keep it for the commit."""
         self._check_open()
         staged = change.stage(self.metadata)
@@ -182,14 +193,14 @@ class Transaction:
         return UpdateSpec(self.table, transaction=self)
 
     def set_properties(self, updates: dict[str, str] | None = None,
-                       removals: Iterable[str] | None = None) -> Transaction:
+                       removals: Iterable[str] | None = None) -> Self:
         change = PropertiesChange(updates, removals)
         if change.stage(self.metadata).updates:  # setting the current format version changes nothing
             self.add_change(change)
         return self
 
     # -- snapshot changes --------------------------------------------------------------------
-    def add_snapshot(self, producer: SnapshotProducer) -> Transaction:
+    def add_snapshot(self, producer: SnapshotProducer) -> Self:
         """Add a file change; a second one folds into the first (one snapshot)."""
         self._check_open()
         if producer.table is not self.table:
@@ -198,35 +209,6 @@ class Transaction:
             self._snapshot = producer
         else:
             self._snapshot.merge(producer)
-        return self
-
-    def write_files(self, data: Any) -> list[DataFile]:
-        """Data files for ``data`` in the schema and spec the transaction's changes leave."""
-        md = self.metadata
-        rows = conform_to_schema(to_arrow_table(data), md.schema(), downcast_ns_requested(md.properties))
-        ctx = WriteContext(self.table.io, self.table.location, md.schema(), md.spec(), dict(md.properties))
-        return write_data_files(ctx, rows, self.table.engine.map) if rows.num_rows else []
-
-    def append(self, data: Any, snapshot_properties: dict[str, str] | None = None) -> Transaction:
-        return self.add_snapshot(FastAppend(self.table, self.write_files(data), snapshot_properties))
-
-    def append_files(self, files: list[DataFile], snapshot_properties: dict[str, str] | None = None) -> Transaction:
-        return self.add_snapshot(FastAppend(self.table, files, snapshot_properties))
-
-    def overwrite(self, data: Any, filter: str | Expression | None = None,
-                  snapshot_properties: dict[str, str] | None = None) -> Transaction:
-        """Replace the rows matching ``filter`` (every row when None) with ``data``."""
-        from tablestore.table.ops.overwrite import overwrite_producer
-
-        self._check_no_metadata_changes("an overwrite")
-        return self.add_snapshot(overwrite_producer(self.table, data, filter, snapshot_properties))
-
-    def delete(self, filter: str | Expression, snapshot_properties: dict[str, str] | None = None) -> Transaction:
-        """Delete the rows matching ``filter`` (as :meth:`Table.delete`)."""
-        from tablestore.table.ops.row_level import delete_rows
-
-        self._check_no_metadata_changes("a delete")
-        delete_rows(self.table, filter, snapshot_properties, transaction=self)
         return self
 
     # -- the commit ----------------------------------------------------------------------------
@@ -297,8 +279,9 @@ class Transaction:
         if self._done:
             raise ValidationError("this transaction was committed or aborted already; start a new one")
 
-    def _check_no_metadata_changes(self, what: str) -> None:
-        # These operations read the table's current rows and schema, not the staged ones.
+    def require_no_metadata_changes(self, what: str) -> None:
+        """Refuse ``what`` (an operation that reads the table's current rows and schema, not the
+        staged ones) once the transaction holds a schema, spec or property change."""
         if self._changes:
             raise ValidationError(f"{what} must come before the schema, spec or property changes of a transaction")
 
