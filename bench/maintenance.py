@@ -94,7 +94,7 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
         days, starts = np.unique(day_of_row, return_index=True)
         bounds = [*starts.tolist(), rows.num_rows]
         arrow_schema = table.schema().as_arrow()
-        spec, schema, data_dir = table.spec(), table.schema(), table._write_context().data_location
+        spec, schema, data_dir = table.spec(), table.schema(), table.write_context().data_location
         todo = []
         for i, day in enumerate(days.tolist()):
             part = rows.slice(bounds[i], bounds[i + 1] - bounds[i]).cast(arrow_schema)

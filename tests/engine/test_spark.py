@@ -25,6 +25,7 @@ from tablestore.spec.updates import (
     AssertCurrentSchemaId,
     SetCurrentSchemaUpdate,
     SetSnapshotRefUpdate,
+    TableUpdate,
 )
 from tablestore.table import Table
 from tests.engine.conftest import Lake
@@ -386,7 +387,8 @@ def test_ref_option_reads_a_tag_a_branch_or_a_snapshot_id(lake: Lake, spark: Spa
     table.append(events(10, 5))
     second = table.current_snapshot()
     assert second is not None
-    refs = [SetSnapshotRefUpdate("v1", first.snapshot_id, "tag"), SetSnapshotRefUpdate("audit", second.snapshot_id, "branch")]
+    refs: list[TableUpdate] = [SetSnapshotRefUpdate("v1", first.snapshot_id, "tag"),
+                               SetSnapshotRefUpdate("audit", second.snapshot_id, "branch")]
     table.transaction().add_change(FixedChange([], refs)).commit_transaction()
     table.append(events(15, 1))
 

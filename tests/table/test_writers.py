@@ -63,7 +63,7 @@ def batches_of(data: pa.Table, size: int) -> list[pa.Table]:
 
 
 def context(table: Table) -> WriteContext:
-    return table._write_context()
+    return table.write_context()
 
 
 def write(table: Table, batches: list[pa.Table]) -> tuple[list[DataFile], PartitionedWriter]:
