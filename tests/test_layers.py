@@ -135,19 +135,20 @@ def test_the_private_import_check_sees_relative_absolute_and_private_module_impo
         "from __future__ import annotations\n"
         "from ..table.write import _runs, public\n"
         "from tablestore.table._private import x\n"
-        "from tablestore.table.write.data_files import __all__\n"
+        "from tablestore.table.write import __all__\n"
         "from os import _exit\n"
     )
     assert private_imports(tmp_path) == [
-        "tablestore/table/__init__.py:1 imports _helper from tablestore.table.write.data_files",
-        "tablestore/table/write/writers.py:2 imports _runs from tablestore.table.write.data_files",
-        "tablestore/table/write/writers.py:3 imports from the private module tablestore.table._private",
+        "tablestore/table/__init__.py:1 imports _helper from tablestore.table.write",
+        "tablestore/table/writers.py:2 imports _runs from tablestore.table.write",
+        "tablestore/table/writers.py:3 imports from the private module tablestore.table._private",
     ]
 
 
 def contract_modules() -> set[str]:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
-    (layers,) = [c["layers"] for c in config["contracts"] if c["type"] == "layers"]
+    # The project's layers (the contract of table/'s own layers names its container instead).
+    (layers,) = [c["layers"] for c in config["contracts"] if c["type"] == "layers" and "containers" not in c]
     return {m.strip() for layer in layers for m in layer.replace("|", ":").split(":")}
 
 

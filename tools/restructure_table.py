@@ -96,6 +96,9 @@ PACKAGE_DOCS = {
 
 TEXT_SUFFIXES = (".py", ".toml", ".md", ".cfg")
 SELF = "tools/restructure_table.py"
+#: Files whose mentions of the old modules are not references: test_layers.py builds a throwaway
+#: package with modules named table/write.py and table/writers.py to test the private-name check.
+UNTOUCHED = (SELF, "tests/test_layers.py")
 
 
 def module_pattern(old: str) -> re.Pattern[str]:
@@ -146,7 +149,7 @@ def main() -> int:
             print(f"moved {old} -> {new}")
     changed: list[str] = []
     for name in git("-C", os_root, "ls-files").splitlines():
-        if not name.endswith(TEXT_SUFFIXES) or name == SELF:
+        if not name.endswith(TEXT_SUFFIXES) or name in UNTOUCHED:
             continue
         path = root / name
         if not path.exists():
