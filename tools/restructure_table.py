@@ -11,9 +11,10 @@ path) above ``table/read`` and ``table/write``. This script
    in every tracked ``.py``, ``.toml``, ``.md`` and ``.cfg`` file, from :data:`MODULE_MOVES`.
 
 It is idempotent: the new names never match an old one. ``tablestore.table.read`` and
-``tablestore.table.write`` were modules and are now packages: a reference to them is rewritten
-to their ``data_files`` module unless it already names one of the package's modules, and the
-packages' ``__init__`` modules export nothing, so no import of the package itself is meant.
+``tablestore.table.write`` were modules and are now packages: an import of them, or a path to
+a name in them, is rewritten to their ``data_files`` module unless it names one of the
+package's modules (the packages' ``__init__`` modules export nothing, so no import of the
+package itself is meant); a mention in prose is left alone.
 """
 
 from __future__ import annotations
@@ -102,11 +103,22 @@ UNTOUCHED = (SELF, "tests/test_layers.py")
 
 
 def module_pattern(old: str) -> re.Pattern[str]:
+    """Where ``tablestore.table.<old>`` names the old module.
+
+    For ``read`` and ``write``, now packages, only the unambiguous references: an import of it
+    (``from tablestore.table.read import x``, ``import tablestore.table.read``), a quoted module
+    name, or a path to a name inside it that is not one of the package's modules
+    (``tablestore.table.read.read_task_table``). A mention in prose may mean the package.
+    """
     name = re.escape(f"{PACKAGE}.{old}")
-    first = old.split(".")[0]
-    if first in PACKAGE_MODULES and "." not in old:
-        keep = "|".join(PACKAGE_MODULES[first])
-        return re.compile(rf"(?<![\w.]){name}(?!\w)(?!\.(?:{keep})\b)")
+    if old in PACKAGE_MODULES:
+        keep = "|".join(PACKAGE_MODULES[old])
+        return re.compile(
+            rf"(?<=from ){name}(?= import\b)"
+            rf"|(?<=import ){name}(?![\w.])"
+            rf"|(?<=[\"']){name}(?=[\"'])"
+            rf"|(?<![\w.]){name}(?=\.(?!(?:{keep})\b)\w)"
+        )
     return re.compile(rf"(?<![\w.]){name}(?!\w)")
 
 

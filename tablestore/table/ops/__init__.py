@@ -1,6 +1,6 @@
 """Operations on a table's rows, above the commit path (:mod:`tablestore.table.update`).
 
-Each plans its files, writes through :mod:`tablestore.table.write.data_files` and commits a
+Each plans its files, writes through :mod:`tablestore.table.write` and commits a
 snapshot producer through a Transaction:
 
 - :mod:`.data`: append, overwrite, replace partitions and delete, for Table and Transaction;
