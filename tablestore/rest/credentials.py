@@ -3,7 +3,7 @@
 The service never hands out the served catalog's own S3 key. A client that asks for delegated
 access (``X-Iceberg-Access-Delegation: vended-credentials`` on a load or create, or
 ``GET .../tables/{t}/credentials``) gets temporary credentials from STS ``AssumeRole`` made
-with the catalog's key and an inline *session policy* that allows only:
+through botocore's STS client with the catalog's key and an inline *session policy* that allows only:
 
 - the table's location (and its ``write.data.path`` / ``write.metadata.path`` if set
   elsewhere), as ``s3:GetObject`` and ``s3:ListBucket`` limited by ``s3:prefix``;
@@ -34,12 +34,10 @@ from __future__ import annotations
 import json
 import threading
 import time
-import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlsplit
 
 from tablestore.errors import ConfigError, ForbiddenError, TableStoreError
 
@@ -156,6 +154,7 @@ class CredentialVendor:
     settings: VendingSettings = field(default_factory=VendingSettings)
     _cache: dict[tuple[tuple[str, ...], bool], _Vended] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _client: Any = field(default=None, init=False, repr=False)
 
     @property
     def enabled(self) -> bool:
@@ -215,73 +214,47 @@ class CredentialVendor:
 
     def _assume_role(self, locations: tuple[str, ...], write: bool) -> _Vended:
         policy = json.dumps(session_policy(locations, write), separators=(",", ":"))
-        endpoint = self.settings.sts_endpoint or self.properties.get("s3.endpoint") or "https://sts.amazonaws.com"
-        form = {
-            "Action": "AssumeRole", "Version": "2011-06-15", "DurationSeconds": str(self.settings.duration_s),
-            "RoleArn": self.settings.role_arn, "Policy": policy,
-            "RoleSessionName": f"tablestore-{'write' if write else 'read'}-{int(time.time())}",
-        }
+        endpoint = self.settings.sts_endpoint or self.properties.get("s3.endpoint") or None
         try:
-            status, body = _sts_post(endpoint, urlencode(form), self.properties)
-            answer = ET.fromstring(body)
-            if status != 200:
-                raise RuntimeError(f"HTTP {status}: {_xml_text(answer, 'Code')}: {_xml_text(answer, 'Message')}")
-            expiration = _xml_text(answer, "Expiration")
+            answer = self._sts(endpoint).assume_role(
+                RoleArn=self.settings.role_arn, Policy=policy, DurationSeconds=self.settings.duration_s,
+                RoleSessionName=f"tablestore-{'write' if write else 'read'}-{int(time.time())}")
+            issued = answer["Credentials"]
             config = {
                 **self.public_config(),
-                "s3.access-key-id": _xml_text(answer, "AccessKeyId"),
-                "s3.secret-access-key": _xml_text(answer, "SecretAccessKey"),
-                "s3.session-token": _xml_text(answer, "SessionToken"),
+                "s3.access-key-id": str(issued["AccessKeyId"]),
+                "s3.secret-access-key": str(issued["SecretAccessKey"]),
+                "s3.session-token": str(issued["SessionToken"]),
             }
-            expires_at_s = datetime.fromisoformat(expiration.replace("Z", "+00:00")).timestamp()
+            expires_at_s = issued["Expiration"].timestamp()
         except Exception as e:  # refused, unreachable, not an STS answer
             raise VendingError(
-                f"cannot vend storage credentials: STS AssumeRole at {endpoint} failed "
+                f"cannot vend storage credentials: STS AssumeRole at {endpoint or 'the AWS STS endpoint'} failed "
                 f"({type(e).__name__}: {_short(e)}); check server.storage-credentials (sts-endpoint, "
                 "role-arn) and the catalog's S3 key, or set vending: none"
             ) from None
         config[EXPIRES_AT] = str(int(expires_at_s * 1000))
         return _Vended(config, expires_at_s)
 
+    def _sts(self, endpoint: str | None) -> Any:
+        """botocore's STS client signed with the catalog's key, made once (clients are thread-safe).
 
-def _sts_post(endpoint: str, body: str, properties: Mapping[str, str]) -> tuple[int, bytes]:
-    """POST a form to STS, signed (SigV4, service ``sts``) with the catalog's key. The minio SDK
-    (a dependency already) signs; its AssumeRoleProvider would raise any duration below an hour."""
-    from minio.credentials import Credentials
-    from minio.helpers import sha256_hash
-    from minio.signer import sign_v4_sts
-    from minio.time import to_amz_date, utcnow
-    from urllib3 import PoolManager, Retry, Timeout
+        ``endpoint`` is MinIO's STS (its S3 port) or another STS; None is AWS's endpoint for the
+        region. Created lazily: a catalog that never vends never imports botocore."""
+        with self._lock:
+            if self._client is None:
+                import botocore.session
+                from botocore.config import Config
 
-    url = urlsplit(endpoint)
-    now = utcnow()
-    unsigned: dict[str, str | list[str] | tuple[str]] = {
-        "Content-Type": "application/x-www-form-urlencoded", "Host": url.netloc, "X-Amz-Date": to_amz_date(now)}
-    if properties.get("s3.session-token"):
-        # A catalog key that is itself temporary: the token goes with the signed headers.
-        unsigned["X-Amz-Security-Token"] = properties["s3.session-token"]
-    headers = sign_v4_sts(
-        method="POST", url=url, region=properties.get("s3.region") or "us-east-1",
-        headers=unsigned,
-        credentials=Credentials(access_key=properties.get("s3.access-key-id") or "",
-                                secret_key=properties.get("s3.secret-access-key") or "",
-                                session_token=properties.get("s3.session-token") or None),
-        content_sha256=sha256_hash(body), date=now,
-    )
-    http = PoolManager(timeout=Timeout(connect=5, read=20), retries=Retry(total=1))
-    try:
-        response = http.request("POST", endpoint, body=body, headers={k: str(v) for k, v in headers.items()})
-        return response.status, response.data
-    finally:
-        http.clear()
-
-
-def _xml_text(element: ET.Element, name: str) -> str:
-    """The text of the first element named ``name`` (any namespace) under ``element``."""
-    for child in element.iter():
-        if child.tag == name or child.tag.endswith("}" + name):
-            return child.text or ""
-    raise ValueError(f"the STS answer has no {name}")
+                self._client = botocore.session.Session().create_client(
+                    "sts", endpoint_url=endpoint, region_name=self.properties.get("s3.region") or "us-east-1",
+                    aws_access_key_id=self.properties.get("s3.access-key-id") or "",
+                    aws_secret_access_key=self.properties.get("s3.secret-access-key") or "",
+                    # A catalog key that is itself temporary: its token is signed with the request.
+                    aws_session_token=self.properties.get("s3.session-token") or None,
+                    config=Config(connect_timeout=5, read_timeout=20, retries={"max_attempts": 2, "mode": "standard"}),
+                )
+            return self._client
 
 
 def _short(error: BaseException) -> str:
