@@ -50,6 +50,7 @@ from typing import Annotated, Any
 import pydantic
 import yaml
 from pydantic import BeforeValidator, ConfigDict, Field, model_validator
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
 from tablestore.catalog import Catalog, load_catalog
@@ -355,7 +356,8 @@ class _Document(pydantic.BaseModel):
 _ITEM_DESCRIPTIONS = {("catalogs", int): "a mapping with name, type and properties"}
 
 
-def _where(loc: tuple[int | str, ...]) -> str:
+def key_path(loc: tuple[int | str, ...]) -> str:
+    """A pydantic error location as the file spells it: ``catalogs[0].s3.endpoint``."""
     text = ""
     for part in loc:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
@@ -369,29 +371,41 @@ def _model_in(annotation: Any) -> type[pydantic.BaseModel] | None:
     return next((m for m in map(_model_in, typing.get_args(annotation)) if m is not None), None)
 
 
+def field_at(root: type[pydantic.BaseModel], loc: tuple[int | str, ...]) -> FieldInfo | None:
+    """The field of ``root`` (or of a model nested in it) that a pydantic error location names."""
+    model: type[pydantic.BaseModel] | None = root
+    found = None
+    for part in loc:
+        if isinstance(part, int):
+            continue  # an item of a list: the list's field describes it
+        found = {f.alias or name: f for name, f in model.model_fields.items()}.get(part) if model else None
+        if found is None:
+            return None
+        model = _model_in(found.annotation)
+    return found
+
+
+def keys_at(root: type[pydantic.BaseModel], loc: tuple[int | str, ...]) -> list[str]:
+    """The keys the mapping at ``loc`` may have: the fields (by alias) of the model there."""
+    model = root if not loc else _model_in(getattr(field_at(root, loc), "annotation", None))
+    return [f.alias or name for name, f in model.model_fields.items()] if model else []
+
+
 def _expected(loc: tuple[int | str, ...]) -> str:
     """What the value at ``loc`` must be: the description of its field."""
     shape = tuple(int if isinstance(part, int) else part for part in loc)
     if shape in _ITEM_DESCRIPTIONS:
         return _ITEM_DESCRIPTIONS[shape]
-    model: type[pydantic.BaseModel] | None = _Document
-    description = None
-    for part in loc:
-        if isinstance(part, int):
-            continue
-        found = {f.alias or name: f for name, f in model.model_fields.items()}.get(part) if model else None
-        if found is None:
-            return "a different kind of value"
-        description, model = found.description, _model_in(found.annotation)
-    return description or "a different kind of value"
+    found = field_at(_Document, loc)
+    return (found.description if found else None) or "a different kind of value"
 
 
 def _problem(error: Any, doc: Mapping[str, Any]) -> str:
     """The message for pydantic's ``error`` about the document ``doc``: where, what, and the fix."""
     loc: tuple[int | str, ...] = tuple(error["loc"])
-    kind, where = error["type"], _where(loc)
+    kind, where = error["type"], key_path(loc)
     if kind == "extra_forbidden":
-        allowed = [f.alias or name for name, f in (_SparkSection if len(loc) > 1 else _Document).model_fields.items()]
+        allowed = keys_at(_Document, loc[:-1])
         close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         what = "top-level key" if len(loc) == 1 else "key"
@@ -565,7 +579,11 @@ __all__ = [
     "LakehouseConfig",
     "SparkConfig",
     "default_config",
+    "field_at",
+    "key_path",
+    "keys_at",
     "load_config",
     "parse_config",
     "redact_uri",
+    "validated",
 ]
