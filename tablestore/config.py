@@ -307,7 +307,7 @@ class _CatalogEntry(pydantic.BaseModel):
 
     name: str
     type: str
-    default_database: Any = Field(DEFAULT_DATABASE, alias="default-database")
+    default_database: Any = Field(default=DEFAULT_DATABASE, alias="default-database")
     s3: _Values = Field(default_factory=dict, description="a mapping (endpoint, access-key-id, ...)")
 
     @model_validator(mode="before")
@@ -343,7 +343,8 @@ class _CatalogEntry(pydantic.BaseModel):
 class _Document(pydantic.BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    default_catalog: str | None = Field(None, alias="default-catalog", description="the name of a catalog below")
+    default_catalog: str | None = Field(
+        default=None, alias="default-catalog", description="the name of a catalog below")
     catalogs: Annotated[list[_CatalogEntry], _none_is_empty([])] = Field(
         default_factory=list, description="a list of catalog entries (each starting with '- name: ...')")
     spark: Annotated[_SparkSection, _none_is_empty({})] = Field(
@@ -421,6 +422,33 @@ def _problem(error: Any, doc: Mapping[str, Any]) -> str:
     shown = repr(where) if len(loc) == 1 else where
     expected = error["msg"] if kind == "config_type" else _expected(loc)
     return f"{shown} must be {expected}, got {error['input']!r}"
+
+
+def problem_message(error: Any, model: type[pydantic.BaseModel], prefix: tuple[str, ...] = ()) -> str:
+    """The message for pydantic's ``error`` about a section of the file (``model``, found at the
+    keys ``prefix``): the key, what is wrong, and what it must be. Validators raise
+    ``PydanticCustomError`` of type ``config_value`` ("<key>: <problem>"), ``config_missing`` or
+    ``config_must`` ("<key> needs ..." / "<key> must be ...") with their own message."""
+    loc = tuple(error["loc"])
+    where = key_path((*prefix, *loc))
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return f"unknown key {where}; expected one of {', '.join(keys_at(model, loc[:-1]))}"
+    # Our validators' own messages: "<key>: <problem>", or "<key> <must be / needs ...>".
+    if kind == "config_value":
+        return f"{where}: {error['msg']}"
+    if kind in ("config_missing", "config_must"):
+        return f"{where} {error['msg']}"
+    found = field_at(model, loc)
+    description = found.description if found else None
+    if kind in ("int_parsing", "int_type", "int_from_float"):
+        return f"{where} must be an integer, got {error['input']!r}"
+    if kind == "greater_than_equal":
+        reason = f": {description}" if description else ""
+        return f"{where} must be at least {error['ctx']['ge']}{reason}"
+    if kind in ("model_type", "model_attributes_type", "dict_type") and not description:
+        return f"{where} must be a mapping ({', '.join(keys_at(model, loc))}), got {error['input']!r}"
+    return f"{where} must be {description or 'a different kind of value'}, got {error['input']!r}"
 
 
 # -- loading ---------------------------------------------------------------------------------------
@@ -584,6 +612,7 @@ __all__ = [
     "keys_at",
     "load_config",
     "parse_config",
+    "problem_message",
     "redact_uri",
     "validated",
 ]

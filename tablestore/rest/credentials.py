@@ -36,9 +36,14 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
+import pydantic
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic_core import PydanticCustomError
+
+from tablestore.config import problem_message
 from tablestore.errors import ConfigError, ForbiddenError, TableStoreError
 
 DELEGATION_HEADER = "x-iceberg-access-delegation"
@@ -53,7 +58,6 @@ MIN_DURATION_S, MAX_DURATION_S = 900, 43200
 # the session policy); AWS needs a real role. 123456789012 is AWS's example account id, and the
 # account moto serves by default.
 DEFAULT_ROLE_ARN = "arn:aws:iam::123456789012:role/tablestore-vended"
-_KEYS = ("vending", "duration-seconds", "role-arn", "sts-endpoint")
 READ_ACTIONS = ("s3:GetObject", "s3:GetObjectVersion")
 WRITE_ACTIONS = ("s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts")
 
@@ -62,39 +66,40 @@ class VendingError(TableStoreError):
     """STS refused or could not be reached: the service answers 503 and names the cause."""
 
 
-@dataclass(frozen=True)
-class VendingSettings:
+def _lower(value: Any) -> Any:
+    return str(value).lower() if value is not None else None
+
+
+def _duration(value: int) -> int:
+    if not MIN_DURATION_S <= value <= MAX_DURATION_S:
+        raise PydanticCustomError("config_must", "must be between {low} and {high} (STS's bounds), got {got}",
+                                  {"low": MIN_DURATION_S, "high": MAX_DURATION_S, "got": value})
+    return value
+
+
+class VendingSettings(BaseModel):
     """The validated ``server.storage-credentials`` section (see the module docstring)."""
 
-    vending: str | None = None  # None: sts for an s3:// warehouse, nothing otherwise
-    duration_s: int = DEFAULT_DURATION_S
-    role_arn: str = DEFAULT_ROLE_ARN
-    sts_endpoint: str | None = None
+    # Fields by their YAML names (aliases) or their Python names.
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    # None: sts for an s3:// warehouse, nothing otherwise.
+    vending: Annotated[Literal["sts", "none"] | None, BeforeValidator(_lower)] = Field(
+        default=None, description="sts or none")
+    duration_s: Annotated[int, AfterValidator(_duration)] = Field(default=DEFAULT_DURATION_S, alias="duration-seconds")
+    role_arn: str = Field(default=DEFAULT_ROLE_ARN, alias="role-arn")
+    sts_endpoint: str | None = Field(default=None, alias="sts-endpoint")
 
 
 def vending_settings(raw: Any, where: str) -> VendingSettings:
     """``server.storage-credentials`` as VendingSettings; ConfigError naming what is wrong."""
     if raw is None:
         return VendingSettings()
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"{where}: server.storage-credentials must be a mapping ({', '.join(_KEYS)})")
-    for key in raw:
-        if key not in _KEYS:
-            raise ConfigError(f"{where}: unknown key server.storage-credentials.{key}; expected one of "
-                              f"{', '.join(_KEYS)}")
-    vending = str(raw["vending"]).lower() if raw.get("vending") is not None else None
-    if vending not in (None, "sts", "none"):
-        raise ConfigError(f"{where}: server.storage-credentials.vending must be sts or none, got {vending!r}")
     try:
-        duration = int(raw.get("duration-seconds", DEFAULT_DURATION_S))
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where}: server.storage-credentials.duration-seconds must be an integer") from None
-    if not MIN_DURATION_S <= duration <= MAX_DURATION_S:
-        raise ConfigError(f"{where}: server.storage-credentials.duration-seconds must be between "
-                          f"{MIN_DURATION_S} and {MAX_DURATION_S} (STS's bounds), got {duration}")
-    endpoint = raw.get("sts-endpoint")
-    return VendingSettings(vending, duration, str(raw.get("role-arn") or DEFAULT_ROLE_ARN),
-                           str(endpoint) if endpoint else None)
+        return VendingSettings.model_validate(raw, by_alias=True, by_name=False)
+    except pydantic.ValidationError as e:
+        problem = problem_message(e.errors()[0], VendingSettings, ("server", "storage-credentials"))
+        raise ConfigError(f"{where}: {problem}") from None
 
 
 def public_properties(properties: Mapping[str, str]) -> dict[str, str]:
