@@ -236,8 +236,6 @@ def test_a_client_with_credentials_gets_a_new_token_when_its_token_is_refused(re
 
 
 def test_issued_tokens_expire_and_cannot_be_forged() -> None:
-    import dataclasses
-
     from tablestore.rest.security import Authenticator
 
     settings = _settings("  clients: [{client-id: etl, client-secret: s3cr3t-s3cr3t, role: read}]")
@@ -250,7 +248,7 @@ def test_issued_tokens_expire_and_cannot_be_forged() -> None:
         auth.authenticate(f"Bearer {header}.{payload}.{signature[:-2]}xx")
     with pytest.raises(NotAuthorizedError, match="invalid client credentials"):
         auth.issue("etl", "wrong")
-    expired = Authenticator(dataclasses.replace(settings, token_ttl_s=-10))
+    expired = Authenticator(settings.model_copy(update={"token_ttl_s": -10}))
     old, _ = expired.issue("etl", "s3cr3t-s3cr3t")
     with pytest.raises(NotAuthorizedError, match="expired"):
         expired.authenticate(f"Bearer {old}")
