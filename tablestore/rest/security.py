@@ -40,8 +40,9 @@ TOKEN_ENDPOINT = "/v1/oauth/tokens"
 
 
 def signing_key(secret: bytes) -> bytes:
-    """The HS256 key of ``server.token-secret``: its SHA-256, so that a secret of any length
-    gives a key of the 256 bits RFC 7518 asks of HS256 (and PyJWT warns about without)."""
+    """The HS256 key of ``server.token-secret``: the SHA-256 of a fixed prefix and the secret, so
+    that a secret of any length gives a key of the 256 bits RFC 7518 asks of HS256 (and PyJWT
+    warns about without)."""
     return hashlib.sha256(b"tablestore issued tokens\0" + secret).digest()
 
 
