@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import datetime
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import pydantic
 import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
 
-from tablestore.config import LakehouseConfig, parse_config
+from tablestore.config import LakehouseConfig, key_path, parse_config, problem_message
 from tablestore.errors import ConfigError
 
 CONFIG_DIR = Path(__file__).parent / "config"
@@ -30,11 +32,29 @@ def table_name(name: str) -> str:
     return f"{CATALOG}.{DATABASE}.{name}"
 
 
-@dataclass(frozen=True)
-class DataSettings:
-    start: datetime.date
+def _date(value: Any) -> datetime.date:
+    if isinstance(value, datetime.date):
+        return value
+    try:
+        return datetime.date.fromisoformat(str(value))
+    except ValueError:
+        raise PydanticCustomError("config_must", "must be a date (YYYY-MM-DD), got {got}",
+                                  {"got": repr(value)}) from None
+
+
+_Date = Annotated[datetime.date, BeforeValidator(_date)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+
+class DataSettings(_Section):
+    """The generated landing data: which days, how many events and users, and the seed."""
+
+    start: _Date
     days: int
-    events_per_day: int
+    events_per_day: int = Field(alias="events-per-day")
     users: int
     seed: int
 
@@ -48,8 +68,69 @@ class DataSettings:
         return self.start + datetime.timedelta(days=self.days)
 
 
-@dataclass(frozen=True)
-class PipelineSettings:
+class _Evolution(_Section):
+    at: _Date
+
+
+class _Rollover(_Section):
+    cutover: _Date
+
+
+class _Erasure(_Section):
+    requested_users: Annotated[tuple[int, ...], BeforeValidator(lambda v: () if v is None else v)] = Field(
+        default=(), alias="requested-users")
+
+
+class _Retention(_Section):
+    # Days of events to keep (counted back from the end of the landed data); None: no retention.
+    days: Any = None
+
+    @field_validator("days")
+    @classmethod
+    def _whole_days(cls, days: Any) -> int | None:
+        if days is not None and (isinstance(days, bool) or not isinstance(days, int) or days < 1):
+            raise PydanticCustomError("config_must", "must be a whole number of days >= 1, got {got}",
+                                      {"got": repr(days)})
+        return days
+
+
+class _Events(_Section):
+    # 2 by default: the stack's Trino 476 does not read v3's deletion vectors (Trino 480 does).
+    format_version: Any = Field(default=2, alias="format-version")
+
+    @field_validator("format_version")
+    @classmethod
+    def _two_or_three(cls, version: Any) -> int:
+        if isinstance(version, bool) or version not in (2, 3, "2", "3"):
+            raise PydanticCustomError("config_must", "must be 2 or 3, got {got}", {"got": repr(version)})
+        return int(version)
+
+
+def _section(value: Any) -> Any:
+    return {} if value is None else value
+
+
+class _Document(_Section):
+    """A settings file, key by key."""
+
+    environment: str
+    root: str
+    tablestore: dict[str, Any]
+    landing: str
+    data: DataSettings
+    evolution: _Evolution
+    rollover: _Rollover
+    erasure: Annotated[_Erasure, BeforeValidator(_section)]
+    trino: dict[str, Any] | None = None
+    retention: Annotated[_Retention, BeforeValidator(_section)] = Field(default_factory=_Retention)
+    events: Annotated[_Events, BeforeValidator(_section)] = Field(default_factory=_Events)
+
+
+class PipelineSettings(_Section):
+    """The validated settings of one environment, with its paths resolved against ``root``."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
     environment: str
     root: Path
     tablestore: LakehouseConfig
@@ -90,29 +171,11 @@ def settings_path(environment: str | None = None) -> Path:
     return CONFIG_DIR / f"{env}.yaml"
 
 
-def _date(value: Any, where: str, source: str) -> datetime.date:
-    if isinstance(value, datetime.date):
-        return value
-    try:
-        return datetime.date.fromisoformat(str(value))
-    except ValueError:
-        raise ConfigError(f"{source}: {where} must be a date (YYYY-MM-DD), got {value!r}") from None
-
-
-def _retention_days(section: Any, source: str) -> int | None:
-    days = section.get("days") if isinstance(section, dict) else None
-    if days is None:
-        return None
-    if isinstance(days, bool) or not isinstance(days, int) or days < 1:
-        raise ConfigError(f"{source}: retention.days must be a whole number of days >= 1, got {days!r}")
-    return days
-
-
-def _events_format_version(section: Any, source: str) -> int:
-    version = section.get("format-version", 2) if isinstance(section, dict) else 2
-    if isinstance(version, bool) or version not in (2, 3, "2", "3"):
-        raise ConfigError(f"{source}: events.format-version must be 2 or 3, got {version!r}")
-    return int(version)
+def _problem(error: Any) -> str:
+    if error["type"] == "missing":
+        loc = tuple(error["loc"])
+        return f"the key {loc[0]!r} is missing" if len(loc) == 1 else f"{key_path(loc)} is missing"
+    return problem_message(error, _Document)
 
 
 def load_settings(
@@ -127,42 +190,34 @@ def load_settings(
     source = str(file)
     if not isinstance(doc, dict):
         raise ConfigError(f"{source}: the settings must be a YAML mapping")
-    for key in ("environment", "root", "tablestore", "landing", "data", "evolution", "rollover", "erasure"):
-        if key not in doc:
-            raise ConfigError(f"{source}: the key {key!r} is missing")
-    root_path = Path(root or os.environ.get("LAKEHOUSE_ROOT") or doc["root"]).absolute()
-    tablestore = parse_config(yaml.safe_dump(doc["tablestore"]), source=f"{source} (tablestore)", base_dir=root_path)
+    try:
+        document = _Document.model_validate(doc)
+    except pydantic.ValidationError as e:
+        raise ConfigError(f"{source}: {_problem(e.errors()[0])}") from None
+    root_path = Path(root or os.environ.get("LAKEHOUSE_ROOT") or document.root).absolute()
+    tablestore = parse_config(yaml.safe_dump(document.tablestore), source=f"{source} (tablestore)",
+                              base_dir=root_path)
     if CATALOG not in tablestore.catalogs:
         raise ConfigError(f"{source}: the tablestore section must define the catalog {CATALOG!r}")
-    data = doc["data"]
-    try:
-        data_settings = DataSettings(
-            start=_date(data["start"], "data.start", source),
-            days=int(data["days"]),
-            events_per_day=int(data["events-per-day"]),
-            users=int(data["users"]),
-            seed=int(data["seed"]),
-        )
-    except KeyError as e:
-        raise ConfigError(f"{source}: data.{e.args[0]} is missing") from None
+    data = document.data
     settings = PipelineSettings(
-        environment=str(doc["environment"]),
+        environment=document.environment,
         root=root_path,
         tablestore=tablestore,
-        landing=root_path / str(doc["landing"]),
-        data=data_settings,
-        evolution_at=_date(doc["evolution"]["at"], "evolution.at", source),
-        cutover=_date(doc["rollover"]["cutover"], "rollover.cutover", source),
-        erasure_users=tuple(int(u) for u in doc["erasure"].get("requested-users") or ()),
-        trino=doc.get("trino"),
+        landing=root_path / document.landing,
+        data=data,
+        evolution_at=document.evolution.at,
+        cutover=document.rollover.cutover,
+        erasure_users=document.erasure.requested_users,
+        trino=document.trino,
         source=source,
-        retention_days=_retention_days(doc.get("retention"), source),
-        events_format_version=_events_format_version(doc.get("events"), source),
+        retention_days=document.retention.days,
+        events_format_version=document.events.format_version,
     )
-    if not data_settings.start < settings.evolution_at <= settings.cutover < data_settings.end:
+    if not data.start < settings.evolution_at <= settings.cutover < data.end:
         raise ConfigError(
             f"{source}: the dates must satisfy data.start < evolution.at <= rollover.cutover < the day after the "
-            f"last landing day ({data_settings.start} < {settings.evolution_at} <= {settings.cutover} "
-            f"< {data_settings.end})"
+            f"last landing day ({data.start} < {settings.evolution_at} <= {settings.cutover} "
+            f"< {data.end})"
         )
     return settings

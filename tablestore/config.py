@@ -42,15 +42,19 @@ import difflib
 import json
 import os
 import re
+import typing
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import pydantic
 import yaml
+from pydantic import BeforeValidator, ConfigDict, Field, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticCustomError
 
 from tablestore.catalog import Catalog, load_catalog
-from tablestore.errors import ConfigError, InvalidNameError, NoSuchCatalogError
+from tablestore.errors import ConfigError, InvalidNameError, NoSuchCatalogError, TableStoreError
 from tablestore.io import redact_properties
 from tablestore.names import validate_name
 
@@ -63,10 +67,6 @@ DEFAULT_DATABASE = "default"
 DEFAULT_SPARK_MASTER = "local[2]"
 CATALOG_TYPES = ("sql", "rest")
 
-_TOP_LEVEL_KEYS = ("default-catalog", "catalogs", "spark", "server")
-_SPARK_KEYS = ("master", "conf")
-# Keys of a catalog entry that are not passed through as properties verbatim.
-_CATALOG_KEYS = ("name", "type", "default-database", "s3")
 _ENV_VAR = re.compile(r"\$(\$?)\{([^}]*)\}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SQLITE_URI = re.compile(r"(sqlite(?:\+\w+)?:///)([^?]*)(\?.*)?", re.DOTALL)
@@ -83,11 +83,38 @@ def _redacted(properties: Mapping[str, str]) -> dict[str, str]:
     return {k: redact_uri(v) for k, v in shown.items()}
 
 
+def validated(model: type[pydantic.BaseModel], build: Any) -> Any:
+    """``build()`` (a model's validation), with a tablestore error a validator raised re-raised as
+    itself: pydantic wraps every ValueError, and ours are ValueErrors that already say it all."""
+    try:
+        return build()
+    except pydantic.ValidationError as e:
+        for error in e.errors():
+            cause = (error.get("ctx") or {}).get("error")
+            if isinstance(cause, TableStoreError):
+                raise cause from None
+        problem = e.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"]) or model.__name__
+        raise ConfigError(f"{model.__name__}: {where}: {problem['msg']}") from None
+
+
 # -- the model -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, repr=False)
-class CatalogConfig:
+class _Model(pydantic.BaseModel):
+    # Frozen and compared by value, as the dataclasses these were; str() is the redacted repr
+    # (pydantic's own str() would list every field, secrets included).
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def __str__(self) -> str:
+        return repr(self)
+
+    def _init(self, **fields: Any) -> None:
+        # The classes below take their fields positionally too, as the dataclasses they were.
+        validated(type(self), lambda: pydantic.BaseModel.__init__(self, **fields))
+
+
+class CatalogConfig(_Model):
     """One named catalog: its type (``sql`` or ``rest``), its properties and its default database.
 
     ``properties`` are what the implementation takes (``uri``, ``warehouse``, ``s3.endpoint``, ...).
@@ -95,8 +122,12 @@ class CatalogConfig:
 
     name: str
     type: str
-    properties: dict[str, str] = field(default_factory=dict)
+    properties: dict[str, str] = Field(default_factory=dict)
     default_database: str = DEFAULT_DATABASE
+
+    def __init__(self, name: str, type: str, properties: Mapping[str, str] | None = None,
+                 default_database: str = DEFAULT_DATABASE) -> None:
+        self._init(name=name, type=type, properties=dict(properties or {}), default_database=default_database)
 
     def load(self) -> Catalog:
         """A new catalog object for this configuration (the CatalogManager caches them)."""
@@ -126,12 +157,14 @@ class CatalogConfig:
         )
 
 
-@dataclass(frozen=True, repr=False)
-class SparkConfig:
+class SparkConfig(_Model):
     """How to start Spark: the master URL and extra ``spark.*`` settings."""
 
     master: str = DEFAULT_SPARK_MASTER
-    conf: dict[str, str] = field(default_factory=dict)
+    conf: dict[str, str] = Field(default_factory=dict)
+
+    def __init__(self, master: str = DEFAULT_SPARK_MASTER, conf: Mapping[str, str] | None = None) -> None:
+        self._init(master=master, conf=dict(conf or {}))
 
     def __repr__(self) -> str:
         return f"SparkConfig(master={self.master!r}, conf={_redacted(self.conf)!r})"
@@ -147,8 +180,7 @@ class SparkConfig:
         )
 
 
-@dataclass(frozen=True, repr=False)
-class LakehouseConfig:
+class LakehouseConfig(_Model):
     """The whole configuration: the catalogs by name, which one is the default, and Spark.
 
     ``source`` says where it came from (a file path, ``<embedded default>`` or ``<string>``).
@@ -156,19 +188,26 @@ class LakehouseConfig:
 
     default_catalog: str
     catalogs: dict[str, CatalogConfig]
-    spark: SparkConfig = field(default_factory=SparkConfig)
+    spark: SparkConfig = Field(default_factory=SparkConfig)
     source: str = STRING_SOURCE
     # The ``server:`` section for ``tablestore catalog serve`` as written (after ${VAR}
     # substitution); tablestore.rest.settings validates it. It holds tokens, so it is left out
     # of reprs and of to_json() (executors never need it).
-    server: dict[str, Any] = field(default_factory=dict)
+    server: dict[str, Any] = Field(default_factory=dict)
 
-    def __post_init__(self) -> None:
+    def __init__(self, default_catalog: str, catalogs: Mapping[str, CatalogConfig], spark: SparkConfig | None = None,
+                 source: str = STRING_SOURCE, server: Mapping[str, Any] | None = None) -> None:
+        self._init(default_catalog=default_catalog, catalogs=dict(catalogs), spark=spark or SparkConfig(),
+                   source=source, server=dict(server or {}))
+
+    @model_validator(mode="after")
+    def _default_is_defined(self) -> LakehouseConfig:
         if self.default_catalog not in self.catalogs:
             raise ConfigError(
                 f"{self.source}: default-catalog {self.default_catalog!r} is not defined; "
                 f"the catalogs are {_names(self.catalogs)}"
             )
+        return self
 
     def catalog(self, name: str | None = None) -> CatalogConfig:
         """The configuration of catalog ``name`` (the default catalog if None)."""
@@ -227,6 +266,189 @@ class LakehouseConfig:
 
 def _names(catalogs: Mapping[str, Any]) -> str:
     return ", ".join(repr(n) for n in catalogs) or "(none)"
+
+
+# -- the YAML file, as written ---------------------------------------------------------------------
+# The file's own shape, key by key: pydantic checks keys and value types, and _problem turns its
+# first error into a message naming the file, the key and the fix. What needs the whole entry
+# (a catalog's label, its name rules) is checked by validators that raise the message itself.
+
+
+def _single_value(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        # Properties are strings; Iceberg clients parse "true"/"false" (not Python's "True").
+        return "true" if value else "false"
+    if isinstance(value, str | int | float):
+        return str(value)
+    raise PydanticCustomError("config_type", "a single value")
+
+
+def _none_is_empty(empty: Any) -> BeforeValidator:
+    return BeforeValidator(lambda value: empty if value is None else value)
+
+
+_Value = Annotated[str | None, BeforeValidator(_single_value)]
+_Values = Annotated[dict[str, _Value], _none_is_empty({})]
+
+
+class _SparkSection(pydantic.BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    master: _Value = None
+    conf: _Values = Field(default_factory=dict, description="a mapping of Spark settings")
+
+
+class _CatalogEntry(pydantic.BaseModel):
+    # Any other key is a catalog property, passed through as it is.
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, _Value] = Field(init=False)
+
+    name: str
+    type: str
+    default_database: Any = Field(default=DEFAULT_DATABASE, alias="default-database")
+    s3: _Values = Field(default_factory=dict, description="a mapping (endpoint, access-key-id, ...)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _name_and_type(cls, entry: Any) -> Any:
+        if not isinstance(entry, dict):
+            return entry  # pydantic's own type error: "must be a mapping with name, type and properties"
+        name = entry.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise PydanticCustomError("config_missing", "has no 'name'; every catalog needs one")
+        try:
+            validate_name(name, "catalog name")
+        except InvalidNameError as e:
+            raise PydanticCustomError("config_value", "{problem}", {"problem": str(e)}) from None
+        if "." in name:
+            # A dot would make `cat.db.table` ambiguous.
+            raise PydanticCustomError("config_value", "catalog names cannot contain '.'")
+        kind = entry.get("type")
+        if not isinstance(kind, str) or not kind.strip():
+            raise PydanticCustomError("config_missing", "has no 'type'; use one of {types}",
+                                      {"types": ", ".join(CATALOG_TYPES)})
+        kind = kind.strip().lower()
+        if kind not in CATALOG_TYPES:
+            raise PydanticCustomError("config_value", "unknown type {kind}; use one of {types}",
+                                      {"kind": repr(kind), "types": ", ".join(CATALOG_TYPES)})
+        database = entry.get("default-database", DEFAULT_DATABASE)
+        if not isinstance(database, str) or not database.strip():
+            raise PydanticCustomError("config_value", "'default-database' must be a database name, got {got}",
+                                      {"got": repr(database)})
+        return {**entry, "type": kind, "default-database": database.strip()}
+
+
+class _Document(pydantic.BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    default_catalog: str | None = Field(
+        default=None, alias="default-catalog", description="the name of a catalog below")
+    catalogs: Annotated[list[_CatalogEntry], _none_is_empty([])] = Field(
+        default_factory=list, description="a list of catalog entries (each starting with '- name: ...')")
+    spark: Annotated[_SparkSection, _none_is_empty({})] = Field(
+        default_factory=_SparkSection, description="a mapping with master and conf")
+    server: Annotated[dict[str, Any], _none_is_empty({})] = Field(
+        default_factory=dict, description="a mapping (catalogs, tokens, clients, ...)")
+
+
+# What each place must be, for pydantic's own type errors ("catalogs[0] must be a mapping ...").
+_ITEM_DESCRIPTIONS = {("catalogs", int): "a mapping with name, type and properties"}
+
+
+def key_path(loc: tuple[int | str, ...]) -> str:
+    """A pydantic error location as the file spells it: ``catalogs[0].s3.endpoint``."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _model_in(annotation: Any) -> type[pydantic.BaseModel] | None:
+    """The model a field's annotation holds (``list[_CatalogEntry]``, ``Annotated[...]``), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
+        return annotation
+    return next((m for m in map(_model_in, typing.get_args(annotation)) if m is not None), None)
+
+
+def field_at(root: type[pydantic.BaseModel], loc: tuple[int | str, ...]) -> FieldInfo | None:
+    """The field of ``root`` (or of a model nested in it) that a pydantic error location names."""
+    model: type[pydantic.BaseModel] | None = root
+    found = None
+    for part in loc:
+        if isinstance(part, int):
+            continue  # an item of a list: the list's field describes it
+        found = {f.alias or name: f for name, f in model.model_fields.items()}.get(part) if model else None
+        if found is None:
+            return None
+        model = _model_in(found.annotation)
+    return found
+
+
+def keys_at(root: type[pydantic.BaseModel], loc: tuple[int | str, ...]) -> list[str]:
+    """The keys the mapping at ``loc`` may have: the fields (by alias) of the model there."""
+    model = root if not loc else _model_in(getattr(field_at(root, loc), "annotation", None))
+    return [f.alias or name for name, f in model.model_fields.items()] if model else []
+
+
+def _expected(loc: tuple[int | str, ...]) -> str:
+    """What the value at ``loc`` must be: the description of its field."""
+    shape = tuple(int if isinstance(part, int) else part for part in loc)
+    if shape in _ITEM_DESCRIPTIONS:
+        return _ITEM_DESCRIPTIONS[shape]
+    found = field_at(_Document, loc)
+    return (found.description if found else None) or "a different kind of value"
+
+
+def _problem(error: Any, doc: Mapping[str, Any]) -> str:
+    """The message for pydantic's ``error`` about the document ``doc``: where, what, and the fix."""
+    loc: tuple[int | str, ...] = tuple(error["loc"])
+    kind, where = error["type"], key_path(loc)
+    if kind == "extra_forbidden":
+        allowed = keys_at(_Document, loc[:-1])
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        what = "top-level key" if len(loc) == 1 else "key"
+        return f"unknown {what} {where!r}{hint}; expected one of {', '.join(allowed)}"
+    if kind in ("config_missing", "config_value"):
+        label = where
+        entries = doc.get("catalogs")
+        if loc[:1] == ("catalogs",) and len(loc) == 2 and isinstance(entries, list):
+            name = entries[int(loc[1])].get("name")
+            if isinstance(name, str) and name.strip():
+                label = f"{where} (catalog {name!r})"
+        return f"{label} {error['msg']}" if kind == "config_missing" else f"{label}: {error['msg']}"
+    shown = repr(where) if len(loc) == 1 else where
+    expected = error["msg"] if kind == "config_type" else _expected(loc)
+    return f"{shown} must be {expected}, got {error['input']!r}"
+
+
+def problem_message(error: Any, model: type[pydantic.BaseModel], prefix: tuple[str, ...] = ()) -> str:
+    """The message for pydantic's ``error`` about a section of the file (``model``, found at the
+    keys ``prefix``): the key, what is wrong, and what it must be. Validators raise
+    ``PydanticCustomError`` of type ``config_value`` ("<key>: <problem>"), ``config_missing`` or
+    ``config_must`` ("<key> needs ..." / "<key> must be ...") with their own message."""
+    loc = tuple(error["loc"])
+    where = key_path((*prefix, *loc))
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return f"unknown key {where}; expected one of {', '.join(keys_at(model, loc[:-1]))}"
+    # Our validators' own messages: "<key>: <problem>", or "<key> <must be / needs ...>".
+    if kind == "config_value":
+        return f"{where}: {error['msg']}"
+    if kind in ("config_missing", "config_must"):
+        return f"{where} {error['msg']}"
+    found = field_at(model, loc)
+    description = found.description if found else None
+    if kind in ("int_parsing", "int_type", "int_from_float"):
+        return f"{where} must be an integer, got {error['input']!r}"
+    if kind == "greater_than_equal":
+        reason = f": {description}" if description else ""
+        return f"{where} must be at least {error['ctx']['ge']}{reason}"
+    if kind in ("model_type", "model_attributes_type", "dict_type") and not description:
+        return f"{where} must be a mapping ({', '.join(keys_at(model, loc))}), got {error['input']!r}"
+    return f"{where} must be {description or 'a different kind of value'}, got {error['input']!r}"
 
 
 # -- loading ---------------------------------------------------------------------------------------
@@ -297,112 +519,44 @@ class _Parser:
             raise self.error(f"the file is not valid YAML{where}: {problem}") from None
         if doc is None:
             raise self.error("the file is empty; define at least one catalog under 'catalogs:'")
+        top_level = ", ".join(f.alias or name for name, f in _Document.model_fields.items())
         if not isinstance(doc, dict):
-            raise self.error(
-                f"the file must be a mapping of keys {', '.join(_TOP_LEVEL_KEYS)}; got {type(doc).__name__}"
-            )
+            raise self.error(f"the file must be a mapping of keys {top_level}; got {type(doc).__name__}")
         doc = self.substitute(doc, "")
-        self.check_keys(doc, _TOP_LEVEL_KEYS, "top-level key")
+        try:
+            document = _Document.model_validate(doc)
+        except pydantic.ValidationError as e:
+            raise self.error(_problem(e.errors()[0], doc)) from None
 
-        entries = doc.get("catalogs")
-        if not entries:
+        if not document.catalogs:
             raise self.error("defines no catalogs; add at least one under 'catalogs:'")
-        if not isinstance(entries, list):
-            raise self.error("'catalogs' must be a list of catalog entries (each starting with '- name: ...')")
         catalogs: dict[str, CatalogConfig] = {}
-        for index, entry in enumerate(entries):
-            catalog = self.catalog(entry, f"catalogs[{index}]")
+        for index, entry in enumerate(document.catalogs):
+            catalog = self.catalog(entry)
             if catalog.name in catalogs:
                 raise self.error(f"catalogs[{index}]: the catalog name {catalog.name!r} is defined twice")
             catalogs[catalog.name] = catalog
 
-        default = doc.get("default-catalog")
+        default = document.default_catalog
         if default is None:
             default = next(iter(catalogs))
-        elif not isinstance(default, str) or default not in catalogs:
+        elif default not in catalogs:
             raise self.error(
                 f"default-catalog {default!r} is not one of the catalogs defined: {_names(catalogs)}"
             )
-        server = doc.get("server") or {}
-        if not isinstance(server, dict):
-            raise self.error(f"'server' must be a mapping (catalogs, tokens, clients, ...), got {server!r}")
-        return LakehouseConfig(default, catalogs, self.spark(doc.get("spark")), self.source, server)
+        spark = SparkConfig(master=document.spark.master or DEFAULT_SPARK_MASTER,
+                            conf={k: v for k, v in document.spark.conf.items() if v is not None})
+        return LakehouseConfig(default, catalogs, spark, self.source, document.server)
 
-    # -- pieces ----------------------------------------------------------------------------------
-    def check_keys(self, obj: Mapping[str, Any], allowed: tuple[str, ...], what: str, where: str = "") -> None:
-        for key in obj:
-            if key not in allowed:
-                close = difflib.get_close_matches(str(key), allowed, n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                raise self.error(
-                    f"unknown {what} {where + str(key)!r}{hint}; expected one of {', '.join(allowed)}"
-                )
-
-    def catalog(self, entry: Any, where: str) -> CatalogConfig:
-        if not isinstance(entry, dict):
-            raise self.error(f"{where} must be a mapping with name, type and properties; got {entry!r}")
-        name = entry.get("name")
-        if not isinstance(name, str) or not name.strip():
-            raise self.error(f"{where} has no 'name'; every catalog needs one")
-        label = f"{where} (catalog {name!r})"
-        try:
-            validate_name(name, "catalog name")
-        except InvalidNameError as e:
-            raise self.error(f"{label}: {e}") from None
-        if "." in name:
-            # A dot would make `cat.db.table` ambiguous.
-            raise self.error(f"{label}: catalog names cannot contain '.'")
-        kind = entry.get("type")
-        if not isinstance(kind, str) or not kind.strip():
-            raise self.error(f"{label} has no 'type'; use one of {', '.join(CATALOG_TYPES)}")
-        kind = kind.strip().lower()
-        if kind not in CATALOG_TYPES:
-            raise self.error(f"{label}: unknown type {kind!r}; use one of {', '.join(CATALOG_TYPES)}")
-        database = entry.get("default-database", DEFAULT_DATABASE)
-        if not isinstance(database, str) or not database.strip():
-            raise self.error(f"{label}: 'default-database' must be a database name, got {database!r}")
-
-        properties: dict[str, str] = {}
-        for key, value in entry.items():
-            if key in _CATALOG_KEYS or value is None:
-                continue
-            properties[str(key)] = self.scalar(value, f"{where}.{key}")
-        s3 = entry.get("s3")
-        if s3 is not None:
-            if not isinstance(s3, dict):
-                raise self.error(f"{where}.s3 must be a mapping (endpoint, access-key-id, ...), got {s3!r}")
-            for key, value in s3.items():
-                if value is not None:
-                    properties[f"s3.{key}"] = self.scalar(value, f"{where}.s3.{key}")
-        if kind == "sql":
+    def catalog(self, entry: _CatalogEntry) -> CatalogConfig:
+        properties = {key: value for key, value in (entry.model_extra or {}).items() if value is not None}
+        properties.update({f"s3.{key}": value for key, value in entry.s3.items() if value is not None})
+        if entry.type == "sql":
             if "uri" in properties:
                 properties["uri"] = self.resolve_sqlite(properties["uri"])
             if "warehouse" in properties:
                 properties["warehouse"] = self.resolve_path(properties["warehouse"])
-        return CatalogConfig(name, kind, properties, database.strip())
-
-    def spark(self, obj: Any) -> SparkConfig:
-        if obj is None:
-            return SparkConfig()
-        if not isinstance(obj, dict):
-            raise self.error(f"'spark' must be a mapping with master and conf, got {obj!r}")
-        self.check_keys(obj, _SPARK_KEYS, "key", "spark.")
-        conf = obj.get("conf") or {}
-        if not isinstance(conf, dict):
-            raise self.error(f"spark.conf must be a mapping of Spark settings, got {conf!r}")
-        master = obj.get("master")
-        return SparkConfig(
-            master=self.scalar(master, "spark.master") if master is not None else DEFAULT_SPARK_MASTER,
-            conf={str(k): self.scalar(v, f"spark.conf.{k}") for k, v in conf.items() if v is not None},
-        )
-
-    def scalar(self, value: Any, where: str) -> str:
-        if isinstance(value, bool):
-            # Properties are strings; Iceberg clients parse "true"/"false" (not Python's "True").
-            return "true" if value else "false"
-        if isinstance(value, str | int | float):
-            return str(value)
-        raise self.error(f"{where} must be a single value, got {value!r}")
+        return CatalogConfig(entry.name, entry.type, properties, entry.default_database)
 
     def substitute(self, value: Any, where: str) -> Any:
         """``value`` with ``${VAR}`` replaced in every string (keys are left as written)."""
@@ -453,7 +607,12 @@ __all__ = [
     "LakehouseConfig",
     "SparkConfig",
     "default_config",
+    "field_at",
+    "key_path",
+    "keys_at",
     "load_config",
     "parse_config",
+    "problem_message",
     "redact_uri",
+    "validated",
 ]

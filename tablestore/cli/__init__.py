@@ -19,6 +19,31 @@ from collections.abc import Sequence
 from tablestore.cli.maintenance_args import MAINTENANCE_ACTIONS, add_erase_parser, add_table_options
 from tablestore.errors import ParseError, TableStoreError
 
+# The extra that brings each optional package a command may need (pyproject.toml): the core
+# install has none of them, and a command that needs one says which extra to install.
+EXTRAS = {
+    "pyspark": "spark",
+    "pandas": "spark",
+    "fastapi": "service",
+    "starlette": "service",
+    "uvicorn": "service",
+    "jwt": "service",
+    "botocore": "service",
+    "dagster": "pipelines",
+    "great_expectations": "pipelines",
+}
+
+
+def missing_extra(error: ModuleNotFoundError) -> str | None:
+    """The message for a command that needs a package of an extra that is not installed, or None
+    when the missing module is not one an extra brings (a real bug, shown as it is)."""
+    package = (error.name or "").partition(".")[0]
+    extra = EXTRAS.get(package)
+    if extra is None:
+        return None
+    return (f"this command needs {package}, which is not installed; install the {extra!r} extra: "
+            f"pip install 'tablestore[{extra}]'")
+
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="YAML config (default: $TABLESTORE_CONFIG, ./tablestore.yaml, embedded)")
@@ -84,6 +109,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except TableStoreError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 1
+    except ModuleNotFoundError as e:
+        message = missing_extra(e)
+        if message is None:
+            raise
+        print(f"error: {message}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

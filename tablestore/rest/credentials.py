@@ -3,7 +3,7 @@
 The service never hands out the served catalog's own S3 key. A client that asks for delegated
 access (``X-Iceberg-Access-Delegation: vended-credentials`` on a load or create, or
 ``GET .../tables/{t}/credentials``) gets temporary credentials from STS ``AssumeRole`` made
-with the catalog's key and an inline *session policy* that allows only:
+through botocore's STS client with the catalog's key and an inline *session policy* that allows only:
 
 - the table's location (and its ``write.data.path`` / ``write.metadata.path`` if set
   elsewhere), as ``s3:GetObject`` and ``s3:ListBucket`` limited by ``s3:prefix``;
@@ -34,13 +34,16 @@ from __future__ import annotations
 import json
 import threading
 import time
-import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
-from urllib.parse import urlencode, urlsplit
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
+import pydantic
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic_core import PydanticCustomError
+
+from tablestore.config import problem_message
 from tablestore.errors import ConfigError, ForbiddenError, TableStoreError
 
 DELEGATION_HEADER = "x-iceberg-access-delegation"
@@ -55,7 +58,6 @@ MIN_DURATION_S, MAX_DURATION_S = 900, 43200
 # the session policy); AWS needs a real role. 123456789012 is AWS's example account id, and the
 # account moto serves by default.
 DEFAULT_ROLE_ARN = "arn:aws:iam::123456789012:role/tablestore-vended"
-_KEYS = ("vending", "duration-seconds", "role-arn", "sts-endpoint")
 READ_ACTIONS = ("s3:GetObject", "s3:GetObjectVersion")
 WRITE_ACTIONS = ("s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts")
 
@@ -64,39 +66,40 @@ class VendingError(TableStoreError):
     """STS refused or could not be reached: the service answers 503 and names the cause."""
 
 
-@dataclass(frozen=True)
-class VendingSettings:
+def _lower(value: Any) -> Any:
+    return str(value).lower() if value is not None else None
+
+
+def _duration(value: int) -> int:
+    if not MIN_DURATION_S <= value <= MAX_DURATION_S:
+        raise PydanticCustomError("config_must", "must be between {low} and {high} (STS's bounds), got {got}",
+                                  {"low": MIN_DURATION_S, "high": MAX_DURATION_S, "got": value})
+    return value
+
+
+class VendingSettings(BaseModel):
     """The validated ``server.storage-credentials`` section (see the module docstring)."""
 
-    vending: str | None = None  # None: sts for an s3:// warehouse, nothing otherwise
-    duration_s: int = DEFAULT_DURATION_S
-    role_arn: str = DEFAULT_ROLE_ARN
-    sts_endpoint: str | None = None
+    # Fields by their YAML names (aliases) or their Python names.
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    # None: sts for an s3:// warehouse, nothing otherwise.
+    vending: Annotated[Literal["sts", "none"] | None, BeforeValidator(_lower)] = Field(
+        default=None, description="sts or none")
+    duration_s: Annotated[int, AfterValidator(_duration)] = Field(default=DEFAULT_DURATION_S, alias="duration-seconds")
+    role_arn: str = Field(default=DEFAULT_ROLE_ARN, alias="role-arn")
+    sts_endpoint: str | None = Field(default=None, alias="sts-endpoint")
 
 
 def vending_settings(raw: Any, where: str) -> VendingSettings:
     """``server.storage-credentials`` as VendingSettings; ConfigError naming what is wrong."""
     if raw is None:
         return VendingSettings()
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"{where}: server.storage-credentials must be a mapping ({', '.join(_KEYS)})")
-    for key in raw:
-        if key not in _KEYS:
-            raise ConfigError(f"{where}: unknown key server.storage-credentials.{key}; expected one of "
-                              f"{', '.join(_KEYS)}")
-    vending = str(raw["vending"]).lower() if raw.get("vending") is not None else None
-    if vending not in (None, "sts", "none"):
-        raise ConfigError(f"{where}: server.storage-credentials.vending must be sts or none, got {vending!r}")
     try:
-        duration = int(raw.get("duration-seconds", DEFAULT_DURATION_S))
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where}: server.storage-credentials.duration-seconds must be an integer") from None
-    if not MIN_DURATION_S <= duration <= MAX_DURATION_S:
-        raise ConfigError(f"{where}: server.storage-credentials.duration-seconds must be between "
-                          f"{MIN_DURATION_S} and {MAX_DURATION_S} (STS's bounds), got {duration}")
-    endpoint = raw.get("sts-endpoint")
-    return VendingSettings(vending, duration, str(raw.get("role-arn") or DEFAULT_ROLE_ARN),
-                           str(endpoint) if endpoint else None)
+        return VendingSettings.model_validate(raw, by_alias=True, by_name=False)
+    except pydantic.ValidationError as e:
+        problem = problem_message(e.errors()[0], VendingSettings, ("server", "storage-credentials"))
+        raise ConfigError(f"{where}: {problem}") from None
 
 
 def public_properties(properties: Mapping[str, str]) -> dict[str, str]:
@@ -156,6 +159,7 @@ class CredentialVendor:
     settings: VendingSettings = field(default_factory=VendingSettings)
     _cache: dict[tuple[tuple[str, ...], bool], _Vended] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _client: Any = field(default=None, init=False, repr=False)
 
     @property
     def enabled(self) -> bool:
@@ -215,73 +219,47 @@ class CredentialVendor:
 
     def _assume_role(self, locations: tuple[str, ...], write: bool) -> _Vended:
         policy = json.dumps(session_policy(locations, write), separators=(",", ":"))
-        endpoint = self.settings.sts_endpoint or self.properties.get("s3.endpoint") or "https://sts.amazonaws.com"
-        form = {
-            "Action": "AssumeRole", "Version": "2011-06-15", "DurationSeconds": str(self.settings.duration_s),
-            "RoleArn": self.settings.role_arn, "Policy": policy,
-            "RoleSessionName": f"tablestore-{'write' if write else 'read'}-{int(time.time())}",
-        }
+        endpoint = self.settings.sts_endpoint or self.properties.get("s3.endpoint") or None
         try:
-            status, body = _sts_post(endpoint, urlencode(form), self.properties)
-            answer = ET.fromstring(body)
-            if status != 200:
-                raise RuntimeError(f"HTTP {status}: {_xml_text(answer, 'Code')}: {_xml_text(answer, 'Message')}")
-            expiration = _xml_text(answer, "Expiration")
+            answer = self._sts(endpoint).assume_role(
+                RoleArn=self.settings.role_arn, Policy=policy, DurationSeconds=self.settings.duration_s,
+                RoleSessionName=f"tablestore-{'write' if write else 'read'}-{int(time.time())}")
+            issued = answer["Credentials"]
             config = {
                 **self.public_config(),
-                "s3.access-key-id": _xml_text(answer, "AccessKeyId"),
-                "s3.secret-access-key": _xml_text(answer, "SecretAccessKey"),
-                "s3.session-token": _xml_text(answer, "SessionToken"),
+                "s3.access-key-id": str(issued["AccessKeyId"]),
+                "s3.secret-access-key": str(issued["SecretAccessKey"]),
+                "s3.session-token": str(issued["SessionToken"]),
             }
-            expires_at_s = datetime.fromisoformat(expiration.replace("Z", "+00:00")).timestamp()
+            expires_at_s = issued["Expiration"].timestamp()
         except Exception as e:  # refused, unreachable, not an STS answer
             raise VendingError(
-                f"cannot vend storage credentials: STS AssumeRole at {endpoint} failed "
+                f"cannot vend storage credentials: STS AssumeRole at {endpoint or 'the AWS STS endpoint'} failed "
                 f"({type(e).__name__}: {_short(e)}); check server.storage-credentials (sts-endpoint, "
                 "role-arn) and the catalog's S3 key, or set vending: none"
             ) from None
         config[EXPIRES_AT] = str(int(expires_at_s * 1000))
         return _Vended(config, expires_at_s)
 
+    def _sts(self, endpoint: str | None) -> Any:
+        """botocore's STS client signed with the catalog's key, made once (clients are thread-safe).
 
-def _sts_post(endpoint: str, body: str, properties: Mapping[str, str]) -> tuple[int, bytes]:
-    """POST a form to STS, signed (SigV4, service ``sts``) with the catalog's key. The minio SDK
-    (a dependency already) signs; its AssumeRoleProvider would raise any duration below an hour."""
-    from minio.credentials import Credentials
-    from minio.helpers import sha256_hash
-    from minio.signer import sign_v4_sts
-    from minio.time import to_amz_date, utcnow
-    from urllib3 import PoolManager, Retry, Timeout
+        ``endpoint`` is MinIO's STS (its S3 port) or another STS; None is AWS's endpoint for the
+        region. Created lazily: a catalog that never vends never imports botocore."""
+        with self._lock:
+            if self._client is None:
+                import botocore.session
+                from botocore.config import Config
 
-    url = urlsplit(endpoint)
-    now = utcnow()
-    unsigned: dict[str, str | list[str] | tuple[str]] = {
-        "Content-Type": "application/x-www-form-urlencoded", "Host": url.netloc, "X-Amz-Date": to_amz_date(now)}
-    if properties.get("s3.session-token"):
-        # A catalog key that is itself temporary: the token goes with the signed headers.
-        unsigned["X-Amz-Security-Token"] = properties["s3.session-token"]
-    headers = sign_v4_sts(
-        method="POST", url=url, region=properties.get("s3.region") or "us-east-1",
-        headers=unsigned,
-        credentials=Credentials(access_key=properties.get("s3.access-key-id") or "",
-                                secret_key=properties.get("s3.secret-access-key") or "",
-                                session_token=properties.get("s3.session-token") or None),
-        content_sha256=sha256_hash(body), date=now,
-    )
-    http = PoolManager(timeout=Timeout(connect=5, read=20), retries=Retry(total=1))
-    try:
-        response = http.request("POST", endpoint, body=body, headers={k: str(v) for k, v in headers.items()})
-        return response.status, response.data
-    finally:
-        http.clear()
-
-
-def _xml_text(element: ET.Element, name: str) -> str:
-    """The text of the first element named ``name`` (any namespace) under ``element``."""
-    for child in element.iter():
-        if child.tag == name or child.tag.endswith("}" + name):
-            return child.text or ""
-    raise ValueError(f"the STS answer has no {name}")
+                self._client = botocore.session.Session().create_client(
+                    "sts", endpoint_url=endpoint, region_name=self.properties.get("s3.region") or "us-east-1",
+                    aws_access_key_id=self.properties.get("s3.access-key-id") or "",
+                    aws_secret_access_key=self.properties.get("s3.secret-access-key") or "",
+                    # A catalog key that is itself temporary: its token is signed with the request.
+                    aws_session_token=self.properties.get("s3.session-token") or None,
+                    config=Config(connect_timeout=5, read_timeout=20, retries={"max_attempts": 2, "mode": "standard"}),
+                )
+            return self._client
 
 
 def _short(error: BaseException) -> str:

@@ -1,18 +1,24 @@
 """Who may do what: bearer tokens, OAuth2 client credentials, and where tables may live.
 
-Static tokens come from the config. Tokens issued at ``/v1/oauth/tokens`` are signed (HMAC-SHA256
-over the client id and expiry with ``server.token-secret``), so they need no server-side store
-and stay valid across restarts when the secret is configured. Tokens are compared in constant
-time and never logged.
+Static tokens come from the config. Tokens issued at ``/v1/oauth/tokens`` are JSON Web Tokens
+(RFC 7519) signed with HS256 (PyJWT) under a key derived from ``server.token-secret``, so they
+need no server-side store and stay valid across restarts when the secret is configured. Their
+claims are the standard ones: ``sub`` (the client id, or the principal of the static token they
+were exchanged from), ``iat``, ``exp``, ``iss`` and ``aud`` (both ``tablestore``: the service
+issues tokens only for itself), ``scope`` (``catalog``, the Iceberg REST clients' default), and
+``kind`` for a token exchanged from a static one. Tokens of the format used before
+(``ts1.<claims>.<hmac>``) are refused with a 401 that says to request a new token. Tokens are
+compared in constant time and never logged.
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
-import json
 import time
+from typing import Any
+
+import jwt
 
 from tablestore.errors import ForbiddenError, NotAuthorizedError, ValidationError
 from tablestore.rest.settings import WRITE, Principal, ServerSettings
@@ -21,18 +27,23 @@ ANONYMOUS = Principal("anonymous", {"*": WRITE})
 # The location properties that decide where a table writes files besides its location.
 LOCATION_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path",
                        "write.folder-storage.path")
-# Who a signed token was issued to: a configured client (the claim is left out, as in tokens
-# issued before token exchange), or the principal of a static token it was exchanged from.
+# Who a signed token was issued to: a configured client (the claim is left out), or the
+# principal of a static token it was exchanged from.
 CLIENT_TOKEN = "client"
 STATIC_TOKEN = "static"
+ALGORITHM = "HS256"
+ISSUER = AUDIENCE = "tablestore"
+SCOPE = "catalog"
+# The prefix of the tokens this service issued before it issued JWTs.
+LEGACY_PREFIX = "ts1."
+TOKEN_ENDPOINT = "/v1/oauth/tokens"
 
 
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).decode().rstrip("=")
-
-
-def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+def signing_key(secret: bytes) -> bytes:
+    """The HS256 key of ``server.token-secret``: the SHA-256 of a fixed prefix and the secret, so
+    that a secret of any length gives a key of the 256 bits RFC 7518 asks of HS256 (and PyJWT
+    warns about without)."""
+    return hashlib.sha256(b"tablestore issued tokens\0" + secret).digest()
 
 
 class Authenticator:
@@ -40,13 +51,14 @@ class Authenticator:
 
     def __init__(self, settings: ServerSettings) -> None:
         self.settings = settings
+        self._key = signing_key(settings.token_secret)
 
     def issue(self, client_id: str, client_secret: str) -> tuple[str, int]:
         """A signed token for valid client credentials, and its lifetime in seconds."""
         entry = self.settings.clients.get(client_id)
         if entry is None or not hmac.compare_digest(entry[0].encode(), client_secret.encode()):
             raise NotAuthorizedError("invalid client credentials")
-        return self._signed(client_id, CLIENT_TOKEN)
+        return self.signed(client_id, CLIENT_TOKEN)
 
     def exchange(self, subject_token: str) -> tuple[str, int, Principal]:
         """RFC 8693 token exchange, the way Java's and Trino's clients refresh: a fresh token for
@@ -62,21 +74,36 @@ class Authenticator:
         # A static token, or a signed one exchanged from one, stays a static principal's: a
         # client of the same name must not lend it its roles.
         kind = STATIC_TOKEN
-        if subject_token.startswith("ts1.") and subject_token not in self.settings.tokens:
-            kind = str(json.loads(_unb64(subject_token.split(".")[1])).get("kind", CLIENT_TOKEN))
-        token, ttl = self._signed(principal.name, kind)
+        if subject_token not in self.settings.tokens:
+            kind = str(self.claims(subject_token).get("kind", CLIENT_TOKEN))
+        token, ttl = self.signed(principal.name, kind)
         return token, ttl, principal
 
-    def _signed(self, name: str, kind: str) -> tuple[str, int]:
+    def signed(self, name: str, kind: str) -> tuple[str, int]:
+        """A JWT for the principal ``name`` that expires after ``server.token-ttl-seconds``."""
         ttl = self.settings.token_ttl_s
-        claims = {"sub": name, "exp": int(time.time()) + ttl}
+        now = int(time.time())
+        claims: dict[str, Any] = {"sub": name, "iat": now, "exp": now + ttl, "iss": ISSUER, "aud": AUDIENCE,
+                                  "scope": SCOPE}
         if kind != CLIENT_TOKEN:
             claims["kind"] = kind
-        payload = _b64(json.dumps(claims).encode())
-        return f"ts1.{payload}.{self._sign(payload)}", ttl
+        return jwt.encode(claims, self._key, algorithm=ALGORITHM), ttl
 
-    def _sign(self, payload: str) -> str:
-        return _b64(hmac.new(self.settings.token_secret, payload.encode(), hashlib.sha256).digest())
+    def claims(self, token: str) -> dict[str, Any]:
+        """The verified claims of a token this service issued; NotAuthorizedError saying why not."""
+        if token.startswith(LEGACY_PREFIX):
+            raise NotAuthorizedError(
+                "the bearer token is in the format this service issued before it issued JSON Web Tokens, "
+                f"which it no longer accepts; request a new token at {TOKEN_ENDPOINT}")
+        try:
+            claims: dict[str, Any] = jwt.decode(
+                token, self._key, algorithms=[ALGORITHM], audience=AUDIENCE, issuer=ISSUER,
+                options={"require": ["sub", "exp", "iat"]})
+        except jwt.ExpiredSignatureError:
+            raise NotAuthorizedError(f"the bearer token has expired; request a new one at {TOKEN_ENDPOINT}") from None
+        except jwt.InvalidTokenError:
+            raise NotAuthorizedError("the bearer token is not valid") from None
+        return claims
 
     def authenticate(self, authorization: str | None) -> Principal:
         if not self.settings.auth_required:
@@ -90,22 +117,13 @@ class Authenticator:
         for known, principal in self.settings.tokens.items():
             if hmac.compare_digest(known.encode(), token.encode()):
                 return principal
-        if token.startswith("ts1."):
+        if token.startswith(LEGACY_PREFIX) or token.count(".") == 2:
             return self._verify_issued(token)
         raise NotAuthorizedError("the bearer token is not valid")
 
     def _verify_issued(self, token: str) -> Principal:
-        parts = token.split(".")
-        if len(parts) != 3 or not hmac.compare_digest(self._sign(parts[1]).encode(), parts[2].encode()):
-            raise NotAuthorizedError("the bearer token is not valid")
-        try:
-            claims = json.loads(_unb64(parts[1]))
-            name, expiry = str(claims["sub"]), int(claims["exp"])
-            kind = str(claims.get("kind", CLIENT_TOKEN))
-        except (ValueError, KeyError, TypeError):
-            raise NotAuthorizedError("the bearer token is not valid") from None
-        if expiry < time.time():
-            raise NotAuthorizedError("the bearer token has expired; request a new one at /v1/oauth/tokens")
+        claims = self.claims(token)
+        name, kind = str(claims["sub"]), str(claims.get("kind", CLIENT_TOKEN))
         if kind == STATIC_TOKEN:
             # Exchanged from a static token: valid while a static token of that name is configured.
             found = next((p for p in self.settings.tokens.values() if p.name == name), None)

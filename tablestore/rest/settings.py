@@ -40,21 +40,21 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 
-from tablestore.config import LakehouseConfig
+import pydantic
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from tablestore.config import LakehouseConfig, problem_message
 from tablestore.errors import ConfigError
-from tablestore.rest.credentials import VendingSettings, vending_settings
+from tablestore.rest.credentials import VendingSettings
 from tablestore.rest.limits import DEFAULT_MAX_REQUEST_BYTES
 
 READ = "read"
 WRITE = "write"
 ROLES = (READ, WRITE)
-_KEYS = ("catalogs", "host", "port", "tokens", "clients", "token-ttl-seconds", "token-secret",
-         "allow-external-locations", "table-config", "auth", "idempotency-key-lifetime-seconds",
-         "scan-planning-page-size", "scan-plan-ttl-seconds", "storage-credentials",
-         "max-request-bytes")
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8181
 
@@ -74,22 +74,144 @@ class Principal:
         return f"Principal(name={self.name!r}, roles={self.roles!r})"
 
 
-@dataclass(frozen=True, repr=False)
-class ServerSettings:
-    """The validated ``server:`` section (see the module docstring)."""
+# -- the ``server:`` section as written ------------------------------------------------------------
+
+
+def _text(value: Any) -> Any:
+    # A name or secret YAML read as a number is still meant as text.
+    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
+class _Grant(BaseModel):
+    """A token's or client's roles: ``role`` for every served catalog, or ``roles`` per catalog."""
+
+    role: Any = READ
+    roles: dict[Any, Any] | None = Field(default=None, description="a mapping of catalog names to read or write")
+    name: Annotated[str | None, BeforeValidator(_text)] = None
+
+    @field_validator("roles")
+    @classmethod
+    def _some_roles(cls, roles: dict[Any, Any] | None) -> dict[Any, Any] | None:
+        if roles is not None and not roles:
+            raise PydanticCustomError("config_must", "must map catalog names to read or write, got an empty mapping")
+        return roles
+
+    @model_validator(mode="after")
+    def _known_roles(self) -> _Grant:
+        for catalog, role in self.granted().items():
+            if role not in ROLES:
+                raise PydanticCustomError("config_value", "role {role} for {catalog} is not one of read, write",
+                                          {"role": repr(role), "catalog": repr(catalog)})
+        return self
+
+    def granted(self) -> dict[str, str]:
+        if self.roles is not None:
+            return {str(k): str(v).lower() for k, v in self.roles.items()}
+        return {"*": str(self.role).lower()}
+
+
+def _required(value: Any, message: str) -> Any:
+    if not isinstance(value, dict):
+        raise PydanticCustomError("config_missing", message)
+    return value
+
+
+class _TokenEntry(_Grant):
+    token: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _has_token(cls, entry: Any) -> Any:
+        entry = _required(entry, "needs a 'token' (for example token: ${MY_TOKEN})")
+        token = str(entry.get("token") or "").strip()
+        if not token:
+            raise PydanticCustomError("config_missing", "needs a 'token' (for example token: ${MY_TOKEN})")
+        if len(str(entry["token"])) < 16:
+            raise PydanticCustomError("config_value", "the token is shorter than 16 characters; use a long random one")
+        return {**entry, "token": str(entry["token"])}
+
+
+class _ClientEntry(_Grant):
+    client_id: str = Field(alias="client-id")
+    client_secret: str = Field(alias="client-secret")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _has_credentials(cls, entry: Any) -> Any:
+        entry = _required(entry, "needs 'client-id' and 'client-secret'")
+        if not entry.get("client-id") or not entry.get("client-secret"):
+            raise PydanticCustomError("config_missing", "needs 'client-id' and 'client-secret'")
+        return {**entry, "client-id": str(entry["client-id"]), "client-secret": str(entry["client-secret"])}
+
+
+def _listed(value: Any) -> Any:
+    return [value] if isinstance(value, str) else ([] if value is None else value)
+
+
+def _flag(value: Any) -> bool:
+    return str(value).lower() in ("true", "1", "yes")
+
+
+def _at_least_one(value: int) -> int:
+    if value < 1:
+        raise PydanticCustomError("config_must", "must be at least 1")
+    return value
+
+
+_Positive = Annotated[int, AfterValidator(_at_least_one)]
+
+
+class _ServerSection(BaseModel):
+    """The ``server:`` section, key by key (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    catalogs: Annotated[list[str], BeforeValidator(_listed)] = Field(
+        default_factory=list, description="a list of served catalog names")
+    host: Annotated[str, BeforeValidator(_text)] = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    tokens: Annotated[list[_TokenEntry], BeforeValidator(_listed)] = Field(
+        default_factory=list, description="a list of tokens ({token: ..., role: read})")
+    clients: Annotated[list[_ClientEntry], BeforeValidator(_listed)] = Field(
+        default_factory=list, description="a list of OAuth2 clients ({client-id: ..., client-secret: ...})")
+    token_ttl_seconds: int = Field(default=3600, alias="token-ttl-seconds")
+    token_secret: Annotated[str | None, BeforeValidator(_text)] = Field(default=None, alias="token-secret")
+    allow_external_locations: Annotated[bool, BeforeValidator(_flag)] = Field(
+        default=False, alias="allow-external-locations")
+    table_config: Annotated[dict[str, Any], BeforeValidator(lambda v: {} if v is None else v)] = Field(
+        default_factory=dict, alias="table-config", description="a mapping of properties")
+    auth: Annotated[Literal["required", "none"], BeforeValidator(lambda v: str(v).lower())] = Field(
+        default="required", description="'required' or 'none'")
+    idempotency_key_lifetime_seconds: _Positive = Field(default=1800, alias="idempotency-key-lifetime-seconds")
+    scan_planning_page_size: _Positive = Field(default=5000, alias="scan-planning-page-size")
+    scan_plan_ttl_seconds: _Positive = Field(default=600, alias="scan-plan-ttl-seconds")
+    storage_credentials: Annotated[VendingSettings, BeforeValidator(lambda v: {} if v is None else v)] = Field(
+        default_factory=VendingSettings, alias="storage-credentials")
+    max_request_bytes: int = Field(
+        default=DEFAULT_MAX_REQUEST_BYTES, alias="max-request-bytes", ge=64 * 1024,
+        description="smaller limits refuse ordinary commits")
+
+
+# -- the settings the service runs with --------------------------------------------------------------
+
+
+class ServerSettings(BaseModel):
+    """The validated ``server:`` section, as the service uses it (see the module docstring)."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     catalogs: tuple[str, ...]
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
-    tokens: dict[str, Principal] = field(default_factory=dict)  # token -> principal
-    clients: dict[str, tuple[str, Principal]] = field(default_factory=dict)  # id -> (secret, principal)
+    tokens: dict[str, Principal] = Field(default_factory=dict)  # token -> principal
+    clients: dict[str, tuple[str, Principal]] = Field(default_factory=dict)  # id -> (secret, principal)
     token_ttl_s: int = 3600
-    token_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+    token_secret: bytes = Field(default_factory=lambda: secrets.token_bytes(32))
     allow_external_locations: bool = False
-    table_config: dict[str, str] = field(default_factory=dict)
+    table_config: dict[str, str] = Field(default_factory=dict)
     auth_required: bool = True
     idempotency_lifetime_s: int = 1800
-    vending: VendingSettings = field(default_factory=VendingSettings)
+    vending: VendingSettings = Field(default_factory=VendingSettings)
     scan_planning_page_size: int = 5000
     scan_plan_ttl_s: int = 600
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
@@ -102,18 +224,13 @@ class ServerSettings:
             f"clients={sorted(self.clients)!r}, auth_required={self.auth_required})"
         )
 
+    def __str__(self) -> str:
+        return repr(self)
 
-def _roles(entry: Mapping[str, Any], catalogs: tuple[str, ...], where: str) -> dict[str, str]:
-    if "roles" in entry:
-        raw = entry["roles"]
-        if not isinstance(raw, dict) or not raw:
-            raise ConfigError(f"{where}.roles must map catalog names to read or write, got {raw!r}")
-        roles = {str(k): str(v).lower() for k, v in raw.items()}
-    else:
-        roles = {"*": str(entry.get("role", READ)).lower()}
-    for catalog, role in roles.items():
-        if role not in ROLES:
-            raise ConfigError(f"{where}: role {role!r} for {catalog!r} is not one of read, write")
+
+def _principal_roles(grant: _Grant, catalogs: tuple[str, ...], where: str) -> dict[str, str]:
+    roles = grant.granted()
+    for catalog in roles:
         if catalog != "*" and catalog not in catalogs:
             raise ConfigError(f"{where}: roles name catalog {catalog!r}, which is not served ({list(catalogs)})")
     return roles
@@ -123,81 +240,46 @@ def server_settings(config: LakehouseConfig, overrides: Mapping[str, Any] | None
     """The server settings of ``config`` (``overrides`` such as host and port from the CLI win)."""
     raw: dict[str, Any] = {**config.server, **{k: v for k, v in (overrides or {}).items() if v is not None}}
     src = config.source
-    for key in raw:
-        if key not in _KEYS:
-            raise ConfigError(f"{src}: unknown key server.{key}; expected one of {', '.join(_KEYS)}")
-    names = raw.get("catalogs") or [config.default_catalog]
-    if isinstance(names, str):
-        names = [names]
-    catalogs = tuple(str(n) for n in names)
+    try:
+        section = _ServerSection.model_validate(raw)
+    except pydantic.ValidationError as e:
+        raise ConfigError(f"{src}: {problem_message(e.errors()[0], _ServerSection, ('server',))}") from None
+    catalogs = tuple(section.catalogs or [config.default_catalog])
     for name in catalogs:
         if name not in config.catalogs:
             raise ConfigError(f"{src}: server.catalogs names {name!r}, which is not a defined catalog")
         if config.catalogs[name].type != "sql":
             raise ConfigError(f"{src}: server.catalogs: {name!r} is a {config.catalogs[name].type} catalog; "
                               "the server serves sql catalogs")
-
-    tokens: dict[str, Principal] = {}
-    for i, entry in enumerate(raw.get("tokens") or []):
-        where = f"{src}: server.tokens[{i}]"
-        if not isinstance(entry, dict) or not str(entry.get("token") or "").strip():
-            raise ConfigError(f"{where} needs a 'token' (for example token: ${{MY_TOKEN}})")
-        token = str(entry["token"])
-        if len(token) < 16:
-            raise ConfigError(f"{where}: the token is shorter than 16 characters; use a long random one")
-        tokens[token] = Principal(str(entry.get("name") or f"token{i}"), _roles(entry, catalogs, where))
-    clients: dict[str, tuple[str, Principal]] = {}
-    for i, entry in enumerate(raw.get("clients") or []):
-        where = f"{src}: server.clients[{i}]"
-        if not isinstance(entry, dict) or not entry.get("client-id") or not entry.get("client-secret"):
-            raise ConfigError(f"{where} needs 'client-id' and 'client-secret'")
-        client_id = str(entry["client-id"])
-        clients[client_id] = (str(entry["client-secret"]), Principal(client_id, _roles(entry, catalogs, where)))
-
-    auth = str(raw.get("auth", "required")).lower()
-    if auth not in ("required", "none"):
-        raise ConfigError(f"{src}: server.auth must be 'required' or 'none', got {auth!r}")
-    if auth == "required" and not tokens and not clients:
+    tokens = {
+        entry.token: Principal(entry.name or f"token{i}",
+                               _principal_roles(entry, catalogs, f"{src}: server.tokens[{i}]"))
+        for i, entry in enumerate(section.tokens)
+    }
+    clients = {
+        entry.client_id: (entry.client_secret, Principal(
+            entry.client_id, _principal_roles(entry, catalogs, f"{src}: server.clients[{i}]")))
+        for i, entry in enumerate(section.clients)
+    }
+    if section.auth == "required" and not tokens and not clients:
         raise ConfigError(f"{src}: the server has no tokens and no clients; add some under server.tokens "
                           "or server.clients (or set server.auth: none for local use)")
-    table_config = raw.get("table-config") or {}
-    if not isinstance(table_config, dict):
-        raise ConfigError(f"{src}: server.table-config must be a mapping of properties")
-    try:
-        port = int(raw.get("port", DEFAULT_PORT))
-        ttl = int(raw.get("token-ttl-seconds", 3600))
-        idempotency_lifetime = int(raw.get("idempotency-key-lifetime-seconds", 1800))
-        page_size = int(raw.get("scan-planning-page-size", 5000))
-        plan_ttl = int(raw.get("scan-plan-ttl-seconds", 600))
-        max_request_bytes = int(raw.get("max-request-bytes", DEFAULT_MAX_REQUEST_BYTES))
-    except (TypeError, ValueError):
-        raise ConfigError(f"{src}: server.port, server.token-ttl-seconds, server.idempotency-key-lifetime-seconds, "
-                          "server.scan-planning-page-size, server.scan-plan-ttl-seconds and server.max-request-bytes "
-                          "must be integers") from None
-    if idempotency_lifetime < 1:
-        raise ConfigError(f"{src}: server.idempotency-key-lifetime-seconds must be at least 1")
-    if page_size < 1 or plan_ttl < 1:
-        raise ConfigError(f"{src}: server.scan-planning-page-size and server.scan-plan-ttl-seconds must be at least 1")
-    if max_request_bytes < 64 * 1024:
-        raise ConfigError(f"{src}: server.max-request-bytes must be at least 65536 (64 KiB): smaller limits "
-                          "refuse ordinary commits")
-    secret = raw.get("token-secret")
     return ServerSettings(
         catalogs=catalogs,
-        host=str(raw.get("host", DEFAULT_HOST)),
-        port=port,
+        host=section.host,
+        port=section.port,
         tokens=tokens,
         clients=clients,
-        token_ttl_s=ttl,
-        token_secret=str(secret).encode() if secret else secrets.token_bytes(32),
-        allow_external_locations=str(raw.get("allow-external-locations", False)).lower() in ("true", "1", "yes"),
-        table_config={str(k): str(v) for k, v in table_config.items()},
-        auth_required=auth == "required",
-        idempotency_lifetime_s=idempotency_lifetime,
-        scan_planning_page_size=page_size,
-        scan_plan_ttl_s=plan_ttl,
-        max_request_bytes=max_request_bytes,
-        vending=vending_settings(raw.get("storage-credentials"), str(src)),
+        token_ttl_s=section.token_ttl_seconds,
+        token_secret=section.token_secret.encode() if section.token_secret else secrets.token_bytes(32),
+        allow_external_locations=section.allow_external_locations,
+        table_config={str(k): str(v) for k, v in section.table_config.items()},
+        auth_required=section.auth == "required",
+        idempotency_lifetime_s=section.idempotency_key_lifetime_seconds,
+        scan_planning_page_size=section.scan_planning_page_size,
+        scan_plan_ttl_s=section.scan_plan_ttl_seconds,
+        max_request_bytes=section.max_request_bytes,
+        vending=section.storage_credentials,
     )
 
 

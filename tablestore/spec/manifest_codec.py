@@ -9,12 +9,19 @@ several times faster. The encoder is generated the same way.
 
 Logical types are ignored: values stay raw (int days, int micros, unscaled-decimal bytes,
 16-byte uuids), which is what Iceberg's internal representation needs anyway.
+
+The generated code is debuggable: each function is compiled under a file name of its own,
+``<avro decoder NAME HASH>`` (NAME: the record's name, HASH: of its schema), whose source is
+registered in ``linecache``, so a traceback through it shows the generated line that failed;
+``codec_source(schema)`` returns that source.
 """
 
 from __future__ import annotations
 
 import bz2
+import hashlib
 import json
+import linecache
 import lzma
 import os
 import re
@@ -455,8 +462,7 @@ def compile_filtered_decoder(schema: AvroSchema, outer: str, inner: str) -> Filt
         "_varint_tail": _varint_tail, "_RUNS": _RUNS, "_varint_run": _varint_run, "_FLOAT": _FLOAT, "_DOUBLE": _DOUBLE,
         "_Corrupt": CorruptMetadataError, **src.consts,
     }
-    exec(compile("\n".join(src.lines), "<filtered avro decoder>", "exec"), namespace)
-    decoder: FilteredDecoder = namespace["decode"]
+    decoder: FilteredDecoder = _load(src, namespace, "filtered decoder", [schema, outer, inner], "decode")
     return decoder
 
 
@@ -476,8 +482,7 @@ def compile_decoder(schema: AvroSchema) -> Decoder:
         "_varint_tail": _varint_tail, "_FLOAT": _FLOAT, "_DOUBLE": _DOUBLE, "_Corrupt": CorruptMetadataError,
         **src.consts,
     }
-    exec(compile("\n".join(src.lines), "<avro decoder>", "exec"), namespace)
-    decoder: Decoder = namespace["decode"]
+    decoder: Decoder = _load(src, namespace, "decoder", schema, "decode")
     return decoder
 
 
@@ -577,13 +582,68 @@ def compile_encoder(schema: AvroSchema) -> Encoder:
         "_varint_bytes": _varint_bytes, "_FLOAT": _FLOAT, "_DOUBLE": _DOUBLE, "_Invalid": ValidationError,
         **src.consts,
     }
-    exec(compile("\n".join(src.lines), "<avro encoder>", "exec"), namespace)
-    encoder: Encoder = namespace["encode"]
+    encoder: Encoder = _load(src, namespace, "encoder", schema, "encode")
     return encoder
+
+
+# The source of every generated function by its file name (what tracebacks name): at most a few
+# hundred, as the caches below hold at most 256 functions each.
+_GENERATED: dict[str, str] = {}
+_MAX_GENERATED = 1024
+
+
+def _load(src: _Source, namespace: dict[str, Any], kind: str, key: Any, function: str) -> Any:
+    """Compile ``src`` under a file name naming ``kind`` and the schema, with its text in
+    ``linecache`` (tracebacks through the function show its lines), and return ``function``."""
+    text = "\n".join(src.lines) + "\n"
+    top = unwrap(key[0] if kind == "filtered decoder" else key)
+    name = top.get("name", type_name(top)) if isinstance(top, dict) else type_name(top)
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+    filename = f"<avro {kind} {name} {digest}>"
+    if len(_GENERATED) >= _MAX_GENERATED:
+        for old in list(_GENERATED)[: _MAX_GENERATED // 2]:
+            del _GENERATED[old]
+            linecache.cache.pop(old, None)
+    _GENERATED[filename] = text
+    # mtime None: linecache.checkcache keeps the entry (there is no file to compare it with).
+    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+    exec(compile(text, filename, "exec"), namespace)
+    return namespace[function]
+
+
+def codec_source(schema: AvroSchema, kind: str = "decoder", *, outer: str | None = None,
+                 inner: str | None = None) -> str:
+    """The Python source generated for ``schema``: its ``decoder`` (the default), its
+    ``encoder``, or its ``filtered`` decoder on ``record[outer][inner]``. It is the text a
+    traceback through the codec quotes, under the file name ``<avro KIND NAME HASH>``."""
+    function: Callable[..., Any]
+    if kind == "decoder":
+        function = compile_decoder(schema)
+    elif kind == "encoder":
+        function = compile_encoder(schema)
+    elif kind == "filtered":
+        if outer is None or inner is None:
+            raise ValueError("codec_source(schema, 'filtered', outer=..., inner=...) needs the field it filters on")
+        function = compile_filtered_decoder(schema, outer, inner)
+    else:
+        raise ValueError(f"kind must be 'decoder', 'encoder' or 'filtered', not {kind!r}")
+    return _GENERATED[function.__code__.co_filename]
 
 
 _DECODERS: dict[str, Decoder] = {}
 _FILTERED_DECODERS: dict[str, FilteredDecoder] = {}
+_ENCODERS: dict[str, Encoder] = {}
+
+
+def encoder_for(schema: AvroSchema) -> Encoder:
+    """A cached encoder: a table's manifests of one spec share their schema."""
+    key = json.dumps(schema, sort_keys=True)
+    found = _ENCODERS.get(key)
+    if found is None:
+        if len(_ENCODERS) > 256:
+            _ENCODERS.clear()
+        found = _ENCODERS[key] = compile_encoder(schema)
+    return found
 
 
 def decoder_for(schema: AvroSchema) -> Decoder:
@@ -732,7 +792,7 @@ def write_container(
     """An Avro container file of ``records``; ``meta`` is stored as the file's key-value metadata."""
     if codec not in ("null", "deflate"):
         raise CorruptMetadataError(f"the manifest writer supports the null and deflate codecs, not {codec!r}")
-    encode = compile_encoder(schema)
+    encode = encoder_for(schema)
     header = {**{k: v.encode("utf-8") for k, v in meta.items()},
               "avro.schema": json.dumps(schema).encode("utf-8"), "avro.codec": codec.encode("utf-8")}
     sync = os.urandom(16)

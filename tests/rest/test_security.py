@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
+import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import jwt
 import pytest
 import requests
 
@@ -146,7 +151,7 @@ def test_oauth2_token_exchange_refreshes_a_valid_token_of_ours_and_refuses_anyth
     body = answer.json()
     assert body["token_type"] == "bearer" and body["issued_token_type"] == ACCESS and body["expires_in"] == 3600
     fresh = body["access_token"]
-    assert fresh.startswith("ts1.")
+    assert jwt.get_unverified_header(fresh)["alg"] == "HS256"
     # The same principal and roles: the client's write role lets it create a namespace.
     create = requests.post(f"{rest_service.uri}/v1/{CATALOG}/namespaces", timeout=30,
                            headers={"Authorization": f"Bearer {fresh}"}, json={"namespace": ["exchanged"]})
@@ -154,7 +159,7 @@ def test_oauth2_token_exchange_refreshes_a_valid_token_of_ours_and_refuses_anyth
     # A static read token is exchanged for an expiring token that still only reads.
     read = requests.post(url, timeout=30, data={"grant_type": EXCHANGE, "subject_token": READ_TOKEN,
                                                 "subject_token_type": ACCESS}).json()["access_token"]
-    assert read.startswith("ts1.") and _get(rest_service, f"{CATALOG}/namespaces",
+    assert jwt.get_unverified_header(read)["alg"] == "HS256" and _get(rest_service, f"{CATALOG}/namespaces",
                                            {"Authorization": f"Bearer {read}"}).status_code == 200
     refused = requests.post(f"{rest_service.uri}/v1/{CATALOG}/namespaces", timeout=30,
                             headers={"Authorization": f"Bearer {read}"}, json={"namespace": ["nope"]})
@@ -226,13 +231,11 @@ def test_a_client_with_credentials_gets_a_new_token_when_its_token_is_refused(re
         catalog._session.headers["Authorization"] = "Bearer ts1.eyJzdWIiOiJldGwiLCJleHAiOjF9.expired"
         catalog.create_namespace("refreshed")
         assert catalog.namespace_exists("refreshed")
-        assert catalog._session.headers["Authorization"].startswith("Bearer ts1.")
+        assert jwt.get_unverified_header(catalog._session.headers["Authorization"].removeprefix("Bearer "))
         assert "expired" not in catalog._session.headers["Authorization"]
 
 
 def test_issued_tokens_expire_and_cannot_be_forged() -> None:
-    import dataclasses
-
     from tablestore.rest.security import Authenticator
 
     settings = _settings("  clients: [{client-id: etl, client-secret: s3cr3t-s3cr3t, role: read}]")
@@ -245,12 +248,60 @@ def test_issued_tokens_expire_and_cannot_be_forged() -> None:
         auth.authenticate(f"Bearer {header}.{payload}.{signature[:-2]}xx")
     with pytest.raises(NotAuthorizedError, match="invalid client credentials"):
         auth.issue("etl", "wrong")
-    expired = Authenticator(dataclasses.replace(settings, token_ttl_s=-10))
+    expired = Authenticator(settings.model_copy(update={"token_ttl_s": -10}))
     old, _ = expired.issue("etl", "s3cr3t-s3cr3t")
     with pytest.raises(NotAuthorizedError, match="expired"):
         expired.authenticate(f"Bearer {old}")
     with pytest.raises(ForbiddenError):
         Authenticator.authorize(principal, "lake", "write")
+
+
+def test_issued_tokens_are_jwts_with_the_standard_claims_signed_with_the_token_secret(
+    rest_service: RestService,
+) -> None:
+    from tablestore.rest.security import signing_key
+
+    before = int(time.time())
+    token = requests.post(f"{rest_service.uri}/v1/oauth/tokens", timeout=30, data={
+        "grant_type": "client_credentials", "client_id": CLIENT_ID, "client_secret": CLIENT_SECRET,
+    }).json()["access_token"]
+    # The service's token-secret (tests/services.py) verifies it; any other key does not.
+    claims = jwt.decode(token, signing_key(b"test-signing-secret"), algorithms=["HS256"], audience="tablestore")
+    assert {k: claims[k] for k in ("sub", "iss", "aud", "scope")} == {
+        "sub": CLIENT_ID, "iss": "tablestore", "aud": "tablestore", "scope": "catalog"}
+    assert before <= claims["iat"] <= time.time() and claims["exp"] - claims["iat"] == 3600
+    with pytest.raises(jwt.InvalidSignatureError):
+        jwt.decode(token, signing_key(b"another-secret"), algorithms=["HS256"], audience="tablestore")
+    # A token with the same claims signed with another key is refused.
+    forged = jwt.encode(claims, signing_key(b"another-secret"), algorithm="HS256")
+    refused = _get(rest_service, f"{CATALOG}/namespaces", {"Authorization": f"Bearer {forged}"})
+    assert refused.status_code == 401 and refused.json()["error"]["message"] == "the bearer token is not valid"
+
+
+def _legacy_token(secret: bytes, claims: dict[str, object]) -> str:
+    """A token in the format issued before JWTs (ts1.<claims>.<HMAC-SHA256 of them>), signed
+    correctly with the service's secret: what a client may still hold from before."""
+    def b64(data: bytes) -> str:
+        return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+    payload = b64(json.dumps(claims).encode())
+    return f"ts1.{payload}.{b64(hmac.new(secret, payload.encode(), hashlib.sha256).digest())}"
+
+
+def test_a_token_in_the_format_issued_before_jwts_is_refused_with_401_saying_to_request_a_new_one(
+    rest_service: RestService,
+) -> None:
+    old = _legacy_token(b"test-signing-secret", {"sub": CLIENT_ID, "exp": int(time.time()) + 3600})
+    response = _get(rest_service, f"{CATALOG}/namespaces", {"Authorization": f"Bearer {old}"})
+    assert response.status_code == 401 and response.headers["WWW-Authenticate"] == "Bearer"
+    assert response.json()["error"]["message"] == (
+        "the bearer token is in the format this service issued before it issued JSON Web Tokens, which it no "
+        "longer accepts; request a new token at /v1/oauth/tokens")
+    # Nor is it exchanged for a new one: the client asks with its credentials.
+    exchange = requests.post(f"{rest_service.uri}/v1/oauth/tokens", timeout=30, data={
+        "grant_type": EXCHANGE, "subject_token": old, "subject_token_type": ACCESS})
+    assert (exchange.status_code, exchange.json()["error"]) == (400, "invalid_grant")
+    assert "request a new token" in exchange.json()["error_description"]
 
 
 def test_serve_refuses_to_start_without_tokens(tmp_path: Path) -> None:
