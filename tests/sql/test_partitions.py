@@ -144,10 +144,10 @@ def test_overwrite_modes_dynamic_static_by_session_option_and_table_property(ses
     assert views(session) == [["w", 6, "d3", "de"]]
     # Spark's own option is honoured too; the table property applies when the session sets nothing.
     session.execute("SET spark.sql.sources.partitionOverwriteMode=DYNAMIC")
-    session.session_options.pop("tablestore.insert-overwrite.mode")
+    session.session_options.reset("tablestore.insert-overwrite.mode")
     session.execute("INSERT OVERWRITE country_page_view VALUES ('v', 5, 'd4', 'de')")
     assert len(views(session)) == 2
-    session.session_options.clear()
+    session.session_options.reset()
     session.execute("ALTER TABLE country_page_view SET TBLPROPERTIES ('tablestore.insert-overwrite.mode'='static')")
     session.execute("INSERT OVERWRITE country_page_view VALUES ('u', 4, 'd5', 'de')")
     assert views(session) == [["u", 4, "d5", "de"]]
