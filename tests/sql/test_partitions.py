@@ -6,38 +6,18 @@ from __future__ import annotations
 
 import datetime
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tablestore.errors import NoSuchPartitionError, PartitionAlreadyExistsError, ValidationError
 from tablestore.sql.session import SqlSession
-from tests.lakehouse_config import lakehouse_config, sqlite_catalog
+from tests.sql.conftest import rows
 
 pytestmark = pytest.mark.spark
 
 PAGE_VIEWS = "CREATE TABLE country_page_view (user STRING, cnt INT, date STRING, country STRING) " \
              "PARTITIONED BY (date, country)"
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from tablestore.engine.spark import spark_session
-
-    yield spark_session(None, app_name="tablestore-partition-tests")
-
-
-@pytest.fixture
-def session(tmp_path: Path, spark: Any) -> SqlSession:
-    s = SqlSession(lakehouse_config(tmp_path, sqlite_catalog(tmp_path, "cat", default_database="db")), spark=spark)
-    s.execute("CREATE DATABASE db")
-    return s
-
-
-def rows(session: SqlSession, sql: str) -> list[list[Any]]:
-    return session.execute(sql)[-1].rows
 
 
 def partitions(session: SqlSession, table: str = "country_page_view") -> list[str]:
