@@ -49,6 +49,7 @@ from tablestore.spec.types import (
     sql_type_name,
 )
 from tablestore.sql import statements as st
+from tablestore.sql.context import INSERT_OVERWRITE_MODE
 from tablestore.sql.query import spark_errors
 from tablestore.sql.result import StatementResult
 from tablestore.table.ops.overwrite import overwrite_files_producer, replace_partitions_files_producer
@@ -60,12 +61,10 @@ if TYPE_CHECKING:
     from tablestore.engine.spark_write_files import WrittenFiles
     from tablestore.spec.manifest import DataFile
     from tablestore.spec.metadata import Snapshot
-    from tablestore.sql.session import SqlSession
+    from tablestore.sql.context import SessionContext
     from tablestore.table import Table
 
 _NUMERIC = (IntegerType, LongType, FloatType, DoubleType, DecimalType)
-INSERT_OVERWRITE_MODE = "tablestore.insert-overwrite.mode"
-SPARK_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
 
 
 def _spark_kind(spark_type: Any) -> str:
@@ -241,14 +240,10 @@ def _column_count_error(table: Table, given: int, targets: list[str], clause: Pa
     return ValidationError(f"INSERT into {table.name}: the query gives {given} column(s) but {expected}")
 
 
-def overwrite_mode(session: SqlSession, table: Table) -> str:
+def overwrite_mode(context: SessionContext, table: Table) -> str:
     """``static`` (replace all rows the PARTITION clause selects) or ``dynamic`` (replace only the
     partitions the query writes): the session option, else the table property, else dynamic."""
-    options: dict[str, str] = getattr(session, "session_options", {})
-    for key in (INSERT_OVERWRITE_MODE, SPARK_OVERWRITE_MODE):
-        if key in options:
-            return options[key].lower()
-    return table.properties.get(INSERT_OVERWRITE_MODE, "dynamic").lower()
+    return context.options.overwrite_mode() or table.properties.get(INSERT_OVERWRITE_MODE, "dynamic").lower()
 
 
 def typed_for_table(table: Table, df: Any, targets: list[str]) -> Any:
@@ -285,12 +280,12 @@ def static_column(table: Table, name: str, value: Any) -> Any:
     return (literal.cast(cast_to) if cast_to else literal).alias(name)
 
 
-def write_query(session: SqlSession, table: Table, df: Any) -> WrittenFiles:
+def write_query(context: SessionContext, table: Table, df: Any) -> WrittenFiles:
     """Spark tasks write the rows of ``df`` (typed for ``table``) as data files; nothing commits."""
     from tablestore.engine.spark_write_files import table_target, write_files
 
     with spark_errors():
-        return write_files(df, table_target(table, session.config.to_json()))
+        return write_files(df, table_target(table, context.config.to_json()))
 
 
 def commit_written_files(table: Table, written: WrittenFiles,
@@ -305,20 +300,26 @@ def commit_written_files(table: Table, written: WrittenFiles,
                           lambda files: commit_snapshot(producer(files, written.summary()), identity))
 
 
-def run_insert(session: SqlSession, table: Table, s: st.Insert) -> StatementResult:
+def insert(context: SessionContext, s: st.Insert) -> StatementResult:
+    """INSERT INTO and INSERT OVERWRITE (the handler of :class:`~tablestore.sql.statements.Insert`)."""
+    _, _, table = context.table(s.name)
+    return run_insert(context, table, s)
+
+
+def run_insert(context: SessionContext, table: Table, s: st.Insert) -> StatementResult:
     clause = resolve_partition_clause(table, s.partition)
     static = clause.static
     targets = _targets(table, s, clause)
-    df = session.planner().dataframe(s.query)
+    df = context.planner().dataframe(s.query)
     if len(df.columns) != len(targets):
         raise _column_count_error(table, len(df.columns), targets, clause)
     df = typed_for_table(table, df, targets)
     if static:
         df = df.select("*", *(static_column(table, name, value) for name, value in static.items()))
-    mode = overwrite_mode(session, table) if s.overwrite else "append"
+    mode = overwrite_mode(context, table) if s.overwrite else "append"
     if mode not in ("static", "dynamic", "append"):
         raise ValidationError(f"{INSERT_OVERWRITE_MODE} must be 'dynamic' or 'static', got {mode!r}")
-    written = write_query(session, table, df)
+    written = write_query(context, table, df)
     rows = written.rows
     if not s.overwrite:
         if written.files:

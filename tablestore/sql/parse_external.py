@@ -71,7 +71,7 @@ def partition_column_def(term: str) -> PartitionColumnDef:
     name = c.identifier("a partition column name")
     if c.at_end():
         return PartitionColumnDef(name)
-    if c.peek().token_type == TokenType.L_PAREN:  # type: ignore[union-attr]
+    if c.is_type(TokenType.L_PAREN):
         raise c.error(
             "external tables are partitioned Hive style, by columns: use PARTITIONED BY (name type, ...); "
             "transforms such as days(ts) need a managed table (CREATE TABLE ... USING iceberg)"
@@ -97,7 +97,7 @@ def _add_partitions(c: Cursor, name: st.Name) -> st.Statement:
 
 def parse_alter_table(c: Cursor, name: st.Name, is_view: bool) -> st.Statement | None:
     adds_partition = c.word() == "ADD" and (
-        (c.word(1) == "PARTITION" and c.peek(2) is not None and c.peek(2).token_type == TokenType.L_PAREN)  # type: ignore[union-attr]
+        (c.word(1) == "PARTITION" and c.is_type(TokenType.L_PAREN, 2))
         or (c.word(1) == "IF" and c.word(2) == "NOT" and c.word(3) == "EXISTS" and c.word(4) == "PARTITION")
     )
     if adds_partition and not is_view:
@@ -120,7 +120,7 @@ def _msck(c: Cursor) -> st.Statement:
             break
     else:
         if not c.at_end():
-            raise c.error(f"expected ADD, DROP or SYNC PARTITIONS but found {c.peek().text!r}")  # type: ignore[union-attr]
+            raise c.error(f"expected ADD, DROP or SYNC PARTITIONS but found {c.next_text()!r}")
     return MsckRepair(c.sql, name, mode)
 
 

@@ -180,7 +180,7 @@ def _set(c: Cursor) -> st.Statement:
         raise c.error("expected an option name after SET")
     # Keys are dotted and may contain dashes (tablestore.insert-overwrite.mode): take the raw text.
     last = first
-    while not c.at_end() and c.peek().token_type != TokenType.EQ:  # type: ignore[union-attr]
+    while not c.at_end() and not c.is_type(TokenType.EQ):
         last = c.advance()
     key = c.sql[first.start:last.end + 1].strip().strip("`")
     if not c.accept_type(TokenType.EQ):

@@ -58,7 +58,7 @@ def _use(c: Cursor) -> st.Statement:
 def _pattern(c: Cursor) -> str | None:
     if c.accept("LIKE"):
         return c.string("a LIKE pattern")
-    if c.peek() is not None and c.peek().token_type == TokenType.STRING:  # type: ignore[union-attr]
+    if c.is_type(TokenType.STRING):
         return c.string()
     return None
 
@@ -155,7 +155,7 @@ def _create_database(c: Cursor) -> st.Statement:
                 raise c.error("expected DBPROPERTIES after WITH")
             properties.update(c.properties())
         else:
-            raise c.error(f"unexpected {c.peek().text!r} in CREATE DATABASE")  # type: ignore[union-attr]
+            raise c.error(f"unexpected {c.next_text()!r} in CREATE DATABASE")
     return st.CreateDatabase(c.sql, name, if_not_exists, comment, location, properties)
 
 
@@ -204,7 +204,7 @@ def _create_table(c: Cursor, or_replace: bool, external: bool) -> st.Statement:
     if_not_exists = _if_not_exists(c)
     name = c.qualified_name("a table name")
     columns: tuple[st.ColumnDef, ...] = ()
-    if c.peek() is not None and c.peek().token_type == TokenType.L_PAREN:  # type: ignore[union-attr]
+    if c.is_type(TokenType.L_PAREN):
         columns = _column_defs(c)
     using = comment = location = None
     partitioned: tuple[str, ...] = ()
@@ -227,7 +227,7 @@ def _create_table(c: Cursor, or_replace: bool, external: bool) -> st.Statement:
                 raise c.error("expected a query after AS")
             c.pos = len(c.tokens)
         else:
-            raise c.error(f"unexpected {c.peek().text!r} in CREATE TABLE")  # type: ignore[union-attr]
+            raise c.error(f"unexpected {c.next_text()!r} in CREATE TABLE")
     if not columns and query is None and not external:
         raise c.error("CREATE TABLE needs a column list or AS SELECT ...")
     return st.CreateTable(c.sql, name, columns, if_not_exists, or_replace, external, using, partitioned,
@@ -369,7 +369,7 @@ def _insert(c: Cursor) -> st.Statement:
     if not query:
         raise c.error("expected VALUES or a query")
     if c.word() not in _QUERY_STARTS:
-        raise c.error(f"expected VALUES or SELECT but found {c.peek().text!r}")  # type: ignore[union-attr]
+        raise c.error(f"expected VALUES or SELECT but found {c.next_text()!r}")
     c.pos = len(c.tokens)
     return st.Insert(c.sql, name, overwrite, tuple(partition), tuple(columns), query)
 

@@ -1,4 +1,5 @@
-"""Execution of ``CALL``: a mixin of :class:`tablestore.sql.session.SqlSession`."""
+"""Execution of ``CALL``: the procedure is found in the registry of ``procedures.py`` and runs
+in the catalog the call names."""
 
 from __future__ import annotations
 
@@ -9,23 +10,20 @@ from tablestore.sql.parse_procedures import Call
 from tablestore.sql.procedures import find_procedure, literal_value
 
 if TYPE_CHECKING:
-    from tablestore.session import CatalogManager
+    from tablestore.sql.context import SessionContext
     from tablestore.sql.result import StatementResult
 
 
-class ProcedureStatements:
-    manager: CatalogManager
-
-    def _Call(self, s: Call) -> StatementResult:
-        """``CALL cat.system.p(...)`` runs in catalog ``cat``; ``CALL system.p(...)`` in the current one."""
-        if len(s.name) == 3:
-            catalog, namespace, name = self.manager.catalog(s.name[0]), s.name[1], s.name[2]
-        elif len(s.name) == 2:
-            catalog, namespace, name = self.manager.catalog(), s.name[0], s.name[1]
-        else:
-            raise ValidationError(f"procedure names have the form [catalog.]system.name; got {'.'.join(s.name)!r}")
-        if namespace.lower() != "system":
-            raise ValidationError(f"procedures live in the namespace 'system'; got {'.'.join(s.name)!r}")
-        found = find_procedure(name)
-        args = found.bind([(arg_name, literal_value(text)) for arg_name, text in s.args])
-        return found.body(self, catalog, args)  # type: ignore[arg-type]
+def call(context: SessionContext, s: Call) -> StatementResult:
+    """``CALL cat.system.p(...)`` runs in catalog ``cat``; ``CALL system.p(...)`` in the current one."""
+    if len(s.name) == 3:
+        catalog, namespace, name = context.manager.catalog(s.name[0]), s.name[1], s.name[2]
+    elif len(s.name) == 2:
+        catalog, namespace, name = context.manager.catalog(), s.name[0], s.name[1]
+    else:
+        raise ValidationError(f"procedure names have the form [catalog.]system.name; got {'.'.join(s.name)!r}")
+    if namespace.lower() != "system":
+        raise ValidationError(f"procedures live in the namespace 'system'; got {'.'.join(s.name)!r}")
+    found = find_procedure(name)
+    args = found.bind([(arg_name, literal_value(text)) for arg_name, text in s.args])
+    return found.body(context, catalog, args)

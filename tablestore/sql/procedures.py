@@ -20,8 +20,8 @@ from tablestore.errors import ValidationError
 
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
+    from tablestore.sql.context import SessionContext
     from tablestore.sql.result import StatementResult
-    from tablestore.sql.session import SqlSession
 
 # Modules that register procedures when imported (maintenance: issue 9; column merges: issue 7).
 _PROCEDURE_MODULES = ("tablestore.sql.procedures_maintenance", "tablestore.sql.procedures_columns")
@@ -34,7 +34,7 @@ class Parameter:
     doc: str = ""
 
 
-ProcedureBody = Callable[["SqlSession", "Catalog", dict[str, Any]], "StatementResult"]
+ProcedureBody = Callable[["SessionContext", "Catalog", dict[str, Any]], "StatementResult"]
 
 
 @dataclass(frozen=True)

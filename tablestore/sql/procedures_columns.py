@@ -17,7 +17,7 @@ from tablestore.sql.result import StatementResult
 
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
-    from tablestore.sql.session import SqlSession
+    from tablestore.sql.context import SessionContext
     from tablestore.table import Table
 
 _COMMON = (
@@ -36,17 +36,16 @@ def _text(args: dict[str, Any], name: str, default: str | None = None) -> str | 
     return value
 
 
-def _table(session: SqlSession, catalog: Catalog, name: str) -> Table:
+def _table(session: SessionContext, catalog: Catalog, name: str) -> Table:
     parts = tuple(p.strip().strip("`") for p in name.split("."))
     if len(parts) == 3 and parts[0] in session.manager.config.catalogs:
         catalog, parts = session.manager.catalog(parts[0]), parts[1:]
     elif len(parts) != 2:
         raise ValidationError(f"table names have the form [catalog.]database.table; got {name!r}")
-    table: Table = session._load_table(catalog, parts)
-    return table
+    return session.load_table(catalog, parts)
 
 
-def _run(session: SqlSession, catalog: Catalog, args: dict[str, Any], mode: str) -> StatementResult:
+def _run(session: SessionContext, catalog: Catalog, args: dict[str, Any], mode: str) -> StatementResult:
     target = _table(session, catalog, str(_text(args, "table")))
     source_table = _table(session, catalog, str(_text(args, "source")))
     on = [c.strip() for c in str(_text(args, "on")).split(",")]
@@ -75,7 +74,7 @@ def _run(session: SqlSession, catalog: Catalog, args: dict[str, Any], mode: str)
 
 
 @procedure("merge_columns", *_COMMON, doc="Add the source's columns to the table's rows, joined on the key.")
-def merge_columns(session: SqlSession, catalog: Catalog, args: dict[str, Any]) -> StatementResult:
+def merge_columns(session: SessionContext, catalog: Catalog, args: dict[str, Any]) -> StatementResult:
     return _run(session, catalog, args, "merge")
 
 
@@ -84,5 +83,5 @@ def merge_columns(session: SqlSession, catalog: Catalog, args: dict[str, Any]) -
     Parameter("null_policy", doc="'keep' (default): a NULL new value keeps the old; 'overwrite': it wins"),
     doc="Update the table's columns from the source: absent or NULL new values keep the old ones.",
 )
-def update_columns(session: SqlSession, catalog: Catalog, args: dict[str, Any]) -> StatementResult:
+def update_columns(session: SessionContext, catalog: Catalog, args: dict[str, Any]) -> StatementResult:
     return _run(session, catalog, args, "update")

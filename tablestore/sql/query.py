@@ -89,6 +89,13 @@ class QueryPlanner:
         # (spark_native_read), which costs a fraction of the data source's Python-to-JVM
         # transfer. Other reads keep the data source, whose filter push-down prunes files.
         self.native_reads: set[tuple[str, ...]] = set()
+        # Names bound to temporary views the statement registered itself (bind).
+        self._bound: dict[tuple[str, ...], str] = {}
+
+    def bind(self, name: str, view: str) -> None:
+        """Resolve the bare name ``name`` to the temporary view ``view``: a relation the statement
+        made itself, such as a row-level statement's target with its ``_file`` and ``_pos``."""
+        self._bound[(name,)] = view
 
     # -- the entry point -----------------------------------------------------------------------
     def dataframe(self, sql: str) -> DataFrame:
@@ -122,6 +129,8 @@ class QueryPlanner:
 
     # -- relations -----------------------------------------------------------------------------
     def _bind_relation(self, parts: tuple[str, ...], version: exp.Version | None) -> str:
+        if parts in self._bound:
+            return self._bound[parts]
         if len(parts) >= 2 and parts[-1].lower() in METADATA_TABLES:
             table = self._try_table(parts[:-1])
             if table is not None:

@@ -1,6 +1,5 @@
 """Execution of schema evolution (issue 4): ALTER TABLE ... ADD/DROP/RENAME/ALTER COLUMN, identifier fields.
 
-A mixin of :class:`tablestore.sql.session.SqlSession`: a statement class ``X`` runs in method ``_X``.
 Every action of one statement goes into one :class:`~tablestore.table.update.schema.UpdateSchema`,
 so the statement commits once or not at all. Names are matched ignoring case, as Spark does.
 """
@@ -21,25 +20,17 @@ from tablestore.sql.parse_schema import (
 from tablestore.sql.result import StatementResult
 
 if TYPE_CHECKING:
-    from tablestore.catalog import Catalog
-    from tablestore.session import CatalogManager
+    from tablestore.sql.context import SessionContext
     from tablestore.table.update.schema import UpdateSchema
 
 
-class SchemaStatements:
-    if TYPE_CHECKING:
-        manager: CatalogManager
-
-        def _load_table(self, catalog: Catalog, identifier: tuple[str, ...]) -> Any: ...
-
-    def _AlterSchema(self, s: AlterSchema) -> StatementResult:
-        catalog, identifier = self.manager.resolve_table(s.name)
-        table = self._load_table(catalog, identifier)
-        update = table.update_schema(case_sensitive=False)
-        for action in s.actions:
-            _apply(update, action)
-        update.commit()
-        return StatementResult()
+def alter_schema(context: SessionContext, s: AlterSchema) -> StatementResult:
+    _, _, table = context.table(s.name)
+    update = table.update_schema(case_sensitive=False)
+    for action in s.actions:
+        _apply(update, action)
+    update.commit()
+    return StatementResult()
 
 
 def _apply(u: UpdateSchema, action: Any) -> None:

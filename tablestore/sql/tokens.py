@@ -78,6 +78,16 @@ class Cursor:
     def at_end(self) -> bool:
         return self.pos >= len(self.tokens)
 
+    def is_type(self, token_type: TokenType, ahead: int = 0) -> bool:
+        """Whether the token ``ahead`` is of ``token_type`` (False past the end)."""
+        token = self.peek(ahead)
+        return token is not None and token.token_type == token_type
+
+    def next_text(self) -> str:
+        """The text of the next token, as an error message quotes it ('' past the end)."""
+        token = self.peek()
+        return token.text if token is not None else ""
+
     def word(self, ahead: int = 0) -> str:
         """The upper-cased text of a token (keywords and identifiers alike)."""
         token = self.peek(ahead)

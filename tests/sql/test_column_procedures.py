@@ -8,12 +8,17 @@ import pytest
 
 from tablestore.errors import SchemaError, ValidationError
 from tablestore.sql.session import SqlSession
-from tests.lakehouse_config import lakehouse_config, sqlite_catalog
+from tests.lakehouse_config import SqliteCatalog, sqlite_catalog
 
 
 @pytest.fixture
-def session(tmp_path: Path) -> SqlSession:
-    s = SqlSession(lakehouse_config(tmp_path, sqlite_catalog(tmp_path, "lake"), sqlite_catalog(tmp_path, "other")))
+def catalogs(tmp_path: Path) -> list[SqliteCatalog]:
+    return [sqlite_catalog(tmp_path, "lake"), sqlite_catalog(tmp_path, "other")]
+
+
+@pytest.fixture
+def session(session: SqlSession) -> SqlSession:
+    s = session
     s.execute("""
         CREATE DATABASE db;
         CREATE TABLE db.t (user_id bigint, name string);

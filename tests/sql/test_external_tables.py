@@ -5,9 +5,7 @@ disk and S3, read back through Spark SQL, the table API, the Java oracle and pyi
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -21,7 +19,8 @@ from tablestore.sql.session import SqlSession
 from tablestore.table import Table
 from tests import oracle
 from tests.conftest import Warehouse
-from tests.lakehouse_config import lakehouse_config, sqlite_catalog
+from tests.lakehouse_config import SqliteCatalog, sqlite_catalog
+from tests.sql.conftest import rows
 from tests.values import oracle_rows
 
 pytestmark = pytest.mark.spark
@@ -31,20 +30,10 @@ CREATE = """CREATE EXTERNAL TABLE country_page_view (user STRING, cnt INT)
             PARTITIONED BY (date STRING, country STRING) STORED AS PARQUET LOCATION '{root}'"""
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from tablestore.engine.spark import spark_session
-
-    yield spark_session(None, app_name="tablestore-external-tests")
-
-
 @pytest.fixture
-def session(tmp_path: Path, warehouse: Warehouse, spark: Any) -> SqlSession:
-    lake = sqlite_catalog(tmp_path, "lake", default_database="db", warehouse=warehouse.location,
-                          s3_properties=warehouse.properties)
-    s = SqlSession(lakehouse_config(tmp_path, lake), spark=spark)
-    s.execute("CREATE DATABASE db")
-    return s
+def catalogs(tmp_path: Path, warehouse: Warehouse) -> list[SqliteCatalog]:
+    return [sqlite_catalog(tmp_path, "lake", default_database="db", warehouse=warehouse.location,
+                           s3_properties=warehouse.properties)]
 
 
 class Tree:
@@ -79,10 +68,6 @@ class Tree:
 
     def delete_dir(self, relative: str) -> None:
         self.fs.delete_dir(f"{self.path}/{relative}")
-
-
-def rows(session: SqlSession, sql: str) -> list[list[Any]]:
-    return session.execute(sql)[-1].rows
 
 
 def table_of(session: SqlSession, name: str = "country_page_view") -> Table:

@@ -4,27 +4,13 @@ merge-on-read DELETE, UPDATE and MERGE through Spark writing deletion vectors.""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from tablestore.config import LakehouseConfig
 from tablestore.sql.session import SqlSession
-from tests.lakehouse_config import lakehouse_config, sqlite_catalog
 
 
-def sqlite_config(tmp_path: Path) -> LakehouseConfig:
-    return lakehouse_config(tmp_path, sqlite_catalog(tmp_path, "cat", default_database="db"))
-
-
-def session(tmp_path: Path) -> SqlSession:
-    s = SqlSession(sqlite_config(tmp_path))
-    s.execute("CREATE DATABASE db")
-    return s
-
-
-def test_create_v3_table_and_upgrade_v2_with_tblproperties(tmp_path: Path) -> None:
-    s = session(tmp_path)
+def test_create_v3_table_and_upgrade_v2_with_tblproperties(session: SqlSession) -> None:
+    s = session
     s.execute("CREATE TABLE t3 (id BIGINT, name STRING) TBLPROPERTIES ('format-version'='3')")
     s.execute("CREATE TABLE t2 (id BIGINT, name STRING)")
     catalog = s.manager.catalog("cat")
@@ -39,15 +25,13 @@ def test_create_v3_table_and_upgrade_v2_with_tblproperties(tmp_path: Path) -> No
 
 
 @pytest.mark.spark
-def test_merge_on_read_sql_statements_on_v3_write_one_merged_dv_per_file(tmp_path: Path) -> None:
+def test_merge_on_read_sql_statements_on_v3_write_one_merged_dv_per_file(session: SqlSession) -> None:
     """DELETE with a subquery, UPDATE and MERGE run through Spark (rows picked by file and
     position); on a v3 table each writes the file's one DV, merged with the last one."""
-    from tablestore.engine.spark import spark_session
     from tablestore.spec.manifest import FileFormat
 
-    s = SqlSession(sqlite_config(tmp_path), spark=spark_session(None, app_name="tablestore-v3-sql-tests"))
+    s = session
     s.execute("""
-        CREATE DATABASE db;
         CREATE TABLE t (id BIGINT, name STRING) TBLPROPERTIES ('format-version'='3',
             'write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read',
             'write.merge.mode'='merge-on-read');

@@ -6,38 +6,18 @@ from __future__ import annotations
 
 import datetime
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tablestore.errors import NoSuchPartitionError, PartitionAlreadyExistsError, ValidationError
 from tablestore.sql.session import SqlSession
-from tests.lakehouse_config import lakehouse_config, sqlite_catalog
+from tests.sql.conftest import rows
 
 pytestmark = pytest.mark.spark
 
 PAGE_VIEWS = "CREATE TABLE country_page_view (user STRING, cnt INT, date STRING, country STRING) " \
              "PARTITIONED BY (date, country)"
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from tablestore.engine.spark import spark_session
-
-    yield spark_session(None, app_name="tablestore-partition-tests")
-
-
-@pytest.fixture
-def session(tmp_path: Path, spark: Any) -> SqlSession:
-    s = SqlSession(lakehouse_config(tmp_path, sqlite_catalog(tmp_path, "cat", default_database="db")), spark=spark)
-    s.execute("CREATE DATABASE db")
-    return s
-
-
-def rows(session: SqlSession, sql: str) -> list[list[Any]]:
-    return session.execute(sql)[-1].rows
 
 
 def partitions(session: SqlSession, table: str = "country_page_view") -> list[str]:
@@ -144,10 +124,10 @@ def test_overwrite_modes_dynamic_static_by_session_option_and_table_property(ses
     assert views(session) == [["w", 6, "d3", "de"]]
     # Spark's own option is honoured too; the table property applies when the session sets nothing.
     session.execute("SET spark.sql.sources.partitionOverwriteMode=DYNAMIC")
-    session.session_options.pop("tablestore.insert-overwrite.mode")
+    session.session_options.reset("tablestore.insert-overwrite.mode")
     session.execute("INSERT OVERWRITE country_page_view VALUES ('v', 5, 'd4', 'de')")
     assert len(views(session)) == 2
-    session.session_options.clear()
+    session.session_options.reset()
     session.execute("ALTER TABLE country_page_view SET TBLPROPERTIES ('tablestore.insert-overwrite.mode'='static')")
     session.execute("INSERT OVERWRITE country_page_view VALUES ('u', 4, 'd5', 'de')")
     assert views(session) == [["u", 4, "d5", "de"]]

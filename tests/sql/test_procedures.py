@@ -15,7 +15,7 @@ from tablestore.sql.parser import parse_statement
 from tablestore.sql.procedures import Parameter, literal_value, procedure
 from tablestore.sql.result import StatementResult
 from tablestore.sql.session import SqlSession
-from tests.lakehouse_config import lakehouse_config, sqlite_catalog
+from tests.lakehouse_config import SqliteCatalog, sqlite_catalog
 
 
 @procedure("test_echo", Parameter("table", required=True), Parameter("retain_last"), Parameter("options"))
@@ -24,8 +24,8 @@ def _echo(session: Any, catalog: Any, args: dict[str, Any]) -> StatementResult:
 
 
 @pytest.fixture
-def session(tmp_path: Path) -> SqlSession:
-    return SqlSession(lakehouse_config(tmp_path, sqlite_catalog(tmp_path, "cat1"), sqlite_catalog(tmp_path, "cat2")))
+def catalogs(tmp_path: Path) -> list[SqliteCatalog]:
+    return [sqlite_catalog(tmp_path, "cat1"), sqlite_catalog(tmp_path, "cat2")]
 
 
 def test_call_parses_named_and_positional_arguments() -> None:

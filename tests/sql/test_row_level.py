@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -13,25 +11,10 @@ from tablestore.errors import QueryError, SchemaError, UnsupportedError, Validat
 from tablestore.spec.schema import Schema
 from tablestore.spec.types import LongType, NestedField, StringType
 from tablestore.sql.session import SqlSession
-from tests.lakehouse_config import lakehouse_config, sqlite_catalog
 
 pytestmark = pytest.mark.spark
 
 MODES = ["copy-on-write", "merge-on-read"]
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from tablestore.engine.spark import spark_session
-
-    yield spark_session(None, app_name="tablestore-row-level-tests")
-
-
-@pytest.fixture
-def session(tmp_path: Path, spark: Any) -> SqlSession:
-    s = SqlSession(lakehouse_config(tmp_path, sqlite_catalog(tmp_path, "c", default_database="db")), spark=spark)
-    s.execute("CREATE DATABASE db")
-    return s
 
 
 def _props(mode: str) -> str:
@@ -304,7 +287,7 @@ def test_merge_using_a_table_reads_it_with_sparks_parquet_reader_by_field_id(ses
         ALTER TABLE staging RENAME COLUMN nm TO name;
     """)
     planner = session.planner()
-    planner.native_reads.add(("c", "db", "staging"))
+    planner.native_reads.add(("cat", "db", "staging"))
     plan = spark.sql(planner.rewrite("SELECT * FROM staging"))._jdf.queryExecution().executedPlan().toString()
     assert "FileScan parquet" in plan and "BatchEvalPython" not in plan and "PythonDataSource" not in plan
     result = session.execute_one("MERGE INTO user t USING staging s ON t.id = s.id "
@@ -345,13 +328,13 @@ def test_row_positions_source_reads_only_the_columns_option(session: SqlSession,
     options = {"config": session.config.to_json(), "columns": "id"}
 
     def source_rows() -> list[tuple[int, str, int]]:
-        df = spark.read.format(SOURCE_NAME).options(**options).load("c.db.user")
+        df = spark.read.format(SOURCE_NAME).options(**options).load("cat.db.user")
         assert df.columns == ["id", "_file", "_pos"]
         return sorted((r["id"], r["_file"], r["_pos"]) for r in df.filter("id <= 6").collect())
 
     # Without deletes Spark's Parquet reader gives the very rows of the source: the table's own
     # paths (not Spark's file: URIs) and each row's position.
-    native = native_row_positions(spark, "c.db.user", options)
+    native = native_row_positions(spark, "cat.db.user", options)
     assert native is not None and native.columns == ["id", "_file", "_pos"]
     before = source_rows()
     assert sorted((r["id"], r["_file"], r["_pos"]) for r in native.filter("id <= 6").collect()) == before
@@ -359,7 +342,7 @@ def test_row_positions_source_reads_only_the_columns_option(session: SqlSession,
     assert {path for _, path, _ in before} == files
 
     session.execute_one("DELETE FROM user WHERE id IN (SELECT 2L)")  # a position delete: positions skip it
-    assert native_row_positions(spark, "c.db.user", options) is None  # deletes: only the source applies them
+    assert native_row_positions(spark, "cat.db.user", options) is None  # deletes: only the source applies them
     # Partition us holds the even ids in order (2, 4, 6, ...): 2 is deleted, 4 and 6 keep positions 1 and 2.
     assert [(i, p) for i, _, p in source_rows()] == [(1, 0), (3, 1), (4, 1), (5, 2), (6, 2)]
 

@@ -3,31 +3,18 @@ table, hidden from ``*`` as in Iceberg's Spark, and kept by UPDATE and MERGE run
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tablestore.sql.session import SqlSession
-from tests.lakehouse_config import lakehouse_config, sqlite_catalog
 
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from tablestore.engine.spark import spark_session
-
-    yield spark_session(None, app_name="tablestore-row-lineage-tests")
-
-
-def test_lineage_columns_are_selectable_hidden_from_star_and_kept_by_update_and_merge(
-    tmp_path: Path, spark: Any,
-) -> None:
-    s = SqlSession(lakehouse_config(tmp_path, sqlite_catalog(tmp_path, "c", default_database="db")), spark=spark)
+def test_lineage_columns_are_selectable_hidden_from_star_and_kept_by_update_and_merge(session: SqlSession) -> None:
+    s = session
     s.execute("""
-        CREATE DATABASE db;
         CREATE TABLE t (id BIGINT, name STRING) TBLPROPERTIES ('format-version'='3');
         INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c');
         INSERT INTO t VALUES (4, 'd');
@@ -49,12 +36,12 @@ def test_lineage_columns_are_selectable_hidden_from_star_and_kept_by_update_and_
         ["id", "name", "id", "tag", "_row_id"], [[2, "b", 2, "x", 1]])
 
     s.execute("UPDATE t SET name = upper(name) WHERE id IN (SELECT id FROM other)")  # through Spark
-    update_seq = s.manager.catalog("c").load_table("db.t").metadata.last_sequence_number
+    update_seq = s.manager.catalog("cat").load_table("db.t").metadata.last_sequence_number
     s.execute("""
         MERGE INTO t USING (SELECT 3 AS id, 'merged' AS name UNION ALL SELECT 9, 'new') AS src ON t.id = src.id
         WHEN MATCHED THEN UPDATE SET name = src.name WHEN NOT MATCHED THEN INSERT *
     """)
-    merge_seq = s.manager.catalog("c").load_table("db.t").metadata.last_sequence_number
+    merge_seq = s.manager.catalog("cat").load_table("db.t").metadata.last_sequence_number
     _, rows = query("SELECT id, name, _row_id, _last_updated_sequence_number FROM t ORDER BY id")
     by_id = {r[0]: r[1:] for r in rows}
     assert {i: by_id[i] for i in (1, 2, 3, 4)} == {

@@ -4,35 +4,14 @@ letter, every ALTER TABLE form, and the limits (an error, nothing committed)."""
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tablestore.errors import ParseError, SchemaEvolutionError
 from tablestore.sql.session import SqlSession
-from tests.lakehouse_config import lakehouse_config, sqlite_catalog
+from tests.sql.conftest import rows
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from tablestore.engine.spark import spark_session
-
-    yield spark_session(None, app_name="tablestore-schema-evolution-tests")
-
-
-@pytest.fixture
-def session(tmp_path: Path, spark: Any) -> SqlSession:
-    s = SqlSession(lakehouse_config(tmp_path, sqlite_catalog(tmp_path, "cat", default_database="db")), spark=spark)
-    s.execute("CREATE DATABASE db")
-    return s
-
-
-def rows(session: SqlSession, sql: str) -> list[list[Any]]:
-    return session.execute(sql)[-1].rows
 
 
 def metadata_location(session: SqlSession, name: str = "t") -> str:

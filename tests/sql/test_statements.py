@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,30 +21,16 @@ from tablestore.errors import (
 )
 from tablestore.sql.session import SqlSession
 from tablestore.table.update.transaction import FixedChange
-from tests.lakehouse_config import lakehouse_config, sqlite_catalog
+from tests.lakehouse_config import SqliteCatalog, sqlite_catalog
+from tests.sql.conftest import rows
 
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from tablestore.engine.spark import spark_session
-
-    session = spark_session(None, app_name="tablestore-sql-tests")
-    yield session
-
-
 @pytest.fixture
-def session(tmp_path: Path, spark: Any) -> SqlSession:
-    config = lakehouse_config(tmp_path, sqlite_catalog(tmp_path, "cat1", default_database="db"),
-                              sqlite_catalog(tmp_path, "cat2", default_database="db1"))
-    s = SqlSession(config, spark=spark)
-    s.execute("CREATE DATABASE cat1.db; CREATE DATABASE cat2.db1")
-    return s
-
-
-def rows(session: SqlSession, sql: str) -> list[list[Any]]:
-    return session.execute(sql)[-1].rows
+def catalogs(tmp_path: Path) -> list[SqliteCatalog]:
+    return [sqlite_catalog(tmp_path, "cat1", default_database="db"),
+            sqlite_catalog(tmp_path, "cat2", default_database="db1")]
 
 
 def test_design_example_two_catalogs_use_and_cross_catalog_join(session: SqlSession) -> None:

@@ -1,0 +1,36 @@
+"""Queries: a SELECT (WITH, VALUES, TABLE, FROM ...) runs in Spark SQL and its rows stream to
+the client a partition at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from tablestore.sql import statements as st
+from tablestore.sql.query import spark_errors
+from tablestore.sql.result import StatementResult
+
+if TYPE_CHECKING:
+    from tablestore.sql.context import SessionContext
+
+
+def query_arrow(context: SessionContext, sql: str) -> pa.RecordBatchReader:
+    """The rows of a query as a RecordBatchReader, fetched from Spark a partition at a time
+    (``.read_all()`` collects them into one table)."""
+    from tablestore.engine.spark_result_stream import result_stream
+
+    df = context.planner().dataframe(sql)
+    with spark_errors():
+        reader = result_stream(df)
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        with spark_errors():  # a runtime error surfaces while the rows are read
+            yield from reader
+
+    return pa.RecordBatchReader.from_batches(reader.schema, batches())
+
+
+def query(context: SessionContext, s: st.Query) -> StatementResult:
+    return StatementResult.from_stream(query_arrow(context, s.sql))

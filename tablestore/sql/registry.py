@@ -1,0 +1,116 @@
+"""The statement registry: which handler runs each kind of statement.
+
+A handler is a plain function of the session's context and one parsed statement
+(``handler(context, statement) -> StatementResult``), in the module of its capability. The
+session looks a statement's type up here; a statement type that has no handler is refused with
+a ValidationError naming it. A new statement is added by writing its handler and one line below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from tablestore.errors import ValidationError
+from tablestore.sql import catalog_statements as catalogs
+from tablestore.sql import dml
+from tablestore.sql import external_statements as external
+from tablestore.sql import partition_statements as partitions
+from tablestore.sql import procedure_statements as procedures
+from tablestore.sql import query_statements as queries
+from tablestore.sql import row_level_statements as row_level
+from tablestore.sql import schema_statements as schema
+from tablestore.sql import statements as st
+from tablestore.sql import table_statements as tables
+from tablestore.sql import view_statements as views
+from tablestore.sql.context import SessionContext
+from tablestore.sql.parse_external import AddPartitions, MsckRepair
+from tablestore.sql.parse_partition import (
+    AddPartitionField,
+    DescribePartition,
+    DropPartitionField,
+    DropPartitions,
+    RenamePartition,
+    ReplacePartitionField,
+    SetOption,
+    ShowPartitions,
+)
+from tablestore.sql.parse_procedures import Call
+from tablestore.sql.parse_row_level import DeleteFrom, MergeInto, UpdateTable
+from tablestore.sql.parse_schema import AlterSchema
+from tablestore.sql.result import StatementResult
+
+S = TypeVar("S", bound=st.Statement)
+
+
+class StatementHandlers:
+    """A map from statement type to handler; ``add`` checks that the two agree on the type."""
+
+    def __init__(self) -> None:
+        self._handlers: dict[type[st.Statement], Callable[[SessionContext, Any], StatementResult]] = {}
+
+    def add(self, kind: type[S], handler: Callable[[SessionContext, S], StatementResult]) -> None:
+        if kind in self._handlers:
+            raise ValueError(f"statement {kind.__name__} already has a handler")
+        self._handlers[kind] = handler
+
+    def kinds(self) -> list[type[st.Statement]]:
+        return list(self._handlers)
+
+    def run(self, context: SessionContext, statement: st.Statement) -> StatementResult:
+        """Run ``statement`` with its handler; ValidationError when its type has none."""
+        handler = self._handlers.get(type(statement))
+        if handler is None:
+            kind = type(statement)
+            raise ValidationError(
+                f"statement {kind.__name__} ({kind.__module__}) is not supported yet: no handler is registered "
+                "for it in tablestore.sql.registry"
+            )
+        return handler(context, statement)
+
+
+HANDLERS = StatementHandlers()
+# Queries and writes
+HANDLERS.add(st.Query, queries.query)
+HANDLERS.add(st.Insert, dml.insert)
+HANDLERS.add(DeleteFrom, row_level.delete_from)
+HANDLERS.add(UpdateTable, row_level.update_table)
+HANDLERS.add(MergeInto, row_level.merge_into)
+# Catalogs and databases
+HANDLERS.add(st.Use, catalogs.use)
+HANDLERS.add(st.ShowCatalogs, catalogs.show_catalogs)
+HANDLERS.add(st.ShowDatabases, catalogs.show_databases)
+HANDLERS.add(st.ShowObjects, catalogs.show_objects)
+HANDLERS.add(st.CreateDatabase, catalogs.create_database)
+HANDLERS.add(st.DropDatabase, catalogs.drop_database)
+HANDLERS.add(st.AlterDatabase, catalogs.alter_database)
+HANDLERS.add(st.DescribeDatabase, catalogs.describe_database)
+# Tables (CREATE EXTERNAL TABLE goes on to external_statements)
+HANDLERS.add(st.CreateTable, tables.create_table)
+HANDLERS.add(st.DropTable, tables.drop_table)
+HANDLERS.add(st.RenameTable, tables.rename_table)
+HANDLERS.add(st.SetTableProperties, tables.set_table_properties)
+HANDLERS.add(st.UnsetTableProperties, tables.unset_table_properties)
+HANDLERS.add(st.DescribeTable, tables.describe)
+HANDLERS.add(st.ShowTblProperties, tables.show_tblproperties)
+HANDLERS.add(st.ShowCreateTable, tables.show_create)
+HANDLERS.add(AlterSchema, schema.alter_schema)
+# Views and functions
+HANDLERS.add(st.CreateView, views.create_view)
+HANDLERS.add(st.DropView, views.drop_view)
+HANDLERS.add(st.CreateFunction, views.create_function)
+HANDLERS.add(st.DropFunction, views.drop_function)
+HANDLERS.add(st.DescribeFunction, views.describe_function)
+# Partitions, external tables and session options
+HANDLERS.add(AddPartitionField, partitions.add_partition_field)
+HANDLERS.add(DropPartitionField, partitions.drop_partition_field)
+HANDLERS.add(ReplacePartitionField, partitions.replace_partition_field)
+HANDLERS.add(ShowPartitions, partitions.show_partitions)
+HANDLERS.add(DropPartitions, partitions.drop_partitions_statement)
+HANDLERS.add(RenamePartition, partitions.rename_partition_statement)
+HANDLERS.add(DescribePartition, partitions.describe_partition)
+HANDLERS.add(SetOption, partitions.set_option)
+HANDLERS.add(MsckRepair, external.msck_repair)
+HANDLERS.add(AddPartitions, external.add_partitions_statement)
+# Procedures
+HANDLERS.add(Call, procedures.call)
