@@ -290,8 +290,10 @@ def _staged_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePla
         # each fragment's rows too, in the source's order. The merge task then slices each
         # fragment out of every staged piece without sorting again.
         rows, pos = rows_by_range(data.column(key), lows, highs)
+        if not len(rows):
+            return  # no row of this slice falls in a fragment's range: nothing to stage
         task = task_at[pos]
-        starts = np.flatnonzero(np.r_[True, task[1:] != task[:-1]]) if len(task) else np.array([], np.int64)
+        starts = np.flatnonzero(np.r_[True, task[1:] != task[:-1]])
         ends = np.r_[starts[1:], len(task)]
         for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
             piece = data.take(rows[start:end]).append_column(FRAG, pa.array(pos[start:end]))
