@@ -356,9 +356,10 @@ def rewrite_fragment(fragment: Fragment, plan: MergePlan, source: pa.Table, forc
             merged = merged.append_column(name, lineage.column(name))
     out = conform_to_schema(merged, write_schema, downcast_ns_requested(context.properties))
     out = out.replace_schema_metadata({LINEAGE_KEY: fragment.id})
-    named = {"write_uuid": write_uuid} if write_uuid else {}
     ctx = WriteContext(context.io, context.location, write_schema, fragment.spec,
-                       {**context.properties, "write.target-file-size-bytes": _ONE_FILE}, **named)
+                       {**context.properties, "write.target-file-size-bytes": _ONE_FILE})
+    if write_uuid:
+        ctx = replace(ctx, write_uuid=write_uuid)
     (written,) = write_partition(ctx, PartitionSlice(fragment.partition, out))
     return replace(fragment, file=written, delete_files=(), schema=plan.schema, replaces=fragment.id,
                    replaced_file=fragment.file, new_columns=plan.new_columns, lineage=fragment.id)

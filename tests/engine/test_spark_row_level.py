@@ -140,7 +140,7 @@ def test_a_job_whose_task_fails_leaves_no_file_of_its_write(lake: Lake, spark: S
     # (a required column) and fails the task, and the job.
     changes = spark.createDataFrame([(None, None, INSERT, 100, "new"), (a, 0, DELETE, None, None),
                                      (b, 1, UPDATE, None, "x")], CHANGES)
-    previous = spark.conf.get("spark.sql.shuffle.partitions")
+    previous = str(spark.conf.get("spark.sql.shuffle.partitions"))
     spark.conf.set("spark.sql.shuffle.partitions", "1")
     try:
         # Without the write-id cleanup the files written before the failure stay: the test can fail.

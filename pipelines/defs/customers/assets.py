@@ -44,7 +44,7 @@ HAVING count_if(event_type = 'purchase') > 0
 """
 
 
-def merge_feature(table: Table, source: "DataFrame", column: str) -> dict[str, object]:
+def merge_feature(table: Table, source: "DataFrame", column: str) -> dict[str, str | int]:
     """Add ``column`` from ``source`` (joined on user_id), or refresh it if the table has it;
     the materialization's metadata: the action, the snapshot and the Spark tasks that wrote."""
     from tablestore.engine.spark_column_merge import merge_in_tasks  # pyspark: loaded when a run merges
