@@ -20,27 +20,57 @@ Tagging in the JVM: when the fragments' key ranges are known and disjoint the fr
 found by a binary search compiled into one ``CASE WHEN`` tree, which Spark code-generates: no
 join. When they overlap or are unknown the source is joined to a broadcast of one row per
 fragment (a row may then go to several fragments).
+
+Spark Connect. Both paths use DataFrame APIs only (``mapInArrow``, ``repartitionById``, a
+``range`` with one partition per unit of work in place of ``parallelize``), so the same merge
+runs through a Connect client, which has no SparkContext: the stack's Dagster runs merge their
+features this way. Each task returns one row per fragment it rewrote (the pickled fragment,
+a few hundred bytes) and where it ran; the driver commits once (:func:`merge_in_tasks`), with
+the snapshot summary keys of every Spark write (``tablestore.write.tasks``, ``.executors``,
+``.hosts``, ``.spark-stage``). Every file a task writes carries the job's write id in its name,
+so a failed job's files are found and deleted, as for SQL writes (:mod:`.spark_write_files`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import pickle
+import socket
 import uuid
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import pyarrow as pa
 
 from tablestore.engine.spark_source_files import SourceSlice, parquet_source_slices
+from tablestore.engine.spark_source_write import delete_quietly
+from tablestore.engine.spark_write_files import remove_write_files, task_executor, writers_summary
+from tablestore.errors import CommitStateUnknownError
 from tablestore.io import to_location_uri
-from tablestore.table.ops.column_merge import disjoint_order, rewrite_fragment, rows_by_range, source_columns
+from tablestore.table.ops.column_merge import (
+    MergePlan,
+    commit_fragments,
+    commit_schema_only,
+    context_of,
+    disjoint_order,
+    list_fragments,
+    rewrite_fragment,
+    rows_by_range,
+    source_columns,
+)
+from tablestore.table.write.data_files import WriteContext
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
 
-    from tablestore.table.ops.column_merge import Fragment, MergePlan
+    from tablestore.spec.expressions import Expression
+    from tablestore.spec.metadata import Snapshot
+    from tablestore.table import Table
+    from tablestore.table.ops.column_merge import Fragment
+
+T = TypeVar("T")
 
 # Python tasks per core: one task per core leaves a core idle while the last task of a stage
 # finishes alone; many tasks cost a worker round trip each. Two keeps both small.
@@ -49,6 +79,23 @@ TASKS_PER_CORE = 2
 # the broadcast range join is used instead.
 MAX_TREE_FRAGMENTS = 2048
 FRAG, TASK, SEQ = "__frag", "__task", "__seq"
+# One row per rewritten fragment: its pickled description and the task that wrote it.
+RESULT_SCHEMA = "payload binary, task string, executor string, host string, stage long"
+
+
+def parallelism(spark: SparkSession) -> int:
+    """The cores Spark runs tasks on: the SparkContext's default parallelism, or through Spark
+    Connect (no SparkContext in the client) the session's ``spark.default.parallelism``, else
+    its shuffle partitions (what the stack's server sets to its cores)."""
+    try:
+        return max(1, int(spark.sparkContext.defaultParallelism))
+    except (AttributeError, NotImplementedError):  # Connect: PySparkAttributeError
+        pass
+    for key in ("spark.default.parallelism", "spark.sql.shuffle.partitions"):
+        value = spark.conf.get(key, None)
+        if value and value.isdigit():
+            return max(1, int(value))
+    return 2
 
 
 def assign_tasks(order: list[int], counts: list[int], tasks: int) -> list[int]:
@@ -72,8 +119,9 @@ def _search_tree(key: Column, ranges: list[tuple[int, int, int]]) -> Column:
         lo, hi, fragment = ranges[0]
         return F.when((key >= F.lit(lo)) & (key <= F.lit(hi)), F.lit(fragment))
     mid = len(ranges) // 2
-    return F.when(key < F.lit(ranges[mid][0]), _search_tree(key, ranges[:mid])) \
-        .otherwise(_search_tree(key, ranges[mid:]))
+    return F.when(key < F.lit(ranges[mid][0]), _search_tree(key, ranges[:mid])).otherwise(
+        _search_tree(key, ranges[mid:])
+    )
 
 
 def tag_fragments(source: DataFrame, fragments: list[Fragment], plan: MergePlan, tasks: int) -> DataFrame:
@@ -95,24 +143,107 @@ def tag_fragments(source: DataFrame, fragments: list[Fragment], plan: MergePlan,
         order = list(range(len(fragments)))
         spans = source.sparkSession.createDataFrame(
             [(i, lo, hi) for i, (lo, hi) in enumerate(bounds)],
-            StructType([StructField(FRAG, IntegerType()), StructField("__lo", LongType()),
-                        StructField("__hi", LongType())]),
+            StructType(
+                [StructField(FRAG, IntegerType()), StructField("__lo", LongType()), StructField("__hi", LongType())]
+            ),
         )
-        condition = (F.col("__lo").isNull() | (key >= F.col("__lo"))) & \
-            (F.col("__hi").isNull() | (key <= F.col("__hi")))
+        condition = (F.col("__lo").isNull() | (key >= F.col("__lo"))) & (
+            F.col("__hi").isNull() | (key <= F.col("__hi"))
+        )
         tagged = src.join(F.broadcast(spans), condition).drop("__lo", "__hi")
     task_of = assign_tasks(order, [f.record_count for f in fragments], tasks)
     lookup = F.array(*[F.lit(t) for t in task_of])
     return tagged.withColumn(TASK, F.element_at(lookup, F.col(FRAG) + 1))
 
 
+@dataclass(frozen=True)
+class ExecutorRewrite:
+    """The fragments one Spark job rewrote (not committed) and the tasks that wrote them."""
+
+    write_id: str
+    fragments: list[Fragment]
+    #: (task, executor, host, stage) of each task that rewrote a fragment.
+    writers: list[tuple[str, str, str, int]]
+
+    def summary(self) -> dict[str, str]:
+        """Snapshot summary properties recording where the files were written."""
+        return writers_summary(self.writers) if self.writers else {}
+
+
+def _rewritten(payloads: list[bytes]) -> pa.RecordBatch:
+    """The task's result: one row per fragment it rewrote, with where it ran."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    n = len(payloads)
+    return pa.RecordBatch.from_pydict(
+        {
+            "payload": pa.array(payloads, pa.binary()),
+            "task": pa.array(
+                [f"{context.stageId()}.{context.partitionId()}" if context else "unknown"] * n, pa.string()
+            ),
+            "executor": pa.array([task_executor(context)] * n, pa.string()),
+            "host": pa.array([socket.gethostname()] * n, pa.string()),
+            "stage": pa.array([context.stageId() if context else -1] * n, pa.int64()),
+        }
+    )
+
+
+def _collect_rewrite(df: DataFrame, write_id: str) -> ExecutorRewrite:
+    # One row per rewritten fragment (its pickled description): capped by the plan, never rows.
+    rows = df.collect()
+    return ExecutorRewrite(
+        write_id,
+        [pickle.loads(r["payload"]) for r in rows],
+        [(r["task"], r["executor"], r["host"], int(r["stage"])) for r in rows],
+    )
+
+
+def _file_uuid(write_id: str) -> str:
+    # Unique per file (fragments of one partition share a directory), found by the write id.
+    return f"{write_id}-{uuid.uuid4().hex[:12]}"
+
+
+def per_item(spark: SparkSession, items: Sequence[T], fn: Callable[[T], Iterable[bytes]]) -> DataFrame:
+    """A DataFrame of the rows ``fn`` makes of each item, one Spark task per item: the
+    DataFrame-only (Spark Connect) form of ``sc.parallelize(items, len(items)).flatMap(fn)``.
+    ``range`` with as many slices as ids puts id i alone in partition i; the items travel in
+    the task function (file names and plans, never rows)."""
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for i in batch.column(0).to_pylist():
+                yield _rewritten(list(fn(items[i])))
+
+    return spark.range(0, len(items), 1, len(items)).mapInArrow(task, RESULT_SCHEMA)
+
+
+def executor_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan) -> ExecutorRewrite:
+    """Rewrite the fragments that have source rows in Spark tasks (staged, else shuffled in the
+    JVM: see the module docstring); nothing is committed. A failed job leaves no file."""
+    write_id = uuid.uuid4().hex
+    if not fragments:
+        return ExecutorRewrite(write_id, [], [])
+    try:
+        staged = _staged_rewrite(source, fragments, plan, write_id)
+        return staged if staged is not None else _shuffled_rewrite(source, fragments, plan, write_id)
+    except BaseException:
+        context = fragments[0].context
+        location = WriteContext(
+            context.io, context.location, plan.schema, fragments[0].spec, context.properties
+        ).data_location
+        remove_write_files(context.io, location, write_id)
+        raise
+
+
 def spark_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan) -> list[Fragment]:
     """Rewrite the fragments that have source rows on Spark executors; the new fragments."""
-    staged = staged_rewrite(source, fragments, plan)
-    if staged is not None:
-        return staged
-    spark = source.sparkSession
-    tasks = max(1, min(len(fragments), spark.sparkContext.defaultParallelism * TASKS_PER_CORE))
+    return executor_rewrite(source, fragments, plan).fragments
+
+
+def _shuffled_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan, write_id: str) -> ExecutorRewrite:
+    """The JVM tags each source row with its fragment and shuffles it to the fragment's task."""
+    tasks = max(1, min(len(fragments), parallelism(source.sparkSession) * TASKS_PER_CORE))
     tagged = tag_fragments(source, fragments, plan, tasks)
     columns = [*plan.keys, *plan.columns]
     ordered = plan.duplicates != "error"
@@ -128,19 +259,22 @@ def spark_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan)
         data, frag = data.select(columns).take(order), frag[order]
         starts = np.flatnonzero(np.r_[True, frag[1:] != frag[:-1]])
         ends = np.r_[starts[1:], len(frag)]
+        payloads = []
         for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
             part = plan.prepare_arrow(data.slice(start, end - start))
-            out = rewrite_fragment(fragments[int(frag[start])], plan, part)
+            out = rewrite_fragment(fragments[int(frag[start])], plan, part, write_uuid=_file_uuid(write_id))
             if out is not None:
-                yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(out)], pa.binary())], ["payload"])
+                payloads.append(pickle.dumps(out))
+        if payloads:
+            yield _rewritten(payloads)
 
     shuffled = tagged.repartitionById(tasks, TASK).drop(TASK)
-    # One row per rewritten fragment (its pickled description): capped by the plan, never rows.
-    rows = shuffled.mapInArrow(task, "payload binary").collect()
-    return [pickle.loads(r["payload"]) for r in rows]
+    return _collect_rewrite(shuffled.mapInArrow(task, RESULT_SCHEMA), write_id)
 
 
-def staged_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan) -> list[Fragment] | None:
+def _staged_rewrite(
+    source: DataFrame, fragments: list[Fragment], plan: MergePlan, write_id: str
+) -> ExecutorRewrite | None:
     """The same rewrite without a JVM shuffle, for disjoint integer key ranges (else None).
 
     Stage 1 (``mapInArrow`` over the source's own partitions: the cheapest way from the JVM to
@@ -159,8 +293,8 @@ def staged_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan
     if order is None:
         return None
     spark = source.sparkSession
-    sc = spark.sparkContext
-    tasks = max(1, min(len(fragments), sc.defaultParallelism * TASKS_PER_CORE))
+    cores = parallelism(spark)
+    tasks = max(1, min(len(fragments), cores * TASKS_PER_CORE))
     task_of = np.array(assign_tasks(order, [f.record_count for f in fragments], tasks), dtype=np.int32)
     lows = np.array([bounds[i][0] for i in order], dtype=np.int64)
     highs = np.array([bounds[i][1] for i in order], dtype=np.int64)
@@ -177,8 +311,10 @@ def staged_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan
         # each fragment's rows too, in the source's order. The merge task then slices each
         # fragment out of every staged piece without sorting again.
         rows, pos = rows_by_range(data.column(key), lows, highs)
+        if not len(rows):
+            return  # no row of this slice falls in a fragment's range: nothing to stage
         task = task_at[pos]
-        starts = np.flatnonzero(np.r_[True, task[1:] != task[:-1]]) if len(task) else np.array([], np.int64)
+        starts = np.flatnonzero(np.r_[True, task[1:] != task[:-1]])
         ends = np.r_[starts[1:], len(task)]
         for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
             piece = data.take(rows[start:end]).append_column(FRAG, pa.array(pos[start:end]))
@@ -187,25 +323,35 @@ def staged_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan
                 writer.write_table(piece)
             yield int(task[start]), path
 
+    def staged_batch(pairs: list[tuple[int, str]]) -> pa.RecordBatch:
+        return pa.RecordBatch.from_arrays(
+            [pa.array([t for t, _ in pairs], pa.int32()), pa.array([p for _, p in pairs], pa.string())],
+            ["task", "path"],
+        )
+
     def stage(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         collected = [b for b in batches if b.num_rows]
-        if not collected:
-            return
-        for task_id, path in stage_table(pa.Table.from_batches(collected)):
-            yield pa.RecordBatch.from_arrays([pa.array([task_id], pa.int32()), pa.array([path])], ["task", "path"])
+        if collected:
+            yield staged_batch(list(stage_table(pa.Table.from_batches(collected))))
 
     source_types = dict(source_columns(source))
     staged_types = [(name, source_types[name]) for name in columns]
     staging_schema = pa.schema(staged_types)
 
-    def stage_files(run: list[SourceSlice]) -> list[tuple[int, str]]:
-        # The same rows Spark would hand to ``stage``, read from the source's own files.
-        out: list[tuple[int, str]] = []
-        for piece in run:
-            data = piece.read(columns).select(columns).cast(staging_schema)
-            if data.num_rows:
-                out.extend(stage_table(data))
-        return out
+    def stage_files(runs: list[list[SourceSlice]]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+        def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            # The same rows Spark would hand to ``stage``, read from the source's own files:
+            # each id is one run of file slices.
+            for batch in batches:
+                for i in batch.column(0).to_pylist():
+                    out: list[tuple[int, str]] = []
+                    for piece in runs[i]:
+                        data = piece.read(columns).select(columns).cast(staging_schema)
+                        if data.num_rows:
+                            out.extend(stage_table(data))
+                    yield staged_batch(out)
+
+        return task
 
     def merge(paths: list[str]) -> list[bytes]:
         # ``paths`` are in the source's partition order and each piece is sorted by position,
@@ -222,36 +368,107 @@ def staged_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan
         cuts = [np.searchsorted(p, wanted, "left") for p in positions]
         out = []
         for i in range(last - first + 1):
-            parts = [piece.slice(c[i], c[i + 1] - c[i]) for piece, c in zip(pieces, cuts, strict=True)
-                     if c[i + 1] > c[i]]
+            parts = [
+                piece.slice(c[i], c[i + 1] - c[i]) for piece, c in zip(pieces, cuts, strict=True) if c[i + 1] > c[i]
+            ]
             if not parts:
                 continue
             part = plan.prepare_arrow(pa.concat_tables(parts).select(columns))
-            new = rewrite_fragment(fragments[int(sorted_frags[first + i])], plan, part)
+            new = rewrite_fragment(fragments[int(sorted_frags[first + i])], plan, part, write_uuid=_file_uuid(write_id))
             if new is not None:
                 out.append(pickle.dumps(new))
         return out
 
     try:
-        runs = parquet_source_slices(source, staged_types, sc.defaultParallelism * TASKS_PER_CORE)
+        runs = parquet_source_slices(source, staged_types, cores * TASKS_PER_CORE)
         # Staging returns (task, path) pairs of the staged files only: the rows stay in the files.
         if runs is not None:
-            staged = [pair for pairs in sc.parallelize(runs, max(1, len(runs))).map(stage_files).collect()
-                      for pair in pairs]
+            staging_df = spark.range(0, len(runs), 1, max(1, len(runs))).mapInArrow(
+                stage_files(runs), "task int, path string"
+            )
         else:
-            staged_rows = source.select(*columns).mapInArrow(stage, "task int, path string").collect()
-            staged = [(r["task"], r["path"]) for r in staged_rows]
+            staging_df = source.select(*columns).mapInArrow(stage, "task int, path string")
+        staged = [(r["task"], r["path"]) for r in staging_df.collect()]
         groups: dict[int, list[str]] = {}
         for task_id, path in staged:
             groups.setdefault(task_id, []).append(path)
         work = list(groups.values())
         if not work:
-            return []
-        # The new fragments' descriptions, a few hundred bytes each: capped by the plan.
-        results = sc.parallelize(work, len(work)).map(merge).collect()
-        return [pickle.loads(p) for batch in results for p in batch]
+            return ExecutorRewrite(write_id, [], [])
+        return _collect_rewrite(per_item(spark, work, merge), write_id)
     finally:
         # The whole staging directory: also what failed or retried task attempts wrote.
         fs, local = io.filesystem_for(staging)
         with contextlib.suppress(FileNotFoundError, OSError):
             fs.delete_dir(local)
+
+
+# -- a whole table -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ColumnMergeOutcome:
+    """A committed column merge: its snapshot (None when no fragment changed) and how many
+    fragments Spark tasks rewrote."""
+
+    snapshot: Snapshot | None
+    rewritten: int
+
+
+def merge_in_tasks(
+    table: Table,
+    source: DataFrame,
+    on: str | list[str],
+    columns: str | list[str] | None,
+    mode: str,
+    null_policy: str = "keep",
+    duplicates: str = "error",
+    filter: str | Expression | None = None,
+    snapshot_properties: dict[str, str] | None = None,
+) -> ColumnMergeOutcome:
+    """``Table.merge_columns`` (``mode="merge"``) or ``update_columns`` (``"update"``) from a
+    Spark DataFrame (classic or Connect), whatever the table's engine: the driver plans the
+    fragments, Spark tasks rewrite them, and one commit (validated against the planned
+    snapshot and schema) records them with the tasks that wrote them. The same semantics as the
+    table core's :func:`~tablestore.table.ops.column_merge.merge_table`, which runs them."""
+    fragments = list_fragments(table, filter)
+    context = fragments[0].context if fragments else context_of(table)
+    plan = MergePlan.build(context, source_columns(source), on, columns, mode, null_policy, duplicates)
+    rewrite = executor_rewrite(source, fragments, plan)
+    if not rewrite.fragments:
+        if plan.new_columns:
+            commit_schema_only(table, context, plan.schema)
+        return ColumnMergeOutcome(None, 0)
+    props = {"column-merge": plan.mode, **rewrite.summary(), **(snapshot_properties or {})}
+    try:
+        snapshot = commit_fragments(table, rewrite.fragments, props)
+    except CommitStateUnknownError:
+        raise  # it may have landed: its files must stay
+    except BaseException:
+        delete_quietly(context.io, [f.file.file_path for f in rewrite.fragments])
+        raise
+    return ColumnMergeOutcome(snapshot, len(rewrite.fragments))
+
+
+def table_source(spark: SparkSession, table: Table, columns: list[str], config_json: str) -> DataFrame:
+    """``columns`` of a tablestore table's current snapshot as a Spark DataFrame, to merge from:
+    read by Spark's own Parquet reader where the files allow (else the ``tablestore`` source),
+    so its rows go from the files to the tasks, never through this process."""
+    from tablestore.engine.spark_native_read import read_with_options
+
+    name = ".".join((table.catalog.name, *table.identifier))
+    return read_with_options(spark, name, {"config": config_json}).df.select(*columns)
+
+
+__all__ = [
+    "ColumnMergeOutcome",
+    "ExecutorRewrite",
+    "assign_tasks",
+    "executor_rewrite",
+    "merge_in_tasks",
+    "parallelism",
+    "per_item",
+    "spark_rewrite",
+    "table_source",
+    "tag_fragments",
+]

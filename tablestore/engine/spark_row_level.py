@@ -18,8 +18,10 @@ or, with ``_file`` NULL, is a row to insert. :func:`apply_changes` then
    and ``.spark-stage``);
 3. commits once on the driver, as the table core does (``commit_changes``: one RowDelta,
    validated against the snapshot the query read, under the table's isolation level). A
-   failed job or commit deletes the files the tasks wrote (a killed job leaves orphans, which
-   ``remove_orphan_files`` removes).
+   failed commit deletes the files the tasks wrote. A failed job deletes them too: every file
+   the job writes (data, position deletes, deletion vectors) carries its write id in its name,
+   and the driver lists the table's data location for them, as ``spark_write_files`` does (a
+   killed driver leaves orphans, which ``remove_orphan_files`` removes).
 
 The driver holds the plan (the snapshot's file tasks) and one row per changed file; no row
 of the table or of the statement's result reaches it, which is what lets a MERGE of millions
@@ -31,8 +33,9 @@ from __future__ import annotations
 import itertools
 import pickle
 import socket
+import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,7 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tablestore.engine.spark_convert import from_spark_table
-from tablestore.engine.spark_write_files import task_executor, writers_summary
+from tablestore.engine.spark_write_files import remove_write_files, task_executor, writers_summary
 from tablestore.errors import ValidationError
 from tablestore.spec.expressions import AlwaysTrue, BooleanExpression
 from tablestore.spec.schema import Schema
@@ -192,7 +195,9 @@ def apply_changes(
     ``operation`` picks the write mode (``write.<operation>.mode``) and isolation level."""
     from pyspark.sql import functions as F
 
-    ctx = RowLevelContext.of(table, write_mode(table.properties, operation))
+    # Every file the tasks write carries the job's write id: a failed job's files are found by it.
+    write_id = uuid.uuid4().hex
+    ctx = replace(RowLevelContext.of(table, write_mode(table.properties, operation)), write_id=write_id)
     # The plan of the snapshot the query read: the file tasks (with their delete files) each
     # changed file needs. Metadata only, a few hundred bytes a file.
     tasks = {t.file.file_path: t for t in plan_files(table.io, table.metadata, snapshot, ctx.schema, AlwaysTrue(),
@@ -203,7 +208,12 @@ def apply_changes(
     task = change_task(ctx, tasks, has_values, duplicate_error)
     # One row per changed file or written group of inserted rows, each a few hundred bytes of
     # file descriptions: the only result the driver receives (capped by the plan, not the data).
-    results = sorted_rows.mapInArrow(task, RESULT_SCHEMA).collect()  # type: ignore[arg-type]
+    try:
+        results = sorted_rows.mapInArrow(task, RESULT_SCHEMA).collect()  # type: ignore[arg-type]
+    except BaseException:
+        # The tasks that had finished wrote files no message reached the driver with.
+        remove_write_files(table.io, ctx.write_context().data_location, write_id)
+        raise
     file_changes: list[FileChange] = []
     inserted_files: list[DataFile] = []
     errors = []

@@ -277,13 +277,18 @@ def remove_write(target: WriteTarget) -> None:
     """Delete every file of the write ``target`` that a failed job left (found by the write id)."""
     io = load_file_io(target.io_properties)
     ctx = WriteContext(io, target.location, target.schema(), target.spec(), dict(target.properties))
+    remove_write_files(io, ctx.data_location, target.write_id)
+
+
+def remove_write_files(io: FileIO, data_location: str, write_id: str) -> None:
+    """Delete every file under ``data_location`` whose name holds ``write_id``: what a failed
+    Spark job of any writer (SQL writes, row-level statements, column merges) left behind."""
     try:
-        listed = io.list_prefix(ctx.data_location)
+        listed = io.list_prefix(data_location)
     except OSError as e:  # remove_orphan_files catches whatever is left
-        log.warning("could not list %s to remove the files of failed write %s: %s", ctx.data_location,
-                    target.write_id, e)
+        log.warning("could not list %s to remove the files of failed write %s: %s", data_location, write_id, e)
         return
-    delete_quietly(io, [f.path for f in listed if target.write_id in f.path.rsplit("/", 1)[-1]])
+    delete_quietly(io, [f.path for f in listed if write_id in f.path.rsplit("/", 1)[-1]])
 
 
 def commit_written(io: FileIO, written: WrittenFiles, commit: Callable[[list[DataFile]], T]) -> T:
@@ -298,5 +303,5 @@ def commit_written(io: FileIO, written: WrittenFiles, commit: Callable[[list[Dat
         raise
 
 
-__all__ = ["SUMMARY_PREFIX", "TaskWrite", "WrittenFiles", "commit_written", "remove_write", "table_target",
-           "task_executor", "write_files", "writers_summary"]
+__all__ = ["SUMMARY_PREFIX", "TaskWrite", "WrittenFiles", "commit_written", "remove_write", "remove_write_files",
+           "table_target", "task_executor", "write_files", "writers_summary"]

@@ -5,6 +5,8 @@
 
 ``table`` and ``source`` are table names in the procedure's catalog (``database.table``) or in
 another catalog (``catalog.database.table``); ``on`` and ``columns`` are comma-separated names.
+The merge runs in Spark tasks, classic or Connect (:mod:`tablestore.engine.spark_column_merge`):
+no row of the source or the table passes through the session's process.
 """
 
 from __future__ import annotations
@@ -58,18 +60,19 @@ def _run(session: SessionContext, catalog: Catalog, args: dict[str, Any], mode: 
     unknown = [c for c in (*on, *columns) if source_table.schema().find_field_id(c) is None]
     if unknown:
         raise ValidationError(f"the source {source_table.name} has no column {unknown[0]!r}")
-    source = source_table.scan(columns=[*on, *columns]).to_arrow()
     duplicates = _text(args, "duplicates", "error") or "error"
-    before = {f.id for f in target.fragments()}
-    if mode == "merge":
-        snapshot = target.merge_columns(source, on=on, columns=columns, duplicates=duplicates)
-    else:
-        policy = _text(args, "null_policy", "keep") or "keep"
-        snapshot = target.update_columns(source, on=on, columns=columns, null_policy=policy, duplicates=duplicates)
-    rewritten = len(before - {f.id for f in target.fragments()}) if snapshot is not None else 0
+    policy = _text(args, "null_policy", "keep") or "keep"
+    # Spark tasks read the source and rewrite the fragments; this process plans and commits.
+    from tablestore.engine.spark_column_merge import merge_in_tasks, table_source
+    from tablestore.sql.query import spark_errors
+
+    with spark_errors():
+        source = table_source(session.spark, source_table, [*on, *columns], session.config.to_json())
+        outcome = merge_in_tasks(target, source, on, columns, mode, policy, duplicates)
+    snapshot = outcome.snapshot
     return StatementResult(
         ["rewritten_fragments", "snapshot_id"],
-        [[rewritten, snapshot.snapshot_id if snapshot is not None else None]],
+        [[outcome.rewritten, snapshot.snapshot_id if snapshot is not None else None]],
     )
 
 

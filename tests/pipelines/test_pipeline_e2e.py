@@ -16,6 +16,7 @@ import pyarrow as pa
 import pytest
 
 from pipelines.definitions import build_assets, build_checks
+from pipelines.defs.customers.assets import LTV_KEY, SEGMENTS_KEY
 from pipelines.defs.erasure.assets import ERASURE_KEY
 from pipelines.defs.ingest import events as ev
 from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVENTS_KEY, EVOLUTION_KEY, LANDING_KEY
@@ -245,3 +246,24 @@ def test_ingest_files_are_written_in_spark_tasks(lake: Lake) -> None:
         assert int(str(metadata["write_tasks"])) >= 1, metadata
         assert metadata["write_executors"] == "driver", metadata  # local[2]: the driver's executor
         assert metadata["write_hosts"] != "", metadata
+
+
+def test_feature_merges_are_written_in_spark_tasks(lake: Lake) -> None:
+    """The customer features merge from their Spark query in Spark tasks (merge_columns on the
+    first run, update_columns on the second): the run process plans and commits (issue 29)."""
+    keys = {SEGMENTS_KEY.to_user_string(), LTV_KEY.to_user_string()}
+    for run, action in ((lake.first, "merge_columns"), (lake.second, "update_columns")):
+        merges = [m for step in run.steps for key, m in step.materializations.items() if key in keys]
+        assert [m["action"] for m in merges] == [action, action]
+        for metadata in merges:
+            assert int(str(metadata["rewritten_fragments"])) >= 1, metadata
+            assert int(str(metadata["write_tasks"])) >= 1, metadata
+            assert metadata["write_hosts"] != "", metadata
+    segments = next(m for step in lake.first.steps for key, m in step.materializations.items()
+                    if key == SEGMENTS_KEY.to_user_string())
+    # The segment counts come from Spark (one row per segment); every customer has a segment
+    # (the erasure may remove some customers after the merge, never add one).
+    counts = segments["segments"]
+    assert isinstance(counts, dict) and set(counts) <= {"vip", "regular", "occasional", "browser"}
+    assert sum(counts.values()) == segments["source_rows"]
+    assert sum(counts.values()) >= len(lake.after_first.rows["customers"])

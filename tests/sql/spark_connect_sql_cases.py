@@ -89,3 +89,67 @@ def test_static_partition_values_are_added_in_spark(session: SqlSession) -> None
                     for i in (0, 1)]
     (task,) = session.manager.catalog().load_table("db.tp").scan().plan_files()
     assert task.file.record_count == 2
+
+
+def written_in_tasks(session: SqlSession, name: str, mode: str) -> dict[str, str]:
+    """The summary of the table's current snapshot, checked to record a column merge whose files
+    the Connect server's tasks wrote (this client has no JVM and wrote none)."""
+    import socket
+
+    snapshot = session.manager.catalog().load_table(f"db.{name}").current_snapshot()
+    assert snapshot is not None
+    summary = snapshot.summary
+    assert summary["column-merge"] == mode
+    assert int(summary["tablestore.write.tasks"]) >= 1
+    assert summary["tablestore.write.executors"] == "driver"  # the local server's one executor
+    assert summary["tablestore.write.hosts"] == socket.gethostname()
+    return dict(summary)
+
+
+def test_column_merge_procedures_write_in_tasks_through_connect(session: SqlSession) -> None:
+    assert getattr(session.spark, "_jvm", None) is None  # a Connect client: no SparkContext here
+    session.execute("""
+        CREATE TABLE cm (id BIGINT, name STRING);
+        INSERT INTO cm SELECT id, concat('n', id) FROM range(0, 500);
+        INSERT INTO cm SELECT id, concat('n', id) FROM range(500, 1000);
+        CREATE TABLE cm_src (id BIGINT, segment STRING);
+        INSERT INTO cm_src SELECT id, concat('s', id) FROM range(0, 1000, 3);
+        CREATE TABLE cm_upd (id BIGINT, segment STRING);
+        INSERT INTO cm_upd VALUES (0, NULL), (3, 'u3'), (601, 'new601'), (999, 'u999'), (5000, 'none')
+    """)
+    # Every file holds a key of the source (a multiple of 3 in every 500 ids): all are rewritten.
+    files = len(session.manager.catalog().load_table("db.cm").scan().plan_files())
+    result = session.execute_one("CALL system.merge_columns(table => 'db.cm', source => 'db.cm_src', on => 'id')")
+    assert result.columns == ["rewritten_fragments", "snapshot_id"] and result.rows[0][0] == files
+    summary = written_in_tasks(session, "cm", "merge")
+    assert summary["deleted-data-files"] == summary["added-data-files"] == str(files)
+    counts = session.execute_one("SELECT count(*), count_if(segment = concat('s', id)), count_if(segment IS NULL), "
+                                 "count_if(name = concat('n', id)) FROM cm").rows
+    assert counts == [[1000, 334, 666, 1000]]
+
+    result = session.execute_one("CALL system.update_columns(table => 'db.cm', source => 'db.cm_upd', on => 'id', "
+                                 "columns => 'segment')")
+    assert 2 <= result.rows[0][0] <= files  # the files of ids 0-3 and 601-999 (two inserts)
+    written_in_tasks(session, "cm", "update")
+    rows = session.execute_one("SELECT id, segment FROM cm WHERE id IN (0, 3, 6, 601, 602, 999) ORDER BY id").rows
+    # A NULL new value keeps the old one; an absent key keeps its value; 5000 matches no row.
+    assert rows == [[0, "s0"], [3, "u3"], [6, "s6"], [601, "new601"], [602, None], [999, "u999"]]
+
+
+def test_a_computed_feature_merges_in_tasks_through_connect(session: SqlSession) -> None:
+    from tablestore.engine.spark_column_merge import merge_in_tasks
+
+    # A string key: the Connect server's JVM tags the rows with their fragments and shuffles them.
+    session.execute("""
+        CREATE TABLE cs (k STRING, v BIGINT);
+        INSERT INTO cs SELECT concat('k', id), id FROM range(0, 300);
+        INSERT INTO cs SELECT concat('k', id), id FROM range(300, 600)
+    """)
+    source = session.planner().dataframe("SELECT concat('k', id) AS k, id * 10 AS w FROM range(0, 600, 10)")
+    table = session.manager.catalog().load_table("db.cs")
+    files = len(table.scan().plan_files())
+    merged = merge_in_tasks(table, source, "k", ["w"], "merge")
+    assert merged.rewritten == files and merged.snapshot is not None
+    written_in_tasks(session, "cs", "merge")
+    counts = session.execute_one("SELECT count(*), count_if(w = v * 10), count_if(w IS NULL AND v % 10 <> 0) FROM cs").rows
+    assert counts == [[600, 60, 540]]

@@ -1,18 +1,24 @@
 """The customers dimension and the features merged into it.
 
 ``customers`` is rebuilt from the events; ``customer_segments`` and ``customer_lifetime_value``
-add their column with ``Table.merge_columns`` the first time, and afterwards refresh it with
-``Table.update_columns`` (a partial update: customers absent from the source keep their value).
+add their column with a merge_columns the first time, and afterwards refresh it with an
+update_columns (a partial update: customers absent from the source keep their value). The
+feature query is a Spark DataFrame and the merge runs in Spark tasks
+(``tablestore.engine.spark_column_merge.merge_in_tasks``, classic or Spark Connect): the run
+process plans and commits; the feature rows never reach it.
 """
 
+from typing import TYPE_CHECKING
 
 import dagster as dg
-import pyarrow as pa
 
 from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVENTS_KEY
 from pipelines.defs.resources import SparkResource, TableStoreResource
 from pipelines.settings import table_name
 from tablestore.table import Table
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 CUSTOMERS_KEY = dg.AssetKey(["lakehouse", "shop", "customers"])
 SEGMENTS_KEY = dg.AssetKey(["lakehouse", "shop", "customer_segments"])
@@ -38,15 +44,22 @@ HAVING count_if(event_type = 'purchase') > 0
 """
 
 
-def merge_feature(table: Table, source: pa.Table, column: str) -> tuple[str, int | None]:
-    """Add ``column`` from ``source`` (joined on user_id), or refresh it if the table has it."""
+def merge_feature(table: Table, source: "DataFrame", column: str) -> dict[str, str | int]:
+    """Add ``column`` from ``source`` (joined on user_id), or refresh it if the table has it;
+    the materialization's metadata: the action, the snapshot and the Spark tasks that wrote."""
+    from tablestore.engine.spark_column_merge import merge_in_tasks  # pyspark: loaded when a run merges
+
     exists = column in [f.name for f in table.schema().fields]
     action = "update_columns" if exists else "merge_columns"
-    if exists:
-        snapshot = table.update_columns(source, on="user_id", columns=[column])
-    else:
-        snapshot = table.merge_columns(source, on="user_id", columns=[column])
-    return action, snapshot.snapshot_id if snapshot is not None else None
+    outcome = merge_in_tasks(table, source, "user_id", [column], "update" if exists else "merge")
+    summary = outcome.snapshot.summary if outcome.snapshot is not None else {}
+    return {
+        "action": action,
+        "snapshot_id": str(outcome.snapshot.snapshot_id if outcome.snapshot is not None else None),
+        "rewritten_fragments": outcome.rewritten,
+        "write_tasks": int(summary.get("tablestore.write.tasks", "0")),
+        "write_hosts": summary.get("tablestore.write.hosts", ""),
+    }
 
 
 def build_customer_assets() -> list[dg.AssetsDefinition]:
@@ -77,22 +90,20 @@ def build_customer_assets() -> list[dg.AssetsDefinition]:
     def customer_segments(tablestore: TableStoreResource, spark: SparkResource) -> dg.MaterializeResult:
         """``segment`` (vip, regular, occasional, browser) from purchase counts, merged into
         ``customers`` with merge_columns (update_columns once the column exists)."""
-        source = tablestore.sql(spark.session()).query_arrow(SEGMENT_SQL).read_all()
-        action, snapshot_id = merge_feature(tablestore.table("customers"), source, "segment")
-        counts = source.group_by("segment").aggregate([("user_id", "count")]).to_pylist()
+        source = tablestore.sql(spark.session()).planner().dataframe(SEGMENT_SQL)
+        metadata = merge_feature(tablestore.table("customers"), source, "segment")
+        # One row per segment (four at most): the only rows of the feature this process sees.
+        counts = {r["segment"]: r["count"] for r in source.groupBy("segment").count().collect()}
         return dg.MaterializeResult(metadata={
-            "action": action, "snapshot_id": str(snapshot_id), "source_rows": source.num_rows,
-            "segments": {r["segment"]: r["user_id_count"] for r in counts},
+            **metadata, "source_rows": sum(counts.values()), "segments": counts,
         })
 
     @dg.asset(key=LTV_KEY, deps=[SEGMENTS_KEY], group_name="customers", kinds={"iceberg", "spark"})
     def customer_lifetime_value(tablestore: TableStoreResource, spark: SparkResource) -> dg.MaterializeResult:
         """``lifetime_value`` (purchases minus refunds) for customers who bought: a partial update,
         so customers without purchases keep NULL."""
-        source = tablestore.sql(spark.session()).query_arrow(LTV_SQL).read_all()
-        action, snapshot_id = merge_feature(tablestore.table("customers"), source, "lifetime_value")
-        return dg.MaterializeResult(metadata={
-            "action": action, "snapshot_id": str(snapshot_id), "source_rows": source.num_rows,
-        })
+        source = tablestore.sql(spark.session()).planner().dataframe(LTV_SQL)
+        metadata = merge_feature(tablestore.table("customers"), source, "lifetime_value")
+        return dg.MaterializeResult(metadata={**metadata, "source_rows": source.count()})
 
     return [customers, customer_segments, customer_lifetime_value]

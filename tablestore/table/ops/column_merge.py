@@ -533,11 +533,13 @@ def merged_rows(rows: pa.Table, source: pa.Table, plan: MergePlan, index: pa.Arr
     return pa.table({f.name: arrays[f.name] for f in plan.schema.fields if f.name in arrays})
 
 
-def rewrite_fragment(fragment: Fragment, plan: MergePlan, source: pa.Table, force: bool = False) -> Fragment | None:
+def rewrite_fragment(fragment: Fragment, plan: MergePlan, source: pa.Table, force: bool = False,
+                     write_uuid: str | None = None) -> Fragment | None:
     """Merge one fragment with its source rows and write it as one new file.
 
     Returns the new fragment, or None when no source row matched (and ``force`` is off): the
-    fragment then needs no rewrite.
+    fragment then needs no rewrite. ``write_uuid`` goes into the file's name (unique per call):
+    a Spark job whose tasks name their files by its write id can find them when it fails.
     """
     context = fragment.context
     table_schema = context.table_schema
@@ -561,6 +563,8 @@ def rewrite_fragment(fragment: Fragment, plan: MergePlan, source: pa.Table, forc
     out = out.replace_schema_metadata({LINEAGE_KEY: fragment.id})
     ctx = WriteContext(context.io, context.location, write_schema, fragment.spec,
                        {**context.properties, "write.target-file-size-bytes": _ONE_FILE})
+    if write_uuid:
+        ctx = replace(ctx, write_uuid=write_uuid)
     (written,) = write_partition(ctx, PartitionSlice(fragment.partition, out))
     return replace(fragment, file=written, delete_files=(), schema=plan.schema, replaces=fragment.id,
                    replaced_file=fragment.file, new_columns=plan.new_columns, lineage=fragment.id)

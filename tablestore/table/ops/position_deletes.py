@@ -42,9 +42,10 @@ POSITION_DELETE_SCHEMA = pa.schema([
 
 
 def delete_file_path(data_location: str, spec: PartitionSpec, schema: Schema, data_file: DataFile,
-                     extension: str = "parquet") -> str:
+                     extension: str = "parquet", write_id: str | None = None) -> str:
     partition_path = spec.partition_path(tuple(data_file.partition), schema) if spec.fields else ""
-    name = f"{uuid.uuid4()}-deletes.{extension}"
+    # The write id, when given, names the operation's files so a failed job can find them.
+    name = f"{write_id + '-' if write_id else ''}{uuid.uuid4()}-deletes.{extension}"
     return f"{data_location}/{partition_path}/{name}" if partition_path else f"{data_location}/{name}"
 
 

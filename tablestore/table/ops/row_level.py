@@ -112,6 +112,9 @@ class RowLevelContext:
     #: A format v3 table: rewritten rows carry their row lineage (``_row_id`` and
     #: ``_last_updated_sequence_number``) into the new files.
     lineage: bool = False
+    #: Put in the name of every file the operation writes, when set: a Spark job that fails
+    #: finds the files its tasks wrote by it and deletes them.
+    write_id: str | None = None
 
     @staticmethod
     def of(table: Table, mode: str) -> RowLevelContext:
@@ -126,8 +129,9 @@ class RowLevelContext:
 
     def write_context(self) -> WriteContext:
         # A fresh name prefix per job: jobs on different executors must never collide.
+        name = f"{self.write_id}-{uuid.uuid4()}" if self.write_id else str(uuid.uuid4())
         return WriteContext(self.io, self.location, self.file_schema, self.spec, self.properties,
-                            write_uuid=str(uuid.uuid4()), _counter=itertools.count(1))
+                            write_uuid=name, _counter=itertools.count(1))
 
     def write_rows(self, rows: pa.Table) -> list[DataFile]:
         """Write rows of the table (new rows lack the lineage columns: they read null and inherit)."""
@@ -154,7 +158,7 @@ class RowLevelContext:
         spec = self.specs[task.file.spec_id]
         ctx = self.write_context()
         if self.format_version < 3:
-            path = delete_file_path(ctx.data_location, spec, self.schema, task.file)
+            path = delete_file_path(ctx.data_location, spec, self.schema, task.file, write_id=self.write_id)
             delete = write_position_deletes(self.io, path, task.file, positions, ctx.codec)
             return FileChange(task.file, affected, added_data=added_data or [], added_deletes=[delete])
         bitmap, replaced = merged_previous_deletes(self.io, task.file, task.delete_files)
@@ -162,7 +166,8 @@ class RowLevelContext:
         rows = task.file.record_count
         if len(bitmap) == rows and bitmap.max() == rows - 1:
             return FileChange(task.file, affected, removed=True, added_data=added_data or [])
-        path = delete_file_path(ctx.data_location, spec, self.schema, task.file, extension="puffin")
+        path = delete_file_path(ctx.data_location, spec, self.schema, task.file, extension="puffin",
+                                write_id=self.write_id)
         dv = write_deletion_vector(self.io, path, task.file, bitmap)
         return FileChange(task.file, affected, added_data=added_data or [], added_deletes=[dv],
                           removed_deletes=replaced)
