@@ -483,30 +483,41 @@ class Catalog(ABC):
                 if metadata is base:
                     return View(ident, base_location, base)
 
-            location = new_metadata_location(metadata, base_location)
-            io = self.io
-            write_view_metadata_file(io, location, metadata)
             try:
-                if base_location is None:
-                    self._create_view_entry(ident, location)
-                else:
-                    self._swap_view_entry(ident, base_location, location)
+                location = self.commit_view(ident, base_location, metadata)
             except (ViewAlreadyExistsError, CommitConflictError, NoSuchViewError):
-                io.delete(location)
                 # Another writer created, replaced or dropped the view meanwhile: a plain create
                 # reports it, a replace tries again from what is there now (unless a table took
                 # the name, which no retry changes).
                 if not replace or self.table_exists(ident):
                     raise
                 continue
-            except BaseException:
-                io.delete(location)
-                raise
             return View(ident, location, metadata)
         raise CommitConflictError(
             f"cannot replace view {name}: other writers changed it {VIEW_REPLACE_ATTEMPTS} times "
             "while this replace was running; try again"
         )
+
+    def commit_view(self, identifier: IdentifierLike, base_location: str | None, metadata: ViewMetadata) -> str:
+        """Write ``metadata`` as the view's next metadata file and point the view at it; its location.
+
+        With ``base_location`` None the view is new: ViewAlreadyExistsError if a view or table has
+        the name. Otherwise the view's pointer is compare-and-swapped from ``base_location``:
+        CommitConflictError if another writer moved it, NoSuchViewError if it is gone. The file
+        is deleted when nothing was committed.
+        """
+        ident = to_view_identifier(identifier)
+        location = new_metadata_location(metadata, base_location)
+        write_view_metadata_file(self.io, location, metadata)
+        try:
+            if base_location is None:
+                self._create_view_entry(ident, location)
+            else:
+                self._swap_view_entry(ident, base_location, location)
+        except BaseException:
+            self.io.delete(location)
+            raise
+        return location
 
     def register_view(self, identifier: IdentifierLike, metadata_location: str) -> View:
         """Add an existing view to the catalog by its view metadata file (written by any engine,
