@@ -3,7 +3,8 @@
 The contract itself (which layer imports which) is checked by import-linter in ``make lint``
 ([tool.importlinter] in pyproject.toml). These tests prove what it cannot: that the core
 really imports and works with pyspark absent, that no module reaches for another's private
-name, and that no module of the engine package escapes the contract.
+name (imported, or as an attribute of another module's object), and that no module of the
+engine package escapes the contract.
 """
 
 from __future__ import annotations
@@ -142,6 +143,98 @@ def test_the_private_import_check_sees_relative_absolute_and_private_module_impo
         "tablestore/table/__init__.py:1 imports _helper from tablestore.table.write",
         "tablestore/table/writers.py:2 imports _runs from tablestore.table.write",
         "tablestore/table/writers.py:3 imports from the private module tablestore.table._private",
+    ]
+
+
+# The packages of the project: every check over "the project" walks these.
+PROJECT = ("tablestore", "pipelines", "quality", "infra")
+
+
+def is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_names_defined(tree: ast.Module) -> set[str]:
+    """The private names a module defines: functions, classes and methods, and what it assigns,
+    as a variable or as an attribute (``self._cache = ...``)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                for sub in ast.walk(target):
+                    if isinstance(sub, ast.Name):
+                        names.add(sub.id)
+                    elif isinstance(sub, ast.Attribute):
+                        names.add(sub.attr)
+    return {n for n in names if is_private(n)}
+
+
+def private_attributes(root: Path = ROOT, packages: tuple[str, ...] = PROJECT) -> list[str]:
+    """``obj._name`` where ``obj`` is not ``self``, ``cls`` or ``super()`` and ``_name`` is defined
+    by another module of the project but not by this one: one ``path: expression (defined in
+    ...)`` per offence. A name the project never defines is another library's (``df._jdf``)."""
+    trees = {
+        path: ast.parse(path.read_text(), str(path))
+        for package in packages if (root / package).is_dir()
+        for path in sorted((root / package).rglob("*.py"))
+    }
+    defined = {path: private_names_defined(tree) for path, tree in trees.items()}
+    found = []
+    for path, tree in trees.items():
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Attribute) or not is_private(node.attr) or node.attr in defined[path]:
+                continue
+            owner = node.value
+            if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
+                continue
+            if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super":
+                continue
+            owners = sorted(str(p.relative_to(root)) for p, names in defined.items() if node.attr in names)
+            if owners:
+                found.append(f"{path.relative_to(root)}: {ast.unparse(node)} (defined in {', '.join(owners)})")
+    return found
+
+
+# Private attributes still reached across modules, each with why it is allowed for now.
+PRIVATE_ATTRIBUTES_ALLOWED = {
+    "tablestore/maintenance/compaction.py: table._write_context": "being removed by the table/sql restructure",
+    "tablestore/table/partitions.py: table._write_context": "being removed by the table/sql restructure",
+    "tablestore/table/update/retry.py: table._commit": "being removed by the table/sql restructure",
+    "tablestore/sql/procedures_columns.py: session._load_table": "being removed by the table/sql restructure",
+}
+
+
+def test_no_module_reaches_for_a_private_attribute_of_another_modules_objects() -> None:
+    found = [line.split(" (defined in")[0] for line in private_attributes()]
+    assert [f for f in found if f not in PRIVATE_ATTRIBUTES_ALLOWED] == []
+    # An entry nothing needs any more is deleted, so the list only shrinks.
+    assert [a for a in PRIVATE_ATTRIBUTES_ALLOWED if a not in found] == []
+
+
+def test_the_private_attribute_check_sees_other_modules_names_only(tmp_path: Path) -> None:
+    """The check can fail: a reach into another module's object, beside what is allowed (its own
+    names, self, cls, super(), and private names of other libraries)."""
+    package = tmp_path / "tablestore"
+    package.mkdir()
+    (package / "table.py").write_text(
+        "class Table:\n"
+        "    def __init__(self) -> None:\n"
+        "        self._cache = {}\n"
+        "    def _commit(self) -> None: ...\n"
+    )
+    (package / "catalog.py").write_text(
+        "class Served(Base):\n"
+        "    def go(self, table, df, other) -> None:\n"
+        "        table._commit()\n"
+        "        table.io._cache.clear()\n"
+        "        self._commit(); super()._commit(); df._jdf; other._mine\n"
+        "    def _mine(self) -> None: ...\n"
+    )
+    assert private_attributes(tmp_path, ("tablestore",)) == [
+        "tablestore/catalog.py: table._commit (defined in tablestore/table.py)",
+        "tablestore/catalog.py: table.io._cache (defined in tablestore/table.py)",
     ]
 
 
