@@ -45,7 +45,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.schema import CreateTable
 
-from tablestore.catalog import (
+from tablestore.catalog.base import (
     Catalog,
     Identifier,
     IdentifierLike,

@@ -38,7 +38,7 @@ from sqlalchemy import Table as SqlTable
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.schema import CreateTable
 
-from tablestore.catalog import (
+from tablestore.catalog.base import (
     FunctionAlreadyExistsError,
     FunctionDef,
     Identifier,
