@@ -45,6 +45,7 @@ lint: install
 	$(VENV)/bin/ruff check tablestore pipelines quality tests bench infra
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+	$(PY) -m pytest -q -p no:cacheprovider tests/test_layers.py -k "import_cycle or cycle_check or private"
 
 bench: install
 	$(PY) -m bench.run $(BENCH_ARGS)
