@@ -109,7 +109,7 @@ class SqlSession(
     def query_arrow(self, sql: str) -> pa.RecordBatchReader:
         """The rows of a query as a RecordBatchReader, fetched from Spark a partition at a time
         (``.read_all()`` collects them into one table)."""
-        from tablestore.engine.spark_result_stream import result_stream
+        from tablestore.engine.spark.result_stream import result_stream
 
         df = self.planner().dataframe(sql)
         with spark_errors():

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, TypeVar
 
 from tablestore.config import load_config
 from tablestore.engine.local import LocalEngine
-from tablestore.engine.spark_column_merge import spark_rewrite
-from tablestore.engine.spark_native_read import NATIVE_READ_CONF, ReadOutcome, read_dataframe, read_table
-from tablestore.engine.spark_native_write import WriteOutcome, write_dataframe
-from tablestore.engine.spark_source import (
+from tablestore.engine.spark.column_merge import spark_rewrite
+from tablestore.engine.spark.native_read import NATIVE_READ_CONF, ReadOutcome, read_dataframe, read_table
+from tablestore.engine.spark.native_write import WriteOutcome, write_dataframe
+from tablestore.engine.spark.source import (
     SOURCE_NAME,
     config_to_json,
     configured_source,
@@ -78,7 +78,7 @@ DEFAULT_CONF = {
     "spark.sql.execution.arrow.maxBytesPerBatch": "2147483647",
     # Python workers forked with pyspark, pyarrow, pandas and tablestore already imported
     # (see spark_daemon): without it every fresh worker spends 2-3 CPU seconds importing.
-    "spark.python.daemon.module": "tablestore.engine.spark_daemon",
+    "spark.python.daemon.module": "tablestore.engine.spark.daemon",
 }
 # Arrow's bounds and reference-count checks on every value the JVM reads or writes are a fifth
 # of a data source read's JVM time; the buffers are Arrow's own, built by Spark or by pyarrow in

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from tablestore.engine.spark_source_files import SourceSlice, parquet_source_slices
+from tablestore.engine.spark.source_files import SourceSlice, parquet_source_slices
 from tablestore.io import to_location_uri
 from tablestore.table.column_merge import disjoint_order, rewrite_fragment, rows_by_range
 from tablestore.table.fragments import source_columns
@@ -147,7 +147,7 @@ def staged_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan
 
     Stage 1 (``mapInArrow`` over the source's own partitions: the cheapest way from the JVM to
     Python, columnar to Arrow; or, for a source that is a plain scan of local Parquet files,
-    Python tasks reading those files themselves, see :mod:`tablestore.engine.spark_source_files`)
+    Python tasks reading those files themselves, see :mod:`tablestore.engine.spark.source_files`)
     finds each row's fragment with a vectorised binary search and writes one Arrow IPC file per
     (source slice, task) under the table's location. Stage 2
     (one Python task per group of neighbouring fragments) reads its files, merges and writes
