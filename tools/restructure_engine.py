@@ -3,7 +3,8 @@
     python tools/restructure_engine.py [--check | --map]
 
 ``tablestore.engine.spark`` (spark.py) becomes the package's ``__init__.py``, so its public names
-stay where they are; ``tablestore.engine.spark_<name>`` becomes ``tablestore.engine.spark.<name>``.
+stay where they are; ``tablestore.engine.spark_<name>`` becomes ``tablestore.engine.spark.<name>``,
+except ``spark_daemon`` (see ``MODULES``), which stays beside the package.
 The script ``git mv``s the files still at their old paths and rewrites every mention of an old
 module name or path in the repository's .py, .toml, .md, .cfg, .conf files and Makefile: imports,
 module names in strings (Spark's ``spark.python.daemon.module``, the daemon's preloads, the
@@ -26,9 +27,12 @@ ROOT = Path(__file__).resolve().parent.parent
 ENGINE = ROOT / "tablestore" / "engine"
 PACKAGE = ENGINE / "spark"
 
-# The modules of the Spark engine, by their name after "spark_".
+# The modules of the Spark engine, by their name after "spark_". Not spark_daemon.py: Spark starts
+# it with ``python -m`` as the daemon its Python workers fork from, and it must put the installed
+# pyspark first on sys.path before anything imports pyspark; inside the package, the package's
+# __init__ (spark.py, which imports pyspark) would run first.
 MODULES = (
-    "arrow", "column_merge", "convert", "daemon", "native_read", "native_write", "result_stream",
+    "arrow", "column_merge", "convert", "native_read", "native_write", "result_stream",
     "row_level", "row_source", "source", "source_files", "source_options", "source_read", "source_write",
     "stream", "write_files",
 )

@@ -78,7 +78,7 @@ DEFAULT_CONF = {
     "spark.sql.execution.arrow.maxBytesPerBatch": "2147483647",
     # Python workers forked with pyspark, pyarrow, pandas and tablestore already imported
     # (see spark_daemon): without it every fresh worker spends 2-3 CPU seconds importing.
-    "spark.python.daemon.module": "tablestore.engine.spark.daemon",
+    "spark.python.daemon.module": "tablestore.engine.spark_daemon",
 }
 # Arrow's bounds and reference-count checks on every value the JVM reads or writes are a fifth
 # of a data source read's JVM time; the buffers are Arrow's own, built by Spark or by pyarrow in
