@@ -30,7 +30,7 @@ dagster: install
 
 # The Great Expectations suites alone, on what `make demo` left.
 quality: install
-	$(PY) -m quality
+	$(PY) -m pipelines.quality_run
 
 # The S3 tests run MinIO built from source (infra/images/minio.py) and the Trino tests Trino 476
 # from Maven Central (infra/trino_server.py): each installed once per machine and pin, before the
@@ -45,6 +45,7 @@ lint: install
 	$(VENV)/bin/ruff check tablestore pipelines quality tests bench infra
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+	$(PY) -m pytest -q -p no:cacheprovider tests/test_layers.py -k "import_cycle or cycle_check or private"
 
 bench: install
 	$(PY) -m bench.run $(BENCH_ARGS)

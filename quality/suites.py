@@ -2,7 +2,9 @@
 
 Each suite is a function ``(Lakehouse) -> SuiteRun``: it builds the DataFrame it needs, an
 expectation suite, and validates the one against the other with GX Core. The Dagster asset
-checks (``pipelines/defs/*/checks.py``) and ``make quality`` both call these functions.
+checks (``pipelines/defs/quality_checks.py``) and ``make quality`` (``pipelines/quality_run.py``)
+both call these functions. This package knows nothing of the pipeline: what a suite reads of its
+settings is ``SuiteSettings``, and its catalog and database come with the ``Lakehouse``.
 """
 
 from __future__ import annotations
@@ -12,13 +14,13 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from pipelines.settings import CATALOG, DATABASE, PipelineSettings
 from tablestore.engine.spark import register_table_view
 from tablestore.session import CatalogManager
 
 if TYPE_CHECKING:
+    from pathlib import Path
     from types import ModuleType
 
     from pyspark.sql import DataFrame, SparkSession
@@ -38,20 +40,34 @@ def _expectations() -> ModuleType:
     return gxe
 
 
+class SuiteSettings(Protocol):
+    """What the suites read of a pipeline's settings (``pipelines.settings.PipelineSettings``)."""
+
+    @property
+    def events_landing(self) -> Path: ...
+    @property
+    def evolution_at(self) -> datetime.date: ...
+    @property
+    def cutover(self) -> datetime.date: ...
+
+
 @dataclass
 class Lakehouse:
-    """What a suite reads: the settings, the catalogs and a SparkSession."""
+    """What a suite reads: the settings, the catalogs and a SparkSession, and the catalog and
+    database of the pipeline's tables."""
 
-    settings: PipelineSettings
+    settings: SuiteSettings
     manager: CatalogManager
     spark: SparkSession
+    catalog: str
+    database: str
 
     def table_df(self, name: str) -> DataFrame:
         view = f"quality_{name}_{uuid.uuid4().hex[:8]}"
-        return register_table_view(self.spark, self.manager, (CATALOG, DATABASE, name), view)
+        return register_table_view(self.spark, self.manager, (self.catalog, self.database, name), view)
 
     def exists(self, name: str) -> bool:
-        return self.manager.catalog(CATALOG).table_exists((DATABASE, name))
+        return self.manager.catalog(self.catalog).table_exists((self.database, name))
 
     def landing_df(self) -> DataFrame:
         """The landing files as the source system wrote them, read directly (not via a table)."""
@@ -223,7 +239,7 @@ def partition_specs_by_cutover(lake: Lakehouse) -> SuiteRun:
     gxe = _expectations()
     import pyarrow as pa
 
-    table = lake.manager.catalog(CATALOG).load_table((DATABASE, "events"))
+    table = lake.manager.catalog(lake.catalog).load_table((lake.database, "events"))
     specs = table.specs()
     cutover = datetime.datetime.combine(lake.settings.cutover, datetime.time())
     rows = []

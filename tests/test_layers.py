@@ -3,17 +3,23 @@
 The contract itself (which layer imports which) is checked by import-linter in ``make lint``
 ([tool.importlinter] in pyproject.toml). These tests prove what it cannot: that the core
 really imports and works with pyspark absent, that no module reaches for another's private
-name, and that no module of the engine package escapes the contract.
+name (imported, or as an attribute of another module's object), and that no module of the
+engine package escapes the contract.
 """
 
 from __future__ import annotations
 
 import ast
+import itertools
 import subprocess
 import sys
 import textwrap
 import tomllib
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+
+import grimp
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "tablestore"
@@ -145,17 +151,235 @@ def test_the_private_import_check_sees_relative_absolute_and_private_module_impo
     ]
 
 
+# The packages of the project: every check over "the project" walks these.
+PROJECT = ("tablestore", "pipelines", "quality", "infra")
+
+
+def is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_names_defined(tree: ast.Module) -> set[str]:
+    """The private names a module defines: functions, classes and methods, and what it assigns,
+    as a variable or as an attribute (``self._cache = ...``)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                for sub in ast.walk(target):
+                    if isinstance(sub, ast.Name):
+                        names.add(sub.id)
+                    elif isinstance(sub, ast.Attribute):
+                        names.add(sub.attr)
+    return {n for n in names if is_private(n)}
+
+
+def private_attributes(root: Path = ROOT, packages: tuple[str, ...] = PROJECT) -> list[str]:
+    """``obj._name`` where ``obj`` is not ``self``, ``cls`` or ``super()`` and ``_name`` is defined
+    by another module of the project but not by this one: one ``path: expression (defined in
+    ...)`` per offence. A name the project never defines is another library's (``df._jdf``)."""
+    trees = {
+        path: ast.parse(path.read_text(), str(path))
+        for package in packages if (root / package).is_dir()
+        for path in sorted((root / package).rglob("*.py"))
+    }
+    defined = {path: private_names_defined(tree) for path, tree in trees.items()}
+    found = []
+    for path, tree in trees.items():
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Attribute) or not is_private(node.attr) or node.attr in defined[path]:
+                continue
+            owner = node.value
+            if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
+                continue
+            if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super":
+                continue
+            owners = sorted(str(p.relative_to(root)) for p, names in defined.items() if node.attr in names)
+            if owners:
+                found.append(f"{path.relative_to(root)}: {ast.unparse(node)} (defined in {', '.join(owners)})")
+    return found
+
+
+# Private attributes still reached across modules, each with why it is allowed for now.
+PRIVATE_ATTRIBUTES_ALLOWED = {
+    "tablestore/maintenance/compaction.py: table._write_context": "being removed by the table/sql restructure",
+    "tablestore/table/partitions.py: table._write_context": "being removed by the table/sql restructure",
+    "tablestore/table/update/retry.py: table._commit": "being removed by the table/sql restructure",
+    "tablestore/sql/procedures_columns.py: session._load_table": "being removed by the table/sql restructure",
+}
+
+
+def test_no_module_reaches_for_a_private_attribute_of_another_modules_objects() -> None:
+    found = [line.split(" (defined in")[0] for line in private_attributes()]
+    assert [f for f in found if f not in PRIVATE_ATTRIBUTES_ALLOWED] == []
+    # An entry nothing needs any more is deleted, so the list only shrinks.
+    assert [a for a in PRIVATE_ATTRIBUTES_ALLOWED if a not in found] == []
+
+
+def test_the_private_attribute_check_sees_other_modules_names_only(tmp_path: Path) -> None:
+    """The check can fail: a reach into another module's object, beside what is allowed (its own
+    names, self, cls, super(), and private names of other libraries)."""
+    package = tmp_path / "tablestore"
+    package.mkdir()
+    (package / "table.py").write_text(
+        "class Table:\n"
+        "    def __init__(self) -> None:\n"
+        "        self._cache = {}\n"
+        "    def _commit(self) -> None: ...\n"
+    )
+    (package / "catalog.py").write_text(
+        "class Served(Base):\n"
+        "    def go(self, table, df, other) -> None:\n"
+        "        table._commit()\n"
+        "        table.io._cache.clear()\n"
+        "        self._commit(); super()._commit(); df._jdf; other._mine\n"
+        "    def _mine(self) -> None: ...\n"
+    )
+    assert private_attributes(tmp_path, ("tablestore",)) == [
+        "tablestore/catalog.py: table._commit (defined in tablestore/table.py)",
+        "tablestore/catalog.py: table.io._cache (defined in tablestore/table.py)",
+    ]
+
+
+# -- import cycles -----------------------------------------------------------------------------
+
+# Import cycles between modules that other work in progress removes, each with who removes it.
+# A cycle passes while all its modules are in one entry; an entry no cycle needs fails the test,
+# so that it is deleted as soon as the cycle is gone (the list only shrinks).
+KNOWN_CYCLES: dict[frozenset[str], str] = {
+    frozenset({"tablestore.table.write", "tablestore.table.writers"}):
+        "the table/ restructure (issue 32, Build 1: write/ merges write and writers)",
+    frozenset({
+        "tablestore.table.overwrite", "tablestore.table.partitions", "tablestore.table.row_level",
+        "tablestore.table.update.schema", "tablestore.table.update.spec", "tablestore.table.update.transaction",
+    }): "the table/ restructure (issue 32, Build 1: ops/ above update/, Transaction without data conveniences)",
+    frozenset({"tablestore.table.column_merge", "tablestore.table.fragments"}):
+        "the table/ restructure (issue 32, Build 1: column merges in ops/)",
+    frozenset({
+        "tablestore.maintenance", "tablestore.maintenance.compaction", "tablestore.maintenance.expire",
+        "tablestore.maintenance.orphans", "tablestore.table",
+    }): "the table/ restructure (issue 32, Build 1: the table and maintenance contracts)",
+}
+
+
+def strongly_connected(edges: Mapping[str, Iterable[str]]) -> list[list[str]]:
+    """The import cycles of a graph: its strongly connected sets of two or more modules, sorted
+    (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for imported in edges.get(module, ()):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in on_stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == module:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(previous, 10 * len(edges) + 100))
+    try:
+        for module in sorted(edges):
+            if module not in index:
+                visit(module)
+    finally:
+        sys.setrecursionlimit(previous)
+    return sorted(found)
+
+
+def import_cycles(packages: tuple[str, ...] = PROJECT) -> list[tuple[list[str], str]]:
+    """Every import cycle between modules of ``packages``, as import-linter sees imports (those
+    inside functions count, those under ``if TYPE_CHECKING:`` do not), with one shortest loop
+    through it spelled out: ``a -> b (a.py:12) -> a (b.py:3)``."""
+    graph = grimp.build_graph(*packages, exclude_type_checking_imports=True)
+    inside = {m for m in graph.modules if m.split(".")[0] in packages}
+    edges = {m: sorted(i for i in graph.find_modules_directly_imported_by(m) if i in inside) for m in inside}
+    cycles = []
+    for component in strongly_connected(edges):
+        first = component[0]
+        # The shortest way back to the first module from one it imports, within the cycle.
+        loops = [graph.find_shortest_chain(importer=i, imported=first) for i in edges[first] if i in component]
+        chain = (first, *min((c for c in loops if c), key=len))
+        steps = [first]
+        for importer, imported in itertools.pairwise(chain):
+            line = graph.get_import_details(importer=importer, imported=imported)[0]["line_number"]
+            steps.append(f"{imported} ({importer}:{line})")
+        cycles.append((component, " -> ".join(steps)))
+    return cycles
+
+
+def test_no_import_cycle_between_any_two_modules_of_the_project() -> None:
+    cycles = import_cycles()
+    unknown = [loop for component, loop in cycles
+               if not any(set(component) <= known for known in KNOWN_CYCLES)]
+    remaining = [f"{sorted(known)} ({owner})" for known, owner in KNOWN_CYCLES.items()
+                 if any(set(component) <= known for component, _ in cycles)]
+    assert unknown == [], "import cycles (break each):\n" + "\n".join(unknown) + (
+        "\nknown cycles that remain, being removed:\n" + "\n".join(remaining) if remaining else "")
+    stale = [f"{sorted(known)} ({owner})" for known, owner in KNOWN_CYCLES.items()
+             if not any(set(component) <= known for component, _ in cycles)]
+    assert stale == [], "these cycles are gone: delete their entries from KNOWN_CYCLES\n" + "\n".join(stale)
+
+
+def test_the_cycle_check_finds_cycles_through_function_level_imports_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check can fail: a cycle closed by an import inside a function is found, one closed
+    only under ``if TYPE_CHECKING:`` is not, and a module outside every cycle is left out."""
+    package = tmp_path / "cyclecheck_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from cyclecheck_pkg.b import f\n")
+    (package / "b.py").write_text("def f() -> None:\n    from cyclecheck_pkg import a\n")
+    (package / "c.py").write_text(
+        "from typing import TYPE_CHECKING\nfrom cyclecheck_pkg import a\nif TYPE_CHECKING:\n    from cyclecheck_pkg import d\n"
+    )
+    (package / "d.py").write_text("from cyclecheck_pkg import c\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert import_cycles(("cyclecheck_pkg",)) == [(
+        ["cyclecheck_pkg.a", "cyclecheck_pkg.b"],
+        "cyclecheck_pkg.a -> cyclecheck_pkg.b (cyclecheck_pkg.a:1) -> cyclecheck_pkg.a (cyclecheck_pkg.b:2)",
+    )]
+    assert strongly_connected({"x": ["y"], "y": ["z"], "z": ["x", "w"], "w": []}) == [["x", "y", "z"]]
+
+
 def contract_modules() -> set[str]:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
-    # The project's layers (the contract of table/'s own layers names its container instead).
-    (layers,) = [c["layers"] for c in config["contracts"] if c["type"] == "layers" and "containers" not in c]
+    # Every layers contract of the project (one naming a container, as table/'s own layers do,
+    # names its layers relative to it and is left out).
+    layers = [
+        layer
+        for c in config["contracts"]
+        if c["type"] == "layers" and "containers" not in c
+        for layer in c["layers"]
+    ]
     return {m.strip() for layer in layers for m in layer.replace("|", ":").split(":")}
 
 
 def test_every_module_of_the_engine_package_is_in_a_layer_of_the_contract() -> None:
-    """The engine package is split between two layers by naming its modules, so a new module
-    must be named too, or the contract would not check it."""
+    """The engine package is split between two layers: the engine-neutral modules, named one by
+    one, and the Spark package, named as a whole (so a new module of it is in its layer). A new
+    module beside them must be named too, or the contract would not check it."""
     named = contract_modules()
     engine = [m for m in modules_under("engine") if m != "tablestore.engine"]
-    assert [m for m in engine if m not in named] == []
+    assert [m for m in engine if not any(m == n or m.startswith(n + ".") for n in named)] == []
     assert {"tablestore.engine.spark", "tablestore.engine.protocols"} <= named
+    assert not [n for n in named if n.startswith("tablestore.engine.spark.")]

@@ -23,7 +23,7 @@ from urllib.parse import quote
 
 import requests
 
-from tablestore.catalog import (
+from tablestore.catalog.base import (
     Catalog,
     FunctionDef,
     Identifier,

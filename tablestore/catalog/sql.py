@@ -27,12 +27,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
-    Column,
     ColumnElement,
     Connection,
     Engine,
-    MetaData,
-    String,
     create_engine,
     delete,
     event,
@@ -44,12 +41,11 @@ from sqlalchemy import (
     union,
     update,
 )
-from sqlalchemy import Table as SqlTable
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.schema import CreateTable
 
-from tablestore.catalog import (
+from tablestore.catalog.base import (
     Catalog,
     Identifier,
     IdentifierLike,
@@ -59,12 +55,20 @@ from tablestore.catalog import (
     to_namespace,
     to_table_identifier,
 )
+from tablestore.catalog.sql_layout import (
+    ICEBERG_TABLES,
+    NAMESPACE_PROPERTIES,
+    TABLE_TYPE,
+    VIEW_TYPE,
+    PointerSwap,
+    pointer_moved,
+    swap_pointers,
+)
 from tablestore.catalog.sql_transactions import SqlMultiTableCommit
-from tablestore.catalog.sql_views import FUNCTIONS, VIEW_TYPE, SqlViewsAndFunctions
+from tablestore.catalog.sql_views import FUNCTIONS, SqlViewsAndFunctions
 from tablestore.errors import (
     CommitConflictError,
     CommitFailedError,
-    CommitStateUnknownError,
     CorruptMetadataError,
     InvalidNameError,
     NamespaceAlreadyExistsError,
@@ -85,32 +89,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 URI = "uri"
-TABLE_TYPE = "TABLE"
 EXISTS_PROPERTY = "exists"  # the JDBC catalog's marker row that makes an empty namespace exist
 NAME_MAX_LENGTH = 255  # the VARCHAR(255) key columns
 SQLITE_BUSY_TIMEOUT_S = 30.0
-
-_SCHEMA = MetaData()
-
-ICEBERG_TABLES = SqlTable(
-    "iceberg_tables",
-    _SCHEMA,
-    Column("catalog_name", String(255), primary_key=True, nullable=False),
-    Column("table_namespace", String(255), primary_key=True, nullable=False),
-    Column("table_name", String(255), primary_key=True, nullable=False),
-    Column("metadata_location", String(1000), nullable=True),
-    Column("previous_metadata_location", String(1000), nullable=True),
-    Column("iceberg_type", String(5), nullable=True),
-)
-
-NAMESPACE_PROPERTIES = SqlTable(
-    "iceberg_namespace_properties",
-    _SCHEMA,
-    Column("catalog_name", String(255), primary_key=True, nullable=False),
-    Column("namespace", String(255), primary_key=True, nullable=False),
-    Column("property_key", String(255), primary_key=True, nullable=False),
-    Column("property_value", String(1000), nullable=False),
-)
 
 _T = ICEBERG_TABLES.c
 _NS = NAMESPACE_PROPERTIES.c
@@ -204,8 +185,6 @@ class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
     with a local warehouse, the database is ``<warehouse>/catalog.db``.
     """
 
-    _iceberg_tables = ICEBERG_TABLES
-
     def __init__(self, name: str, **properties: str) -> None:
         super().__init__(name, **properties)
         if len(name) > NAME_MAX_LENGTH:
@@ -221,6 +200,7 @@ class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
             local = local[2:] if local.startswith("//") else local
             uri = f"sqlite:///{os.path.join(local, 'catalog.db')}"
         self.engine = create_catalog_engine(uri)
+        self._swap_engine = self.engine
         self._typed = self._init_tables()
 
     def __repr__(self) -> str:
@@ -555,6 +535,11 @@ class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
         return str(row[0])
 
     # -- commits ---------------------------------------------------------------------------------
+    # Where the pointer swap of a single-table commit is sent, and whether it runs there as its
+    # own transaction (the service's PostgreSQL connections in autocommit mode).
+    _swap_engine: Engine
+    _swap_autocommit = False
+
     def commit_table(
         self,
         identifier: IdentifierLike,
@@ -570,68 +555,58 @@ class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
         database failed while committing (the file is kept: it may be the table's state now).
         """
         ident = self._table_ident(identifier)
-        current: tuple[str, TableMetadata] | None
         try:
             current = self.load_table_metadata(ident)
         except NoSuchTableError:
             if not any(isinstance(r, AssertCreate) for r in requirements):
                 raise
-            current = None
-
+            return self._create_by_commit(ident, requirements, updates)
         staged = self._new_metadata(ident, current, requirements, updates)
         if staged is None:
-            assert current is not None
             return current
+        if not self._swap_staged(ident, current[0], staged):
+            raise pointer_moved(
+                f"commit to table {identifier_str(ident)}", "table",
+                PointerSwap(self._ns_str(ident[:-1]), ident[-1], current[0], staged[0]),
+            )
+        return staged
+
+    def _create_by_commit(
+        self, ident: Identifier, requirements: Sequence[TableRequirement], updates: Sequence[TableUpdate]
+    ) -> tuple[str, TableMetadata]:
+        staged = self._new_metadata(ident, None, requirements, updates)
+        assert staged is not None  # a new table always has metadata
         new_location, new_metadata = staged
         io = self.table_io(new_metadata)
-        name = identifier_str(ident)
+        try:
+            self._create_table_entry(ident, new_location)
+        except TableAlreadyExistsError:
+            io.delete(new_location)
+            raise CommitConflictError(
+                f"table {identifier_str(ident)} was created concurrently; load it and retry"
+            ) from None
+        except BaseException:
+            io.delete(new_location)
+            raise
+        return staged
 
-        if current is None:
-            try:
-                self._create_table_entry(ident, new_location)
-            except TableAlreadyExistsError:
-                io.delete(new_location)
-                raise CommitConflictError(
-                    f"table {name} was created concurrently; load it and retry"
-                ) from None
-            except BaseException:
-                io.delete(new_location)
-                raise
-            return new_location, new_metadata
-
-        base_location = current[0]
-        with self.engine.connect() as conn:
-            conn.execution_options(tablestore_write=True)
-            transaction = conn.begin()
-            try:
-                result = conn.execute(
-                    update(ICEBERG_TABLES)
-                    .where(*self._table_key(ident), _T.metadata_location == base_location)
-                    .values(metadata_location=new_location, previous_metadata_location=base_location)
-                )
-                swapped = result.rowcount == 1
-            except SQLAlchemyError as e:
-                transaction.rollback()
-                io.delete(new_location)
-                raise CommitFailedError(
-                    f"commit to table {name} failed, nothing was committed: "
-                    f"{type(e).__name__}: {getattr(e, 'orig', None) or e}"
-                ) from e
-            if not swapped:
-                transaction.rollback()
-                io.delete(new_location)
-                raise CommitConflictError(
-                    f"table {name} was changed by another commit (it no longer points at "
-                    f"{base_location}); refresh it and retry"
-                )
-            try:
-                transaction.commit()
-            except SQLAlchemyError as e:
-                raise CommitStateUnknownError(
-                    f"commit to table {name} may or may not have been applied (the database failed "
-                    f"while committing); reload the table to check. New metadata: {new_location}"
-                ) from e
-        return new_location, new_metadata
+    def _swap_staged(self, ident: Identifier, base_location: str, staged: tuple[str, TableMetadata]) -> bool:
+        """Swap the table's pointer from ``base_location`` to the staged metadata file: whether
+        it was made. The file is deleted when it was not, or when the database refused the swap;
+        it is kept when the outcome is unknown (it may be the table's state now)."""
+        new_location, new_metadata = staged
+        io = self.table_io(new_metadata)
+        swap = PointerSwap(self._ns_str(ident[:-1]), ident[-1], base_location, new_location)
+        try:
+            lost = swap_pointers(self._swap_engine, self.name, [swap], f"commit to table {identifier_str(ident)}",
+                                 autocommit=self._swap_autocommit)
+        except CommitFailedError:
+            io.delete(new_location)
+            raise
+        if lost is not None:
+            io.delete(new_location)
+            return False
+        return True
 
 
 __all__ = ["FUNCTIONS", "ICEBERG_TABLES", "NAMESPACE_PROPERTIES", "SqlCatalog", "create_catalog_engine"]

@@ -10,17 +10,14 @@ moment the others were committed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import update
-from sqlalchemy.exc import SQLAlchemyError
-
-from tablestore.catalog import Identifier, IdentifierLike, identifier_str
-from tablestore.errors import CommitConflictError, CommitFailedError, CommitStateUnknownError, ValidationError
+from tablestore.catalog.sql_layout import PointerSwap, pointer_moved, swap_pointers
+from tablestore.errors import CommitStateUnknownError, ValidationError
+from tablestore.names import Identifier, IdentifierLike, identifier_str
 
 if TYPE_CHECKING:
-    from sqlalchemy import ColumnElement, Engine
-    from sqlalchemy import Table as SqlTable
+    from sqlalchemy import Engine
 
     from tablestore.io import FileIO
     from tablestore.spec.metadata import TableMetadata
@@ -33,11 +30,11 @@ class SqlMultiTableCommit:
     """Mixin of SqlCatalog: ``commit_tables``."""
 
     if TYPE_CHECKING:
+        name: str
         engine: Engine
-        _iceberg_tables: ClassVar[SqlTable]
 
         def _table_ident(self, identifier: IdentifierLike) -> Identifier: ...
-        def _table_key(self, identifier: Identifier) -> list[ColumnElement[bool]]: ...
+        def _ns_str(self, namespace: Identifier) -> str: ...
         def load_table_metadata(self, identifier: IdentifierLike) -> tuple[str, TableMetadata]: ...
         def table_io(self, metadata: TableMetadata) -> FileIO: ...
         def _new_metadata(
@@ -74,39 +71,14 @@ class SqlMultiTableCommit:
         return [(location, metadata) for _, _, location, metadata, _ in staged]
 
     def _swap_all(self, staged: list[tuple[Identifier, str, str, TableMetadata, Any]]) -> None:
-        columns = self._iceberg_tables.c
         names = ", ".join(identifier_str(s[0]) for s in staged)
-        with self.engine.connect() as conn:
-            conn.execution_options(tablestore_write=True)
-            transaction = conn.begin()
-            try:
-                for ident, base_location, new_location, _, _ in staged:
-                    values: dict[str, str] = {"metadata_location": new_location}
-                    if new_location != base_location:
-                        values["previous_metadata_location"] = base_location
-                    result = conn.execute(
-                        update(self._iceberg_tables)
-                        .where(*self._table_key(ident), columns.metadata_location == base_location)
-                        .values(**values)
-                    )
-                    if result.rowcount != 1:
-                        transaction.rollback()
-                        raise CommitConflictError(
-                            f"transaction on {names} not committed: table {identifier_str(ident)} was "
-                            "changed by another commit; refresh the tables and retry"
-                        )
-            except SQLAlchemyError as e:
-                transaction.rollback()
-                raise CommitFailedError(
-                    f"transaction on {names} failed, nothing was committed: {type(e).__name__}"
-                ) from e
-            try:
-                transaction.commit()
-            except SQLAlchemyError as e:
-                raise CommitStateUnknownError(
-                    f"transaction on {names} may or may not have been applied (the database failed "
-                    "while committing); reload the tables to check"
-                ) from e
+        what = f"transaction on {names}"
+        swaps = [PointerSwap(self._ns_str(ident[:-1]), ident[-1], base_location, new_location)
+                 for ident, base_location, new_location, _, _ in staged]
+        # Always the transactional engine: several swaps are atomic only in one transaction.
+        lost = swap_pointers(self.engine, self.name, swaps, what)
+        if lost is not None:
+            raise pointer_moved(what, "table", lost)
 
 
 __all__ = ["SqlMultiTableCommit", "TableChange"]

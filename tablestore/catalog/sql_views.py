@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
     BigInteger,
@@ -38,7 +38,7 @@ from sqlalchemy import Table as SqlTable
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.schema import CreateTable
 
-from tablestore.catalog import (
+from tablestore.catalog.base import (
     FunctionAlreadyExistsError,
     FunctionDef,
     Identifier,
@@ -51,6 +51,7 @@ from tablestore.catalog import (
     to_namespace,
     to_view_identifier,
 )
+from tablestore.catalog.sql_layout import ICEBERG_TABLES, VIEW_TYPE, PointerSwap, pointer_moved, swap_pointers
 from tablestore.errors import (
     CommitConflictError,
     CorruptMetadataError,
@@ -67,7 +68,6 @@ if TYPE_CHECKING:
     from tablestore.io import FileIO
     from tablestore.spec.view import ViewMetadata
 
-VIEW_TYPE = "VIEW"
 NAME_MAX_LENGTH = 255
 # Concurrent CREATE OR REPLACE FUNCTION calls can both find no row and both insert; the loser
 # retries and then updates the winner's row.
@@ -91,9 +91,6 @@ _F = FUNCTIONS.c
 class SqlViewsAndFunctions:
     """Views and functions for ``SqlCatalog``; it uses the catalog's connections and helpers."""
 
-    # Set by SqlCatalog: sql.py defines the JDBC tables and imports this module, so this module
-    # cannot import them back.
-    _iceberg_tables: ClassVar[SqlTable]
     # Whether tablestore_functions is known to exist; once it does, it is not looked up again.
     _functions_table_exists: bool = False
 
@@ -138,12 +135,12 @@ class SqlViewsAndFunctions:
             )
 
     def _view_filter(self) -> ColumnElement[bool]:
-        return self._iceberg_tables.c.iceberg_type == VIEW_TYPE
+        return ICEBERG_TABLES.c.iceberg_type == VIEW_TYPE
 
     def list_views(self, namespace: IdentifierLike) -> list[Identifier]:
         ns_tuple = to_namespace(namespace)
         ns = self._ns_str(ns_tuple)
-        t = self._iceberg_tables.c
+        t = ICEBERG_TABLES.c
         with self._read() as conn:
             self._require_namespace(conn, ns)
             if not self._typed:
@@ -175,7 +172,7 @@ class SqlViewsAndFunctions:
         if self._typed:
             with self._read() as conn:
                 row = conn.execute(
-                    select(self._iceberg_tables.c.metadata_location)
+                    select(ICEBERG_TABLES.c.metadata_location)
                     .where(*self._table_key(ident), self._view_filter())
                 ).first()
         if row is None:
@@ -191,7 +188,7 @@ class SqlViewsAndFunctions:
     def _create_view_entry(self, identifier: Identifier, metadata_location: str) -> None:
         self._views_supported()
         ident = self._view_ident(identifier)
-        t = self._iceberg_tables.c
+        t = ICEBERG_TABLES.c
         ns = self._ns_str(ident[:-1])
         name = identifier_str(ident)
         try:
@@ -200,7 +197,7 @@ class SqlViewsAndFunctions:
                 existing = conn.execute(select(t.iceberg_type).where(*self._table_key(ident))).first()
                 if existing is not None:
                     raise self._name_taken(name, existing[0])
-                conn.execute(insert(self._iceberg_tables).values(
+                conn.execute(insert(ICEBERG_TABLES).values(
                     catalog_name=self.name,
                     table_namespace=ns,
                     table_name=ident[-1],
@@ -221,31 +218,21 @@ class SqlViewsAndFunctions:
 
     def _swap_view_entry(self, identifier: Identifier, base_location: str, new_location: str) -> None:
         ident = self._view_ident(identifier)
-        t = self._iceberg_tables.c
-        with self._write() as conn:
-            result = conn.execute(
-                update(self._iceberg_tables)
-                .where(*self._table_key(ident), self._view_filter(), t.metadata_location == base_location)
-                .values(metadata_location=new_location, previous_metadata_location=base_location)
-            )
-            if result.rowcount == 1:
-                return
-            exists = conn.execute(
-                select(literal(1)).where(*self._table_key(ident), self._view_filter())
-            ).first()
-        if exists is None:
+        swap = PointerSwap(self._ns_str(ident[:-1]), ident[-1], base_location, new_location)
+        what = f"replace of view {identifier_str(ident)}"
+        lost = swap_pointers(self.engine, self.name, [swap], what)
+        if lost is None:
+            return
+        if not self.view_exists(ident):
             raise self._no_such_view(ident)
-        raise CommitConflictError(
-            f"view {identifier_str(ident)} was changed by another writer (it no longer points at "
-            f"{base_location}); load it and retry"
-        )
+        raise pointer_moved(what, "view", lost)
 
     def drop_view(self, identifier: IdentifierLike) -> None:
         ident = self._view_ident(identifier)
         if self._typed:
             with self._write() as conn:
                 result = conn.execute(
-                    delete(self._iceberg_tables).where(*self._table_key(ident), self._view_filter())
+                    delete(ICEBERG_TABLES).where(*self._table_key(ident), self._view_filter())
                 )
                 if result.rowcount == 1:
                     return
@@ -257,7 +244,7 @@ class SqlViewsAndFunctions:
         what = f"cannot rename view {identifier_str(src)} to {identifier_str(dst)}"
         if not self._typed:
             raise self._no_such_view(src)
-        t = self._iceberg_tables.c
+        t = ICEBERG_TABLES.c
         try:
             with self._write() as conn:
                 dst_ns = self._ns_str(dst[:-1])
@@ -268,7 +255,7 @@ class SqlViewsAndFunctions:
                     kind = "view" if existing[0] == VIEW_TYPE else "table"
                     raise ViewAlreadyExistsError(f"{what}: a {kind} named {identifier_str(dst)} exists")
                 result = conn.execute(
-                    update(self._iceberg_tables)
+                    update(ICEBERG_TABLES)
                     .where(*self._table_key(src), self._view_filter())
                     .values(table_namespace=dst_ns, table_name=dst[-1])
                 )

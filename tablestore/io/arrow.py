@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from tablestore.errors import UnsupportedError, ValidationError
-from tablestore.io import (
+from tablestore.io.fileio import (
     S3_ACCESS_KEY_ID,
     S3_CONNECT_TIMEOUT,
     S3_ENDPOINT,

@@ -5,20 +5,22 @@ file can be kept under its location for as long as anyone asks for it (and its J
 responses embed it). The service also remembers where each table pointed when it last loaded
 or committed it. On PostgreSQL a commit starts from that remembered state: it checks the
 requirements, writes the next metadata file and compare-and-swaps the row with a single
-UPDATE. The swap only succeeds if the row still points at the remembered location, and the file
-there is the one cached, so a success means the commit was checked against the table's current
-state, exactly as in ``SqlCatalog.commit_table``. If another writer moved the table meanwhile,
-the new file is deleted and the same is done once more from the current row. Anything else (a
-requirement that fails, a create, a second lost race) takes the ordinary path, which decides.
+UPDATE (``sql_layout.swap_pointers``, the statement every commit of the SQL catalog makes). The
+swap only succeeds if the row still points at the remembered location, and the file there is the
+one cached, so a success means the commit was checked against the table's current state, exactly
+as in ``SqlCatalog.commit_table``. If another writer moved the table meanwhile, the new file is
+deleted and the commit makes its one other attempt, on the current row (``SqlCatalog.commit_table``,
+its swap also a single statement), which decides failed requirements and creates too; a race lost
+there is the client's 409. Each attempt stages the commit once: one metadata file written.
 
-A commit so costs one round trip to PostgreSQL, where the ordinary path pings the pooled
+A commit so costs one round trip to PostgreSQL, where a plain SqlCatalog's pings the pooled
 connection, reads the row in one transaction, pings again and swaps it in another, each a
 BEGIN, a statement and a COMMIT (psycopg2 sends each on its own). Pooled connections are not
 pinged but checked locally for having been closed by the server (``_drop_if_closed_by_server``);
 the lookup of the row that every load makes is repeated once if its connection turns out dead,
 and a swap whose connection fails mid-way is reported as of unknown state, as before. Every
 statement still runs at READ COMMITTED and every swap is durable when acknowledged. On SQLite
-(a local file: no round trips to save) commits take the ordinary path.
+(a local file: no round trips to save) a commit is the one attempt on the current row.
 """
 
 from __future__ import annotations
@@ -31,15 +33,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Engine, Update, bindparam, create_engine, event, select, update
-from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError, SQLAlchemyError
+from sqlalchemy import Connection, Engine, bindparam, create_engine, event, select
+from sqlalchemy.exc import DBAPIError, DisconnectionError
 
 from tablestore.catalog import read_metadata_file
-from tablestore.catalog.sql import ICEBERG_TABLES, SqlCatalog
+from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_layout import ICEBERG_TABLES, PointerSwap, swap_pointers
 from tablestore.errors import (
     CommitConflictError,
-    CommitFailedError,
-    CommitStateUnknownError,
     NoSuchTableError,
     TableAlreadyExistsError,
     TableStoreError,
@@ -92,17 +93,15 @@ class ServedSqlCatalog(SqlCatalog):
             # read is safe to repeat).
             self._lookups = create_engine(self.engine.url, isolation_level="AUTOCOMMIT")
             event.listen(self._lookups, "checkout", _drop_if_closed_by_server)
+            # The pointer swap of a commit: one statement, one round trip.
+            self._swap_engine = self._autocommit
+            self._swap_autocommit = True
         t = ICEBERG_TABLES.c
         key = [t.catalog_name == bindparam("catalog"), t.table_namespace == bindparam("namespace"),
                t.table_name == bindparam("table")]
         # Built once: building and cache-keying a statement per request costs more CPU than
         # PostgreSQL spends running it.
         self._lookup_statement = select(t.metadata_location).where(*key, *self._table_filter())
-        self._swap_statement: Update = (
-            update(ICEBERG_TABLES)
-            .where(*key, t.metadata_location == bindparam("base"))
-            .values(metadata_location=bindparam("new"), previous_metadata_location=bindparam("base"))
-        )
         self._bodies: OrderedDict[str, bytes] = OrderedDict()
 
     def close(self) -> None:
@@ -201,6 +200,7 @@ class ServedSqlCatalog(SqlCatalog):
         that name (the REST spec's ``overwrite``; the previous location is kept, as on commit)."""
         ident = self._table_ident(identifier)
         metadata = read_metadata_file(self.io, metadata_location)
+        what = f"register of table {identifier_str(ident)}"
         for _ in range(OVERWRITE_ATTEMPTS):
             try:
                 base = self._current_location(ident)
@@ -213,13 +213,8 @@ class ServedSqlCatalog(SqlCatalog):
                     continue  # created meanwhile: overwrite it
                 self._remember(ident, metadata_location, metadata)
                 return table
-            with self._write() as conn:
-                swapped = conn.execute(
-                    update(ICEBERG_TABLES)
-                    .where(*self._table_key(ident), *self._table_filter(), ICEBERG_TABLES.c.metadata_location == base)
-                    .values(metadata_location=metadata_location, previous_metadata_location=base)
-                ).rowcount == 1
-            if swapped:
+            swap = PointerSwap(self._ns_str(ident[:-1]), ident[-1], base, metadata_location)
+            if swap_pointers(self.engine, self.name, [swap], what) is None:
                 self._remember(ident, metadata_location, metadata)
                 return self._make_table(ident, metadata_location, metadata)
         raise CommitConflictError(
@@ -229,79 +224,43 @@ class ServedSqlCatalog(SqlCatalog):
     def commit_table(
         self, identifier: IdentifierLike, requirements: Sequence[TableRequirement], updates: Sequence[TableUpdate]
     ) -> tuple[str, TableMetadata]:
+        """At most two attempts, each staging the commit once (one metadata file written) and
+        swapping the pointer once: on the state last seen, if any (on PostgreSQL), then on the
+        table's current row (``SqlCatalog.commit_table``). A lost race in the second attempt is
+        the client's CommitConflictError: its retry loop refreshes and stages again."""
         ident = self._table_ident(identifier)
-        committed: tuple[str, TableMetadata] | None = None
-        if self._autocommit is not None:
-            last_seen = self._last_seen(ident)
-            if last_seen is not None:
-                committed = self._swap_from(ident, last_seen, requirements, updates)
-            if committed is None:
-                # Not seen yet, or another writer moved the table since: the current state.
-                try:
-                    current = self.load_table_metadata(ident)
-                except NoSuchTableError:
-                    current = None  # a create (assert-create) or the error: the ordinary path's
-                if current is not None:
-                    committed = self._swap_from(ident, current, requirements, updates, fresh=True)
-        if committed is None:
-            # SQLite (a local file: no round trips to save), failed requirements (to be told
-            # against the table's current state), creates, and commits that lost a race.
-            self._forget(ident)
-            committed = super().commit_table(ident, requirements, updates)
+        last_seen = self._last_seen(ident) if self._swap_autocommit else None
+        if last_seen is not None:
+            committed = self._commit_on_last_seen(ident, last_seen, requirements, updates)
+            if committed is not None:
+                self._remember(ident, *committed)
+                return committed
+        # Not seen yet, or another writer moved the table since, or SQLite (a local file: no
+        # round trips to save): the attempt on the current row, which also decides creates and
+        # failed requirements.
+        self._forget(ident)
+        committed = super().commit_table(ident, requirements, updates)
         self._remember(ident, *committed)
         return committed
 
-    def _swap_from(
+    def _commit_on_last_seen(
         self,
         ident: Identifier,
-        base: tuple[str, TableMetadata],
+        last_seen: tuple[str, TableMetadata],
         requirements: Sequence[TableRequirement],
         updates: Sequence[TableUpdate],
-        fresh: bool = False,
     ) -> tuple[str, TableMetadata] | None:
-        """The commit made on ``base`` with one compare-and-swap UPDATE, or None if the ordinary
-        path must decide (``fresh``: ``base`` was just read from the catalog)."""
-        assert self._autocommit is not None
+        """The commit made on the state last seen with one round trip, or None if the attempt
+        on the current row must decide."""
         try:
-            staged = self._new_metadata(ident, base, requirements, updates)
+            staged = self._new_metadata(ident, last_seen, requirements, updates)
         except TableStoreError:
             # A failed requirement or update may be the stale state's fault: judged afresh.
             return None
         if staged is None:
-            # A commit that changes nothing: the state it was checked on is current, or is
-            # confirmed by the ordinary path.
-            return base if fresh else None
-        new_location, new_metadata = staged
-        io = self.table_io(new_metadata)
-        name = identifier_str(ident)
-        params = {**self._key_params(ident), "base": base[0], "new": new_location}
-        try:
-            conn = self._autocommit.connect()  # a connection the database closed is replaced here
-        except SQLAlchemyError as e:
-            io.delete(new_location)
-            raise CommitFailedError(
-                f"commit to table {name} failed, nothing was committed: cannot reach the catalog database "
-                f"({type(e).__name__})"
-            ) from e
-        try:
-            with conn:
-                swapped = conn.execute(self._swap_statement, params).rowcount == 1
-        except SQLAlchemyError as e:
-            if isinstance(e, OperationalError) or (isinstance(e, DBAPIError) and e.connection_invalidated):
-                # The statement may have reached the database and committed.
-                raise CommitStateUnknownError(
-                    f"commit to table {name} may or may not have been applied (the database connection "
-                    f"failed); reload the table to check. New metadata: {new_location}"
-                ) from e
-            io.delete(new_location)
-            raise CommitFailedError(
-                f"commit to table {name} failed, nothing was committed: "
-                f"{type(e).__name__}: {getattr(e, 'orig', None) or e}"
-            ) from e
-        if not swapped:
-            io.delete(new_location)
+            # A commit that changes nothing on a state that may be stale: confirmed on the current one.
             return None
-        return new_location, new_metadata
+        return staged if self._swap_staged(ident, last_seen[0], staged) else None
 
 
 __all__ = ["ServedSqlCatalog"]

@@ -8,9 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Response
 
 from tablestore.catalog import (
-    new_metadata_location,
     read_view_metadata_file,
-    write_view_metadata_file,
 )
 from tablestore.errors import NoSuchNamespaceError, ViewAlreadyExistsError
 from tablestore.names import normalize_location
@@ -62,13 +60,7 @@ def create_view(namespace: str, body: CreateViewRequest, access: WriteAccess) ->
     metadata = parsed("view", lambda: new_view_from_request(
         location, body.schema_, body.view_version, body.properties, time.time_ns() // 1_000_000
     ))
-    metadata_location = new_metadata_location(metadata, None)
-    write_view_metadata_file(catalog.io, metadata_location, metadata)
-    try:
-        catalog._create_view_entry(ident, metadata_location)
-    except BaseException:
-        catalog.io.delete(metadata_location)
-        raise
+    metadata_location = catalog.commit_view(ident, None, metadata)  # ViewAlreadyExistsError (409) if taken meanwhile
     return _result(access, metadata_location, metadata)
 
 
@@ -87,7 +79,7 @@ def register_view(namespace: str, body: RegisterViewRequest, access: WriteAccess
         raise NoSuchNamespaceError(f"cannot register view {'.'.join(ident)}: namespace does not exist; create it first")
     if catalog.table_exists(ident):
         raise ViewAlreadyExistsError(f"a table named {'.'.join(ident)} already exists")
-    catalog._create_view_entry(ident, location)  # ViewAlreadyExistsError (409) if the name is taken
+    catalog.register_view(ident, location)  # ViewAlreadyExistsError (409) if the name is taken
     return _result(access, location, metadata)
 
 
@@ -113,14 +105,8 @@ def replace_view(namespace: str, view: str, body: CommitViewRequest, access: Wri
     if metadata is base:
         return _result(access, base_location, base)
     access.check_location(metadata.location, "view location")
-    location = new_metadata_location(metadata, base_location)
-    write_view_metadata_file(catalog.io, location, metadata)
-    try:
-        # Compare-and-swap: CommitConflictError (409) if another replace won meanwhile.
-        catalog._swap_view_entry(ident, base_location, location)
-    except BaseException:
-        catalog.io.delete(location)
-        raise
+    # Compare-and-swap: CommitConflictError (409) if another replace won meanwhile.
+    location = catalog.commit_view(ident, base_location, metadata)
     return _result(access, location, read_view_metadata_file(catalog.io, location))
 
 

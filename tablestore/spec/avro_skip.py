@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tablestore.spec.manifest_codec import PRIMITIVES, NamedTypes, type_name, unwrap
+from tablestore.spec.avro_names import PRIMITIVES, NamedTypes, type_name, unwrap
 
 MAX_BYTES = 16
 MAX_ITEMS = 16

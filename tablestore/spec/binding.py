@@ -31,7 +31,7 @@ from tablestore.spec.bound_predicates import (
     make_bound,
 )
 from tablestore.spec.conversions import from_python
-from tablestore.spec.expressions import (
+from tablestore.spec.expression_tree import (
     AlwaysFalse,
     AlwaysTrue,
     And,

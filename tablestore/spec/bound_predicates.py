@@ -14,7 +14,7 @@ from typing import Any
 from tablestore.errors import FilterError
 from tablestore.spec.conversions import to_python
 from tablestore.spec.expression_text import literal_predicate_sql, set_predicate_sql, unary_predicate_sql
-from tablestore.spec.expressions import (
+from tablestore.spec.expression_tree import (
     NEGATION,
     UNARY_OPS,
     BooleanExpression,

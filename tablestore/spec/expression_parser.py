@@ -24,7 +24,7 @@ from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, TokenError
 
 from tablestore.errors import FilterError
-from tablestore.spec.expressions import (
+from tablestore.spec.expression_tree import (
     AlwaysFalse,
     AlwaysTrue,
     And,

@@ -31,13 +31,13 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from tablestore.errors import CorruptMetadataError, ValidationError
+from tablestore.spec import avro_skip
+from tablestore.spec.avro_names import PRIMITIVES, AvroSchema, NamedTypes, full_name, type_name, unwrap
 
-AvroSchema = Any
 Decoder = Callable[[bytes, int], list[Any]]
 Encoder = Callable[[bytearray, Any], None]
 
 _MAGIC = b"Obj\x01"
-PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
 _FLOAT = struct.Struct("<f")
 _DOUBLE = struct.Struct("<d")
 # Uncompressed bytes per block; Java's Avro writer uses a similar sync interval.
@@ -108,53 +108,6 @@ class _Source:
 
     def emit(self, indent: int, line: str) -> None:
         self.lines.append("    " * indent + line)
-
-
-def type_name(schema: AvroSchema) -> str:
-    if isinstance(schema, str):
-        return schema
-    if isinstance(schema, list):
-        return "union"
-    if isinstance(schema, dict):
-        t = schema.get("type")
-        if isinstance(t, (dict, list)):  # {"type": {...}} wraps a schema
-            return type_name(t)
-        return str(t)
-    raise CorruptMetadataError(f"invalid Avro schema {schema!r}")
-
-
-def unwrap(schema: AvroSchema) -> AvroSchema:
-    while isinstance(schema, dict) and isinstance(schema.get("type"), (dict, list)):
-        schema = schema["type"]
-    return schema
-
-
-def _full_name(schema: dict[str, Any], namespace: str | None) -> tuple[str, str | None]:
-    name = schema.get("name", "")
-    if "." in name:
-        return name, name.rsplit(".", 1)[0]
-    ns = schema.get("namespace", namespace)
-    return (f"{ns}.{name}" if ns else name), ns
-
-
-class NamedTypes:
-    """Named types (records, enums, fixed) seen so far, for later references by name."""
-
-    def __init__(self) -> None:
-        self.types: dict[str, AvroSchema] = {}
-        self.active: set[str] = set()
-
-    def register(self, schema: dict[str, Any], namespace: str | None) -> str | None:
-        full, ns = _full_name(schema, namespace)
-        self.types[full] = schema
-        self.types.setdefault(schema.get("name", ""), schema)
-        return ns
-
-    def resolve(self, name: str, namespace: str | None) -> AvroSchema:
-        for candidate in ((f"{namespace}.{name}" if namespace and "." not in name else name), name):
-            if candidate in self.types:
-                return self.types[candidate]
-        raise CorruptMetadataError(f"unknown Avro type name {name!r}")
 
 
 def _map_pair(schema: dict[str, Any]) -> bool:
@@ -245,7 +198,7 @@ def _gen_read(
             e(indent + 2, f"{target}.append({item})")
     elif kind == "record":
         inner_ns = named.register(schema, ns)
-        full, _ = _full_name(schema, ns)
+        full, _ = full_name(schema, ns)
         if full in named.active:
             raise CorruptMetadataError(f"recursive Avro record {full!r} is not supported in manifests")
         named.active.add(full)
@@ -362,9 +315,6 @@ def _gen_fast_skip(src: _Source, fields: list[tuple[AvroSchema, str | None]], in
     ``avro_skip``), in generated Python where a match fails (a value past the patterns' bounds)
     and for plain string fields. A run whose pattern failed 32 times in a block is no longer tried
     in that block (a table whose stats are all past the bounds pays little for the attempt)."""
-    # Imported here: avro_skip builds on this module's type helpers, so it imports this module.
-    from tablestore.spec import avro_skip
-
     run: list[tuple[AvroSchema, str | None, bytes]] = []
 
     def flush() -> None:

@@ -21,7 +21,13 @@ from typing import Any
 
 from tablestore.errors import CorruptMetadataError, NoSuchSnapshotError, SchemaError, ValidationError
 from tablestore.spec.partitioning import PartitionField, PartitionSpec
-from tablestore.spec.schema import IdCounter, Schema, assign_fresh_ids, check_format_version_types
+from tablestore.spec.schema import (
+    DEFAULT_FORMAT_VERSION,
+    IdCounter,
+    Schema,
+    assign_fresh_ids,
+    check_format_version_types,
+)
 from tablestore.spec.sorting import SortField, SortOrder
 
 MAIN_BRANCH = "main"
@@ -29,7 +35,6 @@ SUPPORTED_READ_VERSIONS = (1, 2, 3)
 SUPPORTED_WRITE_VERSIONS = (1, 2, 3)
 # The first version with row lineage: its tables track next-row-id from creation or upgrade.
 ROW_LINEAGE_VERSION = 3
-DEFAULT_FORMAT_VERSION = 2
 INITIAL_SEQUENCE_NUMBER = 0
 PARTITION_FIELD_ID_START = 1000
 METADATA_PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"

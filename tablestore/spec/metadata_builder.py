@@ -37,7 +37,7 @@ from tablestore.spec.metadata import (
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import Schema, check_format_version_types
 from tablestore.spec.sorting import SortOrder
-from tablestore.spec.updates import (
+from tablestore.spec.update_models import (
     AddPartitionSpecUpdate,
     AddSchemaUpdate,
     AddSnapshotUpdate,

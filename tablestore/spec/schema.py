@@ -40,6 +40,9 @@ from tablestore.spec.types import (
     UUIDType,
 )
 
+# The format version of a new table, unless it chooses one (here: it decides what an Arrow
+# nanosecond timestamp becomes; spec.metadata re-exports it).
+DEFAULT_FORMAT_VERSION = 2
 PARQUET_FIELD_ID = b"PARQUET:field_id"
 
 
@@ -505,8 +508,6 @@ def to_schema(schema: Schema | pa.Schema, properties: Mapping[str, str] | None =
     if isinstance(schema, Schema):
         return schema
     if isinstance(schema, pa.Schema):
-        from tablestore.spec.metadata import DEFAULT_FORMAT_VERSION  # metadata imports this module
-
         version = str((properties or {}).get("format-version", DEFAULT_FORMAT_VERSION)).strip()
         return arrow_to_schema(schema, format_version=int(version) if version.isdigit() else DEFAULT_FORMAT_VERSION)
     raise ValidationError(

@@ -2,7 +2,7 @@
 
 The rows never reach the client: the query, cast to the table's types (and with a PARTITION
 clause's static values as literal columns), runs as a Spark job whose tasks write the data files
-(:mod:`tablestore.engine.spark_write_files`); the client then commits them in one snapshot: an
+(:mod:`tablestore.engine.spark.write_files`); the client then commits them in one snapshot: an
 append, an overwrite by filter (static) or a dynamic partition overwrite, validated against the
 table as it was loaded before the query ran, and marked with the write's id.
 
@@ -58,7 +58,7 @@ from tablestore.table.update.snapshot import FastAppend, SnapshotProducer
 from tablestore.table.update.transaction import commit_snapshot
 
 if TYPE_CHECKING:
-    from tablestore.engine.spark_write_files import WrittenFiles
+    from tablestore.engine.spark.write_files import WrittenFiles
     from tablestore.spec.manifest import DataFile
     from tablestore.spec.metadata import Snapshot
     from tablestore.sql.context import SessionContext
@@ -126,7 +126,7 @@ def table_typed(column: Any, source_type: Any, t: IcebergType) -> Any:
     """
     if isinstance(t, StructType | ListType | MapType):
         if _spark_kind(source_type) == "null":
-            from tablestore.engine.spark_convert import spark_type
+            from tablestore.engine.spark.convert import spark_type
 
             return column.cast(_nullable_everywhere(spark_type(t)))
         relaxed = _nullable_everywhere(source_type)
@@ -282,7 +282,7 @@ def static_column(table: Table, name: str, value: Any) -> Any:
 
 def write_query(context: SessionContext, table: Table, df: Any) -> WrittenFiles:
     """Spark tasks write the rows of ``df`` (typed for ``table``) as data files; nothing commits."""
-    from tablestore.engine.spark_write_files import table_target, write_files
+    from tablestore.engine.spark.write_files import table_target, write_files
 
     with spark_errors():
         return write_files(df, table_target(table, context.config.to_json()))
@@ -292,8 +292,8 @@ def commit_written_files(table: Table, written: WrittenFiles,
                          producer: Callable[[list[DataFile], dict[str, str]], SnapshotProducer]) -> Snapshot:
     """One snapshot of the files Spark wrote, marked with the write's id (a retry of a commit
     whose outcome was unknown finds it); the files are deleted when the commit is refused."""
-    from tablestore.engine.spark_source_write import WRITE_ID_PROPERTY
-    from tablestore.engine.spark_write_files import commit_written
+    from tablestore.engine.spark.source_write import WRITE_ID_PROPERTY
+    from tablestore.engine.spark.write_files import commit_written
 
     identity = CommitIdentity(written.write_id, WRITE_ID_PROPERTY)
     return commit_written(table.io, written,

@@ -22,8 +22,8 @@ from sqlglot import exp
 from sqlglot.errors import ParseError as SqlglotParseError
 
 from tablestore import errors
-from tablestore.engine.spark_native_read import read_with_options
-from tablestore.engine.spark_source_read import resolve_ref
+from tablestore.engine.spark.native_read import read_with_options
+from tablestore.engine.spark.source_read import resolve_ref
 from tablestore.errors import (
     NoSuchFunctionError,
     NoSuchNamespaceError,

@@ -10,7 +10,7 @@
   to insert), and Spark tasks apply it per data file with the table core's per-file functions:
   position deletes or deletion vectors (merge-on-read), file rewrites (copy-on-write), new
   rows. The driver commits once, validated against the snapshot Spark read
-  (``tablestore.engine.spark_row_level``); no row reaches it.
+  (``tablestore.engine.spark.row_level``); no row reaches it.
 
 The parts of a WHERE that are plain filters also prune the files Spark reads, and serve as the
 conflict-detection filter under serializable isolation. A MERGE reads only the target columns
@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 from sqlglot import exp
 
-from tablestore.engine.spark_row_level import DELETE, INSERT, UPDATE, RowLevelOutcome, apply_changes
-from tablestore.engine.spark_row_source import SOURCE_NAME, native_row_positions, register
-from tablestore.engine.spark_source_options import quote_name
+from tablestore.engine.spark.row_level import DELETE, INSERT, UPDATE, RowLevelOutcome, apply_changes
+from tablestore.engine.spark.row_source import SOURCE_NAME, native_row_positions, register
+from tablestore.engine.spark.source_options import quote_name
 from tablestore.errors import (
     FilterError,
     NoSuchNamespaceError,

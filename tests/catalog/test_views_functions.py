@@ -183,7 +183,7 @@ def test_concurrent_replaces_all_land_as_versions(catalog: SqlCatalog, warehouse
 def test_swap_loses_to_another_writer(catalog: SqlCatalog) -> None:
     catalog.create_namespace("db")
     view = _create_view(catalog)
-    with pytest.raises(CommitConflictError, match="changed by another writer"):
+    with pytest.raises(CommitConflictError, match="changed by another commit"):
         catalog._swap_view_entry(("db", "by_country"), "/elsewhere/00000-x.metadata.json", "/new")
     assert catalog.load_view("db.by_country").metadata_location == view.metadata_location
     with pytest.raises(NoSuchViewError):

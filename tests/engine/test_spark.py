@@ -41,8 +41,8 @@ from tablestore.engine.spark import (  # noqa: E402
     SparkEngine,
     register_table_view,
 )
-from tablestore.engine.spark_convert import filter_to_expression  # noqa: E402
-from tablestore.engine.spark_source import WRITE_ID_PROPERTY, parse_name, quote_name  # noqa: E402
+from tablestore.engine.spark.convert import filter_to_expression  # noqa: E402
+from tablestore.engine.spark.source import WRITE_ID_PROPERTY, parse_name, quote_name  # noqa: E402
 from tablestore.table.update.transaction import FixedChange  # noqa: E402
 
 

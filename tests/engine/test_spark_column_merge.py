@@ -1,4 +1,4 @@
-"""Column merges in Spark tasks, committed once by the driver (tablestore.engine.spark_column_merge):
+"""Column merges in Spark tasks, committed once by the driver (tablestore.engine.spark.column_merge):
 merged values, row lineage, the summary of the tasks that wrote, and no file left by a failed job.
 The same merges through Spark Connect: tests/sql/spark_connect_sql_cases.py."""
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.spark
 from pyspark.sql import SparkSession  # noqa: E402
 
 from tablestore.engine import spark_column_merge  # noqa: E402
-from tablestore.engine.spark_column_merge import merge_in_tasks  # noqa: E402
+from tablestore.engine.spark.column_merge import merge_in_tasks  # noqa: E402
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 LINEAGE = ["_row_id", "_last_updated_sequence_number"]

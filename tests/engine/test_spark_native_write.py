@@ -30,7 +30,7 @@ from pyspark.sql import SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
 from tablestore.engine.spark import spark_session, write_dataframe  # noqa: E402
-from tablestore.engine.spark_source import WRITE_ID_PROPERTY  # noqa: E402
+from tablestore.engine.spark.source import WRITE_ID_PROPERTY  # noqa: E402
 
 # Every type Spark's Parquet writer stores exactly as Iceberg does.
 NATIVE = pa.schema([

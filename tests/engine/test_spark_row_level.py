@@ -17,7 +17,7 @@ pytestmark = pytest.mark.spark
 
 from pyspark.sql import SparkSession  # noqa: E402
 
-from tablestore.engine.spark_row_level import DELETE, INSERT, UPDATE, apply_changes  # noqa: E402
+from tablestore.engine.spark.row_level import DELETE, INSERT, UPDATE, apply_changes  # noqa: E402
 
 SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.string())])
 CHANGES = "_file string, _pos bigint, __kind int, id bigint, s string"
@@ -105,7 +105,7 @@ def test_a_row_selected_twice_or_a_file_outside_the_snapshot_is_refused_before_a
 def test_row_level_sql_sees_the_rows_of_a_data_file_without_field_ids(lake: Lake, spark: SparkSession) -> None:
     """A file without Parquet field ids (as write_dataframe once wrote them, or an imported
     file) is read by tablestore's reader, not by Spark's id-matching one: every row is seen."""
-    from tablestore.engine.spark_native_read import read_table
+    from tablestore.engine.spark.native_read import read_table
     from tablestore.sql.session import SqlSession
 
     table = _table(lake, "without_ids", "copy-on-write")

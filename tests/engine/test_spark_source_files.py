@@ -12,8 +12,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from tablestore.engine.spark import SparkEngine
-from tablestore.engine.spark_native_read import read_dataframe, read_table
-from tablestore.engine.spark_source_files import SourceSlice, _runs, parquet_source_slices
+from tablestore.engine.spark.native_read import read_dataframe, read_table
+from tablestore.engine.spark.source_files import SourceSlice, _runs, parquet_source_slices
 from tests.engine.conftest import Lake
 
 WANTED = [("user_id", pa.int64()), ("score", pa.float64())]

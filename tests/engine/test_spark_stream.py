@@ -29,9 +29,9 @@ pytestmark = pytest.mark.spark
 from pyspark.sql import SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
-from tablestore.engine.spark_convert import spark_schema  # noqa: E402
-from tablestore.engine.spark_source import TablestoreDataSource  # noqa: E402
-from tablestore.engine.spark_stream import (  # noqa: E402
+from tablestore.engine.spark.convert import spark_schema  # noqa: E402
+from tablestore.engine.spark.source import TablestoreDataSource  # noqa: E402
+from tablestore.engine.spark.stream import (  # noqa: E402
     EPOCH_ID_PROPERTY,
     QUERY_ID_PROPERTY,
     StreamCommitMessage,

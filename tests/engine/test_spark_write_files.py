@@ -1,5 +1,5 @@
 """Spark tasks write a table's data files and describe them to the driver, which commits once
-(tablestore.engine.spark_write_files)."""
+(tablestore.engine.spark.write_files)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.spark
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
-from tablestore.engine.spark_write_files import commit_written, table_target, write_files  # noqa: E402
+from tablestore.engine.spark.write_files import commit_written, table_target, write_files  # noqa: E402
 
 SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.string()), ("x", pa.float64()), ("g", pa.int64())])
 

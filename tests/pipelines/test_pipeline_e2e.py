@@ -176,7 +176,7 @@ def run_check(root: Path, asset: dg.AssetKey, name: str) -> dg.AssetCheckEvaluat
 
 
 def failed_expectations(evaluation: dg.AssetCheckEvaluation) -> list[str]:
-    """The failed expectations of a check: quality.checks.check_result stores them as a JSON list."""
+    """The failed expectations of a check: pipelines.defs.quality_checks.check_result stores them as a JSON list."""
     failed = evaluation.metadata["failed"]
     assert isinstance(failed, dg.JsonMetadataValue) and isinstance(failed.value, list)
     return failed.value

@@ -8,9 +8,13 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, event, text
 
 from tablestore.catalog.sql import SqlCatalog
+from tablestore.errors import CommitConflictError
+from tablestore.io import OutputFile
+from tablestore.rest.served_catalog import ServedSqlCatalog
+from tablestore.spec.updates import SetPropertiesUpdate
 from tests.rest.conftest import CATALOG, RestService, start_service
 
 SCHEMA = pa.schema([pa.field("id", pa.int64())])
@@ -68,3 +72,86 @@ def test_commits_survive_other_writers_and_connections_closed_by_the_database(
     finally:
         client.close()
         direct.close()
+
+
+# -- one staging per attempt ---------------------------------------------------------------------
+
+
+class RacingWriter:
+    """Another writer that moves a table right after the service's catalog reads its pointer:
+    a real commit through a second catalog on the same database, made from a SQLAlchemy event
+    of the service catalog's lookups, so every attempt of the service's commit loses its race."""
+
+    def __init__(self, served: ServedSqlCatalog, other: SqlCatalog, ident: tuple[str, str]) -> None:
+        self.other, self.ident, self.armed, self.commits = other, ident, False, 0
+        event.listen(served._lookups, "after_cursor_execute", self._after)
+
+    def _after(self, _conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        if self.armed and "SELECT iceberg_tables.metadata_location" in statement:
+            self.commits += 1
+            self.other.commit_table(self.ident, [], [SetPropertiesUpdate({"race": str(self.commits)})])
+
+
+def _metadata_writes(served: ServedSqlCatalog) -> list[str]:
+    """The metadata files the catalog writes from now on (its own FileIO, writing for real)."""
+    written: list[str] = []
+    new_output = served.io.new_output
+
+    def recording(path: str) -> OutputFile:
+        if path.endswith(".metadata.json"):
+            written.append(path)
+        return new_output(path)
+
+    served.io.new_output = recording  # type: ignore[method-assign]
+    return written
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_each_attempt_of_a_served_commit_stages_it_once(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """A commit the service makes writes one metadata file per attempt: on PostgreSQL one on
+    the state it last saw and one on the current row, on SQLite only the latter; when both lose
+    their race the client gets the conflict and every file written is gone again."""
+    uri = (f"sqlite:///{tmp_path / 'catalog.db'}" if backend == "sqlite"
+           else request.getfixturevalue("postgres_server").create_database())
+    properties = {"uri": uri, "warehouse": str(tmp_path / "warehouse")}
+    served, other = ServedSqlCatalog("c", **properties), SqlCatalog("c", **properties)
+    try:
+        served.create_namespace("db")
+        served.create_table("db.t", SCHEMA)
+        ident = ("db", "t")
+        served.commit_table(ident, [], [SetPropertiesUpdate({"seen": "1"})])  # the state it last saw
+        other.commit_table(ident, [], [SetPropertiesUpdate({"behind": "1"})])  # now stale
+        racer = RacingWriter(served, other, ident)
+        written = _metadata_writes(served)
+
+        # The stale state loses, the current one wins: two files written, the first deleted.
+        location, metadata = served.commit_table(ident, [], [SetPropertiesUpdate({"a": "1"})])
+        attempts = 2 if backend == "postgres" else 1
+        assert len(written) == attempts and written[-1] == location
+        assert [Path(p.removeprefix("file://")).exists() for p in written] == [False] * (attempts - 1) + [True]
+        assert metadata.properties["behind"] == "1" and metadata.properties["a"] == "1"
+
+        # Another writer wins every race: the state last seen was moved, and so is the current
+        # row right after each read. One file per attempt, none left, the client told to retry.
+        other.commit_table(ident, [], [SetPropertiesUpdate({"behind": "2"})])
+        written.clear()
+        racer.armed = True
+        with pytest.raises(CommitConflictError, match="changed by another commit"):
+            served.commit_table(ident, [], [SetPropertiesUpdate({"b": "1"})])
+        racer.armed = False
+        assert len(written) == attempts and racer.commits == 1
+        assert not any(Path(p.removeprefix("file://")).exists() for p in written)
+        current = other.load_table("db.t").metadata.properties
+        assert current["race"] == "1" and "b" not in current
+
+        # The client's retry loop reloads the table, which the service remembers: its next
+        # commit needs one attempt.
+        served.load_table_metadata(ident)
+        written.clear()
+        location, _ = served.commit_table(ident, [], [SetPropertiesUpdate({"c": "1"})])
+        assert written == [location] and other.load_table("db.t").metadata.properties["c"] == "1"
+    finally:
+        served.close()
+        other.close()

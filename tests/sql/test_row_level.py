@@ -321,7 +321,7 @@ def test_merge_reads_only_the_target_columns_its_query_names() -> None:
 
 
 def test_row_positions_source_reads_only_the_columns_option(session: SqlSession, spark: Any) -> None:
-    from tablestore.engine.spark_row_source import SOURCE_NAME, native_row_positions, register
+    from tablestore.engine.spark.row_source import SOURCE_NAME, native_row_positions, register
 
     _setup(session, "merge-on-read")
     register(spark)

@@ -256,7 +256,7 @@ def test_spark_fragments_with_overlapping_key_ranges_get_every_matching_row(tmp_
 
 
 def test_spark_tasks_get_contiguous_fragments_of_equal_size() -> None:
-    from tablestore.engine.spark_column_merge import assign_tasks, disjoint_order
+    from tablestore.engine.spark.column_merge import assign_tasks, disjoint_order
 
     assert disjoint_order([(20, 29), (0, 9), (10, 19)]) == [1, 2, 0]
     assert disjoint_order([(0, 10), (10, 19)]) is None  # touching ranges share the key 10

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dagster as dg
 
 from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVOLUTION_KEY
-from quality.checks import suite_check
+from pipelines.defs.quality_checks import suite_check
 
 
 def build_ingest_checks() -> list[dg.AssetChecksDefinition]:

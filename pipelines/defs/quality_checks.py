@@ -4,11 +4,12 @@
 import dagster as dg
 
 from pipelines.defs.resources import SparkResource, TableStoreResource
+from pipelines.settings import CATALOG, DATABASE
 from quality.suites import SUITES, Lakehouse, SuiteRun
 
 
 def lakehouse(tablestore: TableStoreResource, spark: SparkResource) -> Lakehouse:
-    return Lakehouse(tablestore.settings, tablestore.manager, spark.session())
+    return Lakehouse(tablestore.settings, tablestore.manager, spark.session(), CATALOG, DATABASE)
 
 
 def check_result(run: SuiteRun) -> dg.AssetCheckResult:

@@ -44,9 +44,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import types as st
 
-from tablestore.engine.spark_native_write import FIELD_ID_KEY, NATIVE_TYPES
-from tablestore.engine.spark_source_options import SOURCE_NAME, table_options
-from tablestore.engine.spark_source_read import ReadState, TablestoreReader, resolve_read
+from tablestore.engine.spark.native_write import FIELD_ID_KEY, NATIVE_TYPES
+from tablestore.engine.spark.source_options import SOURCE_NAME, table_options
+from tablestore.engine.spark.source_read import ReadState, TablestoreReader, resolve_read
 from tablestore.io import FileIO, load_file_io
 from tablestore.spec.manifest import FileFormat
 from tablestore.spec.schema import PARQUET_FIELD_ID

@@ -17,8 +17,8 @@ from pyspark.sql import types as st
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from tablestore.engine.local import LocalEngine
-from tablestore.engine.spark_convert import from_spark_table, spark_arrow_schema
-from tablestore.engine.spark_source_options import SNAPSHOT_PROPERTY_PREFIX, load_config_from, resolved_table
+from tablestore.engine.spark.convert import from_spark_table, spark_arrow_schema
+from tablestore.engine.spark.source_options import SNAPSHOT_PROPERTY_PREFIX, load_config_from, resolved_table
 from tablestore.errors import CommitConflictError, CommitStateUnknownError
 from tablestore.io import FileIO, load_file_io
 from tablestore.session import CatalogManager

@@ -1,8 +1,8 @@
 """The options of the ``tablestore`` data source: table names, the configuration, flags.
 
-Shared by its reads (:mod:`tablestore.engine.spark_source_read`), writes
-(:mod:`tablestore.engine.spark_source_write`) and the streaming sink; the data source itself is
-:mod:`tablestore.engine.spark_source`.
+Shared by its reads (:mod:`tablestore.engine.spark.source_read`), writes
+(:mod:`tablestore.engine.spark.source_write`) and the streaming sink; the data source itself is
+:mod:`tablestore.engine.spark.source`.
 """
 
 from __future__ import annotations

@@ -44,9 +44,9 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from tablestore.engine.spark_source_files import SourceSlice, parquet_source_slices
-from tablestore.engine.spark_source_write import delete_quietly
-from tablestore.engine.spark_write_files import remove_write_files, task_executor, writers_summary
+from tablestore.engine.spark.source_files import SourceSlice, parquet_source_slices
+from tablestore.engine.spark.source_write import delete_quietly
+from tablestore.engine.spark.write_files import remove_write_files, task_executor, writers_summary
 from tablestore.errors import CommitStateUnknownError
 from tablestore.io import to_location_uri
 from tablestore.table.ops.column_merge import (
@@ -279,7 +279,7 @@ def _staged_rewrite(
 
     Stage 1 (``mapInArrow`` over the source's own partitions: the cheapest way from the JVM to
     Python, columnar to Arrow; or, for a source that is a plain scan of local Parquet files,
-    Python tasks reading those files themselves, see :mod:`tablestore.engine.spark_source_files`)
+    Python tasks reading those files themselves, see :mod:`tablestore.engine.spark.source_files`)
     finds each row's fragment with a vectorised binary search and writes one Arrow IPC file per
     (source slice, task) under the table's location. Stage 2
     (one Python task per group of neighbouring fragments) reads its files, merges and writes
@@ -454,7 +454,7 @@ def table_source(spark: SparkSession, table: Table, columns: list[str], config_j
     """``columns`` of a tablestore table's current snapshot as a Spark DataFrame, to merge from:
     read by Spark's own Parquet reader where the files allow (else the ``tablestore`` source),
     so its rows go from the files to the tasks, never through this process."""
-    from tablestore.engine.spark_native_read import read_with_options
+    from tablestore.engine.spark.native_read import read_with_options
 
     name = ".".join((table.catalog.name, *table.identifier))
     return read_with_options(spark, name, {"config": config_json}).df.select(*columns)

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, TypeVar
 
 from tablestore.config import load_config
 from tablestore.engine.local import LocalEngine
-from tablestore.engine.spark_column_merge import spark_rewrite
-from tablestore.engine.spark_native_read import NATIVE_READ_CONF, ReadOutcome, read_dataframe, read_table
-from tablestore.engine.spark_native_write import WriteOutcome, write_dataframe
-from tablestore.engine.spark_source import (
+from tablestore.engine.spark.column_merge import spark_rewrite
+from tablestore.engine.spark.native_read import NATIVE_READ_CONF, ReadOutcome, read_dataframe, read_table
+from tablestore.engine.spark.native_write import WriteOutcome, write_dataframe
+from tablestore.engine.spark.source import (
     SOURCE_NAME,
     config_to_json,
     configured_source,

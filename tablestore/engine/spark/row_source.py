@@ -29,10 +29,10 @@ import pyarrow as pa
 from pyspark.sql import types as st
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from tablestore.engine.spark_convert import spark_arrow_schema, to_spark_table
-from tablestore.engine.spark_native_read import NATIVE_READ_CONF, ineligible, native_read_schema
-from tablestore.engine.spark_source import TablestoreDataSource
-from tablestore.engine.spark_source_read import FileTaskPartition, TablestoreReader, resolve_read
+from tablestore.engine.spark.convert import spark_arrow_schema, to_spark_table
+from tablestore.engine.spark.native_read import NATIVE_READ_CONF, ineligible, native_read_schema
+from tablestore.engine.spark.source import TablestoreDataSource
+from tablestore.engine.spark.source_read import FileTaskPartition, TablestoreReader, resolve_read
 from tablestore.table.ops.row_level import RowLevelContext, read_live_rows
 
 if TYPE_CHECKING:

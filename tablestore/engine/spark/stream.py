@@ -39,7 +39,7 @@ from pyspark.sql import types as st
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
 from tablestore.engine.local import LocalEngine
-from tablestore.engine.spark_source_write import (
+from tablestore.engine.spark.source_write import (
     TablestoreCommitMessage,
     WriteTarget,
     check_write_schema,

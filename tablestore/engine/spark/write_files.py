@@ -4,7 +4,7 @@
     commit_written(table.io, written, lambda files: table.append_files(files, ...))
 
 ``write_files`` runs one Spark job over a DataFrame already typed for the table: each task
-streams its Arrow batches through :func:`~tablestore.engine.spark_source_write.write_task` (the
+streams its Arrow batches through :func:`~tablestore.engine.spark.source_write.write_task` (the
 data source's task: partitioned writers, fan-out within the memory budget, rolling at the
 target file size) and returns one small row, the JSON descriptions of its files
 (:mod:`tablestore.spec.content_file_json`) and where it ran. Only those rows reach the driver
@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow as pa
 
-from tablestore.engine.spark_source_write import WriteTarget, check_write_schema, delete_quietly, write_task
+from tablestore.engine.spark.source_write import WriteTarget, check_write_schema, delete_quietly, write_task
 from tablestore.errors import CommitStateUnknownError
 from tablestore.io import FileIO, load_file_io
 from tablestore.spec.content_file_json import content_file_from_json, content_file_to_json

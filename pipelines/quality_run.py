@@ -7,11 +7,12 @@ import argparse
 import sys
 
 from pipelines.defs.resources import resources
+from pipelines.settings import CATALOG, DATABASE
 from quality.suites import SUITES, Lakehouse
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m quality", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m pipelines.quality_run", description=__doc__)
     parser.add_argument("--root", default="warehouse/demo", help="the lakehouse root (as given to make demo)")
     parser.add_argument("suites", nargs="*", choices=[[], *SUITES], help="suites to run (default: all)")
     args = parser.parse_args(argv)
@@ -20,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     if not store.exists("events"):
         print(f"no lakehouse.shop.events under {args.root}: run `make demo` first", file=sys.stderr)
         return 2
-    lake = Lakehouse(store.settings, store.manager, res["spark"].session())
+    lake = Lakehouse(store.settings, store.manager, res["spark"].session(), CATALOG, DATABASE)
     failed = []
     for name in args.suites or list(SUITES):
         run = SUITES[name](lake)

@@ -1,7 +1,7 @@
 """The ``tablestore`` data source for Spark (the PySpark 4 Python data source API): the class
-Spark registers. Its reads are in :mod:`tablestore.engine.spark_source_read`, its writes in
-:mod:`tablestore.engine.spark_source_write`, its streaming sink in
-:mod:`tablestore.engine.spark_stream` and its options in :mod:`tablestore.engine.spark_source_options`.
+Spark registers. Its reads are in :mod:`tablestore.engine.spark.source_read`, its writes in
+:mod:`tablestore.engine.spark.source_write`, its streaming sink in
+:mod:`tablestore.engine.spark.stream` and its options in :mod:`tablestore.engine.spark.source_options`.
 
     spark.read.format("tablestore").option("snapshot-id", 123).load("cat.db.t")
     df.write.format("tablestore").mode("append").save("cat.db.t")
@@ -20,7 +20,7 @@ workers that the *driver* JVM starts for planning (``schema()``, ``reader()``, `
   properties and location, and one :class:`~tablestore.table.read.scan.FileTask` per Spark
   partition. Never a catalog, a SQL connection or a live Table.
 
-Types: see :mod:`tablestore.engine.spark_convert` (time as bigint microseconds, uuid and
+Types: see :mod:`tablestore.engine.spark.convert` (time as bigint microseconds, uuid and
 fixed as binary, nanosecond timestamps truncated to microseconds).
 
 Projection. Spark 4.3 does not tell a Python data source which columns a query needs (its
@@ -45,8 +45,8 @@ from pyspark.sql import types as st
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamWriter, DataSourceWriter
 
 from tablestore.config import LakehouseConfig
-from tablestore.engine.spark_convert import spark_schema
-from tablestore.engine.spark_source_options import (
+from tablestore.engine.spark.convert import spark_schema
+from tablestore.engine.spark.source_options import (
     SNAPSHOT_PROPERTY_PREFIX,
     SOURCE_NAME,
     config_to_json,
@@ -54,14 +54,14 @@ from tablestore.engine.spark_source_options import (
     quote_name,
     table_options,
 )
-from tablestore.engine.spark_source_read import (
+from tablestore.engine.spark.source_read import (
     FileTaskPartition,
     ReadState,
     TablestorePushdownReader,
     TablestoreReader,
     resolve_read,
 )
-from tablestore.engine.spark_source_write import (
+from tablestore.engine.spark.source_write import (
     WRITE_ID_PROPERTY,
     TablestoreCommitMessage,
     TablestoreWriter,
@@ -69,7 +69,7 @@ from tablestore.engine.spark_source_write import (
     check_write_schema,
     resolve_write,
 )
-from tablestore.engine.spark_stream import stream_writer
+from tablestore.engine.spark.stream import stream_writer
 from tablestore.errors import SchemaError
 
 
@@ -84,7 +84,7 @@ class TablestoreDataSource(DataSource):
     (bytes; default the table's ``read.split.target-size``, else 128 MB), ``row-lineage``
     (true: the columns ``_row_id`` and ``_last_updated_sequence_number`` appended) for reads;
     ``snapshot-property.<key>`` for writes. ``df.writeStream.format("tablestore")`` is an
-    exactly-once streaming sink (see :mod:`tablestore.engine.spark_stream`).
+    exactly-once streaming sink (see :mod:`tablestore.engine.spark.stream`).
     """
 
     # Set on the subclass that spark_session registers, so that the config given there reaches

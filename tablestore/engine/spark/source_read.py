@@ -1,7 +1,7 @@
 """Reads of the ``tablestore`` data source: the table resolved and its files planned on the
 driver, one file task (or some row groups of a file) per Spark partition on the executors.
 
-Projection and filters: see :mod:`tablestore.engine.spark_source`.
+Projection and filters: see :mod:`tablestore.engine.spark.source`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 
 from tablestore.catalog import read_metadata_file
 from tablestore.engine.local import LocalEngine
-from tablestore.engine.spark_convert import combine, filter_to_expression, spark_arrow_schema, to_spark_table
-from tablestore.engine.spark_source_options import as_of_timestamp_ms, bool_option, resolved_table
+from tablestore.engine.spark.convert import combine, filter_to_expression, spark_arrow_schema, to_spark_table
+from tablestore.engine.spark.source_options import as_of_timestamp_ms, bool_option, resolved_table
 from tablestore.errors import NoSuchSnapshotError, ValidationError
 from tablestore.io import load_file_io
 from tablestore.spec import expressions as ex

@@ -42,8 +42,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import types as st
 
-from tablestore.engine.spark_source_options import SNAPSHOT_PROPERTY_PREFIX, SOURCE_NAME, table_options
-from tablestore.engine.spark_source_write import TablestoreCommitMessage, TablestoreWriter, WriteTarget, resolve_write
+from tablestore.engine.spark.source_options import SNAPSHOT_PROPERTY_PREFIX, SOURCE_NAME, table_options
+from tablestore.engine.spark.source_write import TablestoreCommitMessage, TablestoreWriter, WriteTarget, resolve_write
 from tablestore.errors import ValidationError
 from tablestore.io import load_file_io
 from tablestore.spec import conversions
