@@ -203,12 +203,7 @@ def private_attributes(root: Path = ROOT, packages: tuple[str, ...] = PROJECT) -
 
 
 # Private attributes still reached across modules, each with why it is allowed for now.
-PRIVATE_ATTRIBUTES_ALLOWED = {
-    "tablestore/maintenance/compaction.py: table._write_context": "being removed by the table/sql restructure",
-    "tablestore/table/partitions.py: table._write_context": "being removed by the table/sql restructure",
-    "tablestore/table/update/retry.py: table._commit": "being removed by the table/sql restructure",
-    "tablestore/sql/procedures_columns.py: session._load_table": "being removed by the table/sql restructure",
-}
+PRIVATE_ATTRIBUTES_ALLOWED: dict[str, str] = {}
 
 
 def test_no_module_reaches_for_a_private_attribute_of_another_modules_objects() -> None:
@@ -248,20 +243,7 @@ def test_the_private_attribute_check_sees_other_modules_names_only(tmp_path: Pat
 # Import cycles between modules that other work in progress removes, each with who removes it.
 # A cycle passes while all its modules are in one entry; an entry no cycle needs fails the test,
 # so that it is deleted as soon as the cycle is gone (the list only shrinks).
-KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"tablestore.table.write", "tablestore.table.writers"}):
-        "the table/ restructure (issue 32, Build 1: write/ merges write and writers)",
-    frozenset({
-        "tablestore.table.overwrite", "tablestore.table.partitions", "tablestore.table.row_level",
-        "tablestore.table.update.schema", "tablestore.table.update.spec", "tablestore.table.update.transaction",
-    }): "the table/ restructure (issue 32, Build 1: ops/ above update/, Transaction without data conveniences)",
-    frozenset({"tablestore.table.column_merge", "tablestore.table.fragments"}):
-        "the table/ restructure (issue 32, Build 1: column merges in ops/)",
-    frozenset({
-        "tablestore.maintenance", "tablestore.maintenance.compaction", "tablestore.maintenance.expire",
-        "tablestore.maintenance.orphans", "tablestore.table",
-    }): "the table/ restructure (issue 32, Build 1: the table and maintenance contracts)",
-}
+KNOWN_CYCLES: dict[frozenset[str], str] = {}
 
 
 def strongly_connected(edges: Mapping[str, Iterable[str]]) -> list[list[str]]:

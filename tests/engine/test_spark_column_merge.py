@@ -17,7 +17,7 @@ pytestmark = pytest.mark.spark
 
 from pyspark.sql import SparkSession  # noqa: E402
 
-from tablestore.engine import spark_column_merge  # noqa: E402
+from tablestore.engine.spark import column_merge as spark_column_merge  # noqa: E402
 from tablestore.engine.spark.column_merge import merge_in_tasks  # noqa: E402
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])

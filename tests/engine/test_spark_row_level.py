@@ -124,7 +124,7 @@ def test_row_level_sql_sees_the_rows_of_a_data_file_without_field_ids(lake: Lake
 @pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
 def test_a_job_whose_task_fails_leaves_no_file_of_its_write(lake: Lake, spark: SparkSession, mode: str,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    from tablestore.engine import spark_row_level
+    from tablestore.engine.spark import row_level as spark_row_level
 
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("s", pa.string())])
     table = lake.create(f"failing_{mode.replace('-', '_')}", schema)
