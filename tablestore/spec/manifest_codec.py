@@ -582,8 +582,21 @@ def compile_encoder(schema: AvroSchema) -> Encoder:
     return encoder
 
 
+_ENCODERS: dict[str, Encoder] = {}
 _DECODERS: dict[str, Decoder] = {}
 _FILTERED_DECODERS: dict[str, FilteredDecoder] = {}
+
+
+def encoder_for(schema: AvroSchema) -> Encoder:
+    """A cached encoder: compiling one costs more than encoding a commit's manifest entries,
+    and the manifests of one table share a handful of schemas."""
+    key = json.dumps(schema, sort_keys=True)
+    found = _ENCODERS.get(key)
+    if found is None:
+        if len(_ENCODERS) > 256:
+            _ENCODERS.clear()
+        found = _ENCODERS[key] = compile_encoder(schema)
+    return found
 
 
 def decoder_for(schema: AvroSchema) -> Decoder:
@@ -732,7 +745,7 @@ def write_container(
     """An Avro container file of ``records``; ``meta`` is stored as the file's key-value metadata."""
     if codec not in ("null", "deflate"):
         raise CorruptMetadataError(f"the manifest writer supports the null and deflate codecs, not {codec!r}")
-    encode = compile_encoder(schema)
+    encode = encoder_for(schema)
     header = {**{k: v.encode("utf-8") for k, v in meta.items()},
               "avro.schema": json.dumps(schema).encode("utf-8"), "avro.codec": codec.encode("utf-8")}
     sync = os.urandom(16)
