@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import itertools
 import random
 import tempfile
 from collections.abc import Callable
@@ -119,7 +120,7 @@ def test_narrow_integer_keys_get_codes_in_value_order_nulls_last(key: pa.Array) 
     order = sorted(range(len(values)), key=lambda i: (values[i] is None, values[i]))
     # Equal values share a code; codes ascend as the values do, nulls after every value.
     assert [int(codes[i]) for i in order] == sorted(int(c) for c in codes)
-    for i, j in zip(order, order[1:], strict=False):
+    for i, j in itertools.pairwise(order):
         assert (codes[i] == codes[j]) == (values[i] == values[j])
     grouped = group_codes([key])
     assert grouped is not None and list(grouped[0]) == list(codes)
