@@ -586,7 +586,8 @@ _ENCODERS: dict[str, Encoder] = {}
 
 
 def encoder_for(schema: AvroSchema) -> Encoder:
-    """A cached encoder: a table's manifests of one spec share their schema."""
+    """A cached encoder: compiling one costs more than encoding a commit's manifest entries,
+    and the manifests of one table share a handful of schemas."""
     key = json.dumps(schema, sort_keys=True)
     found = _ENCODERS.get(key)
     if found is None:

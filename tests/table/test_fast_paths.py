@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import itertools
 import random
 import tempfile
 from collections.abc import Callable
@@ -24,7 +25,7 @@ import pytest
 import tablestore
 from tablestore.spec.partitioning import build_partition_spec
 from tablestore.table.write.conform import conform_to_schema
-from tablestore.table.write.data_files import split_by_partition
+from tablestore.table.write.data_files import dense_integer_codes, group_codes, split_by_partition
 
 SCHEMA = pa.schema([
     ("id", pa.int64()),
@@ -101,6 +102,37 @@ def test_split_keeps_partition_order_and_row_order(exprs: list[str]) -> None:
     assert [p.partition for p in again] == tuples
     assert all(p.indices is None for p in again)
     assert [p.rows.column("id").to_pylist() for p in again] == [p.rows.column("id").to_pylist() for p in parts]
+
+
+@pytest.mark.parametrize("key", [
+    pa.array([3, -2, None, 7, -2, 60_000], pa.int32()),  # negative values, a null, a range near 65,536
+    pa.array([2**31 - 1, None, 2**31 - 2], pa.int32()),  # nulls one past the type's largest value
+    pa.array([19_000, None, 18_999, 19_000], pa.date32()),
+    pa.array([5, 4, 250], pa.uint8()),
+    pa.array([2**62, 2**62 - 3, None], pa.int64()),
+])
+def test_narrow_integer_keys_get_codes_in_value_order_nulls_last(key: pa.Array) -> None:
+    dense = dense_integer_codes(key)
+    assert dense is not None
+    codes, size = dense
+    assert codes.max() < size
+    values = key.to_pylist()
+    order = sorted(range(len(values)), key=lambda i: (values[i] is None, values[i]))
+    # Equal values share a code; codes ascend as the values do, nulls after every value.
+    assert [int(codes[i]) for i in order] == sorted(int(c) for c in codes)
+    for i, j in itertools.pairwise(order):
+        assert (codes[i] == codes[j]) == (values[i] == values[j])
+    grouped = group_codes([key])
+    assert grouped is not None and list(grouped[0]) == list(codes)
+
+
+def test_wide_or_other_keys_keep_the_dictionary_codes() -> None:
+    assert dense_integer_codes(pa.array([0, 2**40], pa.int64())) is None  # wider than the rows and 65,536
+    assert dense_integer_codes(pa.array(["a", "b"])) is None
+    assert dense_integer_codes(pa.array([2**64 - 1, 0], pa.uint64())) is None
+    grouped = group_codes([pa.array([2**40, None, 0, 2**40], pa.int64())])
+    assert grouped is not None
+    assert list(grouped[0]) == [1, 2, 0, 1]
 
 
 FILTERS: list[tuple[str | None, Callable[[dict[str, Any]], bool]]] = [

@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tablestore.errors import ValidationError
@@ -529,16 +530,19 @@ def route_pieces(
             pieces.append((partition, offset, rows.num_rows))
             offset += rows.num_rows
         return table, pieces, False
-    codes, _ = grouped
-    starts, ends = value_runs(codes)
-    run_codes = codes[starts]
-    _, first_run = np.unique(run_codes, return_index=True)
-    if len(first_run) == len(run_codes):
-        return data, [
-            (partition_tuple(keys, int(s), result_types), int(s), int(e - s))
-            for s, e in zip(starts, ends, strict=True)
-        ], True
-    order = np.argsort(codes, kind="stable")
+    codes, cardinality = grouped
+    # Counting the runs first spares a batch in arrival order the offsets of its every run.
+    if int(np.count_nonzero(codes[1:] != codes[:-1])) + 1 <= cardinality:
+        starts, ends = value_runs(codes)
+        run_codes = codes[starts]
+        _, first_run = np.unique(run_codes, return_index=True)
+        if len(first_run) == len(run_codes):
+            return data, [
+                (partition_tuple(keys, int(s), result_types), int(s), int(e - s))
+                for s, e in zip(starts, ends, strict=True)
+            ], True
+    # Arrow's stable sort of integers is several times numpy's stable sort of int64 (a merge sort).
+    order = pc.sort_indices(pa.array(codes)).to_numpy()
     group_starts, group_ends = value_runs(codes[order])
     # Groups in order of their first row in the batch, so output follows input.
     firsts = order[group_starts]
