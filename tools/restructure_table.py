@@ -131,7 +131,8 @@ def rewrite(text: str) -> str:
     for old in sorted(MODULE_MOVES, key=len, reverse=True):
         new = MODULE_MOVES[old]
         text = module_pattern(old).sub(f"{PACKAGE}.{new}", text)
-        text = path_pattern(old).sub(lambda m, new=new: f"{m.group(1)}table/{new.replace('.', '/')}.py", text)
+        new_path = f"table/{new.replace('.', '/')}.py"
+        text = path_pattern(old).sub(rf"\g<1>{new_path}", text)
     return text
 
 
