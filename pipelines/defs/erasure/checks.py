@@ -5,11 +5,12 @@ from __future__ import annotations
 import dagster as dg
 
 from pipelines.defs.erasure.assets import ERASURE_KEY
+from pipelines.defs.retries import STEP_RETRY
 from quality.checks import suite_check
 
 
 def build_erasure_checks() -> list[dg.AssetChecksDefinition]:
     return [
-        suite_check("erased_users_gone", ERASURE_KEY),
-        suite_check("landing_reconciles", ERASURE_KEY),
+        suite_check("erased_users_gone", ERASURE_KEY, retry_policy=STEP_RETRY),
+        suite_check("landing_reconciles", ERASURE_KEY, retry_policy=STEP_RETRY),
     ]

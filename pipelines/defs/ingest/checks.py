@@ -5,12 +5,13 @@ from __future__ import annotations
 import dagster as dg
 
 from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVOLUTION_KEY
+from pipelines.defs.retries import STEP_RETRY
 from quality.checks import suite_check
 
 
 def build_ingest_checks() -> list[dg.AssetChecksDefinition]:
     return [
-        suite_check("null_device_before_evolution", EVOLUTION_KEY),
-        suite_check("evolved_types", EVOLUTION_KEY),
-        suite_check("partition_specs_by_cutover", EVENTS_HOURLY_KEY),
+        suite_check("null_device_before_evolution", EVOLUTION_KEY, retry_policy=STEP_RETRY),
+        suite_check("evolved_types", EVOLUTION_KEY, retry_policy=STEP_RETRY),
+        suite_check("partition_specs_by_cutover", EVENTS_HOURLY_KEY, retry_policy=STEP_RETRY),
     ]
