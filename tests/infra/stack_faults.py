@@ -1,8 +1,8 @@
 """Faults in the Docker Compose stack while its pipeline runs, and what is checked after them.
 
 ``tests/infra/test_docker_stack.py`` runs the plan once undisturbed (its ``pipeline`` fixture) and
-takes every table's column checksums through Trino. Then it empties the lakehouse (every table
-dropped, the warehouse's purged) and runs the whole plan again through Dagster while ``FAULTS``
+takes every table's column checksums through Trino. Then it empties the warehouse (every table
+dropped and purged but the external landing table) and runs the whole plan again through Dagster while ``FAULTS``
 kill one service at a time with SIGKILL, each when the run's event log reaches a chosen point.
 Before each kill the snapshots of every table are listed; once the service is back (by itself,
 its restart policy), each of them must still be there and each table's snapshot log must
@@ -195,10 +195,10 @@ def run_with_faults(stack: Stack, steps: list[PlanStep], faults: tuple[Fault, ..
                 raise TimeoutError(f"the faulted plan is past its {timeout_s:.0f} s; run {run_id} is {status}")
             if not page["hasMore"]:
                 time.sleep(0.5)
-        if pending:
-            raise AssertionError(f"run {run_id} ({step.label}) ended before the point of {pending}")
         result = client.result(step, run_id, status, time.monotonic() - started)
         results.append(result)
+        if pending and result.success:
+            raise AssertionError(f"run {run_id} ({step.label}) ended before the point of {pending}")
         log(f"[faults] {step.label}: {status} in {result.seconds:.1f} s"
             + "".join(f"\n  {key} failed and was retried: {error[:400]}" for key, error in result.retries))
         if not result.success:
@@ -207,13 +207,16 @@ def run_with_faults(stack: Stack, steps: list[PlanStep], faults: tuple[Fault, ..
 
 
 def drop_every_table(stack: Stack) -> None:
-    """An empty lakehouse: every table of ``shop`` dropped, the warehouse's with their files
-    (purge); the external landing table without, its files being the landing data."""
+    """An empty warehouse: every table of ``shop`` dropped with its files (purge) but the external
+    landing table, whose files are the landing data (its metadata lies among them, and an
+    external table is not created again over a location holding one: the plan's landing step
+    finds it and registers no file)."""
     for name, loaded in tables(stack).items():
-        purge = "false" if external(loaded) else "true"
+        if external(loaded):
+            continue
         request = urllib.request.Request(
             f"{stack.url('catalog', 8181)}/v1/metastore/namespaces/shop/tables/{urllib.parse.quote(name)}"
-            f"?purgeRequested={purge}", method="DELETE",
+            "?purgeRequested=true", method="DELETE",
             headers={"Authorization": f"Bearer {stack.env['CATALOG_TOKEN_DAGSTER']}"})
         with urllib.request.urlopen(request, timeout=300):
             pass
