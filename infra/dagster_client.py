@@ -175,8 +175,9 @@ class DagsterClient:
                 text = " <- ".join(str(m).strip() for m in chain)[-2000:]
                 if kind == "ExecutionStepFailureEvent":
                     result.errors.append(text)
-                else:
-                    result.retries.append((str(event.get("stepKey")), text))
+                else:  # what failed, in a line: the error's first line and its first cause's
+                    head = [str(m).strip().splitlines()[0] for m in chain[:2] if str(m).strip()]
+                    result.retries.append((str(event.get("stepKey")), " <- ".join(head)[:600]))
         result.step_seconds = {key: max(t) - min(t) for key, t in spans.items()}
         return result
 
