@@ -49,6 +49,7 @@ EVENTS = """query($id: ID!, $cursor: String) { logsForRun(runId: $id, afterCurso
       ... on MarkdownMetadataEntry { mdStr } } }
     ... on AssetCheckEvaluationEvent { evaluation { checkName success description assetKey { path } } }
     ... on ExecutionStepFailureEvent { error { message causes { message } } }
+    ... on ExecutionStepUpForRetryEvent { error { message causes { message } } secondsToWait }
   } }
   ... on PythonError { message } } }"""
 
@@ -72,6 +73,8 @@ class RunResult:
     errors: list[str] = field(default_factory=list)
     # Seconds per Dagster step (an asset, or a check), from its first event to its last one.
     step_seconds: dict[str, float] = field(default_factory=dict)
+    # The attempts that failed and were retried (the step's retry policy): step key and error.
+    retries: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def success(self) -> bool:
@@ -146,7 +149,11 @@ class DagsterClient:
         started = time.monotonic()
         run_id = self.launch(step)
         status = self.wait(run_id, deadline)
-        result = RunResult(step.label, run_id, status, time.monotonic() - started)
+        return self.result(step, run_id, status, time.monotonic() - started)
+
+    def result(self, step: PlanStep, run_id: str, status: str, seconds: float) -> RunResult:
+        """What the finished run ``run_id`` of ``step`` did, from its event log."""
+        result = RunResult(step.label, run_id, status, seconds)
         spans: dict[str, list[float]] = {}
         for event in self.events(run_id):
             kind = event["__typename"]
@@ -161,11 +168,16 @@ class DagsterClient:
                 ev = event["evaluation"]
                 result.checks.append(CheckResult("/".join(ev["assetKey"]["path"]), ev["checkName"], ev["success"],
                                                  ev.get("description") or ""))
-            elif kind == "ExecutionStepFailureEvent":
+            elif kind in ("ExecutionStepFailureEvent", "ExecutionStepUpForRetryEvent"):
                 # The step's error wraps the asset's or check's own exception: keep its causes.
-                error = event["error"]
-                chain = [error["message"], *(c["message"] for c in error.get("causes") or [])]
-                result.errors.append(" <- ".join(str(m).strip() for m in chain)[-2000:])
+                error = event["error"] or {}
+                chain = [error.get("message", ""), *(c["message"] for c in error.get("causes") or [])]
+                text = " <- ".join(str(m).strip() for m in chain)[-2000:]
+                if kind == "ExecutionStepFailureEvent":
+                    result.errors.append(text)
+                else:  # what failed, in a line: the error's first line and its first cause's
+                    head = [str(m).strip().splitlines()[0] for m in chain[:2] if str(m).strip()]
+                    result.retries.append((str(event.get("stepKey")), " <- ".join(head)[:600]))
         result.step_seconds = {key: max(t) - min(t) for key, t in spans.items()}
         return result
 
@@ -195,6 +207,8 @@ def run_plan(url: str, steps: list[PlanStep], timeout_s: float = 1800.0,
             + (f"; checks failed: {failed}" if failed else "") + (f"; {result.errors[0]}" if result.errors else ""))
         for key, seconds in result.step_seconds.items():
             log(f"  {key}: {seconds:.1f} s")
+        for key, error in result.retries:
+            log(f"  {key} failed and was retried: {error[:300]}")
         if not result.success and stop_on_failure:
             break
     return results

@@ -29,11 +29,16 @@ def check_result(run: SuiteRun) -> dg.AssetCheckResult:
     )
 
 
-def suite_check(suite: str, asset: dg.AssetKey, blocking: bool = True) -> dg.AssetChecksDefinition:
-    """An asset check on ``asset`` that runs the GX suite ``suite`` (see quality.suites.SUITES)."""
+def suite_check(suite: str, asset: dg.AssetKey, blocking: bool = True,
+                retry_policy: dg.RetryPolicy | None = None) -> dg.AssetChecksDefinition:
+    """An asset check on ``asset`` that runs the GX suite ``suite`` (see quality.suites.SUITES).
+
+    ``retry_policy`` retries the check when it raises (a service died under it); a suite that
+    runs and finds failed expectations is a result, never retried."""
     run_suite = SUITES[suite]
 
-    @dg.asset_check(asset=asset, name=suite, blocking=blocking, description=run_suite.__doc__)
+    @dg.asset_check(asset=asset, name=suite, blocking=blocking, description=run_suite.__doc__,
+                    retry_policy=retry_policy)
     def _check(tablestore: TableStoreResource, spark: SparkResource) -> dg.AssetCheckResult:
         return check_result(run_suite(lakehouse(tablestore, spark)))
 

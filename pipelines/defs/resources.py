@@ -6,6 +6,7 @@ Spark on a SQLite catalog; ``stack`` the Spark cluster on the REST catalog with 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +79,12 @@ class SparkResource(dg.ConfigurableResource):
 
         # One session per process; Dagster may build resources on several threads.
         with _spark_lock:
+            if self._remote is not None and not _answers(self._remote):
+                # The Spark Connect server died and came back (its restart policy): the server
+                # knows this session no more (INVALID_HANDLE.SESSION_CHANGED), and the step that
+                # Dagster retries needs a new one. getOrCreate would hand back the dead one.
+                _stop_quietly(self._remote)
+                self._remote = None
             spark = spark_session(self.tablestore.settings.tablestore, app_name="lakehouse-pipelines")
             if self.tablestore.settings.tablestore.spark.master.startswith(CONNECT_SCHEME):
                 self._remote = spark
@@ -90,6 +97,21 @@ class SparkResource(dg.ConfigurableResource):
         if self._remote is not None:
             self._remote.stop()
             self._remote = None
+
+
+def _answers(spark: SparkSession) -> bool:
+    """Whether the Spark Connect server still serves ``spark`` (one config round trip, no job)."""
+    try:
+        spark.conf.get("spark.sql.shuffle.partitions")
+    except Exception:  # whatever the client raises for a gone server or session
+        return False
+    return True
+
+
+def _stop_quietly(spark: SparkSession) -> None:
+    # Stopping releases the session on the server, which may not know it any more.
+    with contextlib.suppress(Exception):
+        spark.stop()
 
 
 def resources(settings_file: str | None = None, root: str | None = None) -> dict[str, Any]:

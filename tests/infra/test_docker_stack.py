@@ -21,6 +21,11 @@ of its own, with fresh secrets and engine-chosen loopback ports, the module:
 - kills the catalog, MinIO and PostgreSQL with SIGKILL, and the Dagster daemon mid-run, restarts
   MinIO, Dagster's webserver and daemon, and takes the stack down and up again: each comes back
   by itself with every object, snapshot and run (docs/stack.md, Faults, has the times);
+- empties the lakehouse and runs the plan again while MinIO, the catalog, the Dagster daemon,
+  PostgreSQL and the Spark Connect server are killed with SIGKILL one at a time, each at a point
+  of the run's event log (``tests/infra/stack_faults.py``): the interrupted steps retry, the plan
+  completes, no snapshot committed before a kill is lost, every column's checksum (through
+  Trino) equals the undisturbed run's, and no snapshot references a file missing from MinIO;
 - reads every table through the stack's catalog with the Trino token using Java Iceberg's REST
   client (``../shared/iceberg-oracle``, the library of Trino's Iceberg connector): table list,
   schemas and snapshots. Rows are not read: the oracle has no S3 FileIO and the warehouse is
@@ -33,7 +38,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import time
 import urllib.error
@@ -47,6 +51,16 @@ import pytest
 
 from infra.compose_stack import Stack, StackError, running_stack
 from infra.dagster_client import DONE, STATUS, DagsterClient, RunResult, run_plan, stack_plan
+from tests.infra.stack_faults import (
+    FAULTS,
+    catalog_get,
+    column_checksums,
+    differing_columns,
+    drop_every_table,
+    kill_and_wait,
+    missing_files,
+    run_with_faults,
+)
 
 # The whole module: image build and start (~3 min with a warm cache), the pipeline, the crash.
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(3600)]
@@ -69,15 +83,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             yield stack
     except StackError as e:  # no engine, or the stack did not come up: a failure, never a skip
         pytest.fail(str(e))
-
-
-def _catalog_get(stack: Stack, path: str, token: str | None = None) -> dict[str, Any]:
-    request = urllib.request.Request(
-        f"{stack.url('catalog', 8181)}/v1/metastore/{path}",
-        headers={"Authorization": f"Bearer {token or stack.env['CATALOG_TOKEN_TRINO']}"})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        answer: dict[str, Any] = json.load(response)
-    return answer
 
 
 def test_image_builds_on_the_slim_base_small_and_without_the_uv_cache(stack: Stack) -> None:
@@ -149,6 +154,15 @@ def test_ports_are_loopback_only_with_an_init_and_restart_policies(stack: Stack)
     assert all(a.startswith("127.0.0.1:") for a in published.values()), published
 
 
+EVERY_CHECK_PASSED = {
+    ("lakehouse/shop/events_schema_evolution", "null_device_before_evolution"): True,
+    ("lakehouse/shop/events_schema_evolution", "evolved_types"): True,
+    ("lakehouse/shop/events_hourly", "partition_specs_by_cutover"): True,
+    ("lakehouse/shop/gdpr_erasure", "erased_users_gone"): True,
+    ("lakehouse/shop/gdpr_erasure", "landing_reconciles"): True,
+}
+
+
 @pytest.fixture(scope="module")
 def pipeline(stack: Stack) -> list[RunResult]:
     for key in ("CATALOG_TOKEN_DAGSTER",):
@@ -159,19 +173,19 @@ def pipeline(stack: Stack) -> list[RunResult]:
     return results
 
 
-def test_dagster_materializes_every_asset_and_every_check_passes(stack: Stack, pipeline: list[RunResult]) -> None:
+@pytest.fixture(scope="module")
+def undisturbed(stack: Stack, pipeline: list[RunResult]) -> dict[str, dict[str, str | None]]:
+    """Every warehouse table's row count and column checksums right after the undisturbed plan."""
+    return column_checksums(stack)
+
+
+def test_dagster_materializes_every_asset_and_every_check_passes(
+        stack: Stack, pipeline: list[RunResult], undisturbed: dict[str, dict[str, str | None]]) -> None:
     assert [(r.label, r.status, r.errors) for r in pipeline if r.status != "SUCCESS"] == []
     client = DagsterClient(f"http://{stack.address('dagster-webserver', 3000)}")
     materialized = {key for r in pipeline for key in r.materializations}
     assert materialized == {"/".join(k) for k in client.asset_keys()}
-    checks = {(c.asset, c.name): c.passed for r in pipeline for c in r.checks}
-    assert checks == {
-        ("lakehouse/shop/events_schema_evolution", "null_device_before_evolution"): True,
-        ("lakehouse/shop/events_schema_evolution", "evolved_types"): True,
-        ("lakehouse/shop/events_hourly", "partition_specs_by_cutover"): True,
-        ("lakehouse/shop/gdpr_erasure", "erased_users_gone"): True,
-        ("lakehouse/shop/gdpr_erasure", "landing_reconciles"): True,
-    }
+    assert {(c.asset, c.name): c.passed for r in pipeline for c in r.checks} == EVERY_CHECK_PASSED
     reconciliation = pipeline[-1].materializations["lakehouse/shop/trino_reconciliation"]
     assert "skipped" not in reconciliation, reconciliation
     counts = reconciliation["counts"]
@@ -209,33 +223,13 @@ def test_the_spark_worker_writes_the_ingest_files(stack: Stack, pipeline: list[R
 
 
 def _snapshots(stack: Stack) -> dict[str, tuple[int | None, list[int]]]:
-    tables = _catalog_get(stack, "namespaces/shop/tables")["identifiers"]
+    tables = catalog_get(stack, "namespaces/shop/tables")["identifiers"]
     out = {}
     for ident in tables:
-        metadata = _catalog_get(stack, f"namespaces/shop/tables/{urllib.parse.quote(ident['name'])}")["metadata"]
+        metadata = catalog_get(stack, f"namespaces/shop/tables/{urllib.parse.quote(ident['name'])}")["metadata"]
         out[ident["name"]] = (metadata.get("current-snapshot-id"),
                               sorted(s["snapshot-id"] for s in metadata.get("snapshots") or []))
     return out
-
-
-def _kill_and_wait(stack: Stack, service: str, timeout_s: float = 180) -> float:
-    """SIGKILL the container's init (the container dies, as in a crash); answer the seconds until
-    it is back by itself (its restart policy) and healthy."""
-    info = stack.container(service)
-    restarts = info["RestartCount"]
-    started = time.monotonic()
-    os.kill(info["State"]["Pid"], signal.SIGKILL)
-    deadline = started + timeout_s
-    state: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        info = stack.container(service)
-        state = info["State"]
-        if info["RestartCount"] > restarts and state.get("Health", {}).get("Status") == "healthy":
-            break
-        time.sleep(1)
-    assert info["RestartCount"] == restarts + 1, state
-    assert state["Health"]["Status"] == "healthy", state
-    return time.monotonic() - started
 
 
 def test_catalog_killed_with_sigkill_comes_back_by_itself_with_every_snapshot(
@@ -243,7 +237,7 @@ def test_catalog_killed_with_sigkill_comes_back_by_itself_with_every_snapshot(
     before = _snapshots(stack)
     assert {"events", "customers", "erasure_requests", "erasure_audit", "landing_events"} <= set(before)
     assert all(current is not None for current, _ in before.values())
-    seconds = _kill_and_wait(stack, "catalog")
+    seconds = kill_and_wait(stack, "catalog")
     print(f"[stack] catalog killed with SIGKILL: healthy again in {seconds:.1f} s")
     assert _snapshots(stack) == before
 
@@ -251,8 +245,8 @@ def test_catalog_killed_with_sigkill_comes_back_by_itself_with_every_snapshot(
 def _schemas(stack: Stack) -> dict[str, list[str]]:
     """Each table's current column names, as the catalog serves them."""
     out = {}
-    for ident in _catalog_get(stack, "namespaces/shop/tables")["identifiers"]:
-        metadata = _catalog_get(stack, f"namespaces/shop/tables/{urllib.parse.quote(ident['name'])}")["metadata"]
+    for ident in catalog_get(stack, "namespaces/shop/tables")["identifiers"]:
+        metadata = catalog_get(stack, f"namespaces/shop/tables/{urllib.parse.quote(ident['name'])}")["metadata"]
         schema = next(s for s in metadata["schemas"] if s["schema-id"] == metadata["current-schema-id"])
         out[ident["name"]] = [f["name"] for f in schema["fields"]]
     return out
@@ -288,7 +282,7 @@ def test_java_rest_client_reads_every_table_through_the_catalog_with_the_trino_t
         assert columns == schemas[name], name
     # The token is what lets it in: the same request without it is refused.
     with pytest.raises(urllib.error.HTTPError) as refused:
-        _catalog_get(stack, "namespaces/shop/tables", token="not-a-token")
+        catalog_get(stack, "namespaces/shop/tables", token="not-a-token")
     assert refused.value.code == 401
 
 
@@ -414,7 +408,7 @@ def test_minio_restarted_or_killed_loses_no_object(stack: Stack, pipeline: list[
     print(f"[stack] docker compose restart minio: healthy again in {time.monotonic() - started:.1f} s")
     assert _objects(stack) == objects
     assert _snapshots(stack) == snapshots
-    seconds = _kill_and_wait(stack, "minio")
+    seconds = kill_and_wait(stack, "minio")
     print(f"[stack] MinIO killed with SIGKILL: healthy again in {seconds:.1f} s")
     assert _objects(stack) == objects
     assert _snapshots(stack) == snapshots
@@ -424,7 +418,7 @@ def test_postgres_killed_with_sigkill_keeps_the_catalog_and_dagsters_history(
         stack: Stack, pipeline: list[RunResult]) -> None:
     runs = _settled_runs(stack)
     snapshots = _snapshots(stack)
-    seconds = _kill_and_wait(stack, "postgres")
+    seconds = kill_and_wait(stack, "postgres")
     print(f"[stack] PostgreSQL killed with SIGKILL: healthy again in {seconds:.1f} s")
     # The catalog and Dagster reconnect by themselves (their pools drop the dead connections).
     deadline = time.monotonic() + 120
@@ -490,9 +484,50 @@ def test_the_daemon_killed_mid_run_loses_no_run_the_code_server_finishes_it(
         assert status not in DONE and time.monotonic() < deadline, status
         time.sleep(0.5)
     killed_at = time.time()
-    seconds = _kill_and_wait(stack, "dagster-daemon")
+    seconds = kill_and_wait(stack, "dagster-daemon")
     print(f"[stack] dagster-daemon killed with SIGKILL mid-run: healthy again in {seconds:.1f} s")
     assert client.wait(run_id, time.monotonic() + 600) == "SUCCESS"
     run = client.graphql(STATUS, {"id": run_id})["runOrError"]
     assert run["endTime"] > killed_at  # the run was in progress when the daemon died
     assert _runs(stack)[run_id] == "SUCCESS"
+
+
+def test_every_service_killed_while_the_plan_runs_and_every_table_reads_as_undisturbed(
+        stack: Stack, pipeline: list[RunResult], undisturbed: dict[str, dict[str, str | None]]) -> None:
+    """The plan again on an empty warehouse, while MinIO, the catalog, the Dagster daemon,
+    PostgreSQL and the Spark Connect server are killed with SIGKILL one at a time, each at a
+    point of the run's event log (``tests/infra/stack_faults.FAULTS``): each comes back by
+    itself, the interrupted steps retry, the plan completes; nothing committed before a kill is
+    lost, every column reads as after the undisturbed plan, and no snapshot of any table
+    references a file missing from MinIO (docs/stack.md, Faults while the pipeline runs)."""
+    assert undisturbed and all(int(t["rows"] or 0) > 0 for t in undisturbed.values()), undisturbed
+    checked, missing = missing_files(stack)
+    print(f"[stack] undisturbed: {checked} files referenced by the tables' snapshots, none missing")
+    assert missing == [] and checked > 20, (checked, missing[:20])
+    _settled_runs(stack)
+    drop_every_table(stack)
+    left = catalog_get(stack, "namespaces/shop/tables")["identifiers"]
+    assert [t["name"] for t in left] == ["landing_events"]
+    started = time.monotonic()
+    results, records = run_with_faults(stack, stack_plan(), FAULTS, timeout_s=PLAN_TIMEOUT_S)
+    print(f"[stack] the plan with {len(records)} services killed: {time.monotonic() - started:.1f} s")
+    assert [(r.label, r.status, r.errors) for r in results if r.status != "SUCCESS"] == []
+    assert len(results) == len(stack_plan())
+    assert [r.fault.service for r in records] == [f.service for f in FAULTS]
+    assert {(c.asset, c.name): c.passed for r in results for c in r.checks} == EVERY_CHECK_PASSED
+    # Nothing committed before a kill was lost by it; every snapshot log only grew.
+    assert {r.fault.service: (r.lost, r.log_rewritten) for r in records if r.lost or r.log_rewritten} == {}
+    reconciliation = results[-1].materializations["lakehouse/shop/trino_reconciliation"]
+    assert "skipped" not in reconciliation, reconciliation
+    faulted = column_checksums(stack)
+    assert sorted(faulted) == sorted(undisturbed)
+    assert differing_columns(undisturbed, faulted) == {}
+    checked, missing = missing_files(stack)
+    print(f"[stack] after the faults: {checked} files referenced by the tables' snapshots, none missing")
+    assert missing == [] and checked > 20, (checked, missing[:20])
+    for record in records:
+        print(f"[stack] fault: {record.fault.service} at {record.fault.point}: the run {record.status_at_kill}, "
+              f"back in {record.seconds_back:.1f} s")
+    for result in results:
+        for key, error in result.retries:
+            print(f"[stack] retried in {result.label!r}: {key}: {error[:300]}")

@@ -14,6 +14,7 @@ import dagster as dg
 
 from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVENTS_KEY
 from pipelines.defs.resources import SparkResource, TableStoreResource
+from pipelines.defs.retries import STEP_RETRY
 from pipelines.settings import table_name
 from tablestore.table import Table
 
@@ -64,7 +65,7 @@ def merge_feature(table: Table, source: "DataFrame", column: str) -> dict[str, s
 
 def build_customer_assets() -> list[dg.AssetsDefinition]:
     @dg.asset(key=CUSTOMERS_KEY, deps=[EVENTS_KEY, EVENTS_HOURLY_KEY], group_name="customers",
-              kinds={"iceberg", "spark"})
+              kinds={"iceberg", "spark"}, retry_policy=STEP_RETRY)
     def customers(tablestore: TableStoreResource, spark: SparkResource) -> dg.MaterializeResult:
         """``lakehouse.shop.customers``: one row per user seen in the events (identifier user_id).
         Rebuilt with INSERT OVERWRITE; the feature columns are refilled by the assets after it."""
@@ -86,7 +87,8 @@ def build_customer_assets() -> list[dg.AssetsDefinition]:
             "snapshot_id": str(snapshot.snapshot_id) if snapshot else "none",
         })
 
-    @dg.asset(key=SEGMENTS_KEY, deps=[CUSTOMERS_KEY], group_name="customers", kinds={"iceberg", "spark"})
+    @dg.asset(key=SEGMENTS_KEY, deps=[CUSTOMERS_KEY], group_name="customers", kinds={"iceberg", "spark"},
+              retry_policy=STEP_RETRY)
     def customer_segments(tablestore: TableStoreResource, spark: SparkResource) -> dg.MaterializeResult:
         """``segment`` (vip, regular, occasional, browser) from purchase counts, merged into
         ``customers`` with merge_columns (update_columns once the column exists)."""
@@ -98,7 +100,8 @@ def build_customer_assets() -> list[dg.AssetsDefinition]:
             **metadata, "source_rows": sum(counts.values()), "segments": counts,
         })
 
-    @dg.asset(key=LTV_KEY, deps=[SEGMENTS_KEY], group_name="customers", kinds={"iceberg", "spark"})
+    @dg.asset(key=LTV_KEY, deps=[SEGMENTS_KEY], group_name="customers", kinds={"iceberg", "spark"},
+              retry_policy=STEP_RETRY)
     def customer_lifetime_value(tablestore: TableStoreResource, spark: SparkResource) -> dg.MaterializeResult:
         """``lifetime_value`` (purchases minus refunds) for customers who bought: a partial update,
         so customers without purchases keep NULL."""

@@ -15,6 +15,7 @@ from dagster import AssetExecutionContext
 from pipelines.defs.ingest import events as ev
 from pipelines.defs.ingest.landing import write_erasure_requests, write_landing_day
 from pipelines.defs.resources import SparkResource, TableStoreResource
+from pipelines.defs.retries import STEP_RETRY
 from pipelines.settings import PipelineSettings
 
 LANDING_KEY = dg.AssetKey(["landing", "events"])
@@ -61,7 +62,7 @@ def build_ingest_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]
     daily = daily_partitions(settings)
     before_evolution = [d.isoformat() for d in settings.daily_dates if d < settings.evolution_at]
 
-    @dg.asset(key=LANDING_KEY, group_name="ingest", kinds={"parquet"})
+    @dg.asset(key=LANDING_KEY, retry_policy=STEP_RETRY, group_name="ingest", kinds={"parquet"})
     def landing_events(tablestore: TableStoreResource, spark: SparkResource) -> dg.MaterializeResult:
         """Synthetic shop events as Hive-style Parquet (``landing/events/dt=YYYY-MM-DD/``), registered
         in the external table ``lakehouse.shop.landing_events``."""
@@ -76,7 +77,7 @@ def build_ingest_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]
         })
 
     @dg.asset(key=EVENTS_KEY, deps=[LANDING_KEY], partitions_def=daily, backfill_policy=dg.BackfillPolicy.single_run(),
-              group_name="ingest", kinds={"iceberg", "spark"})
+              group_name="ingest", kinds={"iceberg", "spark"}, retry_policy=STEP_RETRY)
     def events(context: AssetExecutionContext, tablestore: TableStoreResource,
                spark: SparkResource) -> dg.MaterializeResult:
         """``lakehouse.shop.events`` by day, partitioned by ``days(event_ts)``: one landing day per
@@ -88,7 +89,7 @@ def build_ingest_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]
         return _ingest_result(result, tablestore)
 
     @dg.asset(
-        key=EVOLUTION_KEY, group_name="ingest", kinds={"iceberg"},
+        key=EVOLUTION_KEY, retry_policy=STEP_RETRY, group_name="ingest", kinds={"iceberg"},
         deps=[dg.AssetDep(EVENTS_KEY, partition_mapping=dg.SpecificPartitionsPartitionMapping(before_evolution))],
     )
     def events_schema_evolution(tablestore: TableStoreResource) -> dg.MaterializeResult:
@@ -104,7 +105,8 @@ def build_ingest_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]
             ),
         })
 
-    @dg.asset(key=ROLLOVER_KEY, deps=[EVENTS_KEY, EVOLUTION_KEY], group_name="ingest", kinds={"iceberg"})
+    @dg.asset(key=ROLLOVER_KEY, deps=[EVENTS_KEY, EVOLUTION_KEY], group_name="ingest", kinds={"iceberg"},
+              retry_policy=STEP_RETRY)
     def events_rollover(tablestore: TableStoreResource) -> dg.MaterializeResult:
         """At the cut-over, REPLACE PARTITION FIELD days(event_ts) WITH hours(event_ts). Files
         written before keep the day spec; metadata only."""
@@ -119,6 +121,7 @@ def build_ingest_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]
     @dg.asset(
         key=EVENTS_HOURLY_KEY, deps=[ROLLOVER_KEY, EVOLUTION_KEY], partitions_def=hourly_partitions(settings),
         backfill_policy=dg.BackfillPolicy.single_run(), group_name="ingest", kinds={"iceberg", "spark"},
+        retry_policy=STEP_RETRY,
     )
     def events_hourly(context: AssetExecutionContext, tablestore: TableStoreResource,
                       spark: SparkResource) -> dg.MaterializeResult:
@@ -129,7 +132,7 @@ def build_ingest_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]
                            settings.events_format_version)
         return _ingest_result(result, tablestore)
 
-    @dg.asset(key=REQUESTS_LANDING_KEY, group_name="erasure", kinds={"json"})
+    @dg.asset(key=REQUESTS_LANDING_KEY, retry_policy=STEP_RETRY, group_name="erasure", kinds={"json"})
     def landing_erasure_requests() -> dg.MaterializeResult:
         """The privacy desk's export of GDPR erasure requests (``landing/erasure_requests``)."""
         path, changed = write_erasure_requests(settings)

@@ -17,6 +17,7 @@ import dagster as dg
 from pipelines.defs.ingest import events as ev
 from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVENTS_KEY
 from pipelines.defs.resources import TableStoreResource
+from pipelines.defs.retries import STEP_RETRY
 from pipelines.settings import PipelineSettings
 from tablestore.table import Table
 from tablestore.table.ops.partitions import drop_partitions, partition_names
@@ -65,7 +66,8 @@ def apply_retention(table: Table, cutoff: datetime.datetime) -> RetentionResult:
 
 
 def build_retention_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]:
-    @dg.asset(key=RETENTION_KEY, deps=[EVENTS_KEY, EVENTS_HOURLY_KEY], group_name="ingest", kinds={"iceberg"})
+    @dg.asset(key=RETENTION_KEY, deps=[EVENTS_KEY, EVENTS_HOURLY_KEY], group_name="ingest", kinds={"iceberg"},
+              retry_policy=STEP_RETRY)
     def events_retention(tablestore: TableStoreResource) -> dg.MaterializeResult:
         """Drop the ``events`` partitions older than ``retention.days`` (off by default), in
         metadata only."""

@@ -1,0 +1,329 @@
+"""Faults in the Docker Compose stack while its pipeline runs, and what is checked after them.
+
+``tests/infra/test_docker_stack.py`` runs the plan once undisturbed (its ``pipeline`` fixture) and
+takes every table's column checksums through Trino. Then it empties the warehouse (every table
+dropped and purged but the external landing table) and runs the whole plan again through Dagster while ``FAULTS``
+kill one service at a time with SIGKILL, each when the run's event log reaches a chosen point.
+Before each kill the snapshots of every table are listed; once the service is back (by itself,
+its restart policy), each of them must still be there and each table's snapshot log must
+extend the one before. After the plan: every run succeeded (the interrupted steps retried, the
+pipeline's retry policy), every GX check passed, every column reads as in the undisturbed run,
+and no snapshot of any table references a file missing from MinIO.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from infra.compose_stack import Stack
+from infra.dagster_client import DONE, STATUS, DagsterClient, RunResult
+from pipelines.run import PlanStep
+from tablestore.spec.manifest import read_manifest, read_manifest_list
+from tablestore.spec.metadata import TableMetadata
+
+BUCKET = "lakehouse"
+EVENT_PAGE = """query($id: ID!, $cursor: String) { logsForRun(runId: $id, afterCursor: $cursor) { __typename
+  ... on EventConnection { cursor hasMore events { __typename ... on MessageEvent { stepKey timestamp } } }
+  ... on PythonError { message } } }"""
+
+
+@dataclass(frozen=True)
+class Fault:
+    """Kill ``service`` ``delay_s`` after the event ``event`` (its GraphQL type) of the plan's run
+    number ``run`` (from 0), of the step whose key ends with ``step`` (None: the run's own)."""
+
+    service: str
+    run: int
+    event: str
+    step: str | None
+    delay_s: float
+    point: str  # what the pipeline is doing then
+
+
+# One at a time, at five points of one plan: each run's longest step, or the queue.
+FAULTS = (
+    Fault("minio", 0, "ExecutionStepStartEvent", "lakehouse__shop__events", 3.0,
+          "run 1, `events` (two days, one INSERT OVERWRITE): its Spark tasks write Parquet to MinIO"),
+    Fault("catalog", 0, "ExecutionStepStartEvent", "evolved_types", 2.0,
+          "run 1, the `evolved_types` GX suite: it loads and reads `events` through the catalog"),
+    Fault("dagster-daemon", 1, "RunEnqueuedEvent", None, 0.0,
+          "run 2 just queued: the daemon is what dequeues and launches it"),
+    Fault("postgres", 2, "ExecutionStepStartEvent", "lakehouse__shop__events_hourly", 2.0,
+          "run 3, `events_hourly` (24 hours, one INSERT OVERWRITE): the catalog's metastore and "
+          "Dagster's run storage"),
+    Fault("spark-connect", 3, "ExecutionStepStartEvent", "lakehouse__shop__customers", 4.0,
+          "run 4, `customers` (INSERT OVERWRITE from a GROUP BY of `events`): a Spark job of the "
+          "Connect server"),
+)
+
+# Columns whose values are the wall clock of the run, not data the pipeline derives.
+WALL_CLOCK = {("erasure_requests", "completed_at"), ("erasure_audit", "erased_at")}
+
+
+@dataclass
+class FaultRecord:
+    fault: Fault
+    run_id: str
+    status_at_kill: str
+    killed_at: float  # time.time()
+    seconds_back: float
+    lost: dict[str, list[int]] = field(default_factory=dict)  # snapshots seen before, gone after
+    log_rewritten: list[str] = field(default_factory=list)  # tables whose snapshot log did not grow
+
+
+def catalog_get(stack: Stack, path: str, token: str | None = None) -> dict[str, Any]:
+    request = urllib.request.Request(
+        f"{stack.url('catalog', 8181)}/v1/metastore/{path}",
+        headers={"Authorization": f"Bearer {token or stack.env['CATALOG_TOKEN_TRINO']}"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        answer: dict[str, Any] = json.load(response)
+    return answer
+
+
+def kill_and_wait(stack: Stack, service: str, timeout_s: float = 300) -> float:
+    """SIGKILL the container's init (the container dies, as in a crash); answer the seconds until
+    it is back by itself (its restart policy) and healthy."""
+    info = stack.container(service)
+    restarts = info["RestartCount"]
+    started = time.monotonic()
+    os.kill(info["State"]["Pid"], signal.SIGKILL)
+    deadline = started + timeout_s
+    state: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        info = stack.container(service)
+        state = info["State"]
+        if info["RestartCount"] > restarts and state.get("Health", {}).get("Status") == "healthy":
+            break
+        time.sleep(1)
+    if info["RestartCount"] != restarts + 1 or state.get("Health", {}).get("Status") != "healthy":
+        raise AssertionError(f"{service} is not back and healthy {timeout_s:.0f} s after SIGKILL: {state}")
+    return time.monotonic() - started
+
+
+def tables(stack: Stack) -> dict[str, dict[str, Any]]:
+    """Every table of ``shop`` as the catalog loads it (``metadata-location``, ``metadata``)."""
+    out = {}
+    for ident in catalog_get(stack, "namespaces/shop/tables")["identifiers"]:
+        out[ident["name"]] = catalog_get(stack, f"namespaces/shop/tables/{urllib.parse.quote(ident['name'])}")
+    return out
+
+
+def external(loaded: dict[str, Any]) -> bool:
+    return str(loaded["metadata"].get("properties", {}).get("EXTERNAL", "")).upper() == "TRUE"
+
+
+def snapshot_state(loaded: dict[str, dict[str, Any]]) -> dict[str, tuple[set[int], list[int]]]:
+    """Per table: its snapshot ids, and its snapshot log (the ids the main branch pointed at)."""
+    return {name: ({s["snapshot-id"] for s in t["metadata"].get("snapshots") or []},
+                   [e["snapshot-id"] for e in t["metadata"].get("snapshot-log") or []]) for name, t in loaded.items()}
+
+
+def _retrying(what: Callable[[], Any], timeout_s: float = 120) -> Any:
+    """``what()``, again every 2 s while a service is still reconnecting (PostgreSQL's clients)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return what()
+        except (urllib.error.URLError, OSError, RuntimeError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(2)
+
+
+def _inject(stack: Stack, client: DagsterClient, run_id: str, fault: Fault,
+            log: Callable[[str], None]) -> FaultRecord:
+    time.sleep(fault.delay_s)
+    before = snapshot_state(tables(stack))
+    status = client.graphql(STATUS, {"id": run_id})["runOrError"]["status"]
+    killed_at = time.time()
+    seconds = kill_and_wait(stack, fault.service)
+    after = _retrying(lambda: snapshot_state(tables(stack)))
+    record = FaultRecord(fault, run_id, status, killed_at, seconds)
+    for name, (ids, snapshot_log) in before.items():
+        now_ids, now_log = after.get(name, (set(), []))
+        if ids - now_ids:
+            record.lost[name] = sorted(ids - now_ids)
+        if now_log[:len(snapshot_log)] != snapshot_log:
+            record.log_rewritten.append(name)
+    log(f"[faults] {fault.service} killed with SIGKILL ({fault.point}; run {status}): back and healthy in "
+        f"{seconds:.1f} s; snapshots lost: {record.lost or 'none'}")
+    return record
+
+
+def _matches(fault: Fault, event: dict[str, Any]) -> bool:
+    if event["__typename"] != fault.event:
+        return False
+    return fault.step is None or str(event.get("stepKey") or "").endswith(fault.step)
+
+
+def run_with_faults(stack: Stack, steps: list[PlanStep], faults: tuple[Fault, ...], timeout_s: float,
+                    log: Callable[[str], None] = print) -> tuple[list[RunResult], list[FaultRecord]]:
+    """The plan, one Dagster run per step as ``infra.dagster_client.run_plan`` launches it, while
+    the run's event log is followed and each fault fires at its point, one at a time."""
+    client = DagsterClient(f"http://{stack.address('dagster-webserver', 3000)}")
+    deadline = time.monotonic() + timeout_s
+    results: list[RunResult] = []
+    records: list[FaultRecord] = []
+    for index, step in enumerate(steps):
+        pending = [f for f in faults if f.run == index]
+        started = time.monotonic()
+        run_id = client.launch(step)
+        cursor: str | None = None
+        while True:
+            try:  # the webserver reads the run from PostgreSQL, which may be down
+                status = client.graphql(STATUS, {"id": run_id})["runOrError"]["status"]
+                page = client.graphql(EVENT_PAGE, {"id": run_id, "cursor": cursor})["logsForRun"]
+            except (urllib.error.URLError, OSError, RuntimeError):
+                time.sleep(1)
+                continue
+            cursor = page["cursor"]
+            for event in page["events"]:
+                if pending and _matches(pending[0], event):
+                    records.append(_inject(stack, client, run_id, pending.pop(0), log))
+            if status in DONE and not page["hasMore"]:
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the faulted plan is past its {timeout_s:.0f} s; run {run_id} is {status}")
+            if not page["hasMore"]:
+                time.sleep(0.5)
+        result = client.result(step, run_id, status, time.monotonic() - started)
+        results.append(result)
+        if pending and result.success:
+            raise AssertionError(f"run {run_id} ({step.label}) ended before the point of {pending}")
+        log(f"[faults] {step.label}: {status} in {result.seconds:.1f} s"
+            + "".join(f"\n  {key} failed and was retried: {error[:400]}" for key, error in result.retries))
+        if not result.success:
+            break
+    return results, records
+
+
+def drop_every_table(stack: Stack) -> None:
+    """An empty warehouse: every table of ``shop`` dropped with its files (purge) but the external
+    landing table, whose files are the landing data (its metadata lies among them, and an
+    external table is not created again over a location holding one: the plan's landing step
+    finds it and registers no file)."""
+    for name, loaded in tables(stack).items():
+        if external(loaded):
+            continue
+        request = urllib.request.Request(
+            f"{stack.url('catalog', 8181)}/v1/metastore/namespaces/shop/tables/{urllib.parse.quote(name)}"
+            "?purgeRequested=true", method="DELETE",
+            headers={"Authorization": f"Bearer {stack.env['CATALOG_TOKEN_DAGSTER']}"})
+        with urllib.request.urlopen(request, timeout=300):
+            pass
+
+
+def column_checksums(stack: Stack) -> dict[str, dict[str, str | None]]:
+    """Per table of the warehouse (not the external landing table, whose files Trino does not
+    mount): its row count and Trino's order-insensitive ``checksum`` of every column. Trino
+    reads the rows; only one row per table comes back."""
+    import trino
+
+    host, port = stack.address("trino", 8080).rsplit(":", 1)
+    connection = trino.dbapi.connect(host=host, port=int(port), user="stack-test", catalog="lakehouse",
+                                     schema="shop")
+    out: dict[str, dict[str, str | None]] = {}
+    for name, loaded in sorted(tables(stack).items()):
+        if external(loaded):
+            continue
+        metadata = loaded["metadata"]
+        schema = next(s for s in metadata["schemas"] if s["schema-id"] == metadata["current-schema-id"])
+        columns = [f["name"] for f in schema["fields"]]
+        cursor = connection.cursor()
+        cursor.execute(f'SELECT count(*), {", ".join(f"checksum({_quote(c)})" for c in columns)} FROM {_quote(name)}')
+        row = cursor.fetchone()
+        out[name] = {"rows": str(row[0]), **{c: (v.hex() if v is not None else None) for c, v in zip(columns, row[1:],
+                                                                                                    strict=True)}}
+    return out
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def differing_columns(undisturbed: dict[str, dict[str, str | None]],
+                      faulted: dict[str, dict[str, str | None]]) -> dict[str, list[str]]:
+    """Per table, the columns (and ``rows``) whose checksums differ, but the wall-clock ones."""
+    out: dict[str, list[str]] = {}
+    for name in sorted(set(undisturbed) | set(faulted)):
+        ours, theirs = undisturbed.get(name, {}), faulted.get(name, {})
+        columns = [c for c in sorted(set(ours) | set(theirs)) if (name, c) not in WALL_CLOCK
+                   and ours.get(c, "missing") != theirs.get(c, "missing")]
+        if columns:
+            out[name] = columns
+    return out
+
+
+class _ObjectIO:
+    """The reads of tablestore's manifest readers (``new_input(path).read()``) from MinIO."""
+
+    def __init__(self, s3: Any) -> None:
+        self.s3 = s3
+
+    def new_input(self, path: str) -> Any:
+        s3 = self.s3
+
+        class _Input:
+            def read(self) -> bytes:
+                body: bytes = s3.get_object(Bucket=BUCKET, Key=key_of(path))["Body"].read()
+                return body
+
+        return _Input()
+
+    def new_output(self, path: str) -> Any:
+        raise NotImplementedError("read only")
+
+
+def key_of(path: str) -> str:
+    prefix = f"s3://{BUCKET}/"
+    if not path.startswith(prefix):
+        raise AssertionError(f"{path} is not in bucket {BUCKET}")
+    return path[len(prefix):]
+
+
+def s3_client(stack: Stack) -> Any:
+    import boto3
+
+    return boto3.client("s3", endpoint_url=stack.url("minio", 9000), aws_access_key_id=stack.env["MINIO_ROOT_USER"],
+                        aws_secret_access_key=stack.env["MINIO_ROOT_PASSWORD"], region_name="us-east-1")
+
+
+def missing_files(stack: Stack) -> tuple[int, list[str]]:
+    """Every file that a snapshot of a warehouse table references (its metadata file, every
+    snapshot's manifest list, manifests, and live data and delete files), looked up in one listing
+    of the bucket: (files checked, those missing)."""
+    s3 = s3_client(stack)
+    present: set[str] = set()
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET):
+        present.update(o["Key"] for o in page.get("Contents", []))
+    io = _ObjectIO(s3)
+    referenced: set[str] = set()
+    manifests_read: set[str] = set()
+    for loaded in tables(stack).values():
+        if external(loaded):
+            continue
+        metadata = TableMetadata.from_json(loaded["metadata"])
+        referenced.add(loaded["metadata-location"])
+        for snapshot in metadata.snapshots:
+            if snapshot.manifest_list is None:
+                continue
+            referenced.add(snapshot.manifest_list)
+            if key_of(snapshot.manifest_list) not in present:
+                continue
+            for manifest in read_manifest_list(io, snapshot.manifest_list):
+                referenced.add(manifest.manifest_path)
+                if manifest.manifest_path in manifests_read or key_of(manifest.manifest_path) not in present:
+                    continue
+                manifests_read.add(manifest.manifest_path)
+                for entry in read_manifest(io, manifest, discard_deleted=True, specs=metadata.specs()):
+                    referenced.add(entry.data_file.file_path)
+    return len(referenced), sorted(p for p in referenced if key_of(p) not in present)
