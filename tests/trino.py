@@ -18,6 +18,9 @@ from typing import Any
 from infra import trino_server
 from infra.local.processes import free_port, spawn, stop_process, wait_until
 
+# How long a query refused for want of an active worker is retried (see ``TrinoServer.query``).
+NO_NODES_RETRY_S = 60.0
+
 JVM_CONFIG = """-server
 -Xmx1G
 -XX:+UseG1GC
@@ -49,6 +52,21 @@ class TrinoServer:
                                    http_scheme="http", request_timeout=300)
 
     def query(self, sql: str, catalog: str = "lakehouse") -> list[list[Any]]:
+        """The rows of ``sql``. A query refused with NO_NODES_AVAILABLE never started (the
+        scheduler found no active worker), so it is sent again, for up to a minute: on a loaded
+        machine the one node can drop out of the node manager's view between two refreshes."""
+        from trino.exceptions import TrinoQueryError
+
+        deadline = time.monotonic() + NO_NODES_RETRY_S
+        while True:
+            try:
+                return self.query_once(sql, catalog)
+            except TrinoQueryError as error:
+                if error.error_name != "NO_NODES_AVAILABLE" or time.monotonic() > deadline:
+                    raise
+            time.sleep(1)
+
+    def query_once(self, sql: str, catalog: str = "lakehouse") -> list[list[Any]]:
         connection = self.connect(catalog)
         try:
             cursor = connection.cursor()
@@ -56,6 +74,11 @@ class TrinoServer:
             return [list(row) for row in cursor.fetchall()]
         finally:
             connection.close()
+
+    def active_workers(self) -> int:
+        """How many nodes the coordinator's node manager counts as active workers."""
+        rows = self.query_once("SELECT count(*) FROM system.runtime.nodes WHERE state = 'active'", "system")
+        return int(rows[0][0])
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path and self.log_path.exists() else ""
@@ -78,6 +101,13 @@ def _started(server: TrinoServer) -> bool:
         with urllib.request.urlopen(f"{server.uri}/v1/info", timeout=3) as answer:
             return json.loads(answer.read()).get("starting") is False
     except (urllib.error.URLError, ConnectionError, OSError, ValueError):
+        return False
+
+
+def _has_worker(server: TrinoServer) -> bool:
+    try:
+        return server.active_workers() > 0
+    except Exception:  # any refusal while the server settles means "not yet"
         return False
 
 
@@ -113,6 +143,10 @@ def start_trino(workdir: Path, catalogs: Mapping[str, Mapping[str, str]], timeou
     server = TrinoServer(port=port, home=home, process=process, log_path=log_path)
     try:
         wait_until(lambda: _started(server), "Trino", process, log_path, timeout_s)
+        # "Started" is not "schedulable": the node manager lists the coordinator as an active
+        # worker only at its next refresh, and until then every query that reads data fails with
+        # NO_NODES_AVAILABLE (seen in CI) while metadata queries already answer.
+        wait_until(lambda: _has_worker(server), "Trino's worker", process, log_path, timeout_s)
     except BaseException:
         server.stop()
         raise
