@@ -40,6 +40,14 @@ LAUNCH = """mutation($params: ExecutionParams!) { launchRun(executionParams: $pa
 } }"""
 STATUS = """query($id: ID!) { runOrError(runId: $id) { __typename
   ... on Run { status startTime endTime } ... on PythonError { message } } }"""
+TAGS = """query($id: ID!) { runOrError(runId: $id) { __typename
+  ... on Run { status tags { key value } } ... on PythonError { message } } }"""
+# Set on a failed run when Dagster's run retries (the instance's ``run_retries``) will re-execute
+# it, and then to the new run's id once the daemon has launched it.
+WILL_RETRY_TAG = "dagster/will_retry"
+RETRY_RUN_TAG = "dagster/auto_retry_run_id"
+# A run's failure and its WILL_RETRY_TAG are two writes: how long a failed run may stay untagged.
+RETRY_TAG_GRACE_S = 10.0
 EVENTS = """query($id: ID!, $cursor: String) { logsForRun(runId: $id, afterCursor: $cursor) {
   __typename
   ... on EventConnection { cursor hasMore events { __typename
@@ -50,6 +58,7 @@ EVENTS = """query($id: ID!, $cursor: String) { logsForRun(runId: $id, afterCurso
     ... on AssetCheckEvaluationEvent { evaluation { checkName success description assetKey { path } } }
     ... on ExecutionStepFailureEvent { error { message causes { message } } }
     ... on ExecutionStepUpForRetryEvent { error { message causes { message } } secondsToWait }
+    ... on RunFailureEvent { message }
   } }
   ... on PythonError { message } } }"""
 
@@ -75,6 +84,9 @@ class RunResult:
     step_seconds: dict[str, float] = field(default_factory=dict)
     # The attempts that failed and were retried (the step's retry policy): step key and error.
     retries: list[tuple[str, str]] = field(default_factory=list)
+    # Earlier runs of this step that failed as runs (not started in time, say) and that Dagster's
+    # run retries re-executed as a new run: their ids and why they failed. ``run_id`` is the last.
+    failed_runs: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def success(self) -> bool:
@@ -133,6 +145,26 @@ class DagsterClient:
                 raise TimeoutError(f"run {run_id} still {status} at the deadline; see {self.url}/runs/{run_id}")
             time.sleep(poll_s)
 
+    def retry_of(self, run_id: str, deadline: float, poll_s: float = 1.0) -> str | None:
+        """The run that Dagster's run retries launched for the failed run ``run_id``, once the
+        daemon has launched it; None when the run will not be retried (it succeeded, it failed in
+        a step, which the step's retry policy handles, or its retries are spent)."""
+        untagged_until = time.monotonic() + RETRY_TAG_GRACE_S
+        while True:
+            run = self.graphql(TAGS, {"id": run_id})["runOrError"]
+            if run["__typename"] != "Run":
+                raise RuntimeError(f"run {run_id}: {run}")
+            tags = {t["key"]: t["value"] for t in run["tags"]}
+            if run["status"] != "FAILURE" or tags.get(WILL_RETRY_TAG) == "false":
+                return None
+            if tags.get(RETRY_RUN_TAG):
+                return tags[RETRY_RUN_TAG]
+            if WILL_RETRY_TAG not in tags and time.monotonic() > untagged_until:
+                return None
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"run {run_id} will be retried, but no retry was launched by the deadline")
+            time.sleep(poll_s)
+
     def events(self, run_id: str) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         cursor: str | None = None
@@ -146,14 +178,30 @@ class DagsterClient:
                 return out
 
     def run_step(self, step: PlanStep, deadline: float) -> RunResult:
+        """Launch ``step`` and wait for its outcome, following the runs that Dagster's run
+        retries launch when a run fails as a whole."""
         started = time.monotonic()
         run_id = self.launch(step)
-        status = self.wait(run_id, deadline)
-        return self.result(step, run_id, status, time.monotonic() - started)
+        failed_runs: list[tuple[str, str]] = []
+        while True:
+            status = self.wait(run_id, deadline)
+            retry = self.retry_of(run_id, deadline) if status == "FAILURE" else None
+            if retry is None:
+                break
+            failed_runs.append((run_id, self.failure_of(run_id)))
+            run_id = retry
+        result = self.result(step.label, run_id, status, time.monotonic() - started)
+        result.failed_runs = failed_runs
+        return result
 
-    def result(self, step: PlanStep, run_id: str, status: str, seconds: float) -> RunResult:
-        """What the finished run ``run_id`` of ``step`` did, from its event log."""
-        result = RunResult(step.label, run_id, status, seconds)
+    def failure_of(self, run_id: str) -> str:
+        """Why the run ``run_id`` failed: its run failure's message, else its steps' errors."""
+        result = self.result(run_id, run_id, "FAILURE", 0.0)
+        return "; ".join(result.errors)[:2000]
+
+    def result(self, label: str, run_id: str, status: str, seconds: float) -> RunResult:
+        """What the finished run ``run_id`` (of the plan's step ``label``) did, from its event log."""
+        result = RunResult(label, run_id, status, seconds)
         spans: dict[str, list[float]] = {}
         for event in self.events(run_id):
             kind = event["__typename"]
@@ -168,6 +216,8 @@ class DagsterClient:
                 ev = event["evaluation"]
                 result.checks.append(CheckResult("/".join(ev["assetKey"]["path"]), ev["checkName"], ev["success"],
                                                  ev.get("description") or ""))
+            elif kind == "RunFailureEvent":
+                result.errors.append(str(event.get("message") or "").strip()[:2000])
             elif kind in ("ExecutionStepFailureEvent", "ExecutionStepUpForRetryEvent"):
                 # The step's error wraps the asset's or check's own exception: keep its causes.
                 error = event["error"] or {}
@@ -209,6 +259,8 @@ def run_plan(url: str, steps: list[PlanStep], timeout_s: float = 1800.0,
             log(f"  {key}: {seconds:.1f} s")
         for key, error in result.retries:
             log(f"  {key} failed and was retried: {error[:300]}")
+        for run_id, error in result.failed_runs:
+            log(f"  run {run_id} failed and Dagster re-executed it: {error[:300]}")
         if not result.success and stop_on_failure:
             break
     return results

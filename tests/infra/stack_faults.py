@@ -22,6 +22,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from infra.compose_stack import Stack
@@ -55,13 +56,13 @@ FAULTS = (
           "run 1, `events` (two days, one INSERT OVERWRITE): its Spark tasks write Parquet to MinIO"),
     Fault("catalog", 0, "ExecutionStepStartEvent", "evolved_types", 2.0,
           "run 1, the `evolved_types` GX suite: it loads and reads `events` through the catalog"),
-    # Not at the run's RunEnqueuedEvent: a kill there can land between the daemon marking the run
-    # STARTING and handing it to the code server, which leaves it STARTING for good (seen once;
-    # Dagster's run monitoring, not enabled in the stack, is what fails such a run). Once the
-    # run has started, its worker runs in the code server without the daemon, and the next run
-    # is queued while the daemon is down, so the dequeue after its restart is still exercised.
-    Fault("dagster-daemon", 1, "RunStartEvent", None, 1.0,
-          "run 2 just started: it runs in the code server; run 3 queues while the daemon is down"),
+    # At the queue: the daemon dequeues run 2 once a second, so the kill lands while the run is
+    # queued (it starts after the restart), while the daemon launches it (marked STARTING but not
+    # yet handed to the code server: run monitoring fails it after its start timeout and run
+    # retries re-execute it, infra/dagster/dagster.yaml), or just after (it runs in the code
+    # server without the daemon). Run 3 is queued while the daemon is down either way.
+    Fault("dagster-daemon", 1, "RunEnqueuedEvent", None, 0.0,
+          "run 2 queued and being dequeued: the daemon's queue and its launch"),
     Fault("postgres", 2, "ExecutionStepStartEvent", "lakehouse__shop__events_hourly", 2.0,
           "run 3, `events_hourly` (24 hours, one INSERT OVERWRITE): the catalog's metastore and "
           "Dagster's run storage"),
@@ -182,6 +183,7 @@ def run_with_faults(stack: Stack, steps: list[PlanStep], faults: tuple[Fault, ..
         pending = [f for f in faults if f.run == index]
         started = time.monotonic()
         run_id = client.launch(step)
+        failed_runs: list[tuple[str, str]] = []
         cursor: str | None = None
         while True:
             try:  # the webserver reads the run from PostgreSQL, which may be down
@@ -195,12 +197,22 @@ def run_with_faults(stack: Stack, steps: list[PlanStep], faults: tuple[Fault, ..
                 if pending and _matches(pending[0], event):
                     records.append(_inject(stack, client, run_id, pending.pop(0), log))
             if status in DONE and not page["hasMore"]:
-                break
+                # A run that failed as a whole (not started in time) is re-executed by Dagster's
+                # run retries as a new run: follow it.
+                retry = _retrying(partial(client.retry_of, run_id, deadline)) if status == "FAILURE" else None
+                if retry is None:
+                    break
+                failed_runs.append((run_id, client.failure_of(run_id)))
+                log(f"[faults] {step.label}: run {run_id} failed and Dagster re-executed it as {retry}: "
+                    f"{failed_runs[-1][1][:300]}")
+                run_id, cursor = retry, None
+                continue
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the faulted plan is past its {timeout_s:.0f} s; run {run_id} is {status}")
             if not page["hasMore"]:
                 time.sleep(0.5)
-        result = client.result(step, run_id, status, time.monotonic() - started)
+        result = client.result(step.label, run_id, status, time.monotonic() - started)
+        result.failed_runs = failed_runs
         results.append(result)
         if pending and result.success:
             raise AssertionError(f"run {run_id} ({step.label}) ended before the point of {pending}")

@@ -531,3 +531,5 @@ def test_every_service_killed_while_the_plan_runs_and_every_table_reads_as_undis
     for result in results:
         for key, error in result.retries:
             print(f"[stack] retried in {result.label!r}: {key}: {error[:300]}")
+        for run_id, error in result.failed_runs:
+            print(f"[stack] run {run_id} of {result.label!r} failed and Dagster re-executed it: {error[:300]}")
