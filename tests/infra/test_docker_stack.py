@@ -50,7 +50,7 @@ from typing import Any
 import pytest
 
 from infra.compose_stack import Stack, StackError, running_stack
-from infra.dagster_client import DONE, STATUS, DagsterClient, RunResult, run_plan, stack_plan
+from infra.dagster_client import DONE, STATUS, TAGS, DagsterClient, RunResult, run_plan, stack_plan
 from tests.infra.stack_faults import (
     FAULTS,
     catalog_get,
@@ -490,6 +490,52 @@ def test_the_daemon_killed_mid_run_loses_no_run_the_code_server_finishes_it(
     run = client.graphql(STATUS, {"id": run_id})["runOrError"]
     assert run["endTime"] > killed_at  # the run was in progress when the daemon died
     assert _runs(stack)[run_id] == "SUCCESS"
+
+
+# What the daemon does when it dequeues a run (``DagsterInstance.launch_run``): it records the run
+# STARTING, then hands it to the code server. A daemon that dies between the two leaves this.
+MARK_STARTING = """import sys
+import dagster as dg
+instance = dg.DagsterInstance.get()
+run = instance.get_run_by_id(sys.argv[1])
+instance.report_dagster_event(dg.DagsterEvent(event_type_value=dg.DagsterEventType.RUN_STARTING.value,
+                                              job_name=run.job_name), run_id=run.run_id)
+print(instance.get_run_by_id(run.run_id).status.value)
+"""
+
+
+def test_a_run_the_daemon_left_starting_is_failed_by_run_monitoring_and_run_again(
+        stack: Stack, pipeline: list[RunResult]) -> None:
+    """The state a daemon killed mid-launch leaves, made on purpose: the run marked STARTING and
+    never handed to the code server. Run monitoring fails it after its start timeout, and run
+    retries re-execute it as a new run, which succeeds (infra/dagster/dagster.yaml)."""
+    import dagster as dg
+
+    from pipelines.run import PlanStep
+
+    _settled_runs(stack)
+    client = DagsterClient(f"http://{stack.address('dagster-webserver', 3000)}")
+    stack.compose("stop", "dagster-daemon", timeout=120)
+    try:
+        run_id = client.launch(PlanStep("erasure requests", [dg.AssetKey(["landing", "erasure_requests"])]))
+        assert client.graphql(STATUS, {"id": run_id})["runOrError"]["status"] == "QUEUED"
+        marked = stack.compose("exec", "-T", "dagster-webserver", "python", "-c", MARK_STARTING, run_id, timeout=120)
+        assert marked.stdout.strip().splitlines()[-1] == "STARTING", marked.stdout
+    finally:
+        stack.compose("start", "dagster-daemon", timeout=300)
+    started = time.monotonic()
+    assert client.wait(run_id, started + 600) == "FAILURE"
+    failed_after = time.monotonic() - started
+    assert "taking longer than 90 seconds to start" in client.failure_of(run_id)
+    retry = client.retry_of(run_id, time.monotonic() + 300)
+    assert retry is not None
+    assert client.wait(retry, time.monotonic() + 600) == "SUCCESS"
+    run = client.graphql(TAGS, {"id": retry})["runOrError"]
+    tags = {t["key"]: t["value"] for t in run["tags"]}
+    assert (tags["dagster/parent_run_id"], tags["dagster/retry_number"]) == (run_id, "1")
+    assert _runs(stack)[run_id] == "FAILURE"
+    print(f"[stack] a run left STARTING: failed by run monitoring {failed_after:.1f} s after the daemon's start, "
+          f"re-executed as {retry}, which succeeded")
 
 
 def test_every_service_killed_while_the_plan_runs_and_every_table_reads_as_undisturbed(
