@@ -27,12 +27,22 @@ from typing import TYPE_CHECKING, Self
 
 import pyarrow as pa
 
+from tablestore.catalog.locations import (
+    ALLOW_OVERLAPPING_LOCATIONS,
+    delete_owned_files,
+    holds_files,
+    overlapping,
+    owned_files,
+    remove_empty_directories,
+    unique_location,
+)
 from tablestore.errors import (
     CommitConflictError,
     CommitFailedError,
     CorruptMetadataError,
     FunctionAlreadyExistsError,
     NoSuchNamespaceError,
+    NoSuchTableError,
     NoSuchViewError,
     TableAlreadyExistsError,
     UnsupportedError,
@@ -183,6 +193,7 @@ class Catalog(ABC):
         warehouse = self.properties.get(WAREHOUSE)
         self.warehouse: str | None = normalize_location(warehouse) if warehouse else None
         self.io: FileIO = load_file_io(self.properties, self.warehouse)
+        self._location_of_metadata: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, warehouse={self.warehouse!r})"
@@ -373,7 +384,11 @@ class Catalog(ABC):
             exprs = [partition_by] if isinstance(partition_by, str) else list(partition_by)
             spec = build_partition_spec(table_schema, exprs) if exprs else UNPARTITIONED_SPEC
 
-        table_location = normalize_location(location) if location else self.default_table_location(ident)
+        if location:
+            table_location = normalize_location(location)
+            self.check_location_free(ident, table_location)
+        else:
+            table_location = self.default_table_location(ident)
         metadata = new_table_metadata(
             table_schema, spec, sort_order or UNSORTED_ORDER, table_location, table_properties
         )
@@ -397,6 +412,7 @@ class Catalog(ABC):
                 f"{identifier_str(namespace)!r} does not exist; create it first"
             )
         metadata = read_metadata_file(self.io, metadata_location)
+        self.check_location_free(ident, metadata.location)
         self._create_table_entry(ident, metadata_location)
         return self._make_table(ident, metadata_location, metadata)
 
@@ -406,23 +422,27 @@ class Catalog(ABC):
         return self._make_table(ident, metadata_location, metadata)
 
     def drop_table(self, identifier: IdentifierLike, purge: bool = False) -> None:
-        """Remove a table from the catalog; with ``purge``, also delete every file under its location
-        (only its ``metadata`` directory for an external table: ``EXTERNAL=TRUE``).
+        """Remove a table from the catalog; with ``purge``, also delete the files it owns: those
+        its metadata references (metadata files, manifest lists, manifests, data and delete
+        files, statistics), and for an external table (``EXTERNAL=TRUE``) all but its data files.
 
-        Files are deleted after the table is gone from the catalog, so no reader can load a
-        table whose files are half deleted.
+        Nothing else under its location is touched: after a rename, another table may live
+        there (``tablestore.catalog.locations``). Files are deleted after the table is gone from
+        the catalog, so no reader can load a table whose files are half deleted.
         """
         ident = to_table_identifier(identifier)
-        metadata: TableMetadata | None = None
-        if purge:
-            metadata = self.load_table_metadata(ident)[1]
-            self._check_purgeable(ident, metadata.location)
+        if not purge:
+            self._drop_table_entry(ident)
+            return
+        metadata_location, metadata = self.load_table_metadata(ident)
+        io = self.table_io(metadata)
+        # Listed before the drop: the files cannot be found once the pointer is gone, and a
+        # failed listing (an unreadable manifest) must leave the table in the catalog.
+        external = metadata.properties.get("EXTERNAL", "").upper() == "TRUE"
+        files = owned_files(io, metadata, metadata_location, external)
         self._drop_table_entry(ident)
-        if metadata is not None:
-            # An external table's data files belong to whoever wrote them (Hive keeps them too).
-            external = metadata.properties.get("EXTERNAL", "").upper() == "TRUE"
-            location = f"{normalize_location(metadata.location)}/metadata" if external else metadata.location
-            self._purge_location(self.table_io(metadata), location)
+        delete_owned_files(io, files)
+        remove_empty_directories(io, metadata.location)
 
     # -- shared view logic ---------------------------------------------------------------------
     def create_view(
@@ -543,6 +563,16 @@ class Catalog(ABC):
         return View(ident, metadata_location, metadata)
 
     def default_table_location(self, identifier: Identifier) -> str:
+        """Where a new table goes unless told: ``<namespace location>/<table>`` or
+        ``<warehouse>/<namespace levels>/<table>``, with a unique suffix when that path is taken
+        (files lie there, as a renamed or dropped table leaves them, or it overlaps a live
+        table), so no two live tables ever share files."""
+        location = self._plain_table_location(identifier)
+        if self._location_taken(identifier, location):
+            return unique_location(location)
+        return location
+
+    def _plain_table_location(self, identifier: Identifier) -> str:
         namespace, table_name = identifier[:-1], identifier[-1]
         namespace_location = self.load_namespace_properties(namespace).get(LOCATION)
         if namespace_location:
@@ -553,6 +583,57 @@ class Catalog(ABC):
                 "'warehouse' property; set one or pass location="
             )
         return "/".join((self.warehouse.rstrip("/"), *namespace, table_name))
+
+    def _location_taken(self, identifier: Identifier, location: str) -> bool:
+        if holds_files(self.io, location):
+            return True
+        return bool(overlapping(location, self.live_table_locations(exclude=identifier)))
+
+    def check_location_free(self, identifier: Identifier, location: str) -> None:
+        """Refuse a table location that equals, contains or lies inside a live table's, unless the
+        catalog property ``allow-overlapping-locations`` is true."""
+        if self.properties.get(ALLOW_OVERLAPPING_LOCATIONS, "").strip().lower() == "true":
+            return
+        clashes = overlapping(location, self.live_table_locations(exclude=identifier))
+        if clashes:
+            name, other = clashes[0]
+            raise ValidationError(
+                f"cannot place table {identifier_str(identifier)} at {location}: it overlaps the "
+                f"location {other} of live table {name}; choose a location of its own (or set the "
+                f"catalog property {ALLOW_OVERLAPPING_LOCATIONS}: true)"
+            )
+
+    def live_table_locations(self, exclude: Identifier | None = None) -> list[tuple[str, str]]:
+        """(name, location) of every table in the catalog but ``exclude``.
+
+        Metadata files never change, so each one's location is read once per catalog object.
+        """
+        out = []
+        for ident, metadata_location in self._table_pointers():
+            if ident == exclude:
+                continue
+            location = self._location_of_metadata.get(metadata_location)
+            if location is None:
+                try:
+                    location = read_metadata_file(self.io, metadata_location).location
+                except (OSError, CorruptMetadataError, UnsupportedError):
+                    continue  # a table whose metadata cannot be read holds no files we could see
+                self._location_of_metadata[metadata_location] = location
+            out.append((identifier_str(ident), location))
+        return out
+
+    def _table_pointers(self) -> list[tuple[Identifier, str]]:
+        """(identifier, metadata location) of every table in the catalog. Implementations with
+        one place for all pointers (the SQL catalog) answer in one query."""
+        out: list[tuple[Identifier, str]] = []
+        pending = list(self.list_namespaces())
+        while pending:
+            namespace = pending.pop()
+            pending.extend(self.list_namespaces(namespace))
+            for ident in self.list_tables(namespace):
+                with contextlib.suppress(NoSuchTableError):
+                    out.append((ident, self.load_table_metadata(ident)[0]))
+        return out
 
     def table_io(self, metadata: TableMetadata) -> FileIO:
         """The FileIO for a table: the catalog's, unless table properties override S3 settings."""
@@ -629,34 +710,6 @@ class Catalog(ABC):
                 f"cannot commit to table {identifier_str(identifier)}: writing {location} failed: {e}"
             ) from e
         return location, new_metadata
-
-    def _check_purgeable(self, identifier: Identifier, location: str) -> None:
-        # A table location at or above the warehouse (possible with register_table or an
-        # explicit location) would make purge delete other tables' files.
-        table_location = location.rstrip("/")
-        if self.warehouse and (self.warehouse.rstrip("/") + "/").startswith(table_location + "/"):
-            raise ValidationError(
-                f"refusing to purge table {identifier_str(identifier)}: its location {location} "
-                f"contains the whole warehouse {self.warehouse}; drop it without purge"
-            )
-        is_uri = "://" in table_location
-        path = table_location.split("://", 1)[1] if is_uri else table_location.removeprefix("file:")
-        # s3://bucket/x needs the bucket plus one level; a local path one level below "/".
-        min_depth = 2 if is_uri and not table_location.startswith("file:") else 1
-        if len([s for s in path.split("/") if s]) < min_depth:
-            raise ValidationError(
-                f"refusing to purge table {identifier_str(identifier)}: its location {location} "
-                "is a root or bucket; drop it without purge"
-            )
-
-    @staticmethod
-    def _purge_location(io: FileIO, location: str) -> None:
-        for info in io.list_prefix(location):
-            io.delete(info.path)
-        # Empty directories (and S3 directory markers) are left by file deletes.
-        fs, path = io.filesystem_for(location)
-        with contextlib.suppress(OSError):
-            fs.delete_dir(path)
 
 
 __all__ = [

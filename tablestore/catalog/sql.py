@@ -452,6 +452,14 @@ class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
             ).scalars().all()
         return [(*ns_tuple, name) for name in names]
 
+    def _table_pointers(self) -> list[tuple[Identifier, str]]:
+        with self._read() as conn:
+            rows = conn.execute(
+                select(_T.table_namespace, _T.table_name, _T.metadata_location)
+                .where(_T.catalog_name == self.name, *self._table_filter())
+            ).all()
+        return [((*ns.split("."), name), location) for ns, name, location in rows if location]
+
     def table_exists(self, identifier: IdentifierLike) -> bool:
         ident = self._table_ident(identifier)
         with self._read() as conn:
@@ -577,6 +585,11 @@ class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
         staged = self._new_metadata(ident, None, requirements, updates)
         assert staged is not None  # a new table always has metadata
         new_location, new_metadata = staged
+        try:
+            self.check_location_free(ident, new_metadata.location)
+        except BaseException:
+            self.table_io(new_metadata).delete(new_location)
+            raise
         io = self.table_io(new_metadata)
         try:
             self._create_table_entry(ident, new_location)

@@ -210,18 +210,6 @@ def test_rename_and_drop(catalog: SqlCatalog, warehouse: Warehouse) -> None:
         catalog.load_table_metadata("other.t2")
 
 
-def test_drop_with_purge(catalog: SqlCatalog, warehouse: Warehouse) -> None:
-    io = load_file_io(warehouse.properties)
-    catalog.create_namespace("db")
-    catalog.create_table("db.t", SCHEMA)
-    catalog.create_table("db.t2", SCHEMA)  # a sibling whose location shares the prefix "t"
-    io.new_output(f"{warehouse.location}/db/t/data/f.parquet").write(b"data")
-    catalog.drop_table("db.t", purge=True)
-    assert io.list_prefix(f"{warehouse.location}/db/t") == []
-    remaining = io.list_prefix(f"{warehouse.location}/db/t2")
-    assert len(remaining) == 1 and remaining[0].path.endswith(".metadata.json")
-
-
 def test_register_table(catalog: SqlCatalog) -> None:
     catalog.create_namespace("db")
     catalog.create_table("db.t", SCHEMA)
