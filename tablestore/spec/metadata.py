@@ -324,6 +324,15 @@ class TableMetadata:
     def snapshot_by_id(self, snapshot_id: int) -> Snapshot | None:
         return next((s for s in self.snapshots if s.snapshot_id == snapshot_id), None)
 
+    def branch_head(self, branch: str) -> Snapshot | None:
+        """The snapshot a write to ``branch`` builds on: the branch's head, or main's current
+        snapshot when the branch does not exist yet (a first write creates it from main, as
+        Java's ``SnapshotUtil.latestSnapshot`` does)."""
+        ref = self.refs.get(branch)
+        if branch == MAIN_BRANCH or ref is None:
+            return self.current_snapshot()
+        return self.snapshot_by_id(ref.snapshot_id)
+
     def snapshot_by_ref(self, name: str) -> Snapshot | None:
         ref = self.refs.get(name)
         return None if ref is None else self.snapshot_by_id(ref.snapshot_id)

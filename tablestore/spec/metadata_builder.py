@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from tablestore.errors import ValidationError
+from tablestore.errors import CommitConflictError, ValidationError
 from tablestore.spec.metadata import (
     DEFAULT_FORMAT_VERSION,
     INITIAL_SEQUENCE_NUMBER,
@@ -271,14 +271,20 @@ def _add_snapshot(b: _Builder, u: AddSnapshotUpdate) -> None:
     # As in Java: a snapshot without a parent (replacing the table) is exempt.
     if md["format_version"] >= 2 and snap.parent_snapshot_id is not None \
             and snap.sequence_number <= md["last_sequence_number"]:
-        raise ValidationError(
+        # Sequence numbers and row ids are the table's, not a branch's: a commit to another
+        # branch took this one meanwhile, which no ref requirement sees. A retry restages it.
+        raise CommitConflictError(
             f"cannot add snapshot {snap.snapshot_id} with sequence number {snap.sequence_number}: "
-            f"it must be greater than the last sequence number {md['last_sequence_number']}"
+            f"it must be greater than the last sequence number {md['last_sequence_number']} "
+            "(another commit landed meanwhile; retry on the refreshed table)"
         )
     if md["format_version"] >= 3 and md["next_row_id"] is not None:
-        if snap.first_row_id is None or snap.first_row_id < md["next_row_id"]:
-            raise ValidationError(
-                f"snapshot {snap.snapshot_id} needs a first-row-id of at least {md['next_row_id']}"
+        if snap.first_row_id is None:
+            raise ValidationError(f"snapshot {snap.snapshot_id} of a format v3 table needs a first-row-id")
+        if snap.first_row_id < md["next_row_id"]:
+            raise CommitConflictError(
+                f"snapshot {snap.snapshot_id} needs a first-row-id of at least {md['next_row_id']} "
+                "(another commit landed meanwhile; retry on the refreshed table)"
             )
         md["next_row_id"] = md["next_row_id"] + (snap.added_rows or 0)
     md["snapshots"] = (*md["snapshots"], snap)

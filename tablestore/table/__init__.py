@@ -22,7 +22,7 @@ from tablestore.io import FileIO
 from tablestore.names import metadata_directory
 from tablestore.spec.expressions import Expression
 from tablestore.spec.manifest import DataFile
-from tablestore.spec.metadata import Snapshot, TableMetadata
+from tablestore.spec.metadata import MAIN_BRANCH, Snapshot, SnapshotRef, TableMetadata
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import Schema
 from tablestore.table.ops.data import TableTransaction, write_files
@@ -38,11 +38,15 @@ if TYPE_CHECKING:
     from tablestore.maintenance import Maintenance
     from tablestore.table.ops.column_merge import Fragment
     from tablestore.table.ops.merge import MergeBuilder
+    from tablestore.table.ops.refs import ManageSnapshots
     from tablestore.table.read.inspect import TableInspector
     from tablestore.table.update.schema import UpdateSchema
     from tablestore.table.update.spec import UpdateSpec
 
 __all__ = ["FileTask", "Table", "TableScan", "TableTransaction"]
+
+#: The table property that lets writes be staged with a ``wap.id`` or go to ``spark.wap.branch``.
+WAP_ENABLED = "write.wap.enabled"
 
 
 def parse_timestamp_ms(value: int | float | str | datetime.datetime | datetime.date) -> int:
@@ -76,7 +80,13 @@ class Table:
         metadata: TableMetadata,
         io: FileIO,
         engine: Engine | None = None,
+        branch: str = MAIN_BRANCH,
+        wap_id: str | None = None,
     ) -> None:
+        #: The branch this Table object reads by default and writes to (``on_branch``).
+        self.branch = branch
+        #: Write-audit-publish: writes add snapshots tagged ``wap.id`` that move no branch.
+        self.wap_id = wap_id
         self.catalog = catalog
         self.identifier = tuple(identifier)
         self.metadata_location = metadata_location
@@ -98,7 +108,57 @@ class Table:
         return self._engine
 
     def with_engine(self, engine: Engine) -> Table:
-        return Table(self.catalog, self.identifier, self.metadata_location, self.metadata, self.io, engine)
+        return Table(self.catalog, self.identifier, self.metadata_location, self.metadata, self.io, engine,
+                     self.branch, self.wap_id)
+
+    def on_branch(self, branch: str | None) -> Table:
+        """This table, reading and writing ``branch`` (None or "main": main).
+
+        Every write of the returned object (append, overwrite, delete, update, MERGE, column
+        merges, compaction) commits to the branch and validates against the branch's head; a
+        branch that does not exist yet is created from main's head by the first write, as in
+        Iceberg. Reads default to the branch's head (main's while it does not exist).
+        """
+        name = branch or MAIN_BRANCH
+        ref = self.metadata.refs.get(name)
+        if ref is not None and not ref.is_branch:
+            raise ValidationError(
+                f"cannot write to {name!r} of table {self.name}: it is a tag, and tags are read-only; "
+                "write to a branch (create one from the tag to change its data)"
+            )
+        if not isinstance(name, str) or not name.strip():
+            raise ValidationError("a branch needs a non-empty name")
+        return Table(self.catalog, self.identifier, self.metadata_location, self.metadata, self.io,
+                     self._engine, name, None)
+
+    def staged(self, wap_id: str) -> Table:
+        """This table, writing staged snapshots (write-audit-publish's ``wap.id``): each write adds
+        a snapshot that carries ``wap.id`` in its summary and moves no branch, until
+        ``manage_snapshots().cherrypick(id)`` or the ``publish_changes`` procedure publishes it.
+        Needs the table property ``write.wap.enabled=true``, as in Iceberg."""
+        if self.metadata.properties.get(WAP_ENABLED, "false").strip().lower() != "true":
+            raise ValidationError(
+                f"cannot stage writes with wap.id {wap_id!r} on table {self.name}: write-audit-publish is "
+                f"off; set the table property {WAP_ENABLED}=true first"
+            )
+        if not wap_id or not wap_id.strip():
+            raise ValidationError("a wap.id needs a non-empty value")
+        return Table(self.catalog, self.identifier, self.metadata_location, self.metadata, self.io,
+                     self._engine, MAIN_BRANCH, wap_id)
+
+    def refs(self) -> dict[str, SnapshotRef]:
+        """The table's branches and tags by name (``main`` among them once it has a snapshot)."""
+        return dict(self.metadata.refs)
+
+    def manage_snapshots(self) -> ManageSnapshots:
+        """Branches, tags, rollback, fast-forward and cherry-pick, committed once:
+        ``table.manage_snapshots().create_branch(id, "audit").create_tag(id, "v1").commit()``.
+
+        The table is refreshed first: refs name snapshots that other writers (or other Table
+        objects on a branch) may have just made."""
+        from tablestore.table.ops.refs import ManageSnapshots
+
+        return ManageSnapshots(self.refresh())
 
     @property
     def location(self) -> str:
@@ -122,7 +182,8 @@ class Table:
         return {s.spec_id: s for s in self.metadata.partition_specs}
 
     def current_snapshot(self) -> Snapshot | None:
-        return self.metadata.current_snapshot()
+        """The head of this object's branch (main's current snapshot unless ``on_branch``)."""
+        return self.metadata.branch_head(self.branch)
 
     def snapshots(self) -> list[Snapshot]:
         return list(self.metadata.snapshots)
@@ -167,6 +228,9 @@ class Table:
         ``columns`` may name the row lineage columns of format v3, ``_row_id`` and
         ``_last_updated_sequence_number``, which are never part of the default projection.
         """
+        if (self.branch != MAIN_BRANCH and snapshot_id is None and as_of_timestamp is None and ref is None
+                and self.branch in self.metadata.refs):
+            ref = self.branch
         return TableScan(
             self.io, self.metadata, self.engine, filter=filter, columns=columns, snapshot_id=snapshot_id,
             as_of_timestamp_ms=parse_timestamp_ms(as_of_timestamp) if as_of_timestamp is not None else None,

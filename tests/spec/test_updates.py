@@ -321,9 +321,9 @@ def test_snapshots_refs_and_logs() -> None:
     assert tagged.refs["v1"] == SnapshotRef(1, "tag") and tagged.current_snapshot_id == 2
     assert tagged.snapshot_log == two.snapshot_log  # only main moves the log
 
-    # stale sequence number
+    # stale sequence number: another branch's commit took it, a conflict that a retry resolves
     with pytest.raises(
-        ValidationError, match="sequence number 2: it must be greater than the last sequence number 2"
+        CommitConflictError, match="sequence number 2: it must be greater than the last sequence number 2"
     ):
         apply_updates(two, [AddSnapshotUpdate(_snap(3, 2, 2))])
     with pytest.raises(ValidationError, match="already exists"):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tablestore.spec.metadata import Snapshot, TableMetadata
+from tablestore.spec.metadata import MAIN_BRANCH, Snapshot, TableMetadata
 
 COMMIT_ID_PROPERTY = "tablestore.commit-id"
 
@@ -39,9 +39,9 @@ class CommitIdentity:
             out[self.sequence_key] = str(self.sequence)
         return out
 
-    def latest(self, metadata: TableMetadata) -> Snapshot | None:
-        """The newest snapshot on main that carries this identity's value."""
-        snapshot = metadata.current_snapshot()
+    def latest(self, metadata: TableMetadata, branch: str = MAIN_BRANCH) -> Snapshot | None:
+        """The newest snapshot on ``branch`` that carries this identity's value."""
+        snapshot = metadata.branch_head(branch)
         while snapshot is not None:
             if snapshot.summary.get(self.key) == self.value:
                 return snapshot
@@ -49,20 +49,20 @@ class CommitIdentity:
             snapshot = metadata.snapshot_by_id(parent) if parent is not None else None
         return None
 
-    def latest_sequence(self, metadata: TableMetadata) -> int | None:
+    def latest_sequence(self, metadata: TableMetadata, branch: str = MAIN_BRANCH) -> int | None:
         """The sequence the newest snapshot of this identity recorded (None if none did)."""
-        found = self.latest(metadata)
+        found = self.latest(metadata, branch)
         if found is None or self.sequence_key is None:
             return None
         raw = found.summary.get(self.sequence_key)
         return int(raw) if raw is not None and raw.lstrip("-").isdigit() else None
 
-    def applied(self, metadata: TableMetadata) -> Snapshot | None:
-        """The snapshot that already applied this commit, or None if it was never applied."""
-        found = self.latest(metadata)
+    def applied(self, metadata: TableMetadata, branch: str = MAIN_BRANCH) -> Snapshot | None:
+        """The snapshot that already applied this commit on ``branch``, or None if it never was."""
+        found = self.latest(metadata, branch)
         if found is None or self.sequence is None:
             return found
-        last = self.latest_sequence(metadata)
+        last = self.latest_sequence(metadata, branch)
         return found if last is not None and self.sequence <= last else None
 
 

@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from tablestore.errors import CommitConflictError, SchemaEvolutionError
-from tablestore.spec.metadata import TableMetadata
+from tablestore.spec.metadata import MAIN_BRANCH, TableMetadata
 from tablestore.spec.name_mapping import DEFAULT_NAME_MAPPING, NameMapping, update_mapping
 from tablestore.spec.schema import Schema
 from tablestore.spec.schema_evolution import CastMode, SchemaEvolution, check_partition_sources
@@ -43,7 +43,6 @@ from tablestore.spec.updates import (
 )
 from tablestore.table.update.retry import StagedCommit
 from tablestore.table.update.schema_rewrite import plan_type_rewrite
-from tablestore.table.update.snapshot import MAIN_BRANCH
 
 if TYPE_CHECKING:
     from tablestore.table import Table

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from tablestore.errors import CommitConflictError, UnsupportedError
+from tablestore.errors import CommitConflictError, UnsupportedError, ValidationError
 from tablestore.spec.manifest import (
     DataFile,
     DataFileContent,
@@ -39,7 +39,7 @@ from tablestore.spec.manifest import (
     write_manifest,
     write_manifest_list,
 )
-from tablestore.spec.metadata import Snapshot, TableMetadata
+from tablestore.spec.metadata import MAIN_BRANCH, Snapshot, TableMetadata
 from tablestore.spec.updates import (
     AddSnapshotUpdate,
     AssertRefSnapshotId,
@@ -57,7 +57,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAIN_BRANCH = "main"
+#: The summary property of a staged write-audit-publish snapshot, and of its published copy.
+WAP_ID_PROPERTY = "wap.id"
+PUBLISHED_WAP_ID_PROPERTY = "published-wap-id"
+SOURCE_SNAPSHOT_ID_PROPERTY = "source-snapshot-id"
 
 
 def new_snapshot_id() -> int:
@@ -78,13 +81,21 @@ def manifest_kind(f: DataFile) -> ManifestContent:
 
 
 class SnapshotProducer:
-    """One snapshot on main that adds ``added_files`` (data and delete files) and removes
-    ``deleted_files``, valid while every one of ``validations`` passes."""
+    """One snapshot on the table's branch (``table.branch``, main unless the table was opened
+    on another) that adds ``added_files`` (data and delete files) and removes ``deleted_files``,
+    valid while every one of ``validations`` passes.
+
+    A write to a branch that does not exist yet builds on main's head and creates the branch,
+    as in Iceberg; a tag is never written to. With ``stage_only`` (write-audit-publish's
+    ``wap.id``) the snapshot is added to the table without moving any branch."""
 
     #: Whether a transaction may fold another plain file change into this one (one snapshot).
     mergeable = True
     #: What the error about files removed concurrently calls this change.
     noun = "commit"
+    #: Whether the added files were written for this change (deleted when it fails); files
+    #: that belong to someone else (registered, or cherry-picked from another snapshot) are not.
+    owns_added_files = True
 
     def __init__(
         self,
@@ -113,6 +124,11 @@ class SnapshotProducer:
         self._manifest_list: str | None = None
         # DVs of removed data files that the last attempt dropped with them (v3).
         self._dropped_dvs: list[DataFile] = []
+        #: The branch the snapshot goes to; None adds it without moving a branch (staged).
+        self.branch: str | None = table.branch
+        if table.wap_id is not None:
+            self.branch = None
+            self.snapshot_properties[WAP_ID_PROPERTY] = table.wap_id
 
     # -- what the snapshot is ----------------------------------------------------------------
     @property
@@ -144,7 +160,7 @@ class SnapshotProducer:
     # -- what subclasses decide ----------------------------------------------------------------
     def validate(self, base: TableMetadata, parent: Snapshot | None) -> None:
         """Raise CommitConflictError if the change no longer applies on ``parent``."""
-        validate_all(self.validations, self.table.io, base)
+        validate_all(self.validations, self.table.io, base, self.branch or MAIN_BRANCH)
 
     def metadata_changes(self, base: TableMetadata) -> tuple[list[TableRequirement], list[TableUpdate], int]:
         """Requirements and updates that land with the snapshot (a schema change made together
@@ -232,7 +248,14 @@ class SnapshotProducer:
         """This snapshot on ``base`` (the table as the catalog has it now): validated, its
         manifest list written. ``staged`` is ``base`` with the transaction's metadata changes
         applied; the manifests are written in its schema and specs."""
-        parent = base.current_snapshot()
+        branch = self.branch or MAIN_BRANCH
+        ref = base.refs.get(branch)
+        if ref is not None and not ref.is_branch:
+            raise ValidationError(
+                f"cannot write to {branch!r} of table {self.table.name}: it is a tag, and tags are "
+                "read-only; write to a branch (create one from the tag to change its data)"
+            )
+        parent = base.branch_head(branch)
         if staged.format_version >= 3:
             self._refuse_position_delete_files()
         self.validate(base, parent)
@@ -263,12 +286,16 @@ class SnapshotProducer:
             first_row_id=first_row_id,
             added_rows=added_rows,
         )
-        requirements = [
-            AssertTableUUID(base.table_uuid),
-            AssertRefSnapshotId(MAIN_BRANCH, parent.snapshot_id if parent else None),
-            *requirements,
-        ]
-        updates = [*updates, AddSnapshotUpdate(snapshot), SetSnapshotRefUpdate(MAIN_BRANCH, self.snapshot_id, "branch")]
+        requirements = [AssertTableUUID(base.table_uuid), *requirements]
+        updates = [*updates, AddSnapshotUpdate(snapshot)]
+        if self.branch is not None:
+            # The branch's retention stays as it was; a new branch starts with the table's.
+            requirements.insert(1, AssertRefSnapshotId(self.branch, ref.snapshot_id if ref else None))
+            updates.append(SetSnapshotRefUpdate(
+                self.branch, self.snapshot_id, "branch",
+                ref.max_ref_age_ms if ref else None, ref.max_snapshot_age_ms if ref else None,
+                ref.min_snapshots_to_keep if ref else None,
+            ))
         return StagedCommit(requirements, updates), snapshot
 
     def _refuse_position_delete_files(self) -> None:
@@ -300,7 +327,7 @@ class SnapshotProducer:
         for path in [*self._written_manifests, *([self._manifest_list] if self._manifest_list else [])]:
             quiet_delete(self.table, path)
         self._written_manifests, self._manifest_list = [], None
-        if not keep_added_files:
+        if not keep_added_files and self.owns_added_files:
             for f in self.added_files:
                 quiet_delete(self.table, f.file_path)
 

@@ -229,7 +229,7 @@ class Transaction:
 
         def stage(base: TableMetadata) -> StagedCommit:
             if self.identity is not None:
-                earlier = self.identity.applied(base)
+                earlier = self.identity.applied(base, self.table.branch)
                 if earlier is not None:
                     raise AlreadyApplied(earlier)
             requirements: list[TableRequirement] = []

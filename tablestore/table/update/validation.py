@@ -30,7 +30,7 @@ from tablestore.errors import CommitConflictError, ValidationError
 from tablestore.spec.evaluators import InclusiveMetricsEvaluator, PartitionEvaluator
 from tablestore.spec.expressions import AlwaysFalse, BooleanExpression
 from tablestore.spec.manifest import DataFile, DataFileContent, ManifestEntryStatus, read_manifest, snapshot_manifests
-from tablestore.spec.metadata import Snapshot, TableMetadata
+from tablestore.spec.metadata import MAIN_BRANCH, Snapshot, TableMetadata
 from tablestore.table.read.scan import path_in_bounds
 
 if TYPE_CHECKING:
@@ -51,10 +51,11 @@ def isolation_level(properties: Mapping[str, str], operation: str) -> str:
     return level
 
 
-def snapshots_since(metadata: TableMetadata, snapshot_id: int | None) -> list[Snapshot]:
-    """Snapshots on main after ``snapshot_id``, oldest first."""
+def snapshots_since(metadata: TableMetadata, snapshot_id: int | None,
+                    branch: str = MAIN_BRANCH) -> list[Snapshot]:
+    """Snapshots on ``branch`` after ``snapshot_id``, oldest first."""
     out: list[Snapshot] = []
-    current = metadata.current_snapshot()
+    current = metadata.branch_head(branch)
     while current is not None and current.snapshot_id != snapshot_id:
         out.append(current)
         parent_id = current.parent_snapshot_id
@@ -123,17 +124,19 @@ class Validation:
     check: Check
 
 
-def validate_all(validations: Iterable[Validation], io: FileIO, base: TableMetadata) -> None:
-    """Run every validation on ``base``, sharing the manifests read for one ``since``."""
+def validate_all(validations: Iterable[Validation], io: FileIO, base: TableMetadata,
+                 branch: str = MAIN_BRANCH) -> None:
+    """Run every validation on ``base`` against the commits on ``branch``, sharing the manifests
+    read for one ``since``."""
     by_since: dict[int | None, list[Check]] = {}
     for v in validations:
         by_since.setdefault(v.since, []).append(v.check)
-    current = base.current_snapshot()
+    current = base.branch_head(branch)
     current_id = current.snapshot_id if current else None
     for since, checks in by_since.items():
         if since == current_id:
             continue
-        commits = ConcurrentCommits(io, base, snapshots_since(base, since))
+        commits = ConcurrentCommits(io, base, snapshots_since(base, since, branch))
         for check in checks:
             check(commits)
 
