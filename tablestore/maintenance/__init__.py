@@ -49,9 +49,12 @@ class Maintenance:
 
     def rewrite_data_files(
         self, strategy: str = "binpack", sort_order: str | None = None, where: str | None = None,
-        options: dict[str, Any] | None = None, progress: Progress | None = None,
+        options: dict[str, Any] | None = None, progress: Progress | None = None, branch: str | None = None,
     ) -> RewriteDataResult:
-        return rewrite_data_files(self.table, strategy, sort_order, where, options, progress=progress)
+        """Compact (or sort) the data files of main, or of ``branch``; the rewrite validates
+        against that branch's head."""
+        table = self.table.on_branch(branch) if branch else self.table
+        return rewrite_data_files(table, strategy, sort_order, where, options, progress=progress)
 
     def rewrite_position_deletes(self, options: dict[str, Any] | None = None) -> RewriteDeletesResult:
         return rewrite_position_deletes(self.table, options)

@@ -205,6 +205,7 @@ class Table:
         return Table.maintenance_actions(self)
 
     def refresh(self) -> Table:
+        """Load the table's current metadata (this object keeps its branch)."""
         self.metadata_location, self.metadata = self.catalog.load_table_metadata(self.identifier)
         return self
 
@@ -251,22 +252,25 @@ class Table:
         return write_files(self, self.metadata, data)
 
     def append(self, data: Any, snapshot_properties: dict[str, str] | None = None,
-               commit_id: str | CommitIdentity | None = None) -> Snapshot:
+               commit_id: str | CommitIdentity | None = None, branch: str | None = None) -> Snapshot:
         """Append rows (pyarrow Table/RecordBatch/RecordBatchReader or pandas); returns the new snapshot.
 
-        ``commit_id``: as in :meth:`append_files`, a retried job's rows land once.
+        ``commit_id``: as in :meth:`append_files`, a retried job's rows land once. ``branch``
+        (every write takes it): commit to that branch instead, see :meth:`on_branch`.
         """
-        return self._commit_alone(self.transaction(commit_id).append(data, snapshot_properties))
+        target = self._target(branch)
+        return self._commit_alone(target.transaction(commit_id).append(data, snapshot_properties))
 
     def append_files(self, files: list[DataFile], snapshot_properties: dict[str, str] | None = None,
-                     commit_id: str | CommitIdentity | None = None) -> Snapshot:
+                     commit_id: str | CommitIdentity | None = None, branch: str | None = None) -> Snapshot:
         """Commit data files written elsewhere (by :meth:`write_files` on other workers).
 
         With ``commit_id``, a job retried with the same identifier never appends twice: when
         the identifier is in the table's history already, the files are deleted and the snapshot
         that applied it is returned (see :mod:`tablestore.table.update.identity`).
         """
-        return self._commit_alone(self.transaction(commit_id).append_files(files, snapshot_properties))
+        target = self._target(branch)
+        return self._commit_alone(target.transaction(commit_id).append_files(files, snapshot_properties))
 
     def transaction(self, commit_id: str | CommitIdentity | None = None) -> TableTransaction:
         """Several changes in one atomic commit: ``with table.transaction() as tx: tx.append(...)``.
@@ -275,6 +279,10 @@ class Table:
         fold into it) commit together or not at all; see :mod:`tablestore.table.update.transaction`.
         """
         return TableTransaction(self, commit_id)
+
+    def _target(self, branch: str | None) -> Table:
+        """The Table a write with ``branch=`` goes through (this one when None)."""
+        return self if branch is None or branch == self.branch else self.on_branch(branch)
 
     @staticmethod
     def _commit_alone(transaction: TableTransaction) -> Snapshot:
@@ -288,6 +296,7 @@ class Table:
         data: Any,
         filter: str | Expression | None = None,
         snapshot_properties: dict[str, str] | None = None,
+        branch: str | None = None,
     ) -> Snapshot:
         """Replace the rows matching ``filter`` (every row when None) with ``data``, in one snapshot.
 
@@ -295,16 +304,17 @@ class Table:
         without them. The commit fails with CommitConflictError if a concurrent commit added
         rows that match the filter after this overwrite read the table.
         """
-        return self._commit_alone(self.transaction().overwrite(data, filter, snapshot_properties))
+        return self._commit_alone(self._target(branch).transaction().overwrite(data, filter, snapshot_properties))
 
-    def replace_partitions(self, data: Any, snapshot_properties: dict[str, str] | None = None) -> Snapshot:
+    def replace_partitions(self, data: Any, snapshot_properties: dict[str, str] | None = None,
+                           branch: str | None = None) -> Snapshot:
         """Dynamic partition overwrite: replace exactly the partitions ``data`` has rows in.
 
         Files of the current spec in those partitions are dropped; other partitions, and files
         of older specs, stay. A concurrent commit that adds files to a replaced partition makes
         this commit fail with CommitConflictError.
         """
-        return commit_snapshot(replace_partitions_producer(self, data, snapshot_properties))
+        return commit_snapshot(replace_partitions_producer(self._target(branch), data, snapshot_properties))
 
     # -- column merges (tablestore.table.ops.column_merge) --------------------------------------
     def fragments(self, filter: str | Expression | None = None) -> list[Fragment]:
@@ -314,18 +324,20 @@ class Table:
         return list_fragments(self, filter)
 
     def merge_columns(self, source: Any, on: str | list[str], columns: list[str] | None = None,
-                      duplicates: str = "error", filter: str | Expression | None = None) -> Snapshot | None:
+                      duplicates: str = "error", filter: str | Expression | None = None,
+                      branch: str | None = None) -> Snapshot | None:
         """Add ``source``'s columns, joined on ``on``, in one commit with the schema change."""
         from tablestore.table.ops.column_merge import merge_table
 
-        return merge_table(self, source, on, columns, "merge", duplicates=duplicates, filter=filter)
+        return merge_table(self._target(branch), source, on, columns, "merge", duplicates=duplicates, filter=filter)
 
     def update_columns(self, source: Any, on: str | list[str], columns: list[str], null_policy: str = "keep",
-                       duplicates: str = "error", filter: str | Expression | None = None) -> Snapshot | None:
+                       duplicates: str = "error", filter: str | Expression | None = None,
+                       branch: str | None = None) -> Snapshot | None:
         """Update ``columns`` from ``source`` joined on ``on``: NULL or absent new values keep the old."""
         from tablestore.table.ops.column_merge import merge_table
 
-        return merge_table(self, source, on, columns, "update", null_policy, duplicates, filter)
+        return merge_table(self._target(branch), source, on, columns, "update", null_policy, duplicates, filter)
 
     def commit_fragments(self, fragments: list[Fragment]) -> Snapshot | None:
         """Commit fragments rewritten elsewhere (``Fragment.merge_columns``) in one snapshot."""
@@ -354,7 +366,8 @@ class Table:
         """
         self.transaction().set_properties(updates, removals).commit_transaction()
 
-    def delete(self, filter: str | Expression, snapshot_properties: dict[str, str] | None = None) -> int:
+    def delete(self, filter: str | Expression, snapshot_properties: dict[str, str] | None = None,
+               branch: str | None = None) -> int:
         """Delete the rows matching ``filter``; returns how many rows were deleted.
 
         Files that match as a whole are dropped in metadata only; others are rewritten
@@ -363,21 +376,23 @@ class Table:
         """
         from tablestore.table.ops.row_level import delete_rows
 
-        return delete_rows(self, filter, snapshot_properties)
+        return delete_rows(self._target(branch), filter, snapshot_properties)
 
     def update(
         self,
         assignments: dict[str, Any],
         filter: str | Expression | None = None,
         snapshot_properties: dict[str, str] | None = None,
+        branch: str | None = None,
     ) -> int:
         """Set columns to SQL expressions (``{"name": "upper(name)"}``) where ``filter`` holds; returns the count."""
         from tablestore.table.ops.row_level import update_rows
 
-        return update_rows(self, assignments, filter, snapshot_properties)
+        return update_rows(self._target(branch), assignments, filter, snapshot_properties)
 
-    def merge(self, source: Any, on: str, source_alias: str = "s", target_alias: str = "t") -> MergeBuilder:
+    def merge(self, source: Any, on: str, source_alias: str = "s", target_alias: str = "t",
+              branch: str | None = None) -> MergeBuilder:
         """MERGE INTO this table USING ``source`` ON ``on``: a builder, run by ``.execute()``."""
         from tablestore.table.ops.merge import MergeBuilder
 
-        return MergeBuilder(self, source, on, source_alias, target_alias)
+        return MergeBuilder(self._target(branch), source, on, source_alias, target_alias)

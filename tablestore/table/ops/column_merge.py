@@ -186,7 +186,7 @@ def written_schema(metadata: TableMetadata, ids: set[int]) -> Schema:
 
 def context_of(table: Table) -> FragmentContext:
     md = table.metadata
-    snapshot = md.current_snapshot()
+    snapshot = table.current_snapshot()  # the head of the table's branch
     return FragmentContext(
         io=table.io, location=table.location, properties=dict(md.properties), table_schema=md.schema(),
         last_column_id=md.last_column_id, next_schema_id=max(s.schema_id for s in md.schemas) + 1,
@@ -202,7 +202,7 @@ def list_fragments(table: Table, filter: str | Expression | None = None) -> list
     """
     engine = LocalEngine()
     md = table.metadata
-    snapshot = md.current_snapshot()
+    snapshot = table.current_snapshot()  # the head of the table's branch
     if snapshot is None:
         return []
     context = context_of(table)
