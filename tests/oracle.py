@@ -50,9 +50,10 @@ class OracleBatch:
     jobs: list[dict[str, Any]] = field(default_factory=list)
 
     def read(self, metadata: str, columns: list[str] | None = None, where: str | None = None,
-             snapshot_id: int | None = None) -> int:
+             snapshot_id: int | None = None, branch: str | None = None, tag: str | None = None) -> int:
+        """Java's read of the table, at a snapshot, a branch or a tag (Spark's read options)."""
         self.jobs.append({"op": "read", "metadata": metadata, "columns": columns, "where": where,
-                          "snapshot_id": snapshot_id})
+                          "snapshot_id": snapshot_id, "branch": branch, "tag": tag})
         return len(self.jobs) - 1
 
     def meta(self, metadata: str, name: str) -> int:

@@ -1,7 +1,7 @@
 """Runs many iceberg-oracle jobs in one JVM (started by tests/oracle.py, in the oracle's venv).
 
 Reads a JSON list of jobs from argv[1] and prints one JSON line per job, in order:
-{"op": "read", "metadata": PATH, "snapshot_id": N?, "columns": [..]?, "where": SQL?}
+{"op": "read", "metadata": PATH, "snapshot_id": N?, "branch": NAME?, "tag": NAME?, "columns": [..]?, "where": SQL?}
 {"op": "meta", "metadata": PATH, "name": "files"}
 {"op": "sql", "statements": [SQL, ...]}  (uses the batch's warehouse; prints the last result)
 """
@@ -29,6 +29,9 @@ def main() -> int:
                 reader = spark.read.format("iceberg")
                 if job.get("snapshot_id") is not None:
                     reader = reader.option("snapshot-id", job["snapshot_id"])
+                for ref in ("branch", "tag"):
+                    if job.get(ref):
+                        reader = reader.option(ref, job[ref])
                 df = reader.load(location(job["metadata"]))
                 if job.get("where"):
                     df = df.where(job["where"])
