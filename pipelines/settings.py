@@ -8,8 +8,11 @@ paths resolve against ``root``.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import datetime
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -221,3 +224,32 @@ def load_settings(
             f"< {data.end})"
         )
     return settings
+
+
+# Which settings file and root the code location is being built for. ``dagster dev`` and the
+# daemon load the definitions with neither (the environment decides); ``build_definitions`` and
+# the tests name them. The defs folder's modules are loaded by Dagster (``load_from_defs_folder``)
+# without arguments, so they read the selection from here.
+_SELECTION: contextvars.ContextVar[tuple[str | None, str | None]] = contextvars.ContextVar(
+    "lakehouse_settings_selection", default=(None, None))
+
+
+@contextlib.contextmanager
+def use_settings(path: str | os.PathLike[str] | None = None,
+                 root: str | os.PathLike[str] | None = None) -> Iterator[None]:
+    """Within the block, ``selected_settings`` loads ``path`` with ``root``."""
+    token = _SELECTION.set((None if path is None else str(path), None if root is None else str(root)))
+    try:
+        yield
+    finally:
+        _SELECTION.reset(token)
+
+
+def selection() -> tuple[str | None, str | None]:
+    """The (settings file, root) chosen by ``use_settings``; (None, None) means the environment."""
+    return _SELECTION.get()
+
+
+def selected_settings() -> PipelineSettings:
+    """The settings that the definitions being built run with (see ``use_settings``)."""
+    return load_settings(*selection())

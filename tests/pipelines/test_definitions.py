@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import datetime
+import tomllib
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
-from pipelines.definitions import build_definitions
+from pipelines.definitions import PROJECT_DIR, build_definitions
 from pipelines.defs.ingest.landing import events_for_day, write_landing_day
 from pipelines.settings import CONFIG_DIR, load_settings
 from tablestore.errors import ConfigError
@@ -37,6 +38,31 @@ def test_definitions_load_with_every_asset_and_blocking_check(tmp_path: Path) ->
     daily = graph.get(dg.AssetKey(["lakehouse", "shop", "events"])).partitions_def
     assert daily is not None
     assert daily.get_partition_keys() == ["2026-11-01", "2026-11-02", "2026-11-03"]
+
+
+def test_the_defs_folder_is_loaded_for_the_settings_and_root_asked_for(tmp_path: Path) -> None:
+    # [tool.dg] names the defs module that load_from_defs_folder walks.
+    project = tomllib.loads((PROJECT_DIR.parent / "pyproject.toml").read_text())["tool"]["dg"]["project"]
+    assert (project["root_module"], project["defs_module"]) == ("pipelines", "pipelines.defs")
+    text = (CONFIG_DIR / "embedded.yaml").read_text().replace("cutover: 2026-11-04", "cutover: 2026-11-03")
+    other = tmp_path / "other.yaml"
+    other.write_text(text)
+    defs = build_definitions(str(other), root=str(tmp_path / "root"))
+    graph = defs.resolve_asset_graph()
+    daily = graph.get(dg.AssetKey(["lakehouse", "shop", "events"])).partitions_def
+    assert daily is not None and daily.get_partition_keys() == ["2026-11-01", "2026-11-02"]
+    hourly = graph.get(dg.AssetKey(["lakehouse", "shop", "events_hourly"])).partitions_def
+    assert hourly is not None and hourly.get_partition_keys()[0] == "2026-11-03-00:00"
+    assert len(hourly.get_partition_keys()) == 48
+    # The resources come from their own module's definitions, with the same settings and root.
+    assert set(defs.resources or {}) >= {"tablestore", "spark"}
+    store = (defs.resources or {})["tablestore"]
+    assert (store.settings_file, store.root) == (str(other), str(tmp_path / "root"))
+    assert store.settings.cutover == datetime.date(2026, 11, 3)
+    # The default (what `dagster dev` and the daemon load) is the environment's file again.
+    default = build_definitions(root=str(tmp_path)).resolve_asset_graph()
+    days = default.get(dg.AssetKey(["lakehouse", "shop", "events"])).partitions_def
+    assert days is not None and days.get_partition_keys()[-1] == "2026-11-03"
 
 
 def test_landing_is_deterministic_and_gains_device_at_the_evolution(tmp_path: Path) -> None:

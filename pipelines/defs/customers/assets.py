@@ -110,3 +110,8 @@ def build_customer_assets() -> list[dg.AssetsDefinition]:
         return dg.MaterializeResult(metadata={**metadata, "source_rows": source.count()})
 
     return [customers, customer_segments, customer_lifetime_value]
+
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    return dg.Definitions(assets=build_customer_assets())

@@ -19,7 +19,7 @@ from pipelines.defs.customers.assets import LTV_KEY
 from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVENTS_KEY, REQUESTS_LANDING_KEY
 from pipelines.defs.resources import SparkResource, TableStoreResource
 from pipelines.defs.retries import STEP_RETRY
-from pipelines.settings import PipelineSettings, table_name
+from pipelines.settings import PipelineSettings, selected_settings, table_name
 from tablestore.maintenance.erasure import erase
 from tablestore.sql.session import SqlSession
 
@@ -159,3 +159,8 @@ def build_erasure_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition
                                               for k, v in report.items()})
 
     return [erasure_requests, gdpr_erasure]
+
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    return dg.Definitions(assets=build_erasure_assets(selected_settings()))

@@ -16,7 +16,7 @@ from pipelines.defs.ingest import events as ev
 from pipelines.defs.ingest.landing import write_erasure_requests, write_landing_day
 from pipelines.defs.resources import SparkResource, TableStoreResource
 from pipelines.defs.retries import STEP_RETRY
-from pipelines.settings import PipelineSettings
+from pipelines.settings import PipelineSettings, selected_settings
 
 LANDING_KEY = dg.AssetKey(["landing", "events"])
 EVENTS_KEY = dg.AssetKey(["lakehouse", "shop", "events"])
@@ -141,3 +141,8 @@ def build_ingest_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]
 
     return [landing_events, events, events_schema_evolution, events_rollover, events_hourly,
             landing_erasure_requests]
+
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    return dg.Definitions(assets=build_ingest_assets(selected_settings()))

@@ -95,3 +95,8 @@ def build_reconcile_assets() -> list[dg.AssetsDefinition]:
                                               "erased_users_left": dg.MetadataValue.json(erased_left)})
 
     return [trino_reconciliation]
+
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    return dg.Definitions(assets=build_reconcile_assets())
