@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
+from pipelines.defs.automation import FOLLOWS_UPSTREAM, USER_TABLE_FRESHNESS
 from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVENTS_KEY
 from pipelines.defs.resources import SparkResource, TableStoreResource
 from pipelines.defs.retries import STEP_RETRY
@@ -65,7 +66,8 @@ def merge_feature(table: Table, source: "DataFrame", column: str) -> dict[str, s
 
 def build_customer_assets() -> list[dg.AssetsDefinition]:
     @dg.asset(key=CUSTOMERS_KEY, deps=[EVENTS_KEY, EVENTS_HOURLY_KEY], group_name="customers",
-              kinds={"iceberg", "spark"}, retry_policy=STEP_RETRY)
+              kinds={"iceberg", "spark"}, retry_policy=STEP_RETRY, automation_condition=FOLLOWS_UPSTREAM,
+              freshness_policy=USER_TABLE_FRESHNESS)
     def customers(tablestore: TableStoreResource, spark: SparkResource) -> dg.MaterializeResult:
         """``lakehouse.shop.customers``: one row per user seen in the events (identifier user_id).
         Rebuilt with INSERT OVERWRITE; the feature columns are refilled by the assets after it."""
@@ -88,7 +90,7 @@ def build_customer_assets() -> list[dg.AssetsDefinition]:
         })
 
     @dg.asset(key=SEGMENTS_KEY, deps=[CUSTOMERS_KEY], group_name="customers", kinds={"iceberg", "spark"},
-              retry_policy=STEP_RETRY)
+              retry_policy=STEP_RETRY, automation_condition=FOLLOWS_UPSTREAM)
     def customer_segments(tablestore: TableStoreResource, spark: SparkResource) -> dg.MaterializeResult:
         """``segment`` (vip, regular, occasional, browser) from purchase counts, merged into
         ``customers`` with merge_columns (update_columns once the column exists)."""
@@ -101,7 +103,7 @@ def build_customer_assets() -> list[dg.AssetsDefinition]:
         })
 
     @dg.asset(key=LTV_KEY, deps=[SEGMENTS_KEY], group_name="customers", kinds={"iceberg", "spark"},
-              retry_policy=STEP_RETRY)
+              retry_policy=STEP_RETRY, automation_condition=FOLLOWS_UPSTREAM)
     def customer_lifetime_value(tablestore: TableStoreResource, spark: SparkResource) -> dg.MaterializeResult:
         """``lifetime_value`` (purchases minus refunds) for customers who bought: a partial update,
         so customers without purchases keep NULL."""

@@ -15,6 +15,7 @@ from typing import Any
 import dagster as dg
 import pyarrow as pa
 
+from pipelines.defs.automation import FOLLOWS_UPSTREAM
 from pipelines.defs.customers.assets import LTV_KEY
 from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVENTS_KEY, REQUESTS_LANDING_KEY
 from pipelines.defs.resources import SparkResource, TableStoreResource
@@ -150,7 +151,7 @@ def build_erasure_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition
         return dg.MaterializeResult(metadata={"new_requests": new, "requests": total})
 
     @dg.asset(key=ERASURE_KEY, deps=[REQUESTS_KEY, EVENTS_KEY, EVENTS_HOURLY_KEY, LTV_KEY], group_name="erasure",
-              kinds={"iceberg", "spark"}, retry_policy=STEP_RETRY)
+              kinds={"iceberg", "spark"}, retry_policy=STEP_RETRY, automation_condition=FOLLOWS_UPSTREAM)
     def gdpr_erasure(tablestore: TableStoreResource, spark: SparkResource) -> dg.MaterializeResult:
         """Delete the pending subjects from events and customers, erase them physically (rewrite,
         expire, remove orphans, verify), write the audit record and mark the requests done."""
