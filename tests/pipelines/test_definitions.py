@@ -24,6 +24,8 @@ def test_definitions_load_with_every_asset_and_blocking_check(tmp_path: Path) ->
         "lakehouse/shop/customer_segments", "lakehouse/shop/customer_lifetime_value",
         "lakehouse/shop/erasure_requests", "lakehouse/shop/gdpr_erasure", "lakehouse/shop/trino_reconciliation",
         "lakehouse/shop/events_retention",
+        "lakehouse/shop/maintenance/events", "lakehouse/shop/maintenance/customers",
+        "lakehouse/shop/maintenance/erasure_requests", "lakehouse/shop/maintenance/erasure_audit",
     }
     graph = defs.resolve_asset_graph()
     checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
@@ -63,6 +65,31 @@ def test_the_defs_folder_is_loaded_for_the_settings_and_root_asked_for(tmp_path:
     default = build_definitions(root=str(tmp_path)).resolve_asset_graph()
     days = default.get(dg.AssetKey(["lakehouse", "shop", "events"])).partitions_def
     assert days is not None and days.get_partition_keys()[-1] == "2026-11-03"
+
+
+def test_sensors_schedule_and_automation_conditions_drive_the_graph(tmp_path: Path) -> None:
+    defs = build_definitions(root=str(tmp_path))
+    running = dg.DefaultSensorStatus.RUNNING
+    sensors = {s.name: s for s in defs.sensors or ()}
+    assert set(sensors) == {"landing_events_sensor", "erasure_requests_sensor", "lakehouse_automation"}
+    assert all(s.default_status == running for s in sensors.values())
+    schedules = {s.name: s for s in defs.schedules or ()}
+    assert set(schedules) == {"table_maintenance_nightly"}
+    assert schedules["table_maintenance_nightly"].cron_schedule == "0 3 * * *"
+    graph = defs.resolve_asset_graph()
+    automated = {k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).automation_condition}
+    # What follows the sensors' runs; ingestion itself is started by the landing sensor, the
+    # requests by the erasure sensor, maintenance by its schedule.
+    assert automated == {
+        "lakehouse/shop/events_schema_evolution", "lakehouse/shop/events_rollover", "lakehouse/shop/customers",
+        "lakehouse/shop/customer_segments", "lakehouse/shop/customer_lifetime_value",
+        "lakehouse/shop/gdpr_erasure", "lakehouse/shop/trino_reconciliation",
+    }
+    fresh = {k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).freshness_policy}
+    assert fresh == {"lakehouse/shop/events", "lakehouse/shop/events_hourly", "lakehouse/shop/customers"}
+    maintenance = [k for k in graph.get_all_asset_keys() if k.path[:3] == ["lakehouse", "shop", "maintenance"]]
+    assert len(maintenance) == 4
+    assert all(graph.get(k).pools == {"table_maintenance"} for k in maintenance)
 
 
 def test_landing_is_deterministic_and_gains_device_at_the_evolution(tmp_path: Path) -> None:

@@ -1,0 +1,43 @@
+"""The nightly maintenance schedule: every table's maintenance asset, after ingestion.
+
+A tick is skipped while another run of the code location is queued or running (an ingest, an
+automation run): maintenance commits would race the writers' commits and retry. The next tick
+catches up.
+"""
+
+from __future__ import annotations
+
+import dagster as dg
+from dagster._core.storage.dagster_run import IN_PROGRESS_RUN_STATUSES, RunsFilter
+
+from pipelines.defs.maintenance.assets import MAINTENANCE_GROUP
+
+MAINTENANCE_JOB = "table_maintenance"
+MAINTENANCE_SCHEDULE = "table_maintenance_nightly"
+MAINTENANCE_TAG = "lakehouse/maintenance"
+MAINTENANCE_CRON = "0 3 * * *"
+
+maintenance_job = dg.define_asset_job(MAINTENANCE_JOB, selection=dg.AssetSelection.groups(MAINTENANCE_GROUP),
+                                      tags={MAINTENANCE_TAG: "true"})
+
+
+def busy_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Runs other than maintenance that are queued or running."""
+    runs = instance.get_runs(filters=RunsFilter(statuses=list(IN_PROGRESS_RUN_STATUSES)))
+    return [r.run_id for r in runs if r.tags.get(MAINTENANCE_TAG) != "true"]
+
+
+@dg.schedule(name=MAINTENANCE_SCHEDULE, job=maintenance_job, cron_schedule=MAINTENANCE_CRON,
+             default_status=dg.DefaultScheduleStatus.RUNNING,
+             description="Compaction, expiry, orphan removal and manifest rewrites of every table, nightly.")
+def table_maintenance_nightly(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
+    busy = busy_runs(context.instance)
+    if busy:
+        return dg.SkipReason(f"{len(busy)} run(s) in progress; maintenance runs after them")
+    when = context.scheduled_execution_time
+    return dg.RunRequest(run_key=f"maintenance:{when.isoformat() if when else 'now'}", tags={MAINTENANCE_TAG: "true"})
+
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    return dg.Definitions(jobs=[maintenance_job], schedules=[table_maintenance_nightly])
