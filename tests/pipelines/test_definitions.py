@@ -75,7 +75,7 @@ def test_sensors_schedule_and_automation_conditions_drive_the_graph(tmp_path: Pa
     assert all(s.default_status == running for s in sensors.values())
     schedules = {s.name: s for s in defs.schedules or ()}
     assert set(schedules) == {"table_maintenance_nightly"}
-    assert schedules["table_maintenance_nightly"].cron_schedule == "0 3 * * *"
+    assert defs.resolve_schedule_def("table_maintenance_nightly").cron_schedule == "0 3 * * *"
     graph = defs.resolve_asset_graph()
     automated = {k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).automation_condition}
     # What follows the sensors' runs; ingestion itself is started by the landing sensor, the
