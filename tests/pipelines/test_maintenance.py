@@ -80,7 +80,7 @@ def _compacts_and_expires(tmp_path: Path, stack: contextlib.ExitStack) -> None:
     assert (events["snapshots_before"], events["snapshots_expired"], events["snapshots_after"]) == (4, 4, 2)
     assert events["bytes_after"] < events["bytes_before"]  # type: ignore[operator]
     table.refresh()
-    assert events["snapshot_id"] == str(table.current_snapshot().snapshot_id)  # type: ignore[union-attr]
+    assert events["snapshot_id"] == table.current_snapshot().snapshot_id  # type: ignore[union-attr]
     assert table.scan().to_arrow().num_rows == 40
 
 

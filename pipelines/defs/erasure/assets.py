@@ -10,6 +10,7 @@ ingestion, so re-running the pipeline never brings an erased subject back.
 
 import datetime
 import json
+import time
 from typing import Any
 
 import dagster as dg
@@ -18,6 +19,7 @@ import pyarrow as pa
 from pipelines.defs.automation import FOLLOWS_UPSTREAM
 from pipelines.defs.customers.assets import LTV_KEY
 from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVENTS_KEY, REQUESTS_LANDING_KEY
+from pipelines.defs.metadata import snapshot_metadata
 from pipelines.defs.resources import SparkResource, TableStoreResource
 from pipelines.defs.retries import STEP_RETRY
 from pipelines.settings import PipelineSettings, selected_settings, table_name
@@ -147,8 +149,12 @@ def build_erasure_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition
               kinds={"iceberg"}, retry_policy=STEP_RETRY)
     def erasure_requests(tablestore: TableStoreResource) -> dg.MaterializeResult:
         """``lakehouse.shop.erasure_requests``: the landed requests, status ``pending`` until executed."""
+        started = time.monotonic()
         new, total = load_requests(tablestore, settings)
-        return dg.MaterializeResult(metadata={"new_requests": new, "requests": total})
+        return dg.MaterializeResult(metadata={
+            "new_requests": new, "requests": total,
+            **snapshot_metadata(tablestore.table("erasure_requests"), started, committed=new > 0),
+        })
 
     @dg.asset(key=ERASURE_KEY, deps=[REQUESTS_KEY, EVENTS_KEY, EVENTS_HOURLY_KEY, LTV_KEY], group_name="erasure",
               kinds={"iceberg", "spark"}, retry_policy=STEP_RETRY, automation_condition=FOLLOWS_UPSTREAM)

@@ -75,7 +75,7 @@ class TableFiles:
                    snapshot.snapshot_id if snapshot is not None else None)
 
 
-def maintain(table: Table, config: MaintenanceConfig) -> dict[str, int | float | str]:
+def maintain(table: Table, config: MaintenanceConfig) -> dict[str, int | float]:
     """Compact, expire, remove orphans and rewrite manifests; the numbers before and after."""
     started = time.monotonic()
     before = TableFiles.of(table)
@@ -97,7 +97,7 @@ def maintain(table: Table, config: MaintenanceConfig) -> dict[str, int | float |
         "orphans_removed": len(orphans.orphan_file_locations),
         "manifests_rewritten": manifests.rewritten_manifests_count,
         "manifests_added": manifests.added_manifests_count,
-        "snapshot_id": str(after.snapshot_id),
+        "snapshot_id": after.snapshot_id or 0,
         "duration_s": round(time.monotonic() - started, 3),
     }
 
