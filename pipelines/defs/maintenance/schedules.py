@@ -8,7 +8,6 @@ catches up.
 from __future__ import annotations
 
 import dagster as dg
-from dagster._core.storage.dagster_run import IN_PROGRESS_RUN_STATUSES, RunsFilter
 
 from pipelines.defs.maintenance.assets import MAINTENANCE_GROUP
 
@@ -16,6 +15,8 @@ MAINTENANCE_JOB = "table_maintenance"
 MAINTENANCE_SCHEDULE = "table_maintenance_nightly"
 MAINTENANCE_TAG = "lakehouse/maintenance"
 MAINTENANCE_CRON = "0 3 * * *"
+IN_PROGRESS = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
+               dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
 
 maintenance_job = dg.define_asset_job(MAINTENANCE_JOB, selection=dg.AssetSelection.groups(MAINTENANCE_GROUP),
                                       tags={MAINTENANCE_TAG: "true"})
@@ -23,7 +24,7 @@ maintenance_job = dg.define_asset_job(MAINTENANCE_JOB, selection=dg.AssetSelecti
 
 def busy_runs(instance: dg.DagsterInstance) -> list[str]:
     """Runs other than maintenance that are queued or running."""
-    runs = instance.get_runs(filters=RunsFilter(statuses=list(IN_PROGRESS_RUN_STATUSES)))
+    runs = instance.get_runs(filters=dg.RunsFilter(statuses=IN_PROGRESS))
     return [r.run_id for r in runs if r.tags.get(MAINTENANCE_TAG) != "true"]
 
 
