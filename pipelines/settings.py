@@ -109,6 +109,11 @@ class _Events(_Section):
         return int(version)
 
 
+class _Automation(_Section):
+    # Whether the sensors and the maintenance schedule start running by themselves.
+    running: bool = True
+
+
 def _section(value: Any) -> Any:
     return {} if value is None else value
 
@@ -127,6 +132,7 @@ class _Document(_Section):
     trino: dict[str, Any] | None = None
     retention: Annotated[_Retention, BeforeValidator(_section)] = Field(default_factory=_Retention)
     events: Annotated[_Events, BeforeValidator(_section)] = Field(default_factory=_Events)
+    automation: Annotated[_Automation, BeforeValidator(_section)] = Field(default_factory=_Automation)
 
 
 class PipelineSettings(_Section):
@@ -149,6 +155,9 @@ class PipelineSettings(_Section):
     # The Iceberg format version of `events` (settings `events: {format-version: N}`). 2 by
     # default: the stack's Trino 476 does not read v3's deletion vectors (Trino 480 does).
     events_format_version: int = 2
+    # Whether the sensors and the maintenance schedule run by default (settings `automation:
+    # {running: false}` leaves them stopped until someone starts them in the UI).
+    automation_running: bool = True
 
     @property
     def events_landing(self) -> Path:
@@ -216,6 +225,7 @@ def load_settings(
         source=source,
         retention_days=document.retention.days,
         events_format_version=document.events.format_version,
+        automation_running=document.automation.running,
     )
     if not data.start < settings.evolution_at <= settings.cutover < data.end:
         raise ConfigError(

@@ -11,6 +11,8 @@ import datetime
 
 import dagster as dg
 
+from pipelines.settings import selected_settings
+
 AUTOMATION_SENSOR = "lakehouse_automation"
 # Conditions on the assets downstream of ingestion (see their @asset definitions).
 FOLLOWS_UPSTREAM = dg.AutomationCondition.eager()
@@ -22,7 +24,9 @@ USER_TABLE_FRESHNESS = dg.FreshnessPolicy.time_window(
 
 @dg.definitions
 def defs() -> dg.Definitions:
+    running = selected_settings().automation_running
     return dg.Definitions(sensors=[dg.AutomationConditionSensorDefinition(
-        AUTOMATION_SENSOR, target=dg.AssetSelection.all(), default_status=dg.DefaultSensorStatus.RUNNING,
+        AUTOMATION_SENSOR, target=dg.AssetSelection.all(),
+        default_status=dg.DefaultSensorStatus.RUNNING if running else dg.DefaultSensorStatus.STOPPED,
         minimum_interval_seconds=30, description="Evaluates the assets' automation conditions.",
     )])

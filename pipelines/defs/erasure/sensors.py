@@ -14,6 +14,7 @@ from pathlib import Path
 import dagster as dg
 
 from pipelines.defs.erasure.assets import REQUESTS_KEY
+from pipelines.defs.ingest.sensors import default_status
 from pipelines.settings import PipelineSettings, selected_settings
 
 ERASURE_SENSOR = "erasure_requests_sensor"
@@ -30,7 +31,7 @@ def request_files(folder: Path) -> dict[str, str]:
 def build_erasure_sensor(settings: PipelineSettings) -> dg.SensorDefinition:
     @dg.sensor(
         name=ERASURE_SENSOR, asset_selection=[REQUESTS_KEY], minimum_interval_seconds=ERASURE_INTERVAL,
-        default_status=dg.DefaultSensorStatus.RUNNING,
+        default_status=default_status(settings),
         description=f"New or changed request exports in {settings.requests_landing}: load the requests.",
     )
     def erasure_requests_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:

@@ -117,6 +117,11 @@ def plan_landing(settings: PipelineSettings, seen: Mapping[str, str], landed: Ma
     return plan
 
 
+def default_status(settings: PipelineSettings) -> dg.DefaultSensorStatus:
+    """Running unless the settings say ``automation: {running: false}``."""
+    return dg.DefaultSensorStatus.RUNNING if settings.automation_running else dg.DefaultSensorStatus.STOPPED
+
+
 def _materialized(instance: dg.DagsterInstance, key: dg.AssetKey) -> bool:
     return instance.get_latest_materialization_event(key) is not None
 
@@ -124,7 +129,7 @@ def _materialized(instance: dg.DagsterInstance, key: dg.AssetKey) -> bool:
 def build_landing_sensor(settings: PipelineSettings) -> dg.SensorDefinition:
     @dg.sensor(
         name=LANDING_SENSOR, asset_selection=[EVENTS_KEY, EVENTS_HOURLY_KEY],
-        minimum_interval_seconds=LANDING_INTERVAL, default_status=dg.DefaultSensorStatus.RUNNING,
+        minimum_interval_seconds=LANDING_INTERVAL, default_status=default_status(settings),
         description=f"New or replaced files in {settings.events_landing}: runs for their day or hour partitions.",
     )
     def landing_events_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dagster as dg
 
 from pipelines.defs.maintenance.assets import MAINTENANCE_GROUP
+from pipelines.settings import selected_settings
 
 MAINTENANCE_JOB = "table_maintenance"
 MAINTENANCE_SCHEDULE = "table_maintenance_nightly"
@@ -28,17 +29,22 @@ def busy_runs(instance: dg.DagsterInstance) -> list[str]:
     return [r.run_id for r in runs if r.tags.get(MAINTENANCE_TAG) != "true"]
 
 
-@dg.schedule(name=MAINTENANCE_SCHEDULE, job=maintenance_job, cron_schedule=MAINTENANCE_CRON,
-             default_status=dg.DefaultScheduleStatus.RUNNING,
-             description="Compaction, expiry, orphan removal and manifest rewrites of every table, nightly.")
-def table_maintenance_nightly(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
-    busy = busy_runs(context.instance)
-    if busy:
-        return dg.SkipReason(f"{len(busy)} run(s) in progress; maintenance runs after them")
-    when = context.scheduled_execution_time
-    return dg.RunRequest(run_key=f"maintenance:{when.isoformat() if when else 'now'}", tags={MAINTENANCE_TAG: "true"})
+def build_maintenance_schedule(running: bool = True) -> dg.ScheduleDefinition:
+    @dg.schedule(name=MAINTENANCE_SCHEDULE, job=maintenance_job, cron_schedule=MAINTENANCE_CRON,
+                 default_status=dg.DefaultScheduleStatus.RUNNING if running else dg.DefaultScheduleStatus.STOPPED,
+                 description="Compaction, expiry, orphan removal and manifest rewrites of every table, nightly.")
+    def table_maintenance_nightly(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
+        busy = busy_runs(context.instance)
+        if busy:
+            return dg.SkipReason(f"{len(busy)} run(s) in progress; maintenance runs after them")
+        when = context.scheduled_execution_time
+        return dg.RunRequest(run_key=f"maintenance:{when.isoformat() if when else 'now'}",
+                             tags={MAINTENANCE_TAG: "true"})
+
+    return table_maintenance_nightly
 
 
 @dg.definitions
 def defs() -> dg.Definitions:
-    return dg.Definitions(jobs=[maintenance_job], schedules=[table_maintenance_nightly])
+    schedule = build_maintenance_schedule(selected_settings().automation_running)
+    return dg.Definitions(jobs=[maintenance_job], schedules=[schedule])
