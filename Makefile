@@ -40,11 +40,14 @@ test: install
 	$(PY) -m infra.trino_server
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-# ruff, mypy, and the layering contract of docs/design.md §4 ([tool.importlinter] in pyproject.toml).
+# ruff, mypy, the layering contract of docs/design.md §4 ([tool.importlinter] in pyproject.toml),
+# and Dagster's validation of the code location (what `dg check defs` runs): the defs folder
+# loads, and every asset, check, job, sensor and schedule in it is well formed.
 lint: install
 	$(VENV)/bin/ruff check tablestore pipelines quality tests bench infra
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/dagster definitions validate -w infra/dagster/workspace.local.yaml
 	$(PY) -m pytest -q -p no:cacheprovider tests/test_layers.py -k "import_cycle or cycle_check or private"
 
 bench: install

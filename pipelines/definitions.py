@@ -1,6 +1,14 @@
-"""The Dagster code location: ``dagster dev -m pipelines.definitions`` (``make dagster``)."""
+"""The Dagster code location: ``dagster dev -m pipelines.definitions`` (``make dagster``).
+
+Dagster's project layout (``[tool.dg]`` in pyproject.toml): every module of ``pipelines/defs/``
+declares its own definitions (assets, checks, resources, sensors, schedules) with
+``@dg.definitions``, and ``load_from_defs_folder`` finds and merges them. The settings they are
+built for come from ``pipelines.settings.use_settings`` (the environment by default).
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import dagster as dg
 
@@ -11,11 +19,13 @@ from pipelines.defs.ingest.assets import build_ingest_assets
 from pipelines.defs.ingest.checks import build_ingest_checks
 from pipelines.defs.ingest.retention import build_retention_assets
 from pipelines.defs.reconcile.assets import build_reconcile_assets
-from pipelines.defs.resources import resources
-from pipelines.settings import PipelineSettings, load_settings
+from pipelines.settings import PipelineSettings, use_settings
+
+PROJECT_DIR = Path(__file__).resolve().parent
 
 
 def build_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]:
+    """The assets of the graph for ``settings`` (what the defs folder holds, without loading it)."""
     return [*build_ingest_assets(settings), *build_retention_assets(settings), *build_customer_assets(),
             *build_erasure_assets(settings), *build_reconcile_assets()]
 
@@ -25,16 +35,15 @@ def build_checks() -> list[dg.AssetChecksDefinition]:
 
 
 def build_definitions(settings_file: str | None = None, root: str | None = None) -> dg.Definitions:
-    settings = load_settings(settings_file, root)
-    return dg.Definitions(
-        assets=build_assets(settings),
-        asset_checks=build_checks(),
-        resources=resources(settings_file, root),
-        # Every step of a run in the run's process: one SparkSession, so one Spark application,
-        # per run. The multiprocess executor started an application per step, and parallel
-        # steps' applications waited for each other's cores on a small worker.
-        executor=dg.in_process_executor,
-    )
+    """The code location for a settings file and root (default: what the environment selects)."""
+    with use_settings(settings_file, root):
+        folder = dg.load_from_defs_folder(path_within_project=PROJECT_DIR)
+    # Every step of a run in the run's process: one SparkSession, so one Spark application,
+    # per run. The multiprocess executor started an application per step, and parallel
+    # steps' applications waited for each other's cores on a small worker.
+    return dg.Definitions.merge(folder, dg.Definitions(executor=dg.in_process_executor))
 
 
-defs = build_definitions()
+@dg.definitions
+def defs() -> dg.Definitions:
+    return build_definitions()

@@ -8,8 +8,11 @@ paths resolve against ``root``.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import datetime
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -106,6 +109,11 @@ class _Events(_Section):
         return int(version)
 
 
+class _Automation(_Section):
+    # Whether the sensors and the maintenance schedule start running by themselves.
+    running: bool = True
+
+
 def _section(value: Any) -> Any:
     return {} if value is None else value
 
@@ -124,6 +132,7 @@ class _Document(_Section):
     trino: dict[str, Any] | None = None
     retention: Annotated[_Retention, BeforeValidator(_section)] = Field(default_factory=_Retention)
     events: Annotated[_Events, BeforeValidator(_section)] = Field(default_factory=_Events)
+    automation: Annotated[_Automation, BeforeValidator(_section)] = Field(default_factory=_Automation)
 
 
 class PipelineSettings(_Section):
@@ -146,6 +155,9 @@ class PipelineSettings(_Section):
     # The Iceberg format version of `events` (settings `events: {format-version: N}`). 2 by
     # default: the stack's Trino 476 does not read v3's deletion vectors (Trino 480 does).
     events_format_version: int = 2
+    # Whether the sensors and the maintenance schedule run by default (settings `automation:
+    # {running: false}` leaves them stopped until someone starts them in the UI).
+    automation_running: bool = True
 
     @property
     def events_landing(self) -> Path:
@@ -213,6 +225,7 @@ def load_settings(
         source=source,
         retention_days=document.retention.days,
         events_format_version=document.events.format_version,
+        automation_running=document.automation.running,
     )
     if not data.start < settings.evolution_at <= settings.cutover < data.end:
         raise ConfigError(
@@ -221,3 +234,32 @@ def load_settings(
             f"< {data.end})"
         )
     return settings
+
+
+# Which settings file and root the code location is being built for. ``dagster dev`` and the
+# daemon load the definitions with neither (the environment decides); ``build_definitions`` and
+# the tests name them. The defs folder's modules are loaded by Dagster (``load_from_defs_folder``)
+# without arguments, so they read the selection from here.
+_SELECTION: contextvars.ContextVar[tuple[str | None, str | None]] = contextvars.ContextVar(
+    "lakehouse_settings_selection", default=(None, None))
+
+
+@contextlib.contextmanager
+def use_settings(path: str | os.PathLike[str] | None = None,
+                 root: str | os.PathLike[str] | None = None) -> Iterator[None]:
+    """Within the block, ``selected_settings`` loads ``path`` with ``root``."""
+    token = _SELECTION.set((None if path is None else str(path), None if root is None else str(root)))
+    try:
+        yield
+    finally:
+        _SELECTION.reset(token)
+
+
+def selection() -> tuple[str | None, str | None]:
+    """The (settings file, root) chosen by ``use_settings``; (None, None) means the environment."""
+    return _SELECTION.get()
+
+
+def selected_settings() -> PipelineSettings:
+    """The settings that the definitions being built run with (see ``use_settings``)."""
+    return load_settings(*selection())

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 from pydantic import PrivateAttr
 
-from pipelines.settings import CATALOG, DATABASE, PipelineSettings, load_settings
+from pipelines.settings import CATALOG, DATABASE, PipelineSettings, load_settings, selection
 from tablestore.session import CatalogManager
 from tablestore.sql.session import SqlSession
 
@@ -117,3 +117,9 @@ def _stop_quietly(spark: SparkSession) -> None:
 def resources(settings_file: str | None = None, root: str | None = None) -> dict[str, Any]:
     store = TableStoreResource(settings_file=settings_file, root=root)
     return {"tablestore": store, "spark": SparkResource(tablestore=store)}
+
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    """The resources, for the settings the code location is built with (``use_settings``)."""
+    return dg.Definitions(resources=resources(*selection()))

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import datetime
+import tomllib
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
-from pipelines.definitions import build_definitions
+from pipelines.definitions import PROJECT_DIR, build_definitions
 from pipelines.defs.ingest.landing import events_for_day, write_landing_day
 from pipelines.settings import CONFIG_DIR, load_settings
 from tablestore.errors import ConfigError
@@ -23,6 +24,8 @@ def test_definitions_load_with_every_asset_and_blocking_check(tmp_path: Path) ->
         "lakehouse/shop/customer_segments", "lakehouse/shop/customer_lifetime_value",
         "lakehouse/shop/erasure_requests", "lakehouse/shop/gdpr_erasure", "lakehouse/shop/trino_reconciliation",
         "lakehouse/shop/events_retention",
+        "lakehouse/shop/maintenance/events", "lakehouse/shop/maintenance/customers",
+        "lakehouse/shop/maintenance/erasure_requests", "lakehouse/shop/maintenance/erasure_audit",
     }
     graph = defs.resolve_asset_graph()
     checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
@@ -37,6 +40,63 @@ def test_definitions_load_with_every_asset_and_blocking_check(tmp_path: Path) ->
     daily = graph.get(dg.AssetKey(["lakehouse", "shop", "events"])).partitions_def
     assert daily is not None
     assert daily.get_partition_keys() == ["2026-11-01", "2026-11-02", "2026-11-03"]
+
+
+def test_the_defs_folder_is_loaded_for_the_settings_and_root_asked_for(tmp_path: Path) -> None:
+    # [tool.dg] names the defs module that load_from_defs_folder walks.
+    project = tomllib.loads((PROJECT_DIR.parent / "pyproject.toml").read_text())["tool"]["dg"]["project"]
+    assert (project["root_module"], project["defs_module"]) == ("pipelines", "pipelines.defs")
+    text = (CONFIG_DIR / "embedded.yaml").read_text().replace("cutover: 2026-11-04", "cutover: 2026-11-03")
+    other = tmp_path / "other.yaml"
+    other.write_text(text)
+    defs = build_definitions(str(other), root=str(tmp_path / "root"))
+    graph = defs.resolve_asset_graph()
+    daily = graph.get(dg.AssetKey(["lakehouse", "shop", "events"])).partitions_def
+    assert daily is not None and daily.get_partition_keys() == ["2026-11-01", "2026-11-02"]
+    hourly = graph.get(dg.AssetKey(["lakehouse", "shop", "events_hourly"])).partitions_def
+    assert hourly is not None and hourly.get_partition_keys()[0] == "2026-11-03-00:00"
+    assert len(hourly.get_partition_keys()) == 48
+    # The resources come from their own module's definitions, with the same settings and root.
+    assert set(defs.resources or {}) >= {"tablestore", "spark"}
+    store = (defs.resources or {})["tablestore"]
+    assert (store.settings_file, store.root) == (str(other), str(tmp_path / "root"))
+    assert store.settings.cutover == datetime.date(2026, 11, 3)
+    # The default (what `dagster dev` and the daemon load) is the environment's file again.
+    default = build_definitions(root=str(tmp_path)).resolve_asset_graph()
+    days = default.get(dg.AssetKey(["lakehouse", "shop", "events"])).partitions_def
+    assert days is not None and days.get_partition_keys()[-1] == "2026-11-03"
+
+
+def test_sensors_schedule_and_automation_conditions_drive_the_graph(tmp_path: Path) -> None:
+    defs = build_definitions(root=str(tmp_path))
+    running = dg.DefaultSensorStatus.RUNNING
+    sensors = {s.name: s for s in defs.sensors or ()}
+    assert set(sensors) == {"landing_events_sensor", "erasure_requests_sensor", "lakehouse_automation"}
+    assert all(s.default_status == running for s in sensors.values())
+    schedules = {s.name: s for s in defs.schedules or ()}
+    assert set(schedules) == {"table_maintenance_nightly"}
+    assert defs.resolve_schedule_def("table_maintenance_nightly").cron_schedule == "0 3 * * *"
+    graph = defs.resolve_asset_graph()
+    automated = {k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).automation_condition}
+    # What follows the sensors' runs; ingestion itself is started by the landing sensor, the
+    # requests by the erasure sensor, maintenance by its schedule.
+    assert automated == {
+        "lakehouse/shop/events_schema_evolution", "lakehouse/shop/events_rollover", "lakehouse/shop/customers",
+        "lakehouse/shop/customer_segments", "lakehouse/shop/customer_lifetime_value",
+        "lakehouse/shop/gdpr_erasure", "lakehouse/shop/trino_reconciliation",
+    }
+    fresh = {k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).freshness_policy}
+    assert fresh == {"lakehouse/shop/events", "lakehouse/shop/events_hourly", "lakehouse/shop/customers"}
+    maintenance = [k for k in graph.get_all_asset_keys() if k.path[:3] == ["lakehouse", "shop", "maintenance"]]
+    assert len(maintenance) == 4
+    assert all(graph.get(k).pools == {"table_maintenance"} for k in maintenance)
+    # `automation: {running: false}` (the stack's settings) leaves them stopped.
+    stopped = tmp_path / "stopped.yaml"
+    stopped.write_text((CONFIG_DIR / "embedded.yaml").read_text() + "automation: {running: false}\n")
+    quiet = build_definitions(str(stopped), root=str(tmp_path))
+    assert {s.default_status for s in quiet.sensors or ()} == {dg.DefaultSensorStatus.STOPPED}
+    assert quiet.resolve_schedule_def("table_maintenance_nightly").default_status == dg.DefaultScheduleStatus.STOPPED
+    assert "running: false" in (CONFIG_DIR / "stack.yaml").read_text()
 
 
 def test_landing_is_deterministic_and_gains_device_at_the_evolution(tmp_path: Path) -> None:

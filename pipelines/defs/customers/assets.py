@@ -8,11 +8,14 @@ feature query is a Spark DataFrame and the merge runs in Spark tasks
 process plans and commits; the feature rows never reach it.
 """
 
+import time
 from typing import TYPE_CHECKING
 
 import dagster as dg
 
+from pipelines.defs.automation import FOLLOWS_UPSTREAM, USER_TABLE_FRESHNESS
 from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVENTS_KEY
+from pipelines.defs.metadata import snapshot_metadata
 from pipelines.defs.resources import SparkResource, TableStoreResource
 from pipelines.defs.retries import STEP_RETRY
 from pipelines.settings import table_name
@@ -63,12 +66,19 @@ def merge_feature(table: Table, source: "DataFrame", column: str) -> dict[str, s
     }
 
 
+def _numbers(tablestore: TableStoreResource, merged: dict[str, str | int], started: float) -> dict[str, int | float]:
+    # The merge's snapshot (none when nothing changed), as numbers the UI plots.
+    return snapshot_metadata(tablestore.table("customers"), started, committed=merged["snapshot_id"] != "None")
+
+
 def build_customer_assets() -> list[dg.AssetsDefinition]:
     @dg.asset(key=CUSTOMERS_KEY, deps=[EVENTS_KEY, EVENTS_HOURLY_KEY], group_name="customers",
-              kinds={"iceberg", "spark"}, retry_policy=STEP_RETRY)
+              kinds={"iceberg", "spark"}, retry_policy=STEP_RETRY, automation_condition=FOLLOWS_UPSTREAM,
+              freshness_policy=USER_TABLE_FRESHNESS)
     def customers(tablestore: TableStoreResource, spark: SparkResource) -> dg.MaterializeResult:
         """``lakehouse.shop.customers``: one row per user seen in the events (identifier user_id).
         Rebuilt with INSERT OVERWRITE; the feature columns are refilled by the assets after it."""
+        started = time.monotonic()
         sql = tablestore.sql(spark.session())
         if not tablestore.exists("customers"):
             sql.execute_one(f"CREATE TABLE {CUSTOMERS} ({BASE_COLUMNS})")
@@ -80,33 +90,38 @@ def build_customer_assets() -> list[dg.AssetsDefinition]:
             f"INSERT OVERWRITE {CUSTOMERS} SELECT user_id, min_by(email, event_ts), min_by(country_code, event_ts), "
             f"min(event_ts){nulls} FROM {EVENTS} GROUP BY user_id"
         )
-        table.refresh()
-        snapshot = table.current_snapshot()
-        return dg.MaterializeResult(metadata={
-            "rows": int(snapshot.summary.get("total-records", "0")) if snapshot else 0,
-            "snapshot_id": str(snapshot.snapshot_id) if snapshot else "none",
-        })
+        numbers = snapshot_metadata(table, started)
+        return dg.MaterializeResult(metadata={"rows": numbers["rows_total"], **numbers})
 
     @dg.asset(key=SEGMENTS_KEY, deps=[CUSTOMERS_KEY], group_name="customers", kinds={"iceberg", "spark"},
-              retry_policy=STEP_RETRY)
+              retry_policy=STEP_RETRY, automation_condition=FOLLOWS_UPSTREAM)
     def customer_segments(tablestore: TableStoreResource, spark: SparkResource) -> dg.MaterializeResult:
         """``segment`` (vip, regular, occasional, browser) from purchase counts, merged into
         ``customers`` with merge_columns (update_columns once the column exists)."""
+        started = time.monotonic()
         source = tablestore.sql(spark.session()).planner().dataframe(SEGMENT_SQL)
         metadata = merge_feature(tablestore.table("customers"), source, "segment")
         # One row per segment (four at most): the only rows of the feature this process sees.
         counts = {r["segment"]: r["count"] for r in source.groupBy("segment").count().collect()}
         return dg.MaterializeResult(metadata={
-            **metadata, "source_rows": sum(counts.values()), "segments": counts,
+            **metadata, **_numbers(tablestore, metadata, started), "source_rows": sum(counts.values()),
+            "segments": counts,
         })
 
     @dg.asset(key=LTV_KEY, deps=[SEGMENTS_KEY], group_name="customers", kinds={"iceberg", "spark"},
-              retry_policy=STEP_RETRY)
+              retry_policy=STEP_RETRY, automation_condition=FOLLOWS_UPSTREAM)
     def customer_lifetime_value(tablestore: TableStoreResource, spark: SparkResource) -> dg.MaterializeResult:
         """``lifetime_value`` (purchases minus refunds) for customers who bought: a partial update,
         so customers without purchases keep NULL."""
+        started = time.monotonic()
         source = tablestore.sql(spark.session()).planner().dataframe(LTV_SQL)
         metadata = merge_feature(tablestore.table("customers"), source, "lifetime_value")
-        return dg.MaterializeResult(metadata={**metadata, "source_rows": source.count()})
+        return dg.MaterializeResult(metadata={**metadata, **_numbers(tablestore, metadata, started),
+                                              "source_rows": source.count()})
 
     return [customers, customer_segments, customer_lifetime_value]
+
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    return dg.Definitions(assets=build_customer_assets())

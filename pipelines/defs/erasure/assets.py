@@ -10,16 +10,19 @@ ingestion, so re-running the pipeline never brings an erased subject back.
 
 import datetime
 import json
+import time
 from typing import Any
 
 import dagster as dg
 import pyarrow as pa
 
+from pipelines.defs.automation import FOLLOWS_UPSTREAM
 from pipelines.defs.customers.assets import LTV_KEY
 from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVENTS_KEY, REQUESTS_LANDING_KEY
+from pipelines.defs.metadata import snapshot_metadata
 from pipelines.defs.resources import SparkResource, TableStoreResource
 from pipelines.defs.retries import STEP_RETRY
-from pipelines.settings import PipelineSettings, table_name
+from pipelines.settings import PipelineSettings, selected_settings, table_name
 from tablestore.maintenance.erasure import erase
 from tablestore.sql.session import SqlSession
 
@@ -146,11 +149,15 @@ def build_erasure_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition
               kinds={"iceberg"}, retry_policy=STEP_RETRY)
     def erasure_requests(tablestore: TableStoreResource) -> dg.MaterializeResult:
         """``lakehouse.shop.erasure_requests``: the landed requests, status ``pending`` until executed."""
+        started = time.monotonic()
         new, total = load_requests(tablestore, settings)
-        return dg.MaterializeResult(metadata={"new_requests": new, "requests": total})
+        return dg.MaterializeResult(metadata={
+            "new_requests": new, "requests": total,
+            **snapshot_metadata(tablestore.table("erasure_requests"), started, committed=new > 0),
+        })
 
     @dg.asset(key=ERASURE_KEY, deps=[REQUESTS_KEY, EVENTS_KEY, EVENTS_HOURLY_KEY, LTV_KEY], group_name="erasure",
-              kinds={"iceberg", "spark"}, retry_policy=STEP_RETRY)
+              kinds={"iceberg", "spark"}, retry_policy=STEP_RETRY, automation_condition=FOLLOWS_UPSTREAM)
     def gdpr_erasure(tablestore: TableStoreResource, spark: SparkResource) -> dg.MaterializeResult:
         """Delete the pending subjects from events and customers, erase them physically (rewrite,
         expire, remove orphans, verify), write the audit record and mark the requests done."""
@@ -159,3 +166,8 @@ def build_erasure_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition
                                               for k, v in report.items()})
 
     return [erasure_requests, gdpr_erasure]
+
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    return dg.Definitions(assets=build_erasure_assets(selected_settings()))

@@ -14,3 +14,8 @@ def build_erasure_checks() -> list[dg.AssetChecksDefinition]:
         suite_check("erased_users_gone", ERASURE_KEY, retry_policy=STEP_RETRY),
         suite_check("landing_reconciles", ERASURE_KEY, retry_policy=STEP_RETRY),
     ]
+
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    return dg.Definitions(asset_checks=build_erasure_checks())

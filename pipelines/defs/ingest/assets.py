@@ -8,15 +8,18 @@ The order the dates impose (config ``evolution.at`` and ``rollover.cutover``)::
 
 
 import datetime
+import time
 
 import dagster as dg
 from dagster import AssetExecutionContext
 
+from pipelines.defs.automation import FOLLOWS_UPSTREAM, USER_TABLE_FRESHNESS
 from pipelines.defs.ingest import events as ev
 from pipelines.defs.ingest.landing import write_erasure_requests, write_landing_day
+from pipelines.defs.metadata import snapshot_metadata
 from pipelines.defs.resources import SparkResource, TableStoreResource
 from pipelines.defs.retries import STEP_RETRY
-from pipelines.settings import PipelineSettings
+from pipelines.settings import PipelineSettings, selected_settings
 
 LANDING_KEY = dg.AssetKey(["landing", "events"])
 EVENTS_KEY = dg.AssetKey(["lakehouse", "shop", "events"])
@@ -42,13 +45,14 @@ def _naive(value: datetime.datetime) -> datetime.datetime:
     return value.astimezone(datetime.UTC).replace(tzinfo=None)
 
 
-def _ingest_result(result: ev.IngestResult, store: TableStoreResource) -> dg.MaterializeResult:
+def _ingest_result(result: ev.IngestResult, store: TableStoreResource, started: float) -> dg.MaterializeResult:
     table = store.table("events")
     return dg.MaterializeResult(metadata={
         "window": f"{result.start:%Y-%m-%d %H:%M} .. {result.end:%Y-%m-%d %H:%M}",
         "rows": result.rows,
         "action": result.action,
-        "snapshot_id": str(result.snapshot_id) if result.snapshot_id is not None else "none (unchanged)",
+        # Numbers Dagster plots per asset; snapshot_id 0: unchanged, nothing committed.
+        **snapshot_metadata(table, started, committed=result.snapshot_id is not None),
         "partition_spec": str(table.spec()),
         "schema_id": table.schema().schema_id,
         # Which Spark tasks wrote the files (none when unchanged): the run process writes none.
@@ -77,19 +81,24 @@ def build_ingest_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]
         })
 
     @dg.asset(key=EVENTS_KEY, deps=[LANDING_KEY], partitions_def=daily, backfill_policy=dg.BackfillPolicy.single_run(),
-              group_name="ingest", kinds={"iceberg", "spark"}, retry_policy=STEP_RETRY)
+              group_name="ingest", kinds={"iceberg", "spark"}, retry_policy=STEP_RETRY,
+              freshness_policy=USER_TABLE_FRESHNESS)
     def events(context: AssetExecutionContext, tablestore: TableStoreResource,
                spark: SparkResource) -> dg.MaterializeResult:
         """``lakehouse.shop.events`` by day, partitioned by ``days(event_ts)``: one landing day per
         partition, written with INSERT OVERWRITE so a re-run replaces the day. A range of days
         runs as one INSERT OVERWRITE."""
+        started = time.monotonic()
         window = context.partition_time_window
+        # Files the landing sensor saw are registered here: the run needs no landing step before it.
+        ev.register_landing(tablestore.sql(None), settings)
         result = ev.ingest(tablestore.sql(spark.session()), _naive(window.start), _naive(window.end), ev.DAY_FIELD,
                            settings.events_format_version)
-        return _ingest_result(result, tablestore)
+        return _ingest_result(result, tablestore, started)
 
     @dg.asset(
         key=EVOLUTION_KEY, retry_policy=STEP_RETRY, group_name="ingest", kinds={"iceberg"},
+        automation_condition=FOLLOWS_UPSTREAM,
         deps=[dg.AssetDep(EVENTS_KEY, partition_mapping=dg.SpecificPartitionsPartitionMapping(before_evolution))],
     )
     def events_schema_evolution(tablestore: TableStoreResource) -> dg.MaterializeResult:
@@ -105,8 +114,9 @@ def build_ingest_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]
             ),
         })
 
+    # The cut-over follows the data: eager waits until every daily partition is materialized.
     @dg.asset(key=ROLLOVER_KEY, deps=[EVENTS_KEY, EVOLUTION_KEY], group_name="ingest", kinds={"iceberg"},
-              retry_policy=STEP_RETRY)
+              retry_policy=STEP_RETRY, automation_condition=FOLLOWS_UPSTREAM)
     def events_rollover(tablestore: TableStoreResource) -> dg.MaterializeResult:
         """At the cut-over, REPLACE PARTITION FIELD days(event_ts) WITH hours(event_ts). Files
         written before keep the day spec; metadata only."""
@@ -121,16 +131,18 @@ def build_ingest_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]
     @dg.asset(
         key=EVENTS_HOURLY_KEY, deps=[ROLLOVER_KEY, EVOLUTION_KEY], partitions_def=hourly_partitions(settings),
         backfill_policy=dg.BackfillPolicy.single_run(), group_name="ingest", kinds={"iceberg", "spark"},
-        retry_policy=STEP_RETRY,
+        retry_policy=STEP_RETRY, freshness_policy=USER_TABLE_FRESHNESS,
     )
     def events_hourly(context: AssetExecutionContext, tablestore: TableStoreResource,
                       spark: SparkResource) -> dg.MaterializeResult:
         """``lakehouse.shop.events`` by hour from the cut-over, partitioned by ``hours(event_ts)``.
         A range of hours runs as one INSERT OVERWRITE."""
+        started = time.monotonic()
         window = context.partition_time_window
+        ev.register_landing(tablestore.sql(None), settings)
         result = ev.ingest(tablestore.sql(spark.session()), _naive(window.start), _naive(window.end), ev.HOUR_FIELD,
                            settings.events_format_version)
-        return _ingest_result(result, tablestore)
+        return _ingest_result(result, tablestore, started)
 
     @dg.asset(key=REQUESTS_LANDING_KEY, retry_policy=STEP_RETRY, group_name="erasure", kinds={"json"})
     def landing_erasure_requests() -> dg.MaterializeResult:
@@ -141,3 +153,8 @@ def build_ingest_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]
 
     return [landing_events, events, events_schema_evolution, events_rollover, events_hourly,
             landing_erasure_requests]
+
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    return dg.Definitions(assets=build_ingest_assets(selected_settings()))

@@ -15,3 +15,8 @@ def build_ingest_checks() -> list[dg.AssetChecksDefinition]:
         suite_check("evolved_types", EVOLUTION_KEY, retry_policy=STEP_RETRY),
         suite_check("partition_specs_by_cutover", EVENTS_HOURLY_KEY, retry_policy=STEP_RETRY),
     ]
+
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    return dg.Definitions(asset_checks=build_ingest_checks())

@@ -18,7 +18,7 @@ from pipelines.defs.ingest import events as ev
 from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVENTS_KEY
 from pipelines.defs.resources import TableStoreResource
 from pipelines.defs.retries import STEP_RETRY
-from pipelines.settings import PipelineSettings
+from pipelines.settings import PipelineSettings, selected_settings
 from tablestore.table import Table
 from tablestore.table.ops.partitions import drop_partitions, partition_names
 
@@ -84,3 +84,8 @@ def build_retention_assets(settings: PipelineSettings) -> list[dg.AssetsDefiniti
         })
 
     return [events_retention]
+
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    return dg.Definitions(assets=build_retention_assets(selected_settings()))

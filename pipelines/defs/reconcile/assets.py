@@ -18,6 +18,7 @@ from typing import Any
 import dagster as dg
 from dagster import AssetExecutionContext
 
+from pipelines.defs.automation import FOLLOWS_UPSTREAM
 from pipelines.defs.erasure.assets import ERASED_TABLES, ERASURE_KEY
 from pipelines.defs.reconcile.profiles import differences, profile, profile_query, spark_quote, trino_quote
 from pipelines.defs.resources import SparkResource, TableStoreResource
@@ -49,7 +50,8 @@ def reconciled_tables(tablestore: TableStoreResource) -> list[str]:
 
 
 def build_reconcile_assets() -> list[dg.AssetsDefinition]:
-    @dg.asset(key=RECONCILE_KEY, retry_policy=STEP_RETRY, deps=[ERASURE_KEY], group_name="reconcile", kinds={"trino"})
+    @dg.asset(key=RECONCILE_KEY, retry_policy=STEP_RETRY, deps=[ERASURE_KEY], group_name="reconcile", kinds={"trino"},
+              automation_condition=FOLLOWS_UPSTREAM)
     def trino_reconciliation(context: AssetExecutionContext, tablestore: TableStoreResource,
                              spark: SparkResource) -> dg.MaterializeResult:
         """Trino's column profiles of every table equal tablestore's; no erased user in Trino."""
@@ -95,3 +97,8 @@ def build_reconcile_assets() -> list[dg.AssetsDefinition]:
                                               "erased_users_left": dg.MetadataValue.json(erased_left)})
 
     return [trino_reconciliation]
+
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    return dg.Definitions(assets=build_reconcile_assets())
