@@ -14,9 +14,12 @@ For each table, in order:
    find the column by field id (files without it cannot hold it) and count rows whose value is
    one of the subjects'. Any such file is residue, and the erasure is reported as failed.
 
-The outcome is appended to an audit table (``<namespace>.erasure_audit`` by default). Branches
-and tags other than ``main`` pin old snapshots; an erasure refuses to run while a table has
-them unless ``remove_refs=True``.
+Steps 1 and 2 run on the head of every branch, main first: a branch in flight (the audit
+branch of a write-audit-publish) would otherwise publish the subjects' rows back. The report
+names every ref an erasure touched. Tags pin old snapshots and never move, so an erasure refuses
+to run while a table has tags unless ``remove_refs=True``, which drops them.
+
+The outcome is appended to an audit table (``<namespace>.erasure_audit`` by default).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from tablestore.maintenance.compaction import rewrite_data_files, rewrite_manife
 from tablestore.maintenance.expire import Progress, expire_snapshots
 from tablestore.maintenance.orphans import list_table_files, remove_orphan_files
 from tablestore.spec.expressions import In
-from tablestore.spec.metadata import TableMetadata
+from tablestore.spec.metadata import MAIN_BRANCH, TableMetadata
 from tablestore.spec.schema import type_to_arrow
 from tablestore.spec.updates import AssertTableUUID, RemoveSnapshotRefUpdate
 from tablestore.table.ops.row_level import MERGE_ON_READ, delete_rows
@@ -78,6 +81,8 @@ class TableErasure:
     files_removed: int = 0
     files_verified: int = 0
     residue: list[str] = field(default_factory=list)
+    #: Branches whose head the erasure changed and tags it removed, as "branch:name"/"tag:name".
+    refs_touched: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -210,14 +215,20 @@ def verify_table(table: Table, field_id: int, column: str, values: list[Any]) ->
     return len(files), [f"{path}: {n} row(s)" for path, n in results if n]
 
 
-def _drop_refs(table: Table) -> None:
-    def stage(base: TableMetadata) -> StagedCommit:
-        # Recomputed on every attempt: a branch created meanwhile goes too.
-        others = [name for name in base.refs if name != "main"]
-        return StagedCommit([AssertTableUUID(base.table_uuid)], [RemoveSnapshotRefUpdate(n) for n in others])
+def _tags(metadata: TableMetadata) -> list[str]:
+    return sorted(name for name, ref in metadata.refs.items() if not ref.is_branch)
 
-    if any(name != "main" for name in table.metadata.refs):
+
+def _drop_tags(table: Table) -> list[str]:
+    """Remove the table's tags (they pin pre-erasure snapshots and never move); their names."""
+    def stage(base: TableMetadata) -> StagedCommit:
+        # Recomputed on every attempt: a tag created meanwhile goes too.
+        return StagedCommit([AssertTableUUID(base.table_uuid)], [RemoveSnapshotRefUpdate(n) for n in _tags(base)])
+
+    tags = _tags(table.refresh().metadata)
+    if tags:
         table.transaction().add_change(ComputedChange(stage)).commit_transaction()
+    return tags
 
 
 def erase_table(table: Table, column: str, values: list[Any], started_ms: int, progress: Progress | None = None,
@@ -232,24 +243,33 @@ def erase_table(table: Table, column: str, values: list[Any], started_ms: int, p
         if progress is not None:
             progress(f"{table.name}: {name}", 1, 1)
 
-    t0 = time.perf_counter()
-    before = table.refresh().current_snapshot()
-    subjects = In(column, typed)
-    # Counted from a scan: rows already masked by delete files are not "removed" by this erasure.
-    out.rows_removed = table.scan(filter=subjects, columns=[column]).count()
-    # Position deletes, whatever the table's delete mode: a copy-on-write delete would rewrite
-    # the files in the current partition spec, and the rewrite below keeps each file in its own.
-    delete_rows(table, subjects, snapshot_properties={"erasure": "true"}, mode=MERGE_ON_READ)
-    after = table.refresh().current_snapshot()
-    if after is not None and (before is None or after.snapshot_id != before.snapshot_id):
-        out.files_rewritten += int(after.summary.get("deleted-data-files", "0"))
-    step("delete", t0)
+    table.refresh()
+    branches = sorted((n for n, r in table.metadata.refs.items() if r.is_branch),
+                      key=lambda n: (n != MAIN_BRANCH, n)) or [MAIN_BRANCH]
+    for branch in branches:
+        on_branch = table.on_branch(branch)
+        t0 = time.perf_counter()
+        before = on_branch.refresh().current_snapshot()
+        subjects = In(column, typed)
+        # Counted from a scan: rows already masked by delete files are not "removed" by this erasure.
+        removed = on_branch.scan(filter=subjects, columns=[column]).count()
+        out.rows_removed += removed
+        # Position deletes, whatever the table's delete mode: a copy-on-write delete would rewrite
+        # the files in the current partition spec, and the rewrite below keeps each file in its own.
+        delete_rows(on_branch, subjects, snapshot_properties={"erasure": "true"}, mode=MERGE_ON_READ)
+        after = on_branch.refresh().current_snapshot()
+        if after is not None and (before is None or after.snapshot_id != before.snapshot_id):
+            out.files_rewritten += int(after.summary.get("deleted-data-files", "0"))
+        step("delete", t0)
 
-    t0 = time.perf_counter()
-    rewrite = rewrite_data_files(table, select=lambda task: bool(task.delete_files), keep_spec=True)
-    out.files_rewritten += rewrite.rewritten_data_files_count
-    rewrite_manifests(table)
-    step("rewrite", t0)
+        t0 = time.perf_counter()
+        rewrite = rewrite_data_files(on_branch, select=lambda task: bool(task.delete_files), keep_spec=True)
+        out.files_rewritten += rewrite.rewritten_data_files_count
+        rewrite_manifests(on_branch)
+        if on_branch.refresh().current_snapshot() != before and branch in on_branch.metadata.refs:
+            out.refs_touched.append(f"branch:{branch}")
+        step("rewrite", t0)
+    table.refresh()
 
     t0 = time.perf_counter()
     expired = expire_snapshots(table, older_than=int(time.time() * 1000) + 1, retain_last=1,
@@ -307,20 +327,21 @@ def erase(
     for t in loaded:
         t.schema().find_field(column)  # every table must have the column: fail before changing any
         _typed_values(t, column, subjects)
-        pinned = sorted(n for n in t.metadata.refs if n != "main")
+        pinned = _tags(t.metadata)
         if pinned and not remove_refs:
             raise ValidationError(
-                f"{t.name} has branches or tags ({', '.join(pinned)}) that keep pre-erasure snapshots "
-                "readable; drop them first, or pass remove_refs=True (--remove-refs) to drop them"
+                f"{t.name} has tags ({', '.join(pinned)}) that keep pre-erasure snapshots readable and "
+                "never move; drop them first, or pass remove_refs=True (--remove-refs) to drop them "
+                "(branches are erased at their heads)"
             )
     audit_name = audit_table or f"{'.'.join(loaded[0].identifier[:-1])}.erasure_audit"
     started_ms = int(time.time() * 1000)
     erased_at = datetime.datetime.now(datetime.UTC)
     report = ErasureReport(str(request_id), column, len(subjects), [], erased_at, audit_name)
     for name, t in zip(names, loaded, strict=True):
-        if remove_refs:
-            _drop_refs(t)
+        dropped = _drop_tags(t) if remove_refs else []
         erased = erase_table(t, column, subjects, started_ms, progress, report.timings_s)
+        erased.refs_touched.extend(f"tag:{name}" for name in dropped)
         erased.rows_removed += (rows_deleted_before or {}).get(name, 0)
         report.tables.append(erased)
 

@@ -163,6 +163,34 @@ def test_erasure_refuses_tables_with_tags_unless_told(db_catalog: tablestore.Cat
     assert subject_rows_in_files(table.location, field_id, [3]) == {}
 
 
+def test_erasure_erases_the_head_of_every_branch_so_an_audit_branch_cannot_publish_a_subject_back(
+    db_catalog: tablestore.Catalog,
+) -> None:
+    catalog = db_catalog
+    table = catalog.create_table("db.users", schema=SCHEMA)
+    table.append(rows(10))  # user ids 0-9 on main
+    # An ingest in flight: its audit branch holds main's rows plus new ones, subjects among them.
+    audit = table.on_branch("audit")
+    audit.append(rows(10, 10))  # 10-19
+    field_id = table.schema().find_field("user_id").field_id
+
+    report = tablestore.erase(catalog, "db.users", "user_id", "R-branch", values=[3, 13])
+
+    table.refresh()
+    main_ids = sorted(table.scan().to_arrow().column("user_id").to_pylist())
+    audit_ids = sorted(table.scan(ref="audit").to_arrow().column("user_id").to_pylist())
+    assert main_ids == [i for i in range(10) if i != 3]
+    assert audit_ids == [i for i in range(20) if i not in (3, 13)]
+    assert report.verified and report.tables[0].refs_touched == ["branch:main", "branch:audit"]
+    assert report.rows_removed == 3  # 3 on main; 3 and 13 on the branch
+    # No file under the location holds a subject: the pre-erasure snapshots of both branches expired.
+    assert subject_rows_in_files(table.location, field_id, [3, 13]) == {}
+    # No snapshot left can publish a subject back: every retained one reads without them.
+    for snapshot in table.snapshots():
+        read = table.scan(snapshot_id=snapshot.snapshot_id).to_arrow().column("user_id").to_pylist()
+        assert not {3, 13} & set(read), snapshot.snapshot_id
+
+
 def test_erasure_keeps_each_rewritten_file_in_its_partition_spec(db_catalog: tablestore.Catalog) -> None:
     # A table whose layout evolved (days, then hours): the erasure removes rows from files of
     # both specs, and a file written under the day spec must stay under it (a copy-on-write

@@ -85,6 +85,58 @@ def test_tags_and_branches_keep_their_snapshots(db_catalog: tablestore.Catalog) 
         table.maintenance().expire_snapshots(snapshot_ids=[first])
 
 
+def test_expire_applies_each_branch_retention_and_keeps_files_a_ref_still_reaches(
+    db_catalog: tablestore.Catalog,
+) -> None:
+    table = _history(db_catalog)  # main: 4 snapshots
+    base = table.snapshots()[1].snapshot_id
+    # audit keeps 3 snapshots of its own lineage; stale is a branch whose max-ref-age has passed.
+    with table.manage_snapshots() as ms:
+        ms.create_branch(base, "audit", min_snapshots_to_keep=3)
+        ms.create_branch(base, "stale", max_ref_age_ms=1)
+    audit = table.on_branch("audit")
+    audit_first = audit.append(rows(5, 500))
+    audit.append(rows(5, 600))
+    time.sleep(0.01)
+    listed = _listed(table)
+    audit_rows = _ids(table.refresh(), audit_first.snapshot_id)
+
+    result = table.maintenance().expire_snapshots(older_than=int(time.time() * 1000) + 1, retain_last=1)
+
+    table.refresh()
+    assert result.removed_refs == ["stale"] and sorted(table.refs()) == ["audit", "main"]
+    kept = {s.snapshot_id for s in table.snapshots()}
+    # main keeps its head; audit keeps its head and 2 ancestors (min-snapshots-to-keep 3): the
+    # second append, the first append and the branch point.
+    assert kept == {table.refs()["main"].snapshot_id, table.refs()["audit"].snapshot_id,
+                    audit_first.snapshot_id, base}
+    assert _ids(table, audit_first.snapshot_id) == audit_rows
+    # Every file a retained snapshot reaches is still there; what went is what nothing reaches.
+    gone = listed - _listed(table)
+    assert gone and not (gone & referenced_files(table, include_deleted_entries=False))
+    assert _ids(table) == list(range(10, 90))
+    assert sorted(table.scan(ref="audit").to_arrow().column("user_id").to_pylist()) == sorted(
+        [*range(60), *range(500, 505), *range(600, 605)])
+
+
+def test_remove_orphan_files_keeps_every_file_of_every_branch(db_catalog: tablestore.Catalog) -> None:
+    table = _history(db_catalog)
+    audit = table.on_branch("audit")
+    written = audit.append(rows(5, 500))
+    audit.delete("user_id = 500")
+    junk = f"{table.location}/data/junk-from-a-failed-writer.parquet"
+    table.io.new_output(junk).write(b"not committed")
+    listed = _listed(table)
+
+    done = table.maintenance().remove_orphan_files(older_than=int(time.time() * 1000) + 5000)
+
+    assert [normalize_path(p) for p in done.orphan_file_locations] == [normalize_path(junk)]
+    assert _listed(table) == listed - {normalize_path(junk)}
+    assert sorted(table.refresh().scan(ref="audit").to_arrow().column("user_id").to_pylist()) == sorted(
+        [*range(10, 90), *range(501, 505)])
+    assert _ids(table, written.snapshot_id) == sorted([*range(10, 90), *range(500, 505)])
+
+
 def test_expire_by_id_and_dry_run(db_catalog: tablestore.Catalog) -> None:
     table = _history(db_catalog)
     snaps = table.snapshots()
