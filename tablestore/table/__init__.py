@@ -259,7 +259,10 @@ class Table:
         (every write takes it): commit to that branch instead, see :meth:`on_branch`.
         """
         target = self._target(branch)
-        return self._commit_alone(target.transaction(commit_id).append(data, snapshot_properties))
+        try:
+            return self._commit_alone(target.transaction(commit_id).append(data, snapshot_properties))
+        finally:
+            self._adopt(target)
 
     def append_files(self, files: list[DataFile], snapshot_properties: dict[str, str] | None = None,
                      commit_id: str | CommitIdentity | None = None, branch: str | None = None) -> Snapshot:
@@ -270,7 +273,10 @@ class Table:
         that applied it is returned (see :mod:`tablestore.table.update.identity`).
         """
         target = self._target(branch)
-        return self._commit_alone(target.transaction(commit_id).append_files(files, snapshot_properties))
+        try:
+            return self._commit_alone(target.transaction(commit_id).append_files(files, snapshot_properties))
+        finally:
+            self._adopt(target)
 
     def transaction(self, commit_id: str | CommitIdentity | None = None) -> TableTransaction:
         """Several changes in one atomic commit: ``with table.transaction() as tx: tx.append(...)``.
@@ -283,6 +289,11 @@ class Table:
     def _target(self, branch: str | None) -> Table:
         """The Table a write with ``branch=`` goes through (this one when None)."""
         return self if branch is None or branch == self.branch else self.on_branch(branch)
+
+    def _adopt(self, target: Table) -> None:
+        """Take the metadata a write through ``target`` left (or saw), so this object is not stale."""
+        if target is not self:
+            self.metadata_location, self.metadata = target.metadata_location, target.metadata
 
     @staticmethod
     def _commit_alone(transaction: TableTransaction) -> Snapshot:
@@ -304,7 +315,11 @@ class Table:
         without them. The commit fails with CommitConflictError if a concurrent commit added
         rows that match the filter after this overwrite read the table.
         """
-        return self._commit_alone(self._target(branch).transaction().overwrite(data, filter, snapshot_properties))
+        target = self._target(branch)
+        try:
+            return self._commit_alone(target.transaction().overwrite(data, filter, snapshot_properties))
+        finally:
+            self._adopt(target)
 
     def replace_partitions(self, data: Any, snapshot_properties: dict[str, str] | None = None,
                            branch: str | None = None) -> Snapshot:
@@ -314,7 +329,11 @@ class Table:
         of older specs, stay. A concurrent commit that adds files to a replaced partition makes
         this commit fail with CommitConflictError.
         """
-        return commit_snapshot(replace_partitions_producer(self._target(branch), data, snapshot_properties))
+        target = self._target(branch)
+        try:
+            return commit_snapshot(replace_partitions_producer(target, data, snapshot_properties))
+        finally:
+            self._adopt(target)
 
     # -- column merges (tablestore.table.ops.column_merge) --------------------------------------
     def fragments(self, filter: str | Expression | None = None) -> list[Fragment]:
@@ -329,7 +348,11 @@ class Table:
         """Add ``source``'s columns, joined on ``on``, in one commit with the schema change."""
         from tablestore.table.ops.column_merge import merge_table
 
-        return merge_table(self._target(branch), source, on, columns, "merge", duplicates=duplicates, filter=filter)
+        target = self._target(branch)
+        try:
+            return merge_table(target, source, on, columns, "merge", duplicates=duplicates, filter=filter)
+        finally:
+            self._adopt(target)
 
     def update_columns(self, source: Any, on: str | list[str], columns: list[str], null_policy: str = "keep",
                        duplicates: str = "error", filter: str | Expression | None = None,
@@ -337,7 +360,11 @@ class Table:
         """Update ``columns`` from ``source`` joined on ``on``: NULL or absent new values keep the old."""
         from tablestore.table.ops.column_merge import merge_table
 
-        return merge_table(self._target(branch), source, on, columns, "update", null_policy, duplicates, filter)
+        target = self._target(branch)
+        try:
+            return merge_table(target, source, on, columns, "update", null_policy, duplicates, filter)
+        finally:
+            self._adopt(target)
 
     def commit_fragments(self, fragments: list[Fragment]) -> Snapshot | None:
         """Commit fragments rewritten elsewhere (``Fragment.merge_columns``) in one snapshot."""
@@ -376,7 +403,11 @@ class Table:
         """
         from tablestore.table.ops.row_level import delete_rows
 
-        return delete_rows(self._target(branch), filter, snapshot_properties)
+        target = self._target(branch)
+        try:
+            return delete_rows(target, filter, snapshot_properties)
+        finally:
+            self._adopt(target)
 
     def update(
         self,
@@ -388,7 +419,11 @@ class Table:
         """Set columns to SQL expressions (``{"name": "upper(name)"}``) where ``filter`` holds; returns the count."""
         from tablestore.table.ops.row_level import update_rows
 
-        return update_rows(self._target(branch), assignments, filter, snapshot_properties)
+        target = self._target(branch)
+        try:
+            return update_rows(target, assignments, filter, snapshot_properties)
+        finally:
+            self._adopt(target)
 
     def merge(self, source: Any, on: str, source_alias: str = "s", target_alias: str = "t",
               branch: str | None = None) -> MergeBuilder:

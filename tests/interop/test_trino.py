@@ -331,3 +331,22 @@ def test_trino_keeps_working_past_its_tokens_lifetime(lake: Lake) -> None:
     # Trino's was refused for an expired token.
     log = lake.service.log()
     assert "/v1/oauth/tokens -> 4" not in log and " -> 401 " not in log, log[-3000:]
+
+
+def test_trino_reads_our_branches_and_tags_by_name(lake: Lake) -> None:
+    table = lake.direct.create_table(f"{NAMESPACE}.refs", pa.schema([pa.field("id", pa.int64())]))
+    first = table.append(pa.table({"id": pa.array([1, 2], pa.int64())}))
+    table.manage_snapshots().create_tag(first.snapshot_id, "v1").commit()
+    table.append(pa.table({"id": pa.array([3], pa.int64())}), branch="audit")
+    table.append(pa.table({"id": pa.array([4], pa.int64())}))
+    name = f"lakehouse.{NAMESPACE}.refs"
+
+    def ids(sql: str) -> list[int]:
+        return sorted(row[0] for row in lake.trino.query(sql))
+
+    assert ids(f"SELECT id FROM {name}") == [1, 2, 4]
+    assert ids(f"SELECT id FROM {name} FOR VERSION AS OF 'audit'") == [1, 2, 3]
+    assert ids(f"SELECT id FROM {name} FOR VERSION AS OF 'v1'") == [1, 2]
+    refs = lake.trino.query(f'SELECT name, type, snapshot_id FROM lakehouse.{NAMESPACE}."refs$refs" ORDER BY name')
+    ours = table.refresh().refs()
+    assert refs == [[n, ours[n].type.upper(), ours[n].snapshot_id] for n in ("audit", "main", "v1")]
