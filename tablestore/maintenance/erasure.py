@@ -38,10 +38,8 @@ from tablestore.maintenance.orphans import list_table_files, remove_orphan_files
 from tablestore.spec.expressions import In
 from tablestore.spec.metadata import TableMetadata
 from tablestore.spec.schema import type_to_arrow
-from tablestore.spec.updates import AssertTableUUID, RemoveSnapshotRefUpdate
+from tablestore.spec.updates import AssertTableUUID, RemoveSnapshotRefUpdate, TableRequirement, TableUpdate
 from tablestore.table.ops.row_level import MERGE_ON_READ, delete_rows
-from tablestore.table.update.retry import StagedCommit
-from tablestore.table.update.transaction import ComputedChange
 
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
@@ -211,13 +209,13 @@ def verify_table(table: Table, field_id: int, column: str, values: list[Any]) ->
 
 
 def _drop_refs(table: Table) -> None:
-    def stage(base: TableMetadata) -> StagedCommit:
+    def stage(base: TableMetadata) -> tuple[list[TableRequirement], list[TableUpdate]]:
         # Recomputed on every attempt: a branch created meanwhile goes too.
         others = [name for name in base.refs if name != "main"]
-        return StagedCommit([AssertTableUUID(base.table_uuid)], [RemoveSnapshotRefUpdate(n) for n in others])
+        return [AssertTableUUID(base.table_uuid)], [RemoveSnapshotRefUpdate(n) for n in others]
 
     if any(name != "main" for name in table.metadata.refs):
-        table.transaction().add_change(ComputedChange(stage)).commit_transaction()
+        table.transaction().change_metadata(stage).commit_transaction()
 
 
 def erase_table(table: Table, column: str, values: list[Any], started_ms: int, progress: Progress | None = None,
