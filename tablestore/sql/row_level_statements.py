@@ -31,6 +31,7 @@ from sqlglot import exp
 from tablestore.engine.spark.row_level import DELETE, INSERT, UPDATE, RowLevelOutcome, apply_changes
 from tablestore.engine.spark.row_source import SOURCE_NAME, native_row_positions, register
 from tablestore.engine.spark.source_options import quote_name
+from tablestore.engine.spark.table_types import assignable, table_typed
 from tablestore.errors import (
     FilterError,
     NoSuchNamespaceError,
@@ -42,7 +43,6 @@ from tablestore.errors import (
 from tablestore.spec.expression_parser import parse_filter
 from tablestore.spec.expressions import AlwaysTrue, BooleanExpression, bind
 from tablestore.spec.types import sql_type_name
-from tablestore.sql.dml import assignable, table_typed
 from tablestore.sql.parse_row_level import DeleteFrom, MergeClause, MergeInto, UpdateTable
 from tablestore.sql.query import METADATA_TABLES, QueryPlanner, parse_query, spark_errors
 from tablestore.sql.result import StatementResult
