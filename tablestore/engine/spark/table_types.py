@@ -146,6 +146,27 @@ def typed_for_table(table: Table, df: Any, targets: list[str]) -> Any:
     return df.select(*selected)
 
 
+def typed_assignments(df: Any, table: Table, names: list[str], what: str) -> Any:
+    """``df`` with each column in ``names`` (the values an UPDATE or MERGE assigns) checked against
+    and cast to the table's column type; the other columns as they are. ``what`` names the
+    statement in the SchemaError of a value SQL's store assignment does not allow."""
+    schema = table.schema()
+    spark_types = {f.name: f.dataType for f in df.schema.fields}
+    columns = []
+    for name in df.columns:
+        if name not in names:
+            columns.append(F.col(f"`{name}`"))
+            continue
+        t = schema.find_type(name)
+        if not assignable(spark_types[name], t):
+            raise SchemaError(
+                f"{what} of {table.name}: column {name!r} is {sql_type_name(t)} but the new value is "
+                f"{spark_types[name].simpleString()}; add an explicit CAST"
+            )
+        columns.append(table_typed(F.col(f"`{name}`"), spark_types[name], t).alias(name))
+    return df.select(*columns)
+
+
 def static_column(table: Table, name: str, value: Any) -> Any:
     """A PARTITION clause's static value as a Spark column of the table column's type: added in
     Spark, so the rows never pass through the client."""
@@ -157,4 +178,4 @@ def static_column(table: Table, name: str, value: Any) -> Any:
     return (literal.cast(cast_to) if cast_to else literal).alias(name)
 
 
-__all__ = ["assignable", "spark_cast_type", "static_column", "table_typed", "typed_for_table"]
+__all__ = ["assignable", "spark_cast_type", "static_column", "table_typed", "typed_assignments", "typed_for_table"]
