@@ -75,6 +75,8 @@ def commit_files(table: Table, files: list[DataFile], identity: CommitIdentity |
             raise CommitConflictError(
                 f"the partition spec of {table.name} changed while {writer} wrote its files; run it again"
             )
+        # Every Spark write's commit is opened here and only here, so what all of them commit to
+        # (and, once writes name one, the ref they target) is decided in one place.
         transaction = _staged(table.transaction(identity), files, how, snapshot_properties)
         snapshot = transaction.commit_transaction()
     except CommitStateUnknownError:
