@@ -49,7 +49,6 @@ from tablestore.engine.spark.write_task import (
     check_write_schema,
     delete_quietly,
     described_write_task,
-    task_executor,
 )
 from tablestore.io import FileIO, load_file_io
 from tablestore.spec.content_file_json import content_file_from_json
@@ -272,4 +271,4 @@ def commit_written(table: Table, written: WrittenFiles, how: FilesCommit | None 
 
 
 __all__ = ["SUMMARY_PREFIX", "TaskWrite", "WrittenFiles", "commit_written", "remove_write", "remove_write_files",
-           "table_target", "task_executor", "write_files", "writers_summary"]
+           "table_target", "write_files", "writers_summary"]
