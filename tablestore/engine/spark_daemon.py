@@ -43,6 +43,8 @@ PRELOADED_MODULES = (
     "tablestore.engine.spark.source",
     "tablestore.engine.spark.source_read",
     "tablestore.engine.spark.source_write",
+    "tablestore.engine.spark.write_task",
+    "tablestore.engine.spark.write_files",
     "tablestore.engine.spark.stream",
     "tablestore.engine.spark.column_merge",
     "tablestore.table.read.data_files",

@@ -45,9 +45,6 @@ from tablestore.table.read.data_files import DELETE_FILE_PATH_ID, DELETE_POS_ID
 from tablestore.table.read.deletion_vectors import delete_file_key
 from tablestore.table.read.file_rows import read_file_rows, rewrite_schema
 from tablestore.table.read.scan import FileTask, plan_files
-from tablestore.table.update.rewrite import RewriteFiles, RewriteManifests
-from tablestore.table.update.transaction import commit_snapshot
-from tablestore.table.update.validation import no_position_deletes_into
 from tablestore.table.write.conform import conform_to_schema
 from tablestore.table.write.data_files import WriteContext, write_data_files
 
@@ -256,9 +253,9 @@ def rewrite_data_files(
     added = [f for files in outputs for f in files]
     input_paths = {f.file_path for f in inputs}
 
-    conflicts = no_position_deletes_into(input_paths, "this compaction rewrites")
     try:
-        commit_snapshot(RewriteFiles(table, inputs, added, snapshot, [conflicts], {"compaction": strategy}))
+        table.transaction().rewrite_files(inputs, added, snapshot, {"compaction": strategy},
+                                          position_deletes_conflict="this compaction rewrites").commit_transaction()
     except BaseException:
         for f in added:
             table.io.delete(f.file_path)
@@ -299,7 +296,8 @@ def remove_dangling_deletes(table: Table) -> int:
     dangling = [f for f, _ in live_delete_files(table, snapshot) if delete_file_key(f) not in used]
     if not dangling:
         return 0
-    commit_snapshot(RewriteFiles(table, dangling, [], snapshot, (), {"dangling-deletes-removed": str(len(dangling))}))
+    table.transaction().rewrite_files(dangling, [], snapshot,
+                                      {"dangling-deletes-removed": str(len(dangling))}).commit_transaction()
     return len(dangling)
 
 
@@ -369,7 +367,8 @@ def rewrite_position_deletes(
     inputs = [f for v in chosen.values() for f in v] + dropped
     if not inputs:
         return result
-    commit_snapshot(RewriteFiles(table, inputs, added, snapshot, (), {"position-deletes-rewritten": "true"}))
+    table.transaction().rewrite_files(inputs, added, snapshot,
+                                      {"position-deletes-rewritten": "true"}).commit_transaction()
     result.rewritten_delete_files_count = len(inputs)
     result.added_delete_files_count = len(added)
     result.rewritten_bytes_count = sum(f.file_size_in_bytes for f in inputs)
@@ -413,6 +412,7 @@ def rewrite_manifests(table: Table, spec_id: int | None = None) -> RewriteManife
         size = sum(m.manifest_length for m in manifests)
         return int(target_bytes / max(1.0, size / max(1, entries)))
 
-    producer = RewriteManifests(table, per_manifest, spec_id)
-    commit_snapshot(producer)
-    return RewriteManifestsResult(len(producer.rewritten), len(producer.added))
+    transaction = table.transaction()
+    rewrite = transaction.rewrite_manifests(per_manifest, spec_id)
+    transaction.commit_transaction()
+    return RewriteManifestsResult(rewrite.rewritten, rewrite.added)

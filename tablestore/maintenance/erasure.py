@@ -41,10 +41,8 @@ from tablestore.maintenance.orphans import list_table_files, remove_orphan_files
 from tablestore.spec.expressions import In
 from tablestore.spec.metadata import MAIN_BRANCH, TableMetadata
 from tablestore.spec.schema import type_to_arrow
-from tablestore.spec.updates import AssertTableUUID, RemoveSnapshotRefUpdate
+from tablestore.spec.updates import AssertTableUUID, RemoveSnapshotRefUpdate, TableRequirement, TableUpdate
 from tablestore.table.ops.row_level import MERGE_ON_READ, delete_rows
-from tablestore.table.update.retry import StagedCommit
-from tablestore.table.update.transaction import ComputedChange
 
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
@@ -221,13 +219,13 @@ def _tags(metadata: TableMetadata) -> list[str]:
 
 def _drop_tags(table: Table) -> list[str]:
     """Remove the table's tags (they pin pre-erasure snapshots and never move); their names."""
-    def stage(base: TableMetadata) -> StagedCommit:
+    def stage(base: TableMetadata) -> tuple[list[TableRequirement], list[TableUpdate]]:
         # Recomputed on every attempt: a tag created meanwhile goes too.
-        return StagedCommit([AssertTableUUID(base.table_uuid)], [RemoveSnapshotRefUpdate(n) for n in _tags(base)])
+        return [AssertTableUUID(base.table_uuid)], [RemoveSnapshotRefUpdate(n) for n in _tags(base)]
 
     tags = _tags(table.refresh().metadata)
     if tags:
-        table.transaction().add_change(ComputedChange(stage)).commit_transaction()
+        table.transaction().change_metadata(stage).commit_transaction()
     return tags
 
 

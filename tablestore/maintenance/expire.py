@@ -38,8 +38,6 @@ from tablestore.spec.updates import (
     TableUpdate,
 )
 from tablestore.table import parse_timestamp_ms
-from tablestore.table.update.retry import StagedCommit
-from tablestore.table.update.transaction import ComputedChange
 
 if TYPE_CHECKING:
     from tablestore.table import Table
@@ -179,7 +177,7 @@ def expire_snapshots(
     result = ExpireResult()
     planned: list[TableMetadata] = []
 
-    def stage(base: TableMetadata) -> StagedCommit:
+    def stage(base: TableMetadata) -> tuple[list[TableRequirement], list[TableUpdate]]:
         """What to expire on the table as it is at this attempt (recomputed on every retry)."""
         planned[:] = [base]
         now_ms = int(time.time() * 1000)
@@ -207,11 +205,11 @@ def expire_snapshots(
         updates: list[TableUpdate] = [RemoveSnapshotRefUpdate(name) for name in removed_refs]
         if expired:
             updates.append(RemoveSnapshotsUpdate(tuple(result.expired_snapshot_ids)))
-        return StagedCommit(requirements, updates)
+        return requirements, updates
 
     table.refresh()
     try:
-        table.transaction().add_change(ComputedChange(stage)).commit_transaction()
+        table.transaction().change_metadata(stage).commit_transaction()
     except _NothingToCommit:
         if not result.expired_snapshot_ids and not result.removed_refs:
             return result

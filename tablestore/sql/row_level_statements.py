@@ -31,6 +31,7 @@ from sqlglot import exp
 from tablestore.engine.spark.row_level import DELETE, INSERT, UPDATE, RowLevelOutcome, apply_changes
 from tablestore.engine.spark.row_source import SOURCE_NAME, native_row_positions, register
 from tablestore.engine.spark.source_options import quote_name
+from tablestore.engine.spark.table_types import typed_assignments
 from tablestore.errors import (
     FilterError,
     NoSuchNamespaceError,
@@ -41,8 +42,6 @@ from tablestore.errors import (
 )
 from tablestore.spec.expression_parser import parse_filter
 from tablestore.spec.expressions import AlwaysTrue, BooleanExpression, bind
-from tablestore.spec.types import sql_type_name
-from tablestore.sql.dml import assignable, table_typed
 from tablestore.sql.parse_row_level import DeleteFrom, MergeClause, MergeInto, UpdateTable
 from tablestore.sql.query import METADATA_TABLES, QueryPlanner, parse_query, spark_errors
 from tablestore.sql.result import StatementResult
@@ -213,27 +212,6 @@ def delete_from(context: SessionContext, s: DeleteFrom) -> StatementResult:
 
 
 # -- UPDATE ------------------------------------------------------------------------------------------
-def _typed_columns(df: DataFrame, table: Table, names: list[str], what: str) -> DataFrame:
-    """``df`` with each named column checked against and cast to the table's column type."""
-    from pyspark.sql import functions as F
-
-    schema = table.schema()
-    spark_types = {f.name: f.dataType for f in df.schema.fields}
-    columns = []
-    for name in df.columns:
-        if name not in names:
-            columns.append(F.col(f"`{name}`"))
-            continue
-        t = schema.find_type(name)
-        if not assignable(spark_types[name], t):
-            raise SchemaError(
-                f"{what} of {table.name}: column {name!r} is {sql_type_name(t)} but the new value is "
-                f"{spark_types[name].simpleString()}; add an explicit CAST"
-            )
-        columns.append(table_typed(F.col(f"`{name}`"), spark_types[name], t).alias(name))
-    return df.select(*columns)
-
-
 def update_table(context: SessionContext, s: UpdateTable) -> StatementResult:
     _check_batch(context)
     catalog, identifier, table = context.table(s.name)
@@ -256,7 +234,7 @@ def update_table(context: SessionContext, s: UpdateTable) -> StatementResult:
         from_clause = f"{TARGET_MARKER} AS {_quote(alias)}"
     files = f"`_file`, `_pos`, {UPDATE} AS `__kind`, " if snapshot is not None else ""
     df = planner.dataframe(f"SELECT {files}{select} FROM {from_clause}{where}")
-    df = _typed_columns(df, table, names, "UPDATE")
+    df = typed_assignments(df, table, names, "UPDATE")
     if snapshot is None:
         return StatementResult(affected=0)
     outcome = _apply(table, snapshot, "update", df, plain or AlwaysTrue())
@@ -437,7 +415,7 @@ def merge_into(context: SessionContext, s: MergeInto) -> StatementResult:
                     f"(SELECT {source_keys} FROM {source_cte} AS {_quote(src)}))")
         query = (f"WITH {source_cte} AS (SELECT * FROM {s.source} AS {_quote(src)}) SELECT * FROM "
                  f"({select(filtered, source_cte)}) WHERE `__action` >= 0")
-    df = _typed_columns(planner.dataframe(query), table, list(columns), "MERGE")
+    df = typed_assignments(planner.dataframe(query), table, list(columns), "MERGE")
     kinds = {"delete": DELETE, "update": UPDATE, "insert": INSERT}
     kind = "CASE `__action` " + " ".join(f"WHEN {i} THEN {kinds[c.action]}" for i, c in enumerate(s.clauses)) \
         + " END"

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tablestore.engine.spark.table_types import typed_for_table
+from tablestore.engine.spark.write_files import commit_written
 from tablestore.errors import NoSuchTableError, TableAlreadyExistsError, ValidationError
 from tablestore.sql import statements as st
 from tablestore.sql.ddl import describe_table, describe_view, show_create_table, table_schema_from_columns
-from tablestore.sql.dml import commit_written_files, typed_for_table, write_query
+from tablestore.sql.dml import write_query
 from tablestore.sql.external_statements import create_external_table
 from tablestore.sql.result import StatementResult
-from tablestore.table.update.snapshot import FastAppend
 
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
@@ -64,7 +65,7 @@ def _create_table_as(context: SessionContext, s: st.CreateTable, query: str, cat
     try:
         written = write_query(context, table, typed_for_table(table, df, [f.name for f in table.schema().fields]))
         if written.files:
-            commit_written_files(table, written, lambda files, props: FastAppend(table, files, props))
+            commit_written(table, written)
     except BaseException:
         catalog.drop_table(identifier)
         if replaced is not None:

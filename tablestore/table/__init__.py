@@ -43,7 +43,9 @@ if TYPE_CHECKING:
     from tablestore.table.update.schema import UpdateSchema
     from tablestore.table.update.spec import UpdateSpec
 
-__all__ = ["FileTask", "Table", "TableScan", "TableTransaction"]
+# CommitIdentity is part of the Table API: callers name who makes a commit with it
+# (``append_files(..., commit_id=CommitIdentity(...))``) without reaching into the commit path.
+__all__ = ["CommitIdentity", "FileTask", "Table", "TableScan", "TableTransaction"]
 
 #: The table property that lets writes be staged with a ``wap.id`` or go to ``spark.wap.branch``.
 WAP_ENABLED = "write.wap.enabled"
@@ -277,6 +279,28 @@ class Table:
             return self._commit_alone(target.transaction(commit_id).append_files(files, snapshot_properties))
         finally:
             self._adopt(target)
+
+    def overwrite_files(self, files: list[DataFile], filter: str | Expression | None = None,
+                        snapshot_properties: dict[str, str] | None = None,
+                        commit_id: str | CommitIdentity | None = None) -> Snapshot:
+        """Replace the rows matching ``filter`` (every row when None) with data files written
+        elsewhere, as :meth:`overwrite` does with rows; ``commit_id`` as in :meth:`append_files`."""
+        return self._commit_alone(self.transaction(commit_id).overwrite_files(files, filter, snapshot_properties))
+
+    def replace_partitions_files(self, files: list[DataFile], snapshot_properties: dict[str, str] | None = None,
+                                 commit_id: str | CommitIdentity | None = None) -> Snapshot:
+        """:meth:`replace_partitions` with data files written elsewhere: the partitions they have
+        rows in are replaced; ``commit_id`` as in :meth:`append_files`."""
+        return self._commit_alone(self.transaction(commit_id).replace_partitions_files(files, snapshot_properties))
+
+    def replace_files(self, files: list[DataFile], read_snapshot_id: int | None,
+                      snapshot_properties: dict[str, str] | None = None,
+                      commit_id: str | CommitIdentity | None = None) -> Snapshot:
+        """Replace the whole table with data files written elsewhere, unless data arrived meanwhile:
+        a commit that added data files since ``read_snapshot_id`` (the snapshot the write read;
+        None when the table was empty) makes it fail with CommitConflictError."""
+        return self._commit_alone(self.transaction(commit_id).replace_files(files, read_snapshot_id,
+                                                                           snapshot_properties))
 
     def transaction(self, commit_id: str | CommitIdentity | None = None) -> TableTransaction:
         """Several changes in one atomic commit: ``with table.transaction() as tx: tx.append(...)``.

@@ -19,6 +19,7 @@ pytestmark = pytest.mark.spark
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
+from tablestore.engine.spark.commit import OVERWRITE, WRITE_ID_PROPERTY, FilesCommit  # noqa: E402
 from tablestore.engine.spark.write_files import commit_written, table_target, write_files  # noqa: E402
 
 SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.string()), ("x", pa.float64()), ("g", pa.int64())])
@@ -58,8 +59,10 @@ def test_tasks_write_files_and_one_append_commits_them(lake: Lake, spark: SparkS
     assert {t.partition for t in written.tasks} == {0, 1, 2}
     assert all(target.write_id in f.file_path for f in written.files)
 
-    snapshot = commit_written(table.io, written, lambda files: table.append_files(files, written.summary()))
+    snapshot = commit_written(table, written).snapshot
+    assert snapshot.summary["operation"] == "append"
     assert snapshot.summary["added-records"] == "1000"
+    assert snapshot.summary[WRITE_ID_PROPERTY] == target.write_id
     assert snapshot.summary["tablestore.write.tasks"] == "3"
     assert snapshot.summary["tablestore.write.executors"] == "driver"  # local mode's executor
     table.refresh()
@@ -119,12 +122,15 @@ def test_refused_commit_deletes_the_written_files(lake: Lake, spark: SparkSessio
     written = write_files(source(lake, spark, "refused_src", 100, 2), table_target(table, lake.config.to_json()))
     assert len(data_files(table)) == 2
 
-    def refuse(files: list) -> None:
-        raise CommitConflictError("refused")
+    # Another writer adds rows after the write loaded the table: an overwrite of every row would
+    # lose them, so the commit is refused.
+    lake.load("refused").append(pa.table({"id": [7], "s": ["other"], "x": [0.5], "g": [3]}, SCHEMA))
+    other = data_files(table) - {p for p in data_files(table) if written.write_id in p}
 
     with pytest.raises(CommitConflictError):
-        commit_written(table.io, written, refuse)
-    assert data_files(table) == set()
+        commit_written(table, written, FilesCommit(OVERWRITE))
+    assert data_files(table) == other
+    assert lake.load("refused").scan().to_arrow().column("id").to_pylist() == [7]
 
 
 def test_columns_the_table_lacks_fail_before_any_task_runs(lake: Lake, spark: SparkSession) -> None:

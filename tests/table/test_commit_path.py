@@ -3,7 +3,8 @@
 ``Transaction.commit_transaction`` is the only caller of the retry loop, and the retry loop is
 the only caller of a catalog's ``commit_table`` outside the catalogs and the REST service (which
 implement it). Expiry and erasure, which remove snapshots rather than add one, commit through a
-Transaction too.
+Transaction too. Every file Spark writes is committed by one function,
+``engine/spark/commit.py``'s ``commit_files``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ IMPLEMENTERS = ("tablestore/catalog/", "tablestore/rest/")
 def calls_of(names: set[str], *packages: str) -> list[tuple[str, str]]:
     found = []
     for package in packages:
-        for path in sorted((ROOT / package).rglob("*.py")):
+        root = ROOT / package
+        for path in [root] if root.is_file() else sorted(root.rglob("*.py")):
             relative = path.relative_to(ROOT).as_posix()
             for node in ast.walk(ast.parse(path.read_text(), relative)):
                 if not isinstance(node, ast.Call):
@@ -43,5 +45,23 @@ def test_one_retry_loop_entered_by_the_transaction_alone() -> None:
 def test_expire_and_erasure_commit_through_a_transaction() -> None:
     for module in ("tablestore/maintenance/expire.py", "tablestore/maintenance/erasure.py"):
         source = (ROOT / module).read_text()
-        assert ".transaction().add_change(ComputedChange(" in source, module
+        assert ".transaction().change_metadata(stage).commit_transaction()" in source, module
         assert "commit_with_retries" not in source, module
+
+
+def test_files_written_by_spark_are_committed_by_one_function() -> None:
+    # SQL's INSERT, CTAS and RTAS, the data source (and its native Parquet path) and the streaming
+    # sink: none of them opens a transaction or calls the Table API's file commits itself.
+    commits = {"transaction", "append_files", "overwrite_files", "replace_partitions_files", "replace_files",
+               "commit_snapshot", "commit_transaction"}
+    calls = calls_of(commits, "tablestore/sql", "tablestore/engine/spark/source_write.py",
+                     "tablestore/engine/spark/stream.py", "tablestore/engine/spark/write_files.py",
+                     "tablestore/engine/spark/native_write.py", "tablestore/engine/spark/commit.py")
+    assert sorted(calls) == [
+        ("tablestore/engine/spark/commit.py", "append_files"),
+        ("tablestore/engine/spark/commit.py", "commit_transaction"),
+        ("tablestore/engine/spark/commit.py", "overwrite_files"),
+        ("tablestore/engine/spark/commit.py", "replace_files"),
+        ("tablestore/engine/spark/commit.py", "replace_partitions_files"),
+        ("tablestore/engine/spark/commit.py", "transaction"),
+    ]

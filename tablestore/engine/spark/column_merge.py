@@ -45,8 +45,8 @@ import numpy as np
 import pyarrow as pa
 
 from tablestore.engine.spark.source_files import SourceSlice, parquet_source_slices
-from tablestore.engine.spark.source_write import delete_quietly
-from tablestore.engine.spark.write_files import remove_write_files, task_executor, writers_summary
+from tablestore.engine.spark.write_files import remove_write_files, writers_summary
+from tablestore.engine.spark.write_task import delete_quietly, task_executor
 from tablestore.errors import CommitStateUnknownError
 from tablestore.io import to_location_uri
 from tablestore.table.ops.column_merge import (

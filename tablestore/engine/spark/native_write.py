@@ -43,7 +43,8 @@ import pyarrow.parquet as pq
 from pyspark.sql import types as st
 
 from tablestore.engine.spark.source_options import SNAPSHOT_PROPERTY_PREFIX, SOURCE_NAME, table_options
-from tablestore.engine.spark.source_write import TablestoreCommitMessage, TablestoreWriter, WriteTarget, resolve_write
+from tablestore.engine.spark.source_write import commit_write, resolve_write
+from tablestore.engine.spark.write_task import WriteTarget
 from tablestore.errors import ValidationError
 from tablestore.io import load_file_io
 from tablestore.spec import conversions
@@ -266,10 +267,9 @@ def _write_native(df: DataFrame, target: WriteTarget, overwrite: bool) -> None:
     for empty in [f for f in files if f.record_count == 0]:
         os.remove(_local(empty.file_path))
     files = [f for f in files if f.record_count > 0]
-    rows = sum(f.record_count for f in files)
     # The data source's commit: one snapshot, the write id in its summary, files deleted when
     # the commit is refused.
-    TablestoreWriter(target, overwrite).commit([TablestoreCommitMessage(files, 0, rows)])
+    commit_write(target, files, overwrite)
 
 
 def _remove_checksums(directory: str) -> None:

@@ -43,7 +43,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tablestore.engine.spark.convert import from_spark_table
-from tablestore.engine.spark.write_files import remove_write_files, task_executor, writers_summary
+from tablestore.engine.spark.write_files import remove_write_files, writers_summary
+from tablestore.engine.spark.write_task import task_executor
 from tablestore.errors import ValidationError
 from tablestore.spec.expressions import AlwaysTrue, BooleanExpression
 from tablestore.spec.schema import Schema

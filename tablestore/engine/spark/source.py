@@ -45,6 +45,7 @@ from pyspark.sql import types as st
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamWriter, DataSourceWriter
 
 from tablestore.config import LakehouseConfig
+from tablestore.engine.spark.commit import WRITE_ID_PROPERTY
 from tablestore.engine.spark.convert import spark_schema
 from tablestore.engine.spark.source_options import (
     SNAPSHOT_PROPERTY_PREFIX,
@@ -61,15 +62,9 @@ from tablestore.engine.spark.source_read import (
     TablestoreReader,
     resolve_read,
 )
-from tablestore.engine.spark.source_write import (
-    WRITE_ID_PROPERTY,
-    TablestoreCommitMessage,
-    TablestoreWriter,
-    WriteTarget,
-    check_write_schema,
-    resolve_write,
-)
+from tablestore.engine.spark.source_write import TablestoreWriter, resolve_write
 from tablestore.engine.spark.stream import stream_writer
+from tablestore.engine.spark.write_task import TablestoreCommitMessage, WriteTarget, check_write_schema
 from tablestore.errors import SchemaError
 
 

@@ -38,24 +38,19 @@ import pyarrow as pa
 from pyspark.sql import types as st
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
-from tablestore.engine.local import LocalEngine
-from tablestore.engine.spark.source_write import (
+from tablestore.engine.spark.commit import APPEND, REPLACE_TABLE, FilesCommit, commit_files
+from tablestore.engine.spark.source_write import resolve_write
+from tablestore.engine.spark.write_task import (
     TablestoreCommitMessage,
     WriteTarget,
     check_write_schema,
     delete_quietly,
-    resolve_write,
     write_task,
 )
-from tablestore.errors import CommitConflictError, CommitStateUnknownError, TableStoreError
-from tablestore.spec.expressions import AlwaysTrue
+from tablestore.errors import CommitConflictError, TableStoreError
 from tablestore.spec.manifest import DataFile
 from tablestore.spec.metadata import Snapshot, TableMetadata
-from tablestore.table.read.scan import plan_files
-from tablestore.table.update.identity import CommitIdentity
-from tablestore.table.update.snapshot import FastAppend, OverwriteFiles, SnapshotProducer, since
-from tablestore.table.update.transaction import Transaction
-from tablestore.table.update.validation import no_new_snapshots
+from tablestore.table import CommitIdentity
 
 if TYPE_CHECKING:
     from tablestore.table import Table
@@ -97,42 +92,28 @@ def commit_batch(
     snapshot_properties: dict[str, str] | None = None,
 ) -> Snapshot | None:
     """Commit one micro-batch; None when it is a replay of a committed batch (its files are
-    deleted) or an empty append."""
-    if files and any(f.spec_id != table.spec().spec_id for f in files):
-        raise CommitConflictError(
-            f"the partition spec of {table.name} changed while streaming batch {batch_id} was written; "
-            "the batch fails and Spark runs it again with the new spec after a restart"
-        )
+    deleted) or an empty append. In complete mode the batch replaces the whole table, unless a
+    commit added data since the table was loaded for this commit."""
     properties = {**(snapshot_properties or {}), EPOCH_ID_PROPERTY: str(batch_id)}
     identity = None
     if query_id is not None:
         identity = batch_identity(query_id, batch_id)
     else:
         log.warning("streaming batch %d has no query id: a replay of it could not be recognised", batch_id)
-    producer: SnapshotProducer
     if complete:
-        snapshot = table.current_snapshot()
-        replaced = [] if snapshot is None else [
-            t.file for t in plan_files(table.io, table.metadata, snapshot, table.schema(), AlwaysTrue(), LocalEngine())
-        ]
-        # The replaced files were listed on `snapshot`; a commit since may have added more.
-        nothing_new = no_new_snapshots(
-            lambda newer: f"{len(newer)} commit(s) reached {table.name} while streaming batch {batch_id} replaced "
-                          "it; the batch fails and Spark runs it again"
-        )
-        producer = OverwriteFiles(table, replaced, files, "overwrite", since(snapshot), checks=[nothing_new],
-                                  snapshot_properties=properties)
+        # The replaced files are those of the current snapshot; a commit since may have added more.
+        current = table.current_snapshot()
+        how = FilesCommit(REPLACE_TABLE, read_snapshot_id=current.snapshot_id if current is not None else None)
     elif not files:
         return None  # an empty batch: nothing to add, nothing a replay could duplicate
     else:
-        producer = FastAppend(table, files, properties)
-    transaction = Transaction(table, identity).add_snapshot(producer)
-    committed = transaction.commit_transaction()
-    if transaction.applied_before is not None:
+        how = FilesCommit(APPEND)
+    committed = commit_files(table, files, identity, how, properties, writer=f"streaming batch {batch_id}")
+    if committed.applied_before:
         # The transaction deleted the replay's files.
         log.info("skipping streaming batch %d of query %s: it was committed before", batch_id, query_id)
         return None
-    return committed
+    return committed.snapshot
 
 
 def checkpoint_query_id(checkpoint: str | None, io_properties: Mapping[str, str]) -> str | None:
@@ -179,13 +160,11 @@ class TablestoreStreamWriter(DataSourceStreamArrowWriter):
         files = [f for m in messages if isinstance(m, TablestoreCommitMessage) for f in m.files]
         with self.target.open_table() as table:
             try:
-                commit_batch(table, files, self.query_id(messages), batchId, self.complete,
-                             self.target.snapshot_properties)
-            except CommitStateUnknownError:
-                raise  # the commit may have landed: keep every file
+                query_id = self.query_id(messages)
             except BaseException:
-                delete_quietly(table.io, [f.file_path for f in files])
+                delete_quietly(table.io, [f.file_path for f in files])  # no commit will reference them
                 raise
+            commit_batch(table, files, query_id, batchId, self.complete, self.target.snapshot_properties)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         from tablestore.io import load_file_io

@@ -1,17 +1,18 @@
 """Data files written by Spark tasks, described to the driver: the write half of every SQL write.
 
-    written = write_files(df, table_target(table, config_json))
-    commit_written(table.io, written, lambda files: table.append_files(files, ...))
+    written = write_files(typed_for_table(table, df, names), table_target(table, config_json))
+    commit_written(table, written, FilesCommit(OVERWRITE, filter=...))
 
-``write_files`` runs one Spark job over a DataFrame already typed for the table: each task
-streams its Arrow batches through :func:`~tablestore.engine.spark.source_write.write_task` (the
-data source's task: partitioned writers, fan-out within the memory budget, rolling at the
-target file size) and returns one small row, the JSON descriptions of its files
-(:mod:`tablestore.spec.content_file_json`) and where it ran. Only those rows reach the driver
-and the client, whatever the size of the data, as in Iceberg's ``SparkWrite`` (tasks send
-``DataFile`` messages, the driver commits once). The caller then makes exactly one commit with
-the operation its statement calls for: an append, an overwrite by filter, a dynamic partition
-overwrite (:mod:`tablestore.table.ops.overwrite` accepts files written elsewhere).
+``write_files`` runs one Spark job over a DataFrame already typed for the table
+(:mod:`~tablestore.engine.spark.table_types`): each task streams its Arrow batches through
+:func:`~tablestore.engine.spark.write_task.write_task` (the task the data source runs too:
+partitioned writers, fan-out within the memory budget, rolling at the target file size) and
+returns one small row, the JSON descriptions of its files (:mod:`tablestore.spec.content_file_json`)
+and where it ran. Only those rows reach the driver and the client, whatever the size of the data,
+as in Iceberg's ``SparkWrite`` (tasks send ``DataFile`` messages, the driver commits once). The
+caller then makes exactly one commit with the operation its statement calls for, through
+:func:`commit_written`: an append, an overwrite by filter, a dynamic partition overwrite
+(:func:`tablestore.engine.spark.commit.commit_files`).
 
 Why ``mapInArrow`` and not the data source's writer. The Python data source commits in a Python
 worker of the driver, with no way to hand the files back to the caller, and an overwrite's commit
@@ -23,7 +24,8 @@ files of the tasks that had succeeded are in no message the driver received: eve
 write carries the write's id in its name (``<partition>-<n>-<write id>-<attempt>-<n>.parquet``,
 as Iceberg names files by operation id), so the driver lists the table's data location and
 deletes the write's files. That listing happens only on failure. A commit that is refused
-deletes the files too (:func:`commit_written`), unless its outcome is unknown.
+deletes the files too (:func:`~tablestore.engine.spark.commit.commit_files`), unless its outcome
+is unknown.
 
 Where the files were written is recorded in the snapshot summary (:meth:`WrittenFiles.summary`):
 ``tablestore.write.tasks`` (the Spark tasks that wrote files), ``tablestore.write.executors`` and
@@ -32,21 +34,24 @@ Where the files were written is recorded in the snapshot summary (:meth:`Written
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import logging
-import os
 import re
-import socket
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
-from tablestore.engine.spark.source_write import WriteTarget, check_write_schema, delete_quietly, write_task
-from tablestore.errors import CommitStateUnknownError
+from tablestore.engine.spark.commit import FilesCommit, commit_files, writer_identity
+from tablestore.engine.spark.write_task import (
+    WriteTarget,
+    check_write_schema,
+    delete_quietly,
+    described_write_task,
+)
 from tablestore.io import FileIO, load_file_io
-from tablestore.spec.content_file_json import content_file_from_json, content_file_to_json
+from tablestore.spec.content_file_json import content_file_from_json
 from tablestore.spec.manifest import DataFile
 from tablestore.spec.transforms import (
     BucketTransform,
@@ -62,14 +67,12 @@ from tablestore.spec.types import IcebergType, StructType
 from tablestore.table.write.data_files import WriteContext
 
 if TYPE_CHECKING:
-    from pyspark import TaskContext
     from pyspark.sql import Column, DataFrame
 
+    from tablestore.engine.spark.commit import Committed
     from tablestore.table import Table
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 SUMMARY_PREFIX = "tablestore.write."
 _RESULT_SCHEMA = "written string"
@@ -77,8 +80,6 @@ _RESULT_SCHEMA = "written string"
 SMALL_WRITE_BYTES = 8 * 1024 * 1024
 _STATISTICS = re.compile(r"Statistics\(sizeInBytes=([0-9.]+) ?([KMGTPE]?i?B)")
 _UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50, "EiB": 2**60}
-# Spark sets this local property in the task's context; in local mode it is "driver".
-_EXECUTOR_PROPERTY = "spark.executor.id"
 
 
 @dataclass(frozen=True)
@@ -128,11 +129,6 @@ def writers_summary(tasks: Iterable[tuple[str, str, str, int]]) -> dict[str, str
     }
 
 
-def task_executor(context: TaskContext | None) -> str:
-    """The executor a task runs on ("driver" in local mode), from the task's local properties."""
-    return (context.getLocalProperty(_EXECUTOR_PROPERTY) if context else None) or "unknown"
-
-
 def table_target(table: Table, config_json: str, snapshot_properties: dict[str, str] | None = None) -> WriteTarget:
     """The write target of a loaded table: its catalog is reached again from ``config_json``."""
     snapshot = table.current_snapshot()
@@ -148,33 +144,6 @@ def table_target(table: Table, config_json: str, snapshot_properties: dict[str, 
         base_snapshot_id=snapshot.snapshot_id if snapshot is not None else None,
         snapshot_properties=dict(snapshot_properties or {}),
     )
-
-
-def _types(target: WriteTarget) -> tuple[StructType, dict[int, IcebergType]]:
-    schema = target.schema()
-    return target.spec().partition_type(schema), {f.field_id: f.field_type for _, f in schema.all_fields()}
-
-
-def _task_function(target: WriteTarget) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
-        context = TaskContext.get()
-        message = write_task(target, batches)
-        partition_type, column_types = _types(target)
-        described = {
-            "files": [content_file_to_json(f, partition_type, column_types, column_types) for f in message.files],
-            "rows": message.rows,
-            "stage": context.stageId() if context else -1,
-            "partition": message.task_id,
-            "attempt": context.attemptNumber() if context else 0,
-            "executor": task_executor(context),
-            "host": socket.gethostname(),
-            "pid": os.getpid(),
-        }
-        yield pa.record_batch([pa.array([json.dumps(described)], pa.string())], names=["written"])
-
-    return task
 
 
 def _task_write(obj: dict[str, object], partition_types: dict[int, StructType],
@@ -232,16 +201,18 @@ def clustered_by_partition(df: DataFrame, target: WriteTarget) -> DataFrame:
 
 
 def estimated_size(df: DataFrame) -> int | None:
-    """Spark's estimate of the bytes ``df`` produces (an upper bound for most plans), or None."""
+    """Spark's estimate of the bytes ``df`` produces (an upper bound for most plans), or None.
+
+    Read from the cost plan that ``explain(mode="cost")`` prints: the one public way to Spark's
+    statistics, the same text in classic Spark and through Spark Connect.
+    """
+    text = io.StringIO()
     try:
-        return int(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes())
-    except AttributeError:  # Spark Connect: no JVM handle; the cost plan's text says the same
-        pass
-    try:
-        text = df._explain_string(extended=False, mode="cost")  # type: ignore[operator]
+        with contextlib.redirect_stdout(text):
+            df.explain(mode="cost")
     except Exception:  # an explain this client cannot give: no estimate, no harm
         return None
-    match = _STATISTICS.search(text)
+    match = _STATISTICS.search(text.getvalue())
     if match is None:
         return None
     return int(float(match.group(1)) * _UNITS.get(match.group(2), 1))
@@ -257,17 +228,17 @@ def distributed_for_write(df: DataFrame, target: WriteTarget) -> DataFrame:
 
 
 def write_files(df: DataFrame, target: WriteTarget) -> WrittenFiles:
-    """Write ``df`` (typed for the table: see :func:`tablestore.sql.dml.table_typed`) as data
+    """Write ``df`` (typed for the table: see :func:`tablestore.engine.spark.table_types.typed_for_table`) as data
     files of ``target`` in Spark tasks; nothing is committed. A failed job leaves no file."""
     check_write_schema(df.schema, target)
     df = distributed_for_write(df, target)
     try:
         # One row per task: the descriptions of its files, a few kB (capped by design: never rows).
-        rows = df.mapInArrow(_task_function(target), _RESULT_SCHEMA).collect()
+        rows = df.mapInArrow(described_write_task(target), _RESULT_SCHEMA).collect()
     except BaseException:
         remove_write(target)
         raise
-    partition_type, column_types = _types(target)
+    partition_type, column_types = target.types()
     spec_id = target.spec().spec_id
     tasks = [_task_write(json.loads(r[0]), {spec_id: partition_type}, column_types) for r in rows]
     return WrittenFiles(target.write_id, tasks)
@@ -291,17 +262,13 @@ def remove_write_files(io: FileIO, data_location: str, write_id: str) -> None:
     delete_quietly(io, [f.path for f in listed if write_id in f.path.rsplit("/", 1)[-1]])
 
 
-def commit_written(io: FileIO, written: WrittenFiles, commit: Callable[[list[DataFile]], T]) -> T:
-    """``commit(files)``, deleting the files when the commit is refused (not when its outcome is
-    unknown: it may have landed)."""
-    try:
-        return commit(written.files)
-    except CommitStateUnknownError:
-        raise
-    except BaseException:
-        delete_quietly(io, [f.file_path for f in written.files])
-        raise
+def commit_written(table: Table, written: WrittenFiles, how: FilesCommit | None = None) -> Committed:
+    """One snapshot of the files a SQL write's tasks wrote, as ``how`` says (None: append), marked with the write's
+    id (a retry of a commit whose outcome was unknown finds it) and recording where they were
+    written; the files are deleted when the commit is refused."""
+    return commit_files(table, written.files, writer_identity(written.write_id), how or FilesCommit(),
+                        written.summary(), writer="the SQL statement")
 
 
 __all__ = ["SUMMARY_PREFIX", "TaskWrite", "WrittenFiles", "commit_written", "remove_write", "remove_write_files",
-           "table_target", "task_executor", "write_files", "writers_summary"]
+           "table_target", "write_files", "writers_summary"]

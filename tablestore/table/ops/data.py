@@ -9,17 +9,27 @@ schema and spec the transaction's earlier changes leave, and hands a snapshot pr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from tablestore.spec.expressions import Expression
-from tablestore.spec.manifest import DataFile
-from tablestore.spec.metadata import TableMetadata
-from tablestore.table.ops.overwrite import overwrite_producer
+from tablestore.spec.manifest import DataFile, ManifestFile
+from tablestore.spec.metadata import Snapshot, TableMetadata
+from tablestore.spec.updates import TableRequirement, TableUpdate
+from tablestore.table.ops.overwrite import (
+    overwrite_files_producer,
+    overwrite_producer,
+    replace_files_producer,
+    replace_partitions_files_producer,
+)
 from tablestore.table.ops.row_level import delete_rows
+from tablestore.table.update.retry import StagedCommit
+from tablestore.table.update.rewrite import RewriteFiles, RewriteManifests
 from tablestore.table.update.snapshot import FastAppend
-from tablestore.table.update.transaction import Transaction
+from tablestore.table.update.transaction import ComputedChange, Transaction
+from tablestore.table.update.validation import no_position_deletes_into
 from tablestore.table.write.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
 from tablestore.table.write.data_files import WriteContext, write_data_files
 from tablestore.table.write.writers import write_data_stream
@@ -59,6 +69,59 @@ class TableTransaction(Transaction):
         """Append data files written elsewhere (by ``write_files`` on other workers)."""
         return self.add_snapshot(FastAppend(self.table, files, snapshot_properties))
 
+    def overwrite_files(self, files: list[DataFile], filter: str | Expression | None = None,
+                        snapshot_properties: dict[str, str] | None = None) -> TableTransaction:
+        """Replace the rows matching ``filter`` (every row when None) with data files written
+        elsewhere, validated against the commits made since the table was loaded (a static
+        ``INSERT OVERWRITE``)."""
+        self.require_no_metadata_changes("an overwrite")
+        return self.add_snapshot(overwrite_files_producer(self.table, files, filter, snapshot_properties))
+
+    def replace_partitions_files(self, files: list[DataFile],
+                                 snapshot_properties: dict[str, str] | None = None) -> TableTransaction:
+        """Dynamic partition overwrite with data files written elsewhere: the partitions they
+        have rows in are replaced (a dynamic ``INSERT OVERWRITE``)."""
+        self.require_no_metadata_changes("an overwrite")
+        return self.add_snapshot(replace_partitions_files_producer(self.table, files, snapshot_properties))
+
+    def replace_files(self, files: list[DataFile], read_snapshot_id: int | None,
+                      snapshot_properties: dict[str, str] | None = None) -> TableTransaction:
+        """Replace the whole table with data files written elsewhere, unless data arrived since
+        the snapshot ``read_snapshot_id`` the write read (None: the table was empty then)."""
+        self.require_no_metadata_changes("a replace")
+        return self.add_snapshot(replace_files_producer(self.table, files, read_snapshot_id, snapshot_properties))
+
+    def rewrite_files(self, removed: list[DataFile], added: list[DataFile], scan_snapshot: Snapshot | None,
+                      snapshot_properties: dict[str, str] | None = None,
+                      position_deletes_conflict: str | None = None) -> TableTransaction:
+        """Swap files for files holding the same rows (compaction, delete file rewrites): a
+        ``replace`` snapshot whose added files keep the data sequence number of
+        ``scan_snapshot``. With ``position_deletes_conflict`` (what the rewrite is, for the
+        message), position deletes a concurrent commit added into a removed file are a conflict."""
+        checks = [] if position_deletes_conflict is None else [
+            no_position_deletes_into({f.file_path for f in removed}, position_deletes_conflict)
+        ]
+        return self.add_snapshot(RewriteFiles(self.table, removed, added, scan_snapshot, checks, snapshot_properties))
+
+    def rewrite_manifests(self, target_entries: Callable[[list[ManifestFile]], int],
+                          spec_id: int | None = None) -> ManifestsRewritten:
+        """Re-cluster the data manifests (of ``spec_id``, or all) into manifests of
+        ``target_entries(manifests)`` entries; the counts are known once the transaction commits."""
+        producer = RewriteManifests(self.table, target_entries, spec_id)
+        self.add_snapshot(producer)
+        return ManifestsRewritten(producer)
+
+    def change_metadata(
+        self, stage: Callable[[TableMetadata], tuple[list[TableRequirement], list[TableUpdate]]],
+    ) -> TableTransaction:
+        """A metadata change recomputed on every attempt: ``stage(metadata)`` gives the
+        requirements and updates on the table as it is then (what to expire, refs to drop)."""
+        def staged(base: TableMetadata) -> StagedCommit:
+            requirements, updates = stage(base)
+            return StagedCommit(requirements, updates)
+
+        return self.add_change(ComputedChange(staged))
+
     def overwrite(self, data: Any, filter: str | Expression | None = None,
                   snapshot_properties: dict[str, str] | None = None) -> TableTransaction:
         """Replace the rows matching ``filter`` (every row when None) with ``data``."""
@@ -71,3 +134,18 @@ class TableTransaction(Transaction):
         self.require_no_metadata_changes("a delete")
         delete_rows(self.table, filter, snapshot_properties, transaction=self)
         return self
+
+
+class ManifestsRewritten:
+    """How many manifests a manifest rewrite replaced and wrote, once its transaction committed."""
+
+    def __init__(self, producer: RewriteManifests) -> None:
+        self._producer = producer
+
+    @property
+    def rewritten(self) -> int:
+        return len(self._producer.rewritten)
+
+    @property
+    def added(self) -> int:
+        return len(self._producer.added)

@@ -60,6 +60,7 @@ from tablestore.table.update.validation import (
     SNAPSHOT,
     Check,
     ConcurrentCommits,
+    no_data_added,
     no_new_data_files,
     no_new_data_matching,
     row_level_checks,
@@ -129,6 +130,26 @@ def overwrite_files_producer(table: Table, added: list[DataFile], filter: str | 
     matching ``filter`` are replaced by the rows of ``added``. ``table`` is the table as the
     write read it: the commit is validated against the commits made since."""
     return _overwrite(table, lambda: added, filter, snapshot_properties)
+
+
+def replace_files_producer(table: Table, added: list[DataFile], read_snapshot_id: int | None,
+                           snapshot_properties: dict[str, str] | None) -> OverwriteFiles:
+    """The whole table replaced by ``added`` (files written elsewhere), unless data arrived
+    meanwhile: every data file live in ``table`` is removed, and a commit that added data
+    files since ``read_snapshot_id`` (the snapshot the write read; None: the table was empty)
+    makes it fail with CommitConflictError. Rows another writer added since would otherwise be
+    lost without anyone deciding so. Spark's overwriting writes commit this: a batch
+    ``mode("overwrite")`` and every micro-batch of a streaming query in complete mode."""
+    snapshot = table.current_snapshot()
+    replaced = [] if snapshot is None else [
+        t.file for t in plan_files(table.io, table.metadata, snapshot, table.schema(), AlwaysTrue(), table.engine)
+    ]
+    nothing_new = no_data_added(
+        lambda new: f"{len(new)} data file(s) were added to {table.name} while the write that replaces it ran; "
+                    "run it again on the new table state"
+    )
+    return OverwriteFiles(table, replaced, added, "overwrite", read_snapshot_id, checks=[nothing_new],
+                          snapshot_properties=snapshot_properties)
 
 
 def _overwrite(table: Table, write: Callable[[], list[DataFile]], filter: str | Expression | None,
