@@ -116,6 +116,13 @@ class CorruptMetadataError(TableStoreError):
     """A metadata, manifest or manifest-list file cannot be read as Iceberg metadata."""
 
 
+class MetadataFileNotFoundError(NotFoundError, CorruptMetadataError):
+    """A catalog points at a metadata file that is gone (Java's ``NotFoundException``).
+
+    Also a CorruptMetadataError, which is what callers caught before the REST service answered
+    it as the protocol's NotFoundException (404)."""
+
+
 class UnsupportedError(TableStoreError, NotImplementedError):
     """A feature of the format or of a statement that tablestore does not support."""
 

@@ -30,8 +30,8 @@ import pyarrow as pa
 from tablestore.errors import (
     CommitConflictError,
     CommitFailedError,
-    CorruptMetadataError,
     FunctionAlreadyExistsError,
+    MetadataFileNotFoundError,
     NoSuchNamespaceError,
     NoSuchViewError,
     TableAlreadyExistsError,
@@ -149,8 +149,17 @@ def read_metadata_file(io: FileIO, location: str) -> TableMetadata:
     try:
         data = io.new_input(location).read()
     except FileNotFoundError:
-        raise CorruptMetadataError(f"metadata file {location} does not exist") from None
+        raise metadata_file_missing(location) from None
     return parse_metadata(data)
+
+
+def metadata_file_missing(location: str) -> MetadataFileNotFoundError:
+    """The error for a metadata file that is gone: Java's message first (its ``NotFoundException``
+    from the file IO; the REST compatibility kit matches it), then what it means."""
+    return MetadataFileNotFoundError(
+        f"Failed to open input stream for file: {location} (the metadata file does not exist; "
+        "the table's files were removed behind the catalog's back)"
+    )
 
 
 def write_view_metadata_file(io: FileIO, location: str, metadata: ViewMetadata) -> None:
@@ -162,7 +171,9 @@ def read_view_metadata_file(io: FileIO, location: str) -> ViewMetadata:
     try:
         data = io.new_input(location).read()
     except FileNotFoundError:
-        raise CorruptMetadataError(f"view metadata file {location} does not exist") from None
+        raise MetadataFileNotFoundError(
+            f"Failed to open input stream for file: {location} (the view metadata file does not exist)"
+        ) from None
     return parse_view_metadata(data)
 
 
@@ -670,6 +681,7 @@ __all__ = [
     "View",
     "ViewAlreadyExistsError",
     "identifier_str",
+    "metadata_file_missing",
     "new_metadata_location",
     "normalize_location",
     "parse_metadata_version",
