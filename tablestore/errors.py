@@ -19,6 +19,12 @@ class ValidationError(TableStoreError, ValueError):
     """The input is not acceptable: a bad name, value, option or argument."""
 
 
+class InvalidArgumentError(ValidationError):
+    """A request Java's reference refuses with ``IllegalArgumentException`` (its builders'
+    preconditions); the REST service answers it as 400 with that type, which Java clients raise
+    again as IllegalArgumentException."""
+
+
 class InvalidNameError(ValidationError):
     """A namespace, table or column name that is empty, has control characters, '/' or '..'."""
 

@@ -57,3 +57,71 @@ def test_a_table_whose_metadata_file_is_gone_is_not_served_from_the_cache(rest_s
     finally:
         client.close()
 
+
+
+def _view_version(version_id: int, schema_id: int, *queries: tuple[str, str]) -> dict[str, Any]:
+    return {
+        "version-id": version_id, "schema-id": schema_id, "timestamp-ms": 1_700_000_000_000,
+        "summary": {"engine-name": "test"}, "default-namespace": [],
+        "representations": [{"type": "sql", "sql": sql, "dialect": dialect} for dialect, sql in queries],
+    }
+
+
+def _schema(schema_id: int, *names: str) -> dict[str, Any]:
+    return {"type": "struct", "schema-id": schema_id,
+            "fields": [{"id": i + 1, "name": n, "type": "long", "required": False} for i, n in enumerate(names)]}
+
+
+def test_view_schema_ids_are_renumbered_as_javas_view_metadata_does(rest_service: RestService) -> None:
+    ns = _namespace(rest_service, "viewids")
+    created = requests.post(_url(rest_service, f"namespaces/{ns}/views"), headers=AUTH, timeout=30, json={
+        "name": "v", "schema": _schema(5, "id"), "view-version": _view_version(1, 5, ("spark", "SELECT 1 AS id")),
+        "properties": {},
+    })
+    assert created.status_code == 200, created.text
+    metadata = created.json()["metadata"]
+    # The client's 5 becomes the first id, 0; the version refers to it.
+    assert [s["schema-id"] for s in metadata["schemas"]] == [0]
+    assert [(v["version-id"], v["schema-id"]) for v in metadata["versions"]] == [(1, 0)]
+    assert metadata["current-version-id"] == 1
+
+    replaced = requests.post(_url(rest_service, f"namespaces/{ns}/views/v"), headers=AUTH, timeout=30, json={
+        "requirements": [{"type": "assert-view-uuid", "uuid": metadata["view-uuid"]}],
+        "updates": [
+            {"action": "add-schema", "schema": _schema(6, "id", "name")},
+            {"action": "add-view-version",
+             "view-version": _view_version(2, -1, ("spark", "SELECT 1 AS id, 2 AS name"))},
+            {"action": "set-current-view-version", "view-version-id": -1},
+        ],
+    })
+    assert replaced.status_code == 200, replaced.text
+    metadata = replaced.json()["metadata"]
+    # The highest id plus 1, not the client's 6.
+    assert [s["schema-id"] for s in metadata["schemas"]] == [0, 1]
+    assert [(v["version-id"], v["schema-id"]) for v in metadata["versions"]] == [(1, 0), (2, 1)]
+    assert metadata["current-version-id"] == 2
+
+
+def test_a_view_version_with_two_queries_for_one_dialect_is_refused(rest_service: RestService) -> None:
+    ns = _namespace(rest_service, "viewdialect")
+    twice = _view_version(1, 0, ("trino", "SELECT 1 AS id"), ("Trino", "SELECT 2 AS id"))
+    created = requests.post(_url(rest_service, f"namespaces/{ns}/views"), headers=AUTH, timeout=30, json={
+        "name": "v", "schema": _schema(0, "id"), "view-version": twice, "properties": {},
+    })
+    assert _error(created) == (400, "IllegalArgumentException",
+                               "Invalid view version: Cannot add multiple queries for dialect trino")
+    exists = requests.head(_url(rest_service, f"namespaces/{ns}/views/v"), headers=AUTH, timeout=30)
+    assert exists.status_code == 404
+
+    one = _view_version(1, 0, ("trino", "SELECT 1 AS id"), ("spark", "SELECT 1 AS id"))
+    created = requests.post(_url(rest_service, f"namespaces/{ns}/views"), headers=AUTH, timeout=30, json={
+        "name": "v", "schema": _schema(0, "id"), "view-version": one, "properties": {},
+    })
+    assert created.status_code == 200, created.text
+    replaced = requests.post(_url(rest_service, f"namespaces/{ns}/views/v"), headers=AUTH, timeout=30, json={
+        "requirements": [],
+        "updates": [{"action": "add-view-version", "view-version": {**twice, "version-id": 2}},
+                    {"action": "set-current-view-version", "view-version-id": -1}],
+    })
+    assert _error(replaced) == (400, "IllegalArgumentException",
+                                "Invalid view version: Cannot add multiple queries for dialect trino")
