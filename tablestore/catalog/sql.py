@@ -97,6 +97,23 @@ _T = ICEBERG_TABLES.c
 _NS = NAMESPACE_PROPERTIES.c
 
 
+# How the JDBC layout's namespace string holds a dot inside a level ("new.db"): Java's
+# JdbcCatalog joins levels with dots and cannot tell one from a separator; we store such a dot as
+# the record separator, which no valid name contains. Other JDBC readers see the level with
+# that character, where they could not have a dotted level at all.
+LEVEL_DOT = "\x1e"
+
+
+def namespace_of(stored: str) -> Identifier:
+    """A namespace as stored in the JDBC layout, back as its levels."""
+    return tuple(level.replace(LEVEL_DOT, ".") for level in stored.split("."))
+
+
+def namespace_text(stored: str) -> str:
+    """A stored namespace as Java prints one: its levels joined by dots."""
+    return stored.replace(LEVEL_DOT, ".")
+
+
 def _like_prefix(value: str) -> str:
     """A LIKE pattern for ``value.`` followed by anything, with ``!`` as the escape character."""
     return value.replace("!", "!!").replace("_", "!_").replace("%", "!%") + ".%"
@@ -263,13 +280,9 @@ class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
 
     @staticmethod
     def _ns_str(namespace: Identifier) -> str:
-        for level in namespace:
-            if "." in level:
-                # Levels are stored joined by dots, so a dot inside one would split it.
-                raise InvalidNameError(
-                    f"namespace level {level!r} contains '.', which the SQL catalog uses as its separator"
-                )
-        joined = ".".join(namespace)
+        # Levels are stored joined by dots (the JDBC layout), so a dot inside a level is stored
+        # as LEVEL_DOT; no valid name holds that control character.
+        joined = ".".join(level.replace(".", LEVEL_DOT) for level in namespace)
         if len(joined) > NAME_MAX_LENGTH:
             raise InvalidNameError(_too_long("namespace", joined))
         return joined
@@ -335,7 +348,8 @@ class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
             ) from None
 
     def drop_namespace(self, namespace: IdentifierLike) -> None:
-        ns = self._ns_str(to_namespace(namespace))
+        levels = to_namespace(namespace)
+        ns = self._ns_str(levels)
         with self._write() as conn:
             self._require_namespace(conn, ns)
             # Every row counts, views included (pyiceberg's drop_namespace counts only tables and
@@ -355,7 +369,7 @@ class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
                     f"namespace {ns!r} is not empty: it has {kinds} ({shown}); "
                     "drop them first (or use DROP NAMESPACE ... CASCADE in SQL)"
                 )
-            children = self._child_namespaces(conn, to_namespace(ns))
+            children = self._child_namespaces(conn, levels)
             if children:
                 shown = ", ".join(".".join(c) for c in children[:5]) + (", ..." if len(children) > 5 else "")
                 raise NamespaceNotEmptyError(
@@ -382,7 +396,7 @@ class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
             props_q = props_q.where(_NS.namespace.like(prefix, escape="!"))
         depth = len(parent) + 1
         found = {
-            tuple(ns.split("."))[:depth]
+            namespace_of(ns)[:depth]
             for ns in conn.execute(union(tables_q, props_q)).scalars()
             if ns
         }

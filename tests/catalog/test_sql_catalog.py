@@ -422,10 +422,30 @@ def test_identifier_forms(tmp_path: Path) -> None:
         catalog.create_table("t", SCHEMA)
     with pytest.raises(InvalidNameError, match=r"'db\.\.t'"):
         catalog.load_table_metadata("db..t")
-    with pytest.raises(InvalidNameError, match="separator"):
-        catalog.create_namespace(("a.b",))
     with pytest.raises(InvalidNameError, match="longer than 255"):
         catalog.create_namespace("x" * 300)
+
+
+def test_namespace_levels_may_contain_dots(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'c.db'}"
+    catalog = SqlCatalog("names", uri=uri, warehouse=str(tmp_path / "wh"))
+    catalog.create_namespace(("new.db",))
+    catalog.create_namespace(("new",))
+    catalog.create_namespace(("new.db", "x.y"))
+    assert catalog.namespace_exists(("new.db",)) and not catalog.namespace_exists(("new", "db"))
+    assert catalog.list_namespaces() == [("new",), ("new.db",)]
+    assert catalog.list_namespaces(("new.db",)) == [("new.db", "x.y")]
+    assert catalog.list_namespaces(("new",)) == []
+    table = catalog.create_table(("new.db", "x.y", "ta.ble"), SCHEMA)
+    assert table.location == f"file://{tmp_path}/wh/new.db/x.y/ta.ble"
+    assert catalog.list_tables(("new.db", "x.y")) == [("new.db", "x.y", "ta.ble")]
+    # The JDBC layout joins levels with dots; a dot inside a level is stored as \x1e, so
+    # every other JDBC reader still sees two levels where there are two.
+    assert _rows(uri, "SELECT DISTINCT table_namespace FROM iceberg_tables") == [("new\x1edb.x\x1ey",)]
+    catalog.drop_table(("new.db", "x.y", "ta.ble"))
+    catalog.drop_namespace(("new.db", "x.y"))
+    catalog.drop_namespace(("new.db",))
+    assert catalog.list_namespaces() == [("new",)]
 
 
 # -- setup, configuration, secrets --------------------------------------------------------------------

@@ -5,13 +5,14 @@ Java's messages and namespace names with dots."""
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import requests
 
 from tablestore.io import load_file_io
-from tests.rest.conftest import CATALOG, WRITE_TOKEN, RestService
+from tests.rest.conftest import CATALOG, WRITE_TOKEN, RestService, write_config
 
 AUTH = {"Authorization": f"Bearer {WRITE_TOKEN}"}
 SCHEMA = pa.schema([pa.field("id", pa.int64())])
@@ -125,3 +126,53 @@ def test_a_view_version_with_two_queries_for_one_dialect_is_refused(rest_service
     })
     assert _error(replaced) == (400, "IllegalArgumentException",
                                 "Invalid view version: Cannot add multiple queries for dialect trino")
+
+
+def test_namespace_names_may_contain_dots(rest_service: RestService) -> None:
+    name = f"new.db_{uuid.uuid4().hex[:6]}"
+    assert requests.head(_url(rest_service, f"namespaces/{name}"), headers=AUTH, timeout=30).status_code == 404
+    created = requests.post(_url(rest_service, "namespaces"), headers=AUTH, json={"namespace": [name]}, timeout=30)
+    assert created.status_code == 200 and created.json()["namespace"] == [name]
+    assert requests.head(_url(rest_service, f"namespaces/{name}"), headers=AUTH, timeout=30).status_code == 204
+    listed = requests.get(_url(rest_service, "namespaces"), headers=AUTH, timeout=30).json()["namespaces"]
+    assert [name] in listed and name.split(".") not in listed
+    # A level with a dot under another level, and a table with a dot in its name.
+    child = requests.post(_url(rest_service, "namespaces"), headers=AUTH, timeout=30,
+                          json={"namespace": [name, "x.y"]})
+    assert child.status_code == 200, child.text
+    children = requests.get(_url(rest_service, "namespaces"), headers=AUTH, params={"parent": name}, timeout=30)
+    assert children.json()["namespaces"] == [[name, "x.y"]]
+    client = rest_service.client()
+    try:
+        client.create_table((name, "x.y", "ta.ble"), SCHEMA)
+        assert client.list_tables((name, "x.y")) == [(name, "x.y", "ta.ble")]
+        loaded = requests.get(_url(rest_service, f"namespaces/{name}\x1fx.y/tables/ta.ble"), headers=AUTH, timeout=30)
+        assert loaded.status_code == 200, loaded.text
+        client.drop_table((name, "x.y", "ta.ble"))
+    finally:
+        client.close()
+    for namespace in (f"{name}\x1fx.y", name):
+        dropped = requests.delete(_url(rest_service, f"namespaces/{namespace}"), headers=AUTH, timeout=30)
+        assert dropped.status_code == 204, dropped.text
+    assert requests.head(_url(rest_service, f"namespaces/{name}"), headers=AUTH, timeout=30).status_code == 404
+
+
+def test_the_namespace_separator_is_configurable(tmp_path: Path) -> None:
+    config = tmp_path / "tablestore.yaml"
+    catalog_uri = f"sqlite:///{tmp_path / 'catalog.db'}"
+    warehouse = str(tmp_path / "warehouse")
+    write_config(config, catalog_uri, warehouse, server_extra={"namespace-separator": '"%3A%3A"'})
+    service = RestService(config, catalog_uri, warehouse, tmp_path)
+    service.start()
+    try:
+        overrides = requests.get(f"{service.uri}/v1/config", headers=AUTH, timeout=30).json()["overrides"]
+        assert overrides["namespace-separator"] == "%3A%3A"
+        created = requests.post(_url(service, "namespaces"), headers=AUTH, json={"namespace": ["a.b", "c"]},
+                                timeout=30)
+        assert created.status_code == 200, created.text
+        # The advertised separator, and %1F for older clients, both split levels.
+        for path in ("a.b::c", "a.b%1Fc"):
+            loaded = requests.get(_url(service, f"namespaces/{path}"), headers=AUTH, timeout=30)
+            assert (loaded.status_code, loaded.json()["namespace"]) == (200, ["a.b", "c"]), path
+    finally:
+        service.stop()
