@@ -4,6 +4,7 @@ Java's messages and namespace names with dots."""
 
 from __future__ import annotations
 
+import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -176,3 +177,45 @@ def test_the_namespace_separator_is_configurable(tmp_path: Path) -> None:
             assert (loaded.status_code, loaded.json()["namespace"]) == (200, ["a.b", "c"]), path
     finally:
         service.stop()
+
+
+def test_locations_come_back_as_requested(rest_service: RestService) -> None:
+    ns = _namespace(rest_service, "locations")
+    base = os.path.abspath(rest_service.warehouse)
+    location = f"file:{base}/{ns}/custom/"  # Hadoop's spelling, with a trailing slash
+    metadata_path = f"file:{base}/{ns}/custom-metadata"
+    created = requests.post(_url(rest_service, f"namespaces/{ns}/tables"), headers=AUTH, timeout=30, json={
+        "name": "t", "schema": {"type": "struct", "schema-id": 0,
+                                "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]},
+        "location": location, "properties": {"write.metadata.path": metadata_path},
+    })
+    assert created.status_code == 200, created.text
+    body = created.json()
+    # Unchanged but for the trailing slash (Java strips it too); not rewritten as file:///.
+    assert body["metadata"]["location"] == location.rstrip("/")
+    assert body["metadata"]["properties"]["write.metadata.path"] == metadata_path
+    assert body["metadata-location"].startswith(metadata_path + "/00000-")
+    assert os.path.exists(body["metadata-location"].removeprefix("file:"))
+
+    # Files are written and read under it, in the same spelling.
+    client = rest_service.client()
+    try:
+        table = client.load_table(f"{ns}.t")
+        table.append(pa.table({"id": pa.array([1, 2, 3], pa.int64())}))
+        table = client.load_table(f"{ns}.t")
+        assert sorted(table.scan().to_arrow().column("id").to_pylist()) == [1, 2, 3]
+        assert table.location == location.rstrip("/")
+        assert table.metadata_location.startswith(metadata_path + "/00001-")
+        data_file = next(iter(table.scan().plan_files())).file.file_path
+        assert data_file.startswith(f"file:{base}/{ns}/custom/data/") and os.path.exists(data_file[len("file:"):])
+    finally:
+        client.close()
+
+    view_location = f"file:{base}/{ns}/a-view"
+    view = requests.post(_url(rest_service, f"namespaces/{ns}/views"), headers=AUTH, timeout=30, json={
+        "name": "v", "schema": _schema(0, "id"), "view-version": _view_version(1, 0, ("spark", "SELECT 1 AS id")),
+        "location": view_location, "properties": {},
+    })
+    assert view.status_code == 200, view.text
+    assert view.json()["metadata"]["location"] == view_location
+    assert view.json()["metadata-location"].startswith(view_location + "/metadata/")
