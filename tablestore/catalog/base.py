@@ -359,17 +359,17 @@ class Catalog(ABC):
         namespace = ident[:-1]
         if not self.namespace_exists(namespace):
             raise NoSuchNamespaceError(
-                f"cannot create table {identifier_str(ident)}: namespace {identifier_str(namespace)!r} "
-                "does not exist; create it first"
+                f"Namespace does not exist: {identifier_str(namespace)} "
+                f"(cannot create table {identifier_str(ident)}; create the namespace first)"
             )
         # Checked early only to avoid writing a metadata file for nothing; the catalog's unique
         # key is what decides a race.
         if self.table_exists(ident):
-            raise TableAlreadyExistsError(f"table {identifier_str(ident)} already exists")
+            raise TableAlreadyExistsError(f"Table already exists: {identifier_str(ident)}")
         if self.view_exists(ident):
             raise TableAlreadyExistsError(
-                f"cannot create table {identifier_str(ident)}: a view of that name exists; "
-                "tables and views share names, so drop the view or choose another name"
+                f"View with same name already exists: {identifier_str(ident)} "
+                "(tables and views share names: drop the view or choose another name)"
             )
 
         # A format-version property chooses the format version (new_table_metadata takes it out);
@@ -404,8 +404,8 @@ class Catalog(ABC):
         namespace = ident[:-1]
         if not self.namespace_exists(namespace):
             raise NoSuchNamespaceError(
-                f"cannot register table {identifier_str(ident)}: namespace "
-                f"{identifier_str(namespace)!r} does not exist; create it first"
+                f"Namespace does not exist: {identifier_str(namespace)} "
+                f"(cannot register table {identifier_str(ident)}; create the namespace first)"
             )
         metadata = read_metadata_file(self.io, metadata_location)
         self._create_table_entry(ident, metadata_location)
@@ -461,13 +461,13 @@ class Catalog(ABC):
         namespace = ident[:-1]
         if not self.namespace_exists(namespace):
             raise NoSuchNamespaceError(
-                f"cannot create view {name}: namespace {identifier_str(namespace)!r} does not exist; "
-                "create it first"
+                f"Namespace does not exist: {identifier_str(namespace)} "
+                f"(cannot create view {name}; create the namespace first)"
             )
         if self.table_exists(ident):
             raise ViewAlreadyExistsError(
-                f"cannot create view {name}: a table of that name exists; tables and views share "
-                "names, so drop the table or choose another name"
+                f"Table with same name already exists: {name} "
+                "(tables and views share names: drop the table or choose another name)"
             )
         view_schema = to_schema(schema)
         view_properties = {str(k): str(v) for k, v in (properties or {}).items()}
@@ -481,7 +481,7 @@ class Catalog(ABC):
                 with contextlib.suppress(NoSuchViewError):
                     current = self.load_view_metadata(ident)
             elif self.view_exists(ident):
-                raise ViewAlreadyExistsError(f"view {name} already exists; use replace to redefine it")
+                raise ViewAlreadyExistsError(f"View already exists: {name} (use replace to redefine it)")
 
             if current is None:
                 metadata = new_view_metadata(
@@ -539,11 +539,11 @@ class Catalog(ABC):
         ident = to_view_identifier(identifier)
         if not self.namespace_exists(ident[:-1]):
             raise NoSuchNamespaceError(
-                f"cannot register view {identifier_str(ident)}: namespace "
-                f"{identifier_str(ident[:-1])!r} does not exist; create it first"
+                f"Namespace does not exist: {identifier_str(ident[:-1])} "
+                f"(cannot register view {identifier_str(ident)}; create the namespace first)"
             )
         if self.table_exists(ident):
-            raise ViewAlreadyExistsError(f"cannot register view {identifier_str(ident)}: a table has that name")
+            raise ViewAlreadyExistsError(f"Table with same name already exists: {identifier_str(ident)}")
         metadata = read_view_metadata_file(self.io, metadata_location)
         self._create_view_entry(ident, metadata_location)
         return View(ident, metadata_location, metadata)

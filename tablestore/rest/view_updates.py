@@ -34,7 +34,7 @@ def check_view_requirements(requirements: list[Any], metadata: ViewMetadata) -> 
         expected = str(requirement.get("uuid", ""))
         if expected.lower() != metadata.view_uuid.lower():
             raise CommitConflictError(
-                f"requirement failed: view uuid does not match: expected {expected} != {metadata.view_uuid}"
+                f"Requirement failed: view UUID does not match: expected {expected} != {metadata.view_uuid}"
             )
 
 

@@ -50,9 +50,11 @@ def create_view(namespace: str, body: CreateViewRequest, access: WriteAccess) ->
     catalog = access.catalog
     ident = access.parse_identifier(namespace, body.name, "view")
     if not catalog.namespace_exists(ident[:-1]):
-        raise NoSuchNamespaceError(f"cannot create view {'.'.join(ident)}: namespace does not exist; create it first")
-    if catalog.table_exists(ident) or catalog.view_exists(ident):
-        raise ViewAlreadyExistsError(f"a table or view named {'.'.join(ident)} already exists")
+        raise NoSuchNamespaceError(f"Namespace does not exist: {'.'.join(ident[:-1])}")
+    if catalog.table_exists(ident):
+        raise ViewAlreadyExistsError(f"Table with same name already exists: {'.'.join(ident)}")
+    if catalog.view_exists(ident):
+        raise ViewAlreadyExistsError(f"View already exists: {'.'.join(ident)}")
     location = normalize_location(body.location) if body.location else catalog.default_table_location(ident)
     access.check_location(location, "view location")
     metadata = parsed("view", lambda: new_view_from_request(
@@ -74,9 +76,9 @@ def register_view(namespace: str, body: RegisterViewRequest, access: WriteAccess
     # Checked before registering: a view whose files live elsewhere must not enter the catalog.
     access.check_location(metadata.location, "view location")
     if not catalog.namespace_exists(ident[:-1]):
-        raise NoSuchNamespaceError(f"cannot register view {'.'.join(ident)}: namespace does not exist; create it first")
+        raise NoSuchNamespaceError(f"Namespace does not exist: {'.'.join(ident[:-1])}")
     if catalog.table_exists(ident):
-        raise ViewAlreadyExistsError(f"a table named {'.'.join(ident)} already exists")
+        raise ViewAlreadyExistsError(f"Table with same name already exists: {'.'.join(ident)}")
     catalog.register_view(ident, location)  # ViewAlreadyExistsError (409) if the name is taken
     return _result(access, location, metadata)
 

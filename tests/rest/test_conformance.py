@@ -219,3 +219,91 @@ def test_locations_come_back_as_requested(rest_service: RestService) -> None:
     assert view.status_code == 200, view.text
     assert view.json()["metadata"]["location"] == view_location
     assert view.json()["metadata-location"].startswith(view_location + "/metadata/")
+
+
+TABLE_SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
+
+
+def _create(service: RestService, ns: str, name: str) -> requests.Response:
+    return requests.post(_url(service, f"namespaces/{ns}/tables"), headers=AUTH, timeout=30,
+                         json={"name": name, "schema": TABLE_SCHEMA})
+
+
+def test_errors_carry_javas_message_first(rest_service: RestService) -> None:
+    ns = _namespace(rest_service, "messages")
+    missing = f"nope_{uuid.uuid4().hex[:6]}"
+    get = requests.get
+    assert _error(get(_url(rest_service, f"namespaces/{ns}/tables/t"), headers=AUTH, timeout=30)) == (
+        404, "NoSuchTableException", f"Table does not exist: {ns}.t")
+    # Exactly Java's: its kit matches the whole message of a listing under a missing parent.
+    assert _error(get(_url(rest_service, "namespaces"), headers=AUTH, params={"parent": missing}, timeout=30)) == (
+        404, "NoSuchNamespaceException", f"Namespace does not exist: {missing}")
+    assert _error(get(_url(rest_service, f"namespaces/{missing}"), headers=AUTH, timeout=30)) == (
+        404, "NoSuchNamespaceException", f"Namespace does not exist: {missing}")
+    again = requests.post(_url(rest_service, "namespaces"), headers=AUTH, json={"namespace": [ns]}, timeout=30)
+    assert _error(again) == (409, "AlreadyExistsException", f"Namespace already exists: {ns}")
+
+    assert _create(rest_service, ns, "a").status_code == 200
+    assert _create(rest_service, ns, "b").status_code == 200
+    assert _error(_create(rest_service, ns, "a")) == (409, "AlreadyExistsException", f"Table already exists: {ns}.a")
+    assert _error(_create(rest_service, missing, "a")) == (
+        404, "NoSuchNamespaceException", f"Namespace does not exist: {missing}")
+    renamed = requests.post(_url(rest_service, "tables/rename"), headers=AUTH, timeout=30, json={
+        "source": {"namespace": [ns], "name": "a"}, "destination": {"namespace": [ns], "name": "b"}})
+    assert _error(renamed) == (409, "AlreadyExistsException", f"Cannot rename {ns}.a to {ns}.b. Table already exists")
+
+    commit = requests.post(_url(rest_service, f"namespaces/{ns}/tables/a"), headers=AUTH, timeout=30, json={
+        "requirements": [{"type": "assert-current-schema-id", "current-schema-id": 5}],
+        "updates": [{"action": "set-properties", "updates": {"x": "1"}}]})
+    assert _error(commit) == (409, "CommitFailedException",
+                              "Requirement failed: current schema changed: expected id 5 != 0")
+
+    view = requests.post(_url(rest_service, f"namespaces/{ns}/views"), headers=AUTH, timeout=30, json={
+        "name": "v", "schema": _schema(0, "id"), "view-version": _view_version(1, 0, ("spark", "SELECT 1 AS id")),
+        "properties": {}})
+    assert view.status_code == 200, view.text
+    status, kind, message = _error(_create(rest_service, ns, "v"))
+    assert (status, kind) == (409, "AlreadyExistsException")
+    assert message.startswith(f"View with same name already exists: {ns}.v")
+    on_table = requests.post(_url(rest_service, f"namespaces/{ns}/views"), headers=AUTH, timeout=30, json={
+        "name": "a", "schema": _schema(0, "id"), "view-version": _view_version(1, 0, ("spark", "SELECT 1 AS id")),
+        "properties": {}})
+    assert _error(on_table) == (409, "AlreadyExistsException", f"Table with same name already exists: {ns}.a")
+    assert _error(get(_url(rest_service, f"namespaces/{ns}/views/w"), headers=AUTH, timeout=30)) == (
+        404, "NoSuchViewException", f"View does not exist: {ns}.w")
+
+
+def test_a_create_table_transaction_on_a_view_is_already_exists(rest_service: RestService) -> None:
+    ns = _namespace(rest_service, "createtx")
+    view = requests.post(_url(rest_service, f"namespaces/{ns}/views"), headers=AUTH, timeout=30, json={
+        "name": "v", "schema": _schema(0, "id"), "view-version": _view_version(1, 0, ("spark", "SELECT 1 AS id")),
+        "properties": {}})
+    assert view.status_code == 200, view.text
+    # A staged create, then its commit with assert-create, as Java's createTransaction sends it.
+    staged = requests.post(_url(rest_service, f"namespaces/{ns}/tables"), headers=AUTH, timeout=30,
+                           json={"name": "v", "schema": TABLE_SCHEMA, "stage-create": True})
+    assert staged.status_code == 200, staged.text
+    metadata = staged.json()["metadata"]
+    updates = [
+        {"action": "assign-uuid", "uuid": metadata["table-uuid"]},
+        {"action": "upgrade-format-version", "format-version": 2},
+        {"action": "add-schema", "schema": TABLE_SCHEMA},
+        {"action": "set-current-schema", "schema-id": -1},
+        {"action": "add-spec", "spec": {"spec-id": 0, "fields": []}},
+        {"action": "set-default-spec", "spec-id": -1},
+        {"action": "add-sort-order", "sort-order": {"order-id": 0, "fields": []}},
+        {"action": "set-default-sort-order", "sort-order-id": -1},
+        {"action": "set-location", "location": metadata["location"]},
+    ]
+    commit = requests.post(_url(rest_service, f"namespaces/{ns}/tables/v"), headers=AUTH, timeout=30,
+                           json={"requirements": [{"type": "assert-create"}], "updates": updates})
+    status, kind, message = _error(commit)
+    assert (status, kind) == (409, "AlreadyExistsException")
+    assert message.startswith(f"View with same name already exists: {ns}.v")
+    # The same commit on a free name creates the table; once more, it is Java's failed requirement.
+    free = requests.post(_url(rest_service, f"namespaces/{ns}/tables/t"), headers=AUTH, timeout=30,
+                         json={"requirements": [{"type": "assert-create"}], "updates": updates})
+    assert free.status_code == 200, free.text
+    twice = requests.post(_url(rest_service, f"namespaces/{ns}/tables/t"), headers=AUTH, timeout=30,
+                          json={"requirements": [{"type": "assert-create"}], "updates": updates})
+    assert _error(twice) == (409, "CommitFailedException", "Requirement failed: table already exists")
