@@ -221,7 +221,7 @@ def test_locations_come_back_as_requested(rest_service: RestService) -> None:
     assert view.json()["metadata-location"].startswith(view_location + "/metadata/")
 
 
-TABLE_SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
+TABLE_SCHEMA: dict[str, Any] = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
 
 
 def _create(service: RestService, ns: str, name: str) -> requests.Response:
