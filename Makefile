@@ -38,6 +38,7 @@ quality: install
 test: install
 	$(PY) -m infra.images.minio
 	$(PY) -m infra.trino_server
+	$(PY) -m infra.iceberg_rck
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # ruff, mypy, the layering contract of docs/design.md §4 ([tool.importlinter] in pyproject.toml),

@@ -19,6 +19,12 @@ class ValidationError(TableStoreError, ValueError):
     """The input is not acceptable: a bad name, value, option or argument."""
 
 
+class InvalidArgumentError(ValidationError):
+    """A request Java's reference refuses with ``IllegalArgumentException`` (its builders'
+    preconditions); the REST service answers it as 400 with that type, which Java clients raise
+    again as IllegalArgumentException."""
+
+
 class InvalidNameError(ValidationError):
     """A namespace, table or column name that is empty, has control characters, '/' or '..'."""
 
@@ -114,6 +120,13 @@ class CommitStateUnknownError(CommitFailedError):
 
 class CorruptMetadataError(TableStoreError):
     """A metadata, manifest or manifest-list file cannot be read as Iceberg metadata."""
+
+
+class MetadataFileNotFoundError(NotFoundError, CorruptMetadataError):
+    """A catalog points at a metadata file that is gone (Java's ``NotFoundException``).
+
+    Also a CorruptMetadataError, which is what callers caught before the REST service answered
+    it as the protocol's NotFoundException (404)."""
 
 
 class UnsupportedError(TableStoreError, NotImplementedError):

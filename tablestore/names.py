@@ -114,15 +114,15 @@ def to_location_uri(location: str) -> str:
 
     The spec asks for full URIs with a scheme (and from v4 on reads a path without one as
     relative to the table), and readers such as iceberg-rust refuse a bare ``/abs/path``. A
-    relative path is made absolute first, as it means nothing outside this process; Hadoop's
-    ``file:/abs/path`` is spelled ``file:///abs/path``. URIs with a scheme are returned as given.
-    Reading accepts every spelling (``FileIO.new_input``), so tables written with plain
-    paths, by older versions of tablestore or by other tools, stay readable.
+    relative path is made absolute first, as it means nothing outside this process. A URI with
+    a scheme is returned exactly as given, Hadoop's ``file:/abs/path`` included: a location a
+    client asked for comes back as it asked (Java keeps it too, and the REST compatibility kit
+    checks it), and the files under it are named in the same spelling. Reading accepts every
+    spelling (``FileIO.new_input``), so tables written with plain paths, by older versions of
+    tablestore or by other tools, stay readable.
     """
-    scheme, sep, rest = location.partition(":")
+    scheme, sep, _rest = location.partition(":")
     if sep and len(scheme) > 1 and "/" not in scheme:
-        if scheme.lower() == "file" and not rest.startswith("//"):
-            return f"file://{rest}"
         return location
     path = os.path.abspath(os.path.expanduser(location))
     return f"file://{path}"
@@ -131,7 +131,8 @@ def to_location_uri(location: str) -> str:
 def normalize_location(location: str) -> str:
     """A table or warehouse location as recorded: no trailing slash, a local path as an
     absolute ``file:///`` URI (locations are read by other engines; the spec asks for full
-    URIs, iceberg-rust refuses a bare path, and from v4 on one would mean a relative path)."""
+    URIs, iceberg-rust refuses a bare path, and from v4 on one would mean a relative path).
+    A URI with a scheme keeps its spelling (``file:/data/x`` stays ``file:/data/x``)."""
     return to_location_uri(location.rstrip("/") or "/")
 
 

@@ -39,12 +39,13 @@ from tablestore.catalog.locations import (
 from tablestore.errors import (
     CommitConflictError,
     CommitFailedError,
-    CorruptMetadataError,
     FunctionAlreadyExistsError,
+    MetadataFileNotFoundError,
     NoSuchNamespaceError,
     NoSuchTableError,
     NoSuchViewError,
     TableAlreadyExistsError,
+    TableStoreError,
     UnsupportedError,
     ValidationError,
     ViewAlreadyExistsError,
@@ -159,8 +160,17 @@ def read_metadata_file(io: FileIO, location: str) -> TableMetadata:
     try:
         data = io.new_input(location).read()
     except FileNotFoundError:
-        raise CorruptMetadataError(f"metadata file {location} does not exist") from None
+        raise metadata_file_missing(location) from None
     return parse_metadata(data)
+
+
+def metadata_file_missing(location: str) -> MetadataFileNotFoundError:
+    """The error for a metadata file that is gone: Java's message first (its ``NotFoundException``
+    from the file IO; the REST compatibility kit matches it), then what it means."""
+    return MetadataFileNotFoundError(
+        f"Failed to open input stream for file: {location} (the metadata file does not exist; "
+        "the table's files were removed behind the catalog's back)"
+    )
 
 
 def write_view_metadata_file(io: FileIO, location: str, metadata: ViewMetadata) -> None:
@@ -172,7 +182,9 @@ def read_view_metadata_file(io: FileIO, location: str) -> ViewMetadata:
     try:
         data = io.new_input(location).read()
     except FileNotFoundError:
-        raise CorruptMetadataError(f"view metadata file {location} does not exist") from None
+        raise MetadataFileNotFoundError(
+            f"Failed to open input stream for file: {location} (the view metadata file does not exist)"
+        ) from None
     return parse_view_metadata(data)
 
 
@@ -359,17 +371,17 @@ class Catalog(ABC):
         namespace = ident[:-1]
         if not self.namespace_exists(namespace):
             raise NoSuchNamespaceError(
-                f"cannot create table {identifier_str(ident)}: namespace {identifier_str(namespace)!r} "
-                "does not exist; create it first"
+                f"Namespace does not exist: {identifier_str(namespace)} "
+                f"(cannot create table {identifier_str(ident)}; create the namespace first)"
             )
         # Checked early only to avoid writing a metadata file for nothing; the catalog's unique
         # key is what decides a race.
         if self.table_exists(ident):
-            raise TableAlreadyExistsError(f"table {identifier_str(ident)} already exists")
+            raise TableAlreadyExistsError(f"Table already exists: {identifier_str(ident)}")
         if self.view_exists(ident):
             raise TableAlreadyExistsError(
-                f"cannot create table {identifier_str(ident)}: a view of that name exists; "
-                "tables and views share names, so drop the view or choose another name"
+                f"View with same name already exists: {identifier_str(ident)} "
+                "(tables and views share names: drop the view or choose another name)"
             )
 
         # A format-version property chooses the format version (new_table_metadata takes it out);
@@ -408,8 +420,8 @@ class Catalog(ABC):
         namespace = ident[:-1]
         if not self.namespace_exists(namespace):
             raise NoSuchNamespaceError(
-                f"cannot register table {identifier_str(ident)}: namespace "
-                f"{identifier_str(namespace)!r} does not exist; create it first"
+                f"Namespace does not exist: {identifier_str(namespace)} "
+                f"(cannot register table {identifier_str(ident)}; create the namespace first)"
             )
         metadata = read_metadata_file(self.io, metadata_location)
         self.check_location_free(ident, metadata.location)
@@ -470,13 +482,13 @@ class Catalog(ABC):
         namespace = ident[:-1]
         if not self.namespace_exists(namespace):
             raise NoSuchNamespaceError(
-                f"cannot create view {name}: namespace {identifier_str(namespace)!r} does not exist; "
-                "create it first"
+                f"Namespace does not exist: {identifier_str(namespace)} "
+                f"(cannot create view {name}; create the namespace first)"
             )
         if self.table_exists(ident):
             raise ViewAlreadyExistsError(
-                f"cannot create view {name}: a table of that name exists; tables and views share "
-                "names, so drop the table or choose another name"
+                f"Table with same name already exists: {name} "
+                "(tables and views share names: drop the table or choose another name)"
             )
         view_schema = to_schema(schema)
         view_properties = {str(k): str(v) for k, v in (properties or {}).items()}
@@ -490,7 +502,7 @@ class Catalog(ABC):
                 with contextlib.suppress(NoSuchViewError):
                     current = self.load_view_metadata(ident)
             elif self.view_exists(ident):
-                raise ViewAlreadyExistsError(f"view {name} already exists; use replace to redefine it")
+                raise ViewAlreadyExistsError(f"View already exists: {name} (use replace to redefine it)")
 
             if current is None:
                 metadata = new_view_metadata(
@@ -548,11 +560,11 @@ class Catalog(ABC):
         ident = to_view_identifier(identifier)
         if not self.namespace_exists(ident[:-1]):
             raise NoSuchNamespaceError(
-                f"cannot register view {identifier_str(ident)}: namespace "
-                f"{identifier_str(ident[:-1])!r} does not exist; create it first"
+                f"Namespace does not exist: {identifier_str(ident[:-1])} "
+                f"(cannot register view {identifier_str(ident)}; create the namespace first)"
             )
         if self.table_exists(ident):
-            raise ViewAlreadyExistsError(f"cannot register view {identifier_str(ident)}: a table has that name")
+            raise ViewAlreadyExistsError(f"Table with same name already exists: {identifier_str(ident)}")
         metadata = read_view_metadata_file(self.io, metadata_location)
         self._create_view_entry(ident, metadata_location)
         return View(ident, metadata_location, metadata)
@@ -616,7 +628,7 @@ class Catalog(ABC):
             if location is None:
                 try:
                     location = read_metadata_file(self.io, metadata_location).location
-                except (OSError, CorruptMetadataError, UnsupportedError):
+                except (OSError, TableStoreError):
                     continue  # a table whose metadata cannot be read holds no files we could see
                 self._location_of_metadata[metadata_location] = location
             out.append((identifier_str(ident), location))
@@ -723,6 +735,7 @@ __all__ = [
     "View",
     "ViewAlreadyExistsError",
     "identifier_str",
+    "metadata_file_missing",
     "new_metadata_location",
     "normalize_location",
     "parse_metadata_version",

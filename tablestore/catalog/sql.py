@@ -57,10 +57,13 @@ from tablestore.catalog.base import (
 )
 from tablestore.catalog.sql_layout import (
     ICEBERG_TABLES,
+    LEVEL_DOT,
     NAMESPACE_PROPERTIES,
     TABLE_TYPE,
     VIEW_TYPE,
     PointerSwap,
+    namespace_of,
+    namespace_text,
     pointer_moved,
     swap_pointers,
 )
@@ -263,20 +266,16 @@ class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
 
     @staticmethod
     def _ns_str(namespace: Identifier) -> str:
-        for level in namespace:
-            if "." in level:
-                # Levels are stored joined by dots, so a dot inside one would split it.
-                raise InvalidNameError(
-                    f"namespace level {level!r} contains '.', which the SQL catalog uses as its separator"
-                )
-        joined = ".".join(namespace)
+        # Levels are stored joined by dots (the JDBC layout), so a dot inside a level is stored
+        # as LEVEL_DOT; no valid name holds that control character.
+        joined = ".".join(level.replace(".", LEVEL_DOT) for level in namespace)
         if len(joined) > NAME_MAX_LENGTH:
             raise InvalidNameError(_too_long("namespace", joined))
         return joined
 
     def _no_such_table(self, ident: Identifier) -> NoSuchTableError:
         hint = " (it is a view)" if self.view_exists(ident) else ""
-        return NoSuchTableError(f"table {identifier_str(ident)} does not exist in catalog {self.name!r}{hint}")
+        return NoSuchTableError(f"Table does not exist: {identifier_str(ident)}{hint}")
 
     def _table_ident(self, identifier: IdentifierLike) -> Identifier:
         ident = to_table_identifier(identifier)
@@ -309,7 +308,7 @@ class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
 
     def _require_namespace(self, conn: Connection, ns: str) -> None:
         if not self._namespace_exists(conn, ns):
-            raise NoSuchNamespaceError(f"namespace {ns!r} does not exist in catalog {self.name!r}")
+            raise NoSuchNamespaceError(f"Namespace does not exist: {namespace_text(ns)}")
 
     def create_namespace(
         self, namespace: IdentifierLike, properties: Mapping[str, str] | None = None
@@ -322,20 +321,17 @@ class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
         try:
             with self._write() as conn:
                 if self._namespace_exists(conn, ns):
-                    raise NamespaceAlreadyExistsError(
-                        f"namespace {ns!r} already exists in catalog {self.name!r}"
-                    )
+                    raise NamespaceAlreadyExistsError(f"Namespace already exists: {namespace_text(ns)}")
                 conn.execute(insert(NAMESPACE_PROPERTIES), [
                     {"catalog_name": self.name, "namespace": ns, "property_key": k, "property_value": v}
                     for k, v in rows.items()
                 ])
         except IntegrityError:
-            raise NamespaceAlreadyExistsError(
-                f"namespace {ns!r} already exists in catalog {self.name!r}"
-            ) from None
+            raise NamespaceAlreadyExistsError(f"Namespace already exists: {namespace_text(ns)}") from None
 
     def drop_namespace(self, namespace: IdentifierLike) -> None:
-        ns = self._ns_str(to_namespace(namespace))
+        levels = to_namespace(namespace)
+        ns = self._ns_str(levels)
         with self._write() as conn:
             self._require_namespace(conn, ns)
             # Every row counts, views included (pyiceberg's drop_namespace counts only tables and
@@ -352,14 +348,14 @@ class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
                 kinds = ", ".join(f"{n} {k}(s)" for k, n in counts.items() if n)
                 shown = ", ".join(n for _, n in contents[:5]) + (", ..." if len(contents) > 5 else "")
                 raise NamespaceNotEmptyError(
-                    f"namespace {ns!r} is not empty: it has {kinds} ({shown}); "
+                    f"Namespace {namespace_text(ns)} is not empty. It has {kinds} ({shown}); "
                     "drop them first (or use DROP NAMESPACE ... CASCADE in SQL)"
                 )
-            children = self._child_namespaces(conn, to_namespace(ns))
+            children = self._child_namespaces(conn, levels)
             if children:
                 shown = ", ".join(".".join(c) for c in children[:5]) + (", ..." if len(children) > 5 else "")
                 raise NamespaceNotEmptyError(
-                    f"namespace {ns!r} is not empty: it has namespace(s) {shown}; "
+                    f"Namespace {namespace_text(ns)} is not empty. It has namespace(s) {shown}; "
                     "drop them first (or use DROP NAMESPACE ... CASCADE in SQL)"
                 )
             conn.execute(delete(NAMESPACE_PROPERTIES).where(
@@ -382,7 +378,7 @@ class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
             props_q = props_q.where(_NS.namespace.like(prefix, escape="!"))
         depth = len(parent) + 1
         found = {
-            tuple(ns.split("."))[:depth]
+            namespace_of(ns)[:depth]
             for ns in conn.execute(union(tables_q, props_q)).scalars()
             if ns
         }
@@ -484,9 +480,11 @@ class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
                 self._require_namespace(conn, row["table_namespace"])
                 conn.execute(insert(ICEBERG_TABLES).values(**row))
         except IntegrityError:
-            raise TableAlreadyExistsError(
-                f"table {identifier_str(ident)} already exists (or a view of that name does)"
-            ) from None
+            if self.view_exists(ident):
+                raise TableAlreadyExistsError(
+                    f"View with same name already exists: {identifier_str(ident)}"
+                ) from None
+            raise TableAlreadyExistsError(f"Table already exists: {identifier_str(ident)}") from None
 
     def _drop_table_entry(self, identifier: Identifier) -> None:
         ident = self._table_ident(identifier)
@@ -500,13 +498,13 @@ class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
     def rename_table(self, from_identifier: IdentifierLike, to_identifier: IdentifierLike) -> Table:
         src = self._table_ident(from_identifier)
         dst = self._table_ident(to_identifier)
-        what = f"cannot rename table {identifier_str(src)} to {identifier_str(dst)}"
+        what = f"Cannot rename {identifier_str(src)} to {identifier_str(dst)}"
         try:
             with self._write() as conn:
                 dst_ns = self._ns_str(dst[:-1])
                 if not self._namespace_exists(conn, dst_ns):
                     raise NoSuchNamespaceError(
-                        f"{what}: namespace {dst_ns!r} does not exist; create it first"
+                        f"Namespace does not exist: {namespace_text(dst_ns)} ({what.lower()}; create it first)"
                     )
                 result = conn.execute(
                     update(ICEBERG_TABLES)
@@ -514,11 +512,10 @@ class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
                     .values(table_namespace=dst_ns, table_name=dst[-1])
                 )
                 if result.rowcount < 1:
-                    raise NoSuchTableError(f"{what}: table {identifier_str(src)} does not exist")
+                    raise NoSuchTableError(f"Table does not exist: {identifier_str(src)}")
         except IntegrityError:
-            raise TableAlreadyExistsError(
-                f"{what}: a table or view named {identifier_str(dst)} already exists"
-            ) from None
+            kind = "View" if self.view_exists(dst) else "Table"
+            raise TableAlreadyExistsError(f"{what}. {kind} already exists") from None
         return self.load_table(dst)
 
     def load_table_metadata(self, identifier: IdentifierLike) -> tuple[str, TableMetadata]:
@@ -593,10 +590,13 @@ class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
         io = self.table_io(new_metadata)
         try:
             self._create_table_entry(ident, new_location)
-        except TableAlreadyExistsError:
+        except TableAlreadyExistsError as e:
             io.delete(new_location)
+            if str(e).startswith("View with same name"):
+                raise  # AlreadyExistsError: a view has the name, no retry helps
             raise CommitConflictError(
-                f"table {identifier_str(ident)} was created concurrently; load it and retry"
+                "Requirement failed: table already exists "
+                f"(table {identifier_str(ident)} was created concurrently; load it and retry)"
             ) from None
         except BaseException:
             io.delete(new_location)

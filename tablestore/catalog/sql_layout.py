@@ -30,6 +30,22 @@ if TYPE_CHECKING:
 TABLE_TYPE = "TABLE"
 VIEW_TYPE = "VIEW"
 
+# How the JDBC layout's namespace string holds a dot inside a level ("new.db"): Java's
+# JdbcCatalog joins levels with dots and cannot tell one from a separator; we store such a dot as
+# the record separator, which no valid name contains. Other JDBC readers see the level with
+# that character, where they could not have a dotted level at all.
+LEVEL_DOT = "\x1e"
+
+
+def namespace_of(stored: str) -> tuple[str, ...]:
+    """A namespace as stored in the JDBC layout, back as its levels."""
+    return tuple(level.replace(LEVEL_DOT, ".") for level in stored.split("."))
+
+
+def namespace_text(stored: str) -> str:
+    """A stored namespace as Java prints one: its levels joined by dots."""
+    return stored.replace(LEVEL_DOT, ".")
+
 _SCHEMA = MetaData()
 
 ICEBERG_TABLES = SqlTable(
@@ -156,11 +172,14 @@ def pointer_moved(what: str, kind: str, swap: PointerSwap) -> CommitConflictErro
 
 __all__ = [
     "ICEBERG_TABLES",
+    "LEVEL_DOT",
     "NAMESPACE_PROPERTIES",
     "SWAP_POINTER",
     "TABLE_TYPE",
     "VIEW_TYPE",
     "PointerSwap",
+    "namespace_of",
+    "namespace_text",
     "pointer_moved",
     "swap_pointers",
 ]

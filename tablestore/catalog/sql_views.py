@@ -51,7 +51,14 @@ from tablestore.catalog.base import (
     to_namespace,
     to_view_identifier,
 )
-from tablestore.catalog.sql_layout import ICEBERG_TABLES, VIEW_TYPE, PointerSwap, pointer_moved, swap_pointers
+from tablestore.catalog.sql_layout import (
+    ICEBERG_TABLES,
+    VIEW_TYPE,
+    PointerSwap,
+    namespace_text,
+    pointer_moved,
+    swap_pointers,
+)
 from tablestore.errors import (
     CommitConflictError,
     CorruptMetadataError,
@@ -183,7 +190,7 @@ class SqlViewsAndFunctions:
 
     def _no_such_view(self, ident: Identifier) -> NoSuchViewError:
         hint = " (it is a table)" if self.table_exists(ident) else ""
-        return NoSuchViewError(f"view {identifier_str(ident)} does not exist in catalog {self.name!r}{hint}")
+        return NoSuchViewError(f"View does not exist: {identifier_str(ident)}{hint}")
 
     def _create_view_entry(self, identifier: Identifier, metadata_location: str) -> None:
         self._views_supported()
@@ -206,14 +213,15 @@ class SqlViewsAndFunctions:
                     iceberg_type=VIEW_TYPE,
                 ))
         except IntegrityError:
-            raise ViewAlreadyExistsError(f"view {name} already exists (or a table of that name does)") from None
+            kind = "Table with same name" if self.table_exists(ident) else "View"
+            raise ViewAlreadyExistsError(f"{kind} already exists: {name}") from None
 
     @staticmethod
     def _name_taken(name: str, iceberg_type: str | None) -> ViewAlreadyExistsError:
         if iceberg_type == VIEW_TYPE:
-            return ViewAlreadyExistsError(f"view {name} already exists")
+            return ViewAlreadyExistsError(f"View already exists: {name}")
         return ViewAlreadyExistsError(
-            f"cannot create view {name}: a table of that name exists; tables and views share names"
+            f"Table with same name already exists: {name} (tables and views share names)"
         )
 
     def _swap_view_entry(self, identifier: Identifier, base_location: str, new_location: str) -> None:
@@ -241,7 +249,7 @@ class SqlViewsAndFunctions:
     def rename_view(self, from_identifier: IdentifierLike, to_identifier: IdentifierLike) -> View:
         src = self._view_ident(from_identifier)
         dst = self._view_ident(to_identifier)
-        what = f"cannot rename view {identifier_str(src)} to {identifier_str(dst)}"
+        what = f"Cannot rename {identifier_str(src)} to {identifier_str(dst)}"
         if not self._typed:
             raise self._no_such_view(src)
         t = ICEBERG_TABLES.c
@@ -249,20 +257,22 @@ class SqlViewsAndFunctions:
             with self._write() as conn:
                 dst_ns = self._ns_str(dst[:-1])
                 if not self._namespace_exists(conn, dst_ns):
-                    raise NoSuchNamespaceError(f"{what}: namespace {dst_ns!r} does not exist; create it first")
+                    raise NoSuchNamespaceError(
+                        f"Namespace does not exist: {namespace_text(dst_ns)} ({what.lower()}; create it first)"
+                    )
                 existing = conn.execute(select(t.iceberg_type).where(*self._table_key(dst))).first()
                 if existing is not None and src != dst:
-                    kind = "view" if existing[0] == VIEW_TYPE else "table"
-                    raise ViewAlreadyExistsError(f"{what}: a {kind} named {identifier_str(dst)} exists")
+                    kind = "View" if existing[0] == VIEW_TYPE else "Table"
+                    raise ViewAlreadyExistsError(f"{what}. {kind} already exists")
                 result = conn.execute(
                     update(ICEBERG_TABLES)
                     .where(*self._table_key(src), self._view_filter())
                     .values(table_namespace=dst_ns, table_name=dst[-1])
                 )
                 if result.rowcount < 1:
-                    raise NoSuchViewError(f"{what}: view {identifier_str(src)} does not exist")
+                    raise NoSuchViewError(f"View does not exist: {identifier_str(src)}")
         except IntegrityError:
-            raise ViewAlreadyExistsError(f"{what}: a view or table of that name exists") from None
+            raise ViewAlreadyExistsError(f"{what}. View already exists") from None
         location, metadata = self.load_view_metadata(dst)
         return View(dst, location, metadata)
 

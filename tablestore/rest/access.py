@@ -79,6 +79,13 @@ class Access:
     principal: Principal
     delegation: bool = False  # the client asked for vended credentials
 
+    def parse_namespace(self, text: str) -> Identifier:
+        """A namespace of a path or query parameter, split by the server's separator."""
+        return parse_namespace(text, self.service.settings.namespace_separator)
+
+    def parse_identifier(self, namespace: str, name: str, kind: str = "table") -> Identifier:
+        return parse_identifier(namespace, name, kind, self.service.settings.namespace_separator)
+
     def check_location(self, location: str, what: str) -> None:
         check_location(location, self.catalog.warehouse, self.service.settings.allow_external_locations, what)
 
@@ -135,14 +142,20 @@ ReadAccess = Annotated[Access, Depends(reader)]
 WriteAccess = Annotated[Access, Depends(writer)]
 
 
-def parse_namespace(text: str) -> Identifier:
-    """A namespace path segment (levels joined by %1F) as a validated tuple."""
-    return to_namespace(tuple(text.split(NAMESPACE_SEPARATOR)))
+def parse_namespace(text: str, separator: str = NAMESPACE_SEPARATOR) -> Identifier:
+    """A namespace path segment as a validated tuple: levels joined by ``separator`` (the
+    server's ``namespace-separator``, decoded) or by the spec's default %1F, which the 1.11 spec
+    asks servers to accept as well, for older clients. A dot is part of a level's name."""
+    parts = [text]
+    for sep in dict.fromkeys((separator, NAMESPACE_SEPARATOR)):
+        parts = [level for part in parts for level in part.split(sep)]
+    return to_namespace(tuple(parts))
 
 
-def parse_identifier(namespace: str, name: str, kind: str = "table") -> Identifier:
+def parse_identifier(namespace: str, name: str, kind: str = "table",
+                     separator: str = NAMESPACE_SEPARATOR) -> Identifier:
     validate_name(name, f"{kind} name")
-    return (*parse_namespace(namespace), name)
+    return (*parse_namespace(namespace, separator), name)
 
 
 def identifier_of(namespace: list[str], name: str, kind: str = "table") -> Identifier:

@@ -122,7 +122,7 @@ def create_app(
         svc.auth.authorize(principal, name, READ)
         config: dict[str, Any] = {
             "defaults": svc.client_config(catalog),
-            "overrides": {"prefix": name, "namespace-separator": "%1F"},
+            "overrides": {"prefix": name, "namespace-separator": svc.settings.namespace_separator_encoded},
             "endpoints": ENDPOINTS,
         }
         if name in stores:

@@ -24,6 +24,7 @@ from tablestore.errors import (
     CommitStateUnknownError,
     CorruptMetadataError,
     ForbiddenError,
+    InvalidArgumentError,
     NamespaceNotEmptyError,
     NotAuthorizedError,
     NotFoundError,
@@ -45,6 +46,7 @@ _STATUS: list[tuple[type[BaseException], int, str]] = [
     (NotFoundError, 404, "NotFoundException"),
     (UnsupportedError, 406, "UnsupportedOperationException"),
     (CorruptMetadataError, 422, "CorruptMetadataException"),
+    (InvalidArgumentError, 400, "IllegalArgumentException"),
     (ValidationError, 400, "BadRequestException"),
     (TableStoreError, 400, "BadRequestException"),
 ]

@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Response
 
 from tablestore.catalog import FunctionDef
-from tablestore.rest.access import ReadAccess, WriteAccess, parse_identifier, parse_namespace
+from tablestore.rest.access import ReadAccess, WriteAccess
 from tablestore.rest.limits import check_properties
 from tablestore.rest.models import CreateFunctionRequest
 from tablestore.rest.namespaces import page
@@ -36,14 +36,14 @@ def list_functions(
     page_token: str | None = Query(default=None, alias="pageToken"),
     page_size: int | None = Query(default=None, alias="pageSize"),
 ) -> dict[str, Any]:
-    found, token = page(access.catalog.list_functions(parse_namespace(namespace)), page_token, page_size)
+    found, token = page(access.catalog.list_functions(access.parse_namespace(namespace)), page_token, page_size)
     return {"identifiers": [{"namespace": list(i[:-1]), "name": i[-1]} for i in found], "next-page-token": token}
 
 
 @router.post("/namespaces/{namespace}/functions")
 def create_function(namespace: str, body: CreateFunctionRequest, access: WriteAccess) -> dict[str, Any]:
     check_properties(body.properties, "function properties")
-    ident = parse_identifier(namespace, body.name, "function")
+    ident = access.parse_identifier(namespace, body.name, "function")
     function = access.catalog.create_function(ident, body.class_name, body.return_type, body.replace,
                                               body.properties)
     return function_json(function)
@@ -51,12 +51,12 @@ def create_function(namespace: str, body: CreateFunctionRequest, access: WriteAc
 
 @router.get("/namespaces/{namespace}/functions/{name}")
 def load_function(namespace: str, name: str, access: ReadAccess) -> dict[str, Any]:
-    return function_json(access.catalog.load_function(parse_identifier(namespace, name, "function")))
+    return function_json(access.catalog.load_function(access.parse_identifier(namespace, name, "function")))
 
 
 @router.delete("/namespaces/{namespace}/functions/{name}", status_code=204)
 def drop_function(namespace: str, name: str, access: WriteAccess) -> Response:
-    access.catalog.drop_function(parse_identifier(namespace, name, "function"))
+    access.catalog.drop_function(access.parse_identifier(namespace, name, "function"))
     return Response(status_code=204)
 
 

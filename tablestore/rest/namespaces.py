@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Response
 
 from tablestore.catalog import LOCATION
 from tablestore.errors import ValidationError
-from tablestore.rest.access import Access, ReadAccess, WriteAccess, parse_namespace
+from tablestore.rest.access import Access, ReadAccess, WriteAccess
 from tablestore.rest.limits import check_properties, check_property_keys
 from tablestore.rest.models import CreateNamespaceRequest, UpdateNamespacePropertiesRequest
 
@@ -50,7 +50,7 @@ def list_namespaces(
     page_token: str | None = Query(default=None, alias="pageToken"),
     page_size: int | None = Query(default=None, alias="pageSize"),
 ) -> dict[str, Any]:
-    parent_ns = parse_namespace(parent) if parent else ()
+    parent_ns = access.parse_namespace(parent) if parent else ()
     found, token = page(access.catalog.list_namespaces(parent_ns), page_token, page_size)
     return {"namespaces": [list(ns) for ns in found], "next-page-token": token}
 
@@ -68,20 +68,20 @@ def create_namespace(body: CreateNamespaceRequest, access: WriteAccess) -> dict[
 
 @router.get("/namespaces/{namespace}")
 def load_namespace(namespace: str, access: ReadAccess) -> dict[str, Any]:
-    ns = parse_namespace(namespace)
+    ns = access.parse_namespace(namespace)
     properties = access.catalog.load_namespace_properties(ns)
     return {"namespace": list(ns), "properties": with_location(access, ns, properties)}
 
 
 @router.head("/namespaces/{namespace}", status_code=204)
 def namespace_exists(namespace: str, access: ReadAccess) -> Response:
-    exists = access.catalog.namespace_exists(parse_namespace(namespace))
+    exists = access.catalog.namespace_exists(access.parse_namespace(namespace))
     return Response(status_code=204 if exists else 404)
 
 
 @router.delete("/namespaces/{namespace}", status_code=204)
 def drop_namespace(namespace: str, access: WriteAccess) -> Response:
-    access.catalog.drop_namespace(parse_namespace(namespace))
+    access.catalog.drop_namespace(access.parse_namespace(namespace))
     return Response(status_code=204)
 
 
@@ -94,7 +94,7 @@ def update_namespace_properties(
     if LOCATION in body.updates:
         access.check_location(body.updates[LOCATION], "namespace location")
     summary = access.catalog.update_namespace_properties(
-        parse_namespace(namespace), set(body.removals), body.updates
+        access.parse_namespace(namespace), set(body.removals), body.updates
     )
     return {"updated": summary.updated, "removed": summary.removed, "missing": summary.missing}
 

@@ -27,7 +27,7 @@ from fastapi.responses import JSONResponse
 
 from tablestore.errors import NoSuchSnapshotError, ValidationError
 from tablestore.names import Identifier
-from tablestore.rest.access import Access, ReadAccess, parse_identifier
+from tablestore.rest.access import Access, ReadAccess
 from tablestore.rest.models import FetchScanTasksRequest, PlanTableScanRequest
 from tablestore.rest.plan_store import PlanStore, StoredPlan
 from tablestore.spec.content_file_json import content_file_to_json
@@ -175,7 +175,7 @@ def plan_table_scan(
     access: ReadAccess,
     body: Annotated[PlanTableScanRequest | None, Body()] = None,
 ) -> Response:
-    ident = parse_identifier(namespace, table)
+    ident = access.parse_identifier(namespace, table)
     request = body or PlanTableScanRequest()
     metadata, planned = plan_request(access, ident, request)
     writer = PageWriter(metadata, planned, _field_ids(planned.schema, request.stats_fields, request.case_sensitive,
@@ -194,7 +194,7 @@ def plan_table_scan(
 
 @router.get("/plan/{plan_id}")
 def fetch_planning_result(namespace: str, table: str, plan_id: str, access: ReadAccess) -> Response:
-    ident = parse_identifier(namespace, table)
+    ident = access.parse_identifier(namespace, table)
     plan = plan_store(access).get(plan_id, *_owner(access), ident)
     if plan.cancelled:
         return JSONResponse({"status": "cancelled"})
@@ -203,14 +203,14 @@ def fetch_planning_result(namespace: str, table: str, plan_id: str, access: Read
 
 @router.delete("/plan/{plan_id}", status_code=204)
 def cancel_planning(namespace: str, table: str, plan_id: str, access: ReadAccess) -> Response:
-    ident = parse_identifier(namespace, table)
+    ident = access.parse_identifier(namespace, table)
     plan_store(access).cancel(plan_id, *_owner(access), ident)
     return Response(status_code=204)
 
 
 @router.post("/tasks")
 def fetch_scan_tasks(namespace: str, table: str, body: FetchScanTasksRequest, access: ReadAccess) -> Response:
-    ident = parse_identifier(namespace, table)
+    ident = access.parse_identifier(namespace, table)
     if not access.catalog.table_exists(ident):
         access.catalog.load_table_metadata(ident)  # raises NoSuchTableError / NoSuchNamespaceError
     return Response(plan_store(access).take_page(body.plan_task, *_owner(access), ident), media_type="application/json")

@@ -37,6 +37,7 @@ from sqlalchemy import Connection, Engine, bindparam, create_engine, event, sele
 from sqlalchemy.exc import DBAPIError, DisconnectionError
 
 from tablestore.catalog import read_metadata_file
+from tablestore.catalog.base import metadata_file_missing
 from tablestore.catalog.sql import SqlCatalog
 from tablestore.catalog.sql_layout import ICEBERG_TABLES, PointerSwap, swap_pointers
 from tablestore.errors import (
@@ -192,6 +193,12 @@ class ServedSqlCatalog(SqlCatalog):
         metadata = self._cached(location)
         if metadata is None:
             metadata = read_metadata_file(self.io, location)
+        elif not self.io.new_input(location).exists():
+            # A parsed file is kept, but a table whose metadata file is gone is never served
+            # from it (Java reads the file on every load and fails): one look at the file, far
+            # cheaper than reading and parsing it again.
+            self._forget(ident)
+            raise metadata_file_missing(location)
         self._remember(ident, location, metadata)
         return location, metadata
 

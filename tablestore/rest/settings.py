@@ -29,6 +29,7 @@
       scan-plan-ttl-seconds: 600       # how long a paged plan's pages wait to be fetched
       auth: required                   # or none: everyone may write (local use only)
       max-request-bytes: 8388608       # larger request bodies are refused (413) while read
+      namespace-separator: "%1F"       # joins namespace levels in URLs, url-encoded (the spec's default)
 
 Each served catalog is one REST ``prefix`` (its name). The non-secret ``s3.*`` properties of a
 served catalog (endpoint, region, path style) are handed out in ``/v1/config`` and in every
@@ -42,6 +43,7 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
+from urllib.parse import unquote
 
 import pydantic
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
@@ -57,6 +59,8 @@ WRITE = "write"
 ROLES = (READ, WRITE)
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8181
+# The REST spec's separator of namespace levels in a URL, url-encoded: the unit separator.
+DEFAULT_NAMESPACE_SEPARATOR = "%1F"
 
 
 @dataclass(frozen=True, repr=False)
@@ -161,6 +165,16 @@ def _at_least_one(value: int) -> int:
 _Positive = Annotated[int, AfterValidator(_at_least_one)]
 
 
+def _separator(value: str) -> str:
+    decoded = unquote(value)
+    if not decoded:
+        raise PydanticCustomError("separator", "the namespace separator cannot be empty")
+    if "." in decoded or "/" in decoded:
+        raise PydanticCustomError(
+            "separator", "the namespace separator cannot contain '.' (names may) or '/'; the default is %1F")
+    return value
+
+
 class _ServerSection(BaseModel):
     """The ``server:`` section, key by key (see the module docstring)."""
 
@@ -190,6 +204,9 @@ class _ServerSection(BaseModel):
     max_request_bytes: int = Field(
         default=DEFAULT_MAX_REQUEST_BYTES, alias="max-request-bytes", ge=64 * 1024,
         description="smaller limits refuse ordinary commits")
+    namespace_separator: Annotated[str, AfterValidator(_separator)] = Field(
+        default=DEFAULT_NAMESPACE_SEPARATOR, alias="namespace-separator",
+        description="url-encoded, like %1F; not '.', which names may contain")
 
 
 # -- the settings the service runs with --------------------------------------------------------------
@@ -215,6 +232,12 @@ class ServerSettings(BaseModel):
     scan_planning_page_size: int = 5000
     scan_plan_ttl_s: int = 600
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    # Advertised url-encoded in /v1/config; paths are split by the decoded one (and by %1F).
+    namespace_separator_encoded: str = DEFAULT_NAMESPACE_SEPARATOR
+
+    @property
+    def namespace_separator(self) -> str:
+        return unquote(self.namespace_separator_encoded)
 
     def __repr__(self) -> str:
         # Tokens and secrets are never shown; only who they belong to.
@@ -279,6 +302,7 @@ def server_settings(config: LakehouseConfig, overrides: Mapping[str, Any] | None
         scan_planning_page_size=section.scan_planning_page_size,
         scan_plan_ttl_s=section.scan_plan_ttl_seconds,
         max_request_bytes=section.max_request_bytes,
+        namespace_separator_encoded=section.namespace_separator,
         vending=section.storage_credentials,
     )
 

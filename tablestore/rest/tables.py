@@ -21,8 +21,6 @@ from tablestore.rest.access import (
     ReadAccess,
     WriteAccess,
     identifier_of,
-    parse_identifier,
-    parse_namespace,
 )
 from tablestore.rest.limits import check_properties
 from tablestore.rest.models import (
@@ -116,14 +114,14 @@ def list_tables(
     page_token: str | None = Query(default=None, alias="pageToken"),
     page_size: int | None = Query(default=None, alias="pageSize"),
 ) -> dict[str, Any]:
-    found, token = page(access.catalog.list_tables(parse_namespace(namespace)), page_token, page_size)
+    found, token = page(access.catalog.list_tables(access.parse_namespace(namespace)), page_token, page_size)
     return {"identifiers": [{"namespace": list(i[:-1]), "name": i[-1]} for i in found], "next-page-token": token}
 
 
 @router.post("/namespaces/{namespace}/tables")
 def create_table(namespace: str, body: CreateTableRequest, access: WriteAccess) -> Response:
     catalog = access.catalog
-    ident = parse_identifier(namespace, body.name)
+    ident = access.parse_identifier(namespace, body.name)
     schema = parsed("schema", lambda: Schema.from_json(body.schema_))
     spec = parsed("partition-spec", partial(PartitionSpec.from_json, body.partition_spec)) \
         if body.partition_spec else UNPARTITIONED_SPEC
@@ -151,7 +149,7 @@ def create_table(namespace: str, body: CreateTableRequest, access: WriteAccess) 
 
 @router.post("/namespaces/{namespace}/register")
 def register_table(namespace: str, body: RegisterTableRequest, access: WriteAccess) -> Response:
-    ident = parse_identifier(namespace, body.name)
+    ident = access.parse_identifier(namespace, body.name)
     access.check_location(body.metadata_location, "metadata location")
     # Checked before registering: a table whose files live elsewhere must not enter the catalog.
     access.check_location(read_metadata_file(access.catalog.io, body.metadata_location).location, "table location")
@@ -177,7 +175,7 @@ def load_table(
     snapshots: str = Query(default="all", pattern="^(all|refs)$"),
     if_none_match: str | None = Header(default=None),
 ) -> Response:
-    ident = parse_identifier(namespace, table)
+    ident = access.parse_identifier(namespace, table)
     location, metadata = access.catalog.load_table_metadata(ident)
     etag = _etag(location, snapshots)
     if if_none_match and (if_none_match.strip() == "*" or etag in [t.strip() for t in if_none_match.split(",")]):
@@ -191,13 +189,13 @@ def load_table(
 
 @router.head("/namespaces/{namespace}/tables/{table}", status_code=204)
 def table_exists(namespace: str, table: str, access: ReadAccess) -> Response:
-    exists = access.catalog.table_exists(parse_identifier(namespace, table))
+    exists = access.catalog.table_exists(access.parse_identifier(namespace, table))
     return Response(status_code=204 if exists else 404)
 
 
 @router.post("/namespaces/{namespace}/tables/{table}")
 def commit_table(namespace: str, table: str, body: CommitTableRequest, access: WriteAccess) -> Response:
-    ident = parse_identifier(namespace, table)
+    ident = access.parse_identifier(namespace, table)
     requirements, updates = _changes(access, body)
     location, metadata = access.catalog.commit_table(ident, requirements, updates)
     # A response object skips FastAPI's jsonable_encoder, which costs more than the commit's SQL.
@@ -211,7 +209,7 @@ def drop_table(
     access: WriteAccess,
     purge_requested: bool = Query(default=False, alias="purgeRequested"),
 ) -> Response:
-    access.catalog.drop_table(parse_identifier(namespace, table), purge=purge_requested)
+    access.catalog.drop_table(access.parse_identifier(namespace, table), purge=purge_requested)
     return Response(status_code=204)
 
 
@@ -228,7 +226,7 @@ def report_metrics(
     namespace: str, table: str, access: ReadAccess, _body: Annotated[dict[str, Any] | None, Body()] = None
 ) -> Response:
     # Accepted and dropped: the spec makes reporting best-effort, and no one reads them here.
-    parse_identifier(namespace, table)
+    access.parse_identifier(namespace, table)
     return Response(status_code=204)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from fastapi import APIRouter, Query
 
-from tablestore.rest.access import ReadAccess, parse_identifier
+from tablestore.rest.access import ReadAccess
 
 router = APIRouter(prefix="/v1/{prefix}", tags=["tables"])
 
@@ -27,7 +27,7 @@ def load_credentials(
 ) -> dict[str, Any]:
     # planId names a server-side scan plan; a plan reads the same table, so it needs the same
     # credentials and is accepted without changing them.
-    _location, metadata = access.catalog.load_table_metadata(parse_identifier(namespace, table))
+    _location, metadata = access.catalog.load_table_metadata(access.parse_identifier(namespace, table))
     return {"storage-credentials": access.storage_credentials(metadata.location, dict(metadata.properties))}
 
 

@@ -1,7 +1,10 @@
 """View requirements and updates of the REST spec (``CommitViewRequest``), applied to ViewMetadata.
 
 The rules follow Java's ``ViewMetadata.Builder``: an added schema equal to an existing one is
-reused; an added version identical to an existing one is reused, else it gets the next id;
+reused, else it gets the highest id plus 1 (the first schema 0), whatever id the client gave it;
+an added version identical to an existing one is reused, else it keeps its id unless that is not
+above every existing one, when it gets the highest plus 1; a version with two queries for one
+dialect is refused (400 IllegalArgumentException, Java's message);
 ``-1`` ids mean "the one added last in this commit"; setting the current version appends to the
 version log and old versions expire past ``version.history.num-entries``.
 """
@@ -12,7 +15,7 @@ import uuid
 from dataclasses import replace
 from typing import Any
 
-from tablestore.errors import CommitConflictError, ValidationError
+from tablestore.errors import CommitConflictError, InvalidArgumentError, ValidationError
 from tablestore.rest.limits import check_properties
 from tablestore.spec.schema import Schema
 from tablestore.spec.view import (
@@ -31,8 +34,32 @@ def check_view_requirements(requirements: list[Any], metadata: ViewMetadata) -> 
         expected = str(requirement.get("uuid", ""))
         if expected.lower() != metadata.view_uuid.lower():
             raise CommitConflictError(
-                f"requirement failed: view uuid does not match: expected {expected} != {metadata.view_uuid}"
+                f"Requirement failed: view UUID does not match: expected {expected} != {metadata.view_uuid}"
             )
+
+
+def check_dialects(version: ViewVersion) -> None:
+    """One query per dialect (case-insensitive), as Java's ``ViewMetadata.Builder`` checks."""
+    seen: set[str] = set()
+    for representation in version.representations:
+        dialect = getattr(representation, "dialect", None)
+        if dialect is None:
+            continue
+        if dialect.lower() in seen:
+            raise InvalidArgumentError(
+                f"Invalid view version: Cannot add multiple queries for dialect {dialect.lower()}"
+            )
+        seen.add(dialect.lower())
+
+
+def _new_version_id(versions: tuple[ViewVersion, ...], requested: int) -> int:
+    """Java's ``reuseOrCreateNewViewVersionId`` for a version not among ``versions``: the id
+    asked for, unless an existing version's id is as high, then the highest plus 1."""
+    new_id = requested
+    for version in versions:
+        if version.version_id >= new_id:
+            new_id = version.version_id + 1
+    return new_id
 
 
 def _field(update: dict[str, Any], key: str) -> Any:
@@ -81,7 +108,10 @@ def apply_view_updates(metadata: ViewMetadata, updates: list[Any], now_ms: int) 
             if existing is not None:
                 last_version = existing.version_id
             else:
-                last_version = max(v.version_id for v in md.versions) + 1
+                if version.schema_id not in {s.schema_id for s in md.schemas}:
+                    raise InvalidArgumentError(f"Cannot add version with unknown schema: {version.schema_id}")
+                check_dialects(version)
+                last_version = _new_version_id(md.versions, version.version_id)
                 md = replace(md, versions=(*md.versions, replace(version, version_id=last_version)))
         elif action == "set-current-view-version":
             version_id = int(_field(update, "view-version-id"))
@@ -102,19 +132,22 @@ def apply_view_updates(metadata: ViewMetadata, updates: list[Any], now_ms: int) 
 
 def new_view_from_request(location: str, schema_json: Any, version_json: Any, properties: dict[str, str],
                           now_ms: int) -> ViewMetadata:
-    """The metadata of a view created from a REST CreateViewRequest."""
-    schema = Schema.from_json(schema_json)
+    """The metadata of a view created from a REST CreateViewRequest: as Java's
+    ``setCurrentVersion(version, schema)`` on a new builder, the schema is the first (id 0) and the
+    version, which refers to it, keeps its id."""
+    schema = Schema.from_json(schema_json).with_id(0)
     version = ViewVersion.from_json(version_json)
-    version = replace(version, version_id=1, schema_id=schema.schema_id)
+    version = replace(version, schema_id=schema.schema_id)
+    check_dialects(version)
     return ViewMetadata(
         view_uuid=str(uuid.uuid4()),
         location=location.rstrip("/"),
         schemas=(schema,),
-        current_version_id=1,
+        current_version_id=version.version_id,
         versions=(version,),
-        version_log=(ViewHistoryEntry(now_ms, 1),),
+        version_log=(ViewHistoryEntry(now_ms, version.version_id),),
         properties=dict(properties),
     )
 
 
-__all__ = ["apply_view_updates", "check_view_requirements", "new_view_from_request"]
+__all__ = ["apply_view_updates", "check_dialects", "check_view_requirements", "new_view_from_request"]

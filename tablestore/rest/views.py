@@ -17,8 +17,6 @@ from tablestore.rest.access import (
     ReadAccess,
     WriteAccess,
     identifier_of,
-    parse_identifier,
-    parse_namespace,
 )
 from tablestore.rest.limits import check_properties
 from tablestore.rest.models import CommitViewRequest, CreateViewRequest, RegisterViewRequest, RenameRequest
@@ -42,7 +40,7 @@ def list_views(
     page_token: str | None = Query(default=None, alias="pageToken"),
     page_size: int | None = Query(default=None, alias="pageSize"),
 ) -> dict[str, Any]:
-    found, token = page(access.catalog.list_views(parse_namespace(namespace)), page_token, page_size)
+    found, token = page(access.catalog.list_views(access.parse_namespace(namespace)), page_token, page_size)
     return {"identifiers": [{"namespace": list(i[:-1]), "name": i[-1]} for i in found], "next-page-token": token}
 
 
@@ -50,11 +48,13 @@ def list_views(
 def create_view(namespace: str, body: CreateViewRequest, access: WriteAccess) -> dict[str, Any]:
     check_properties(body.properties, "view properties")
     catalog = access.catalog
-    ident = parse_identifier(namespace, body.name, "view")
+    ident = access.parse_identifier(namespace, body.name, "view")
     if not catalog.namespace_exists(ident[:-1]):
-        raise NoSuchNamespaceError(f"cannot create view {'.'.join(ident)}: namespace does not exist; create it first")
-    if catalog.table_exists(ident) or catalog.view_exists(ident):
-        raise ViewAlreadyExistsError(f"a table or view named {'.'.join(ident)} already exists")
+        raise NoSuchNamespaceError(f"Namespace does not exist: {'.'.join(ident[:-1])}")
+    if catalog.table_exists(ident):
+        raise ViewAlreadyExistsError(f"Table with same name already exists: {'.'.join(ident)}")
+    if catalog.view_exists(ident):
+        raise ViewAlreadyExistsError(f"View already exists: {'.'.join(ident)}")
     location = normalize_location(body.location) if body.location else catalog.default_table_location(ident)
     access.check_location(location, "view location")
     metadata = parsed("view", lambda: new_view_from_request(
@@ -69,36 +69,36 @@ def register_view(namespace: str, body: RegisterViewRequest, access: WriteAccess
     """Add a view by an existing view metadata file (written by another catalog, or kept from a
     dropped view), as register does for tables."""
     catalog = access.catalog
-    ident = parse_identifier(namespace, body.name, "view")
+    ident = access.parse_identifier(namespace, body.name, "view")
     location = normalize_location(body.metadata_location)
     access.check_location(location, "metadata location")
     metadata = read_view_metadata_file(catalog.io, location)
     # Checked before registering: a view whose files live elsewhere must not enter the catalog.
     access.check_location(metadata.location, "view location")
     if not catalog.namespace_exists(ident[:-1]):
-        raise NoSuchNamespaceError(f"cannot register view {'.'.join(ident)}: namespace does not exist; create it first")
+        raise NoSuchNamespaceError(f"Namespace does not exist: {'.'.join(ident[:-1])}")
     if catalog.table_exists(ident):
-        raise ViewAlreadyExistsError(f"a table named {'.'.join(ident)} already exists")
+        raise ViewAlreadyExistsError(f"Table with same name already exists: {'.'.join(ident)}")
     catalog.register_view(ident, location)  # ViewAlreadyExistsError (409) if the name is taken
     return _result(access, location, metadata)
 
 
 @router.get("/namespaces/{namespace}/views/{view}")
 def load_view(namespace: str, view: str, access: ReadAccess) -> dict[str, Any]:
-    location, metadata = access.catalog.load_view_metadata(parse_identifier(namespace, view, "view"))
+    location, metadata = access.catalog.load_view_metadata(access.parse_identifier(namespace, view, "view"))
     return _result(access, location, metadata)
 
 
 @router.head("/namespaces/{namespace}/views/{view}", status_code=204)
 def view_exists(namespace: str, view: str, access: ReadAccess) -> Response:
-    exists = access.catalog.view_exists(parse_identifier(namespace, view, "view"))
+    exists = access.catalog.view_exists(access.parse_identifier(namespace, view, "view"))
     return Response(status_code=204 if exists else 404)
 
 
 @router.post("/namespaces/{namespace}/views/{view}")
 def replace_view(namespace: str, view: str, body: CommitViewRequest, access: WriteAccess) -> Any:
     catalog = access.catalog
-    ident = parse_identifier(namespace, view, "view")
+    ident = access.parse_identifier(namespace, view, "view")
     base_location, base = catalog.load_view_metadata(ident)
     check_view_requirements(body.requirements, base)
     metadata = parsed("view update", lambda: apply_view_updates(base, body.updates, time.time_ns() // 1_000_000))
@@ -112,7 +112,7 @@ def replace_view(namespace: str, view: str, body: CommitViewRequest, access: Wri
 
 @router.delete("/namespaces/{namespace}/views/{view}", status_code=204)
 def drop_view(namespace: str, view: str, access: WriteAccess) -> Response:
-    access.catalog.drop_view(parse_identifier(namespace, view, "view"))
+    access.catalog.drop_view(access.parse_identifier(namespace, view, "view"))
     return Response(status_code=204)
 
 

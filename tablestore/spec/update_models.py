@@ -320,7 +320,7 @@ class TableRequirement:
 
     def _existing(self, metadata: TableMetadata | None) -> TableMetadata:
         if metadata is None:
-            raise CommitConflictError("requirement failed: the table does not exist (any more)")
+            raise CommitConflictError("Requirement failed: table does not exist (any more)")
         return metadata
 
 
@@ -333,7 +333,7 @@ class AssertCreate(TableRequirement):
 
     def validate(self, metadata: TableMetadata | None) -> None:
         if metadata is not None:
-            raise CommitConflictError("requirement failed: the table already exists")
+            raise CommitConflictError("Requirement failed: table already exists")
 
 
 @dataclass(frozen=True)
@@ -348,7 +348,7 @@ class AssertTableUUID(TableRequirement):
         md = self._existing(metadata)
         if md.table_uuid.lower() != self.uuid.lower():
             raise CommitConflictError(
-                f"requirement failed: table uuid does not match: expected {self.uuid} != {md.table_uuid}"
+                f"Requirement failed: UUID does not match: expected {self.uuid} != {md.table_uuid}"
             )
 
 
@@ -369,16 +369,16 @@ class AssertRefSnapshotId(TableRequirement):
         if ref is not None:
             if self.snapshot_id is None:
                 raise CommitConflictError(
-                    f"requirement failed: {ref.type} {self.ref} was created concurrently"
+                    f"Requirement failed: {ref.type} {self.ref} was created concurrently"
                 )
             if self.snapshot_id != ref.snapshot_id:
                 raise CommitConflictError(
-                    f"requirement failed: {ref.type} {self.ref} has changed: "
+                    f"Requirement failed: {ref.type} {self.ref} has changed: "
                     f"expected id {self.snapshot_id} != {ref.snapshot_id}"
                 )
         elif self.snapshot_id is not None:
             raise CommitConflictError(
-                f"requirement failed: branch or tag {self.ref} is missing, expected {self.snapshot_id}"
+                f"Requirement failed: branch or tag {self.ref} is missing, expected {self.snapshot_id}"
             )
 
 
@@ -394,7 +394,7 @@ class AssertLastAssignedFieldId(TableRequirement):
         md = self._existing(metadata)
         if md.last_column_id != self.last_assigned_field_id:
             raise CommitConflictError(
-                f"requirement failed: last assigned field id changed: "
+                f"Requirement failed: last assigned field id changed: "
                 f"expected id {self.last_assigned_field_id} != {md.last_column_id}"
             )
 
@@ -411,7 +411,7 @@ class AssertCurrentSchemaId(TableRequirement):
         md = self._existing(metadata)
         if md.current_schema_id != self.current_schema_id:
             raise CommitConflictError(
-                f"requirement failed: current schema changed: expected id {self.current_schema_id} "
+                f"Requirement failed: current schema changed: expected id {self.current_schema_id} "
                 f"!= {md.current_schema_id}"
             )
 
@@ -428,7 +428,7 @@ class AssertLastAssignedPartitionId(TableRequirement):
         md = self._existing(metadata)
         if md.last_partition_id != self.last_assigned_partition_id:
             raise CommitConflictError(
-                f"requirement failed: last assigned partition id changed: "
+                f"Requirement failed: last assigned partition id changed: "
                 f"expected id {self.last_assigned_partition_id} != {md.last_partition_id}"
             )
 
@@ -445,7 +445,7 @@ class AssertDefaultSpecId(TableRequirement):
         md = self._existing(metadata)
         if md.default_spec_id != self.default_spec_id:
             raise CommitConflictError(
-                f"requirement failed: default partition spec changed: expected id {self.default_spec_id} "
+                f"Requirement failed: default partition spec changed: expected id {self.default_spec_id} "
                 f"!= {md.default_spec_id}"
             )
 
@@ -462,7 +462,7 @@ class AssertDefaultSortOrderId(TableRequirement):
         md = self._existing(metadata)
         if md.default_sort_order_id != self.default_sort_order_id:
             raise CommitConflictError(
-                f"requirement failed: default sort order changed: expected id {self.default_sort_order_id} "
+                f"Requirement failed: default sort order changed: expected id {self.default_sort_order_id} "
                 f"!= {md.default_sort_order_id}"
             )
 

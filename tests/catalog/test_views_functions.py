@@ -149,7 +149,7 @@ def test_replace_of_a_missing_view_creates_it(catalog: SqlCatalog) -> None:
 def test_create_existing_view_without_replace_fails(catalog: SqlCatalog) -> None:
     catalog.create_namespace("db")
     first = _create_view(catalog)
-    with pytest.raises(ViewAlreadyExistsError, match=r"view db\.by_country already exists"):
+    with pytest.raises(ViewAlreadyExistsError, match=r"^View already exists: db\.by_country \(use replace"):
         _create_view(catalog, sql="SELECT 1 AS n")
     assert catalog.load_view("db.by_country").metadata_location == first.metadata_location
 
@@ -191,10 +191,10 @@ def test_swap_loses_to_another_writer(catalog: SqlCatalog) -> None:
 
 
 def test_view_errors(catalog: SqlCatalog) -> None:
-    with pytest.raises(NoSuchNamespaceError, match=r"cannot create view nope\.v: namespace 'nope' does not exist"):
+    with pytest.raises(NoSuchNamespaceError, match=r"^Namespace does not exist: nope \(cannot create view nope\.v"):
         _create_view(catalog, "nope.v")
     catalog.create_namespace("db")
-    with pytest.raises(NoSuchViewError, match=r"view db\.missing does not exist"):
+    with pytest.raises(NoSuchViewError, match=r"^View does not exist: db\.missing$"):
         catalog.load_view("db.missing")
     with pytest.raises(InvalidNameError):
         _create_view(catalog, "db.a/b")
@@ -212,15 +212,15 @@ def test_tables_and_views_share_names(catalog: SqlCatalog) -> None:
     catalog.create_table("db.orders", TABLE_SCHEMA)
     _create_view(catalog)
 
-    with pytest.raises(ViewAlreadyExistsError, match="a table of that name exists"):
+    with pytest.raises(ViewAlreadyExistsError, match=r"^Table with same name already exists: db\.orders"):
         _create_view(catalog, "db.orders")
-    with pytest.raises(ViewAlreadyExistsError, match="a table of that name exists"):
+    with pytest.raises(ViewAlreadyExistsError, match=r"^Table with same name already exists: db\.orders"):
         _create_view(catalog, "db.orders", replace=True)  # replace never turns a table into a view
-    with pytest.raises(TableAlreadyExistsError, match="a view of that name exists"):
+    with pytest.raises(TableAlreadyExistsError, match=r"^View with same name already exists: db\.by_country"):
         catalog.create_table("db.by_country", TABLE_SCHEMA)
-    with pytest.raises(AlreadyExistsError):
+    with pytest.raises(AlreadyExistsError, match=r"^Cannot rename db\.orders to db\.by_country\. View already exists$"):
         catalog.rename_table("db.orders", "db.by_country")
-    with pytest.raises(ViewAlreadyExistsError, match=r"a table named db\.orders exists"):
+    with pytest.raises(ViewAlreadyExistsError, match=r"^Cannot rename db\.by_country to db\.orders\. Table already exists$"):
         catalog.rename_view("db.by_country", "db.orders")
 
     assert catalog.list_tables("db") == [("db", "orders")]
@@ -274,11 +274,11 @@ def test_drop_and_rename_view(catalog: SqlCatalog, warehouse: Warehouse) -> None
         assert not again.view_exists("db.by_country")
 
     _create_view(catalog, "db.other")
-    with pytest.raises(ViewAlreadyExistsError, match=r"a view named archive\.countries exists"):
+    with pytest.raises(ViewAlreadyExistsError, match=r"^Cannot rename db\.other to archive\.countries\. View already exists$"):
         catalog.rename_view("db.other", "archive.countries")
-    with pytest.raises(NoSuchNamespaceError, match="namespace 'nope' does not exist"):
+    with pytest.raises(NoSuchNamespaceError, match=r"^Namespace does not exist: nope \(cannot rename db\.other to nope\.other"):
         catalog.rename_view("db.other", "nope.other")
-    with pytest.raises(NoSuchViewError, match=r"view db\.ghost does not exist"):
+    with pytest.raises(NoSuchViewError, match=r"^View does not exist: db\.ghost$"):
         catalog.rename_view("db.ghost", "db.ghost2")
 
     catalog.drop_view("archive.countries")
@@ -294,12 +294,12 @@ def test_drop_and_rename_view(catalog: SqlCatalog, warehouse: Warehouse) -> None
 def test_drop_namespace_counts_views_and_functions(catalog: SqlCatalog) -> None:
     catalog.create_namespace("views_only")
     _create_view(catalog, "views_only.v")
-    with pytest.raises(NamespaceNotEmptyError, match=r"it has 1 view\(s\) \(views_only.v\)"):
+    with pytest.raises(NamespaceNotEmptyError, match=r"^Namespace views_only is not empty\. It has 1 view\(s\) \(views_only.v\)"):
         catalog.drop_namespace("views_only")
 
     catalog.create_namespace("functions_only")
     catalog.create_function("functions_only.f", "udfs.double")
-    with pytest.raises(NamespaceNotEmptyError, match=r"it has 1 function\(s\) \(functions_only.f\)"):
+    with pytest.raises(NamespaceNotEmptyError, match=r"^Namespace functions_only is not empty\. It has 1 function\(s\) \(functions_only.f\)"):
         catalog.drop_namespace("functions_only")
 
     catalog.create_namespace("mixed")

@@ -81,7 +81,8 @@ def test_register_view_adds_a_view_by_its_metadata_file(rest_service: RestServic
         missing_ns = _register(rest_service, f"{ns}_missing", "v", location)
         assert (missing_ns.status_code, missing_ns.json()["error"]["type"]) == (404, "NoSuchNamespaceException")
         no_file = _register(rest_service, ns, "ghost", location.replace(".metadata.json", "-gone.metadata.json"))
-        assert no_file.status_code == 422 and "does not exist" in no_file.json()["error"]["message"]
+        assert (no_file.status_code, no_file.json()["error"]["type"]) == (404, "NotFoundException")
+        assert no_file.json()["error"]["message"].startswith("Failed to open input stream for file: ")
         outside = _register(rest_service, ns, "outside", "/etc/passwd")
         assert outside.status_code == 400 and "warehouse" in outside.json()["error"]["message"]
         assert sorted(i[-1] for i in client.list_views(ns)) == ["again"]

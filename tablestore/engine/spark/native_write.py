@@ -234,7 +234,10 @@ def _session_conf(df: DataFrame, settings: Mapping[str, str]) -> Iterator[None]:
 
 
 def _local(path: str) -> str:
-    return path[len("file://"):] if path.startswith("file://") else path
+    # file:///x, Hadoop's file:/x (kept as a client asked for it) and /x are the same local path.
+    if path.startswith("file://"):
+        return path[len("file://"):]
+    return path.removeprefix("file:")
 
 
 def _write_native(df: DataFrame, target: WriteTarget, overwrite: bool) -> None:
