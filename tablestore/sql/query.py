@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
     from tablestore.catalog import Catalog
     from tablestore.session import CatalogManager
+    from tablestore.sql.context import SessionOptions
 
 METADATA_TABLES = ("snapshots", "history", "files", "data_files", "delete_files", "manifests", "partitions",
                    "entries", "refs", "metadata_log_entries", "schemas")
@@ -91,6 +92,8 @@ class QueryPlanner:
         self.native_reads: set[tuple[str, ...]] = set()
         # Names bound to temporary views the statement registered itself (bind).
         self._bound: dict[tuple[str, ...], str] = {}
+        # The session's options: its spark.wap.branch redirects reads of WAP tables (ref_names).
+        self.options: SessionOptions | None = None
 
     def bind(self, name: str, view: str) -> None:
         """Resolve the bare name ``name`` to the temporary view ``view``: a relation the statement
@@ -137,6 +140,9 @@ class QueryPlanner:
                 if version is not None:
                     raise ValidationError("time travel is not supported on metadata tables")
                 return self._metadata_view(table, parts[-1].lower())
+        ref_view = self._ref_view(parts, version)
+        if ref_view is not None:
+            return ref_view
         catalog, identifier = self._resolve(parts)
         if catalog.table_exists(identifier):
             return self._table_view(catalog, identifier, version)
@@ -174,7 +180,31 @@ class QueryPlanner:
     def _new_view_name(self) -> str:
         return f"__tablestore_{next(_view_ids)}"
 
-    def _table_view(self, catalog: Catalog, identifier: tuple[str, ...], version: exp.Version | None) -> str:
+    def _ref_view(self, parts: tuple[str, ...], version: exp.Version | None) -> str | None:
+        """The view of ``db.t.branch_x`` or ``db.t.tag_x`` (:mod:`tablestore.sql.ref_names`), or
+        None when ``parts`` names no ref."""
+        from tablestore.sql.ref_names import check_readable, split_ref
+
+        split = split_ref(self._resolve, parts)
+        if split is None:
+            return None
+        name = ".".join((split.catalog.name, *split.identifier))
+        if version is not None:
+            raise ValidationError(f"{'.'.join(parts)} names a {split.ref.kind} of {name}; time travel "
+                                  f"(VERSION AS OF, TIMESTAMP AS OF) applies to the table's own name")
+        _, metadata = split.catalog.load_table_metadata(split.identifier)
+        check_readable(metadata, split.ref, name)
+        return self._table_view(split.catalog, split.identifier, None, ref=split.ref.name)
+
+    def _table_view(self, catalog: Catalog, identifier: tuple[str, ...], version: exp.Version | None,
+                    ref: str | None = None) -> str:
+        if version is None and ref is None and self.options is not None and self.options.get("spark.wap.branch"):
+            from tablestore.sql.ref_names import wap_read_ref
+
+            ref = wap_read_ref(self.options, catalog.load_table_metadata(identifier)[1])
+        if ref is not None:
+            reader = self.spark.read.format("tablestore").option("config", self.config_json).option("ref", ref)
+            return self._register_read(reader, catalog, identifier)
         if version is None and not self._row_lineage and (catalog.name, *identifier) in self.native_reads:
             outcome = read_with_options(self.spark, ".".join((catalog.name, *identifier)),
                                         {"config": self.config_json})
@@ -197,6 +227,9 @@ class QueryPlanner:
                     reader = reader.option("snapshot-id", str(literal))
             else:
                 reader = reader.option("as-of-timestamp", str(literal))
+        return self._register_read(reader, catalog, identifier)
+
+    def _register_read(self, reader: Any, catalog: Catalog, identifier: tuple[str, ...]) -> str:
         if self._row_lineage:
             reader = reader.option(LINEAGE_OPTION, "true")
         name = self._new_view_name()
