@@ -46,7 +46,11 @@ if TYPE_CHECKING:
     from tablestore.sql.context import SessionOptions
 
 METADATA_TABLES = ("snapshots", "history", "files", "data_files", "delete_files", "manifests", "partitions",
-                   "entries", "refs", "metadata_log_entries", "schemas")
+                   "entries", "refs", "metadata_log_entries", "schemas", "position_deletes", "all_data_files",
+                   "all_delete_files", "all_files", "all_entries", "all_manifests")
+# The metadata tables that read one snapshot, and so take VERSION AS OF and TIMESTAMP AS OF.
+SNAPSHOT_METADATA_TABLES = ("files", "data_files", "delete_files", "manifests", "partitions", "entries",
+                            "position_deletes")
 _view_ids = itertools.count(1)
 # pyspark logs every failed query with its whole plan; the error we raise says what matters.
 logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
@@ -137,9 +141,15 @@ class QueryPlanner:
         if len(parts) >= 2 and parts[-1].lower() in METADATA_TABLES:
             table = self._try_table(parts[:-1])
             if table is not None:
-                if version is not None:
-                    raise ValidationError("time travel is not supported on metadata tables")
-                return self._metadata_view(table, parts[-1].lower())
+                kind = parts[-1].lower()
+                if version is None:
+                    return self._metadata_view(table, kind)
+                if kind not in SNAPSHOT_METADATA_TABLES:
+                    raise ValidationError(
+                        f"time travel is not supported on the {kind} metadata table; it is supported on "
+                        f"{', '.join(SNAPSHOT_METADATA_TABLES)}"
+                    )
+                return self._metadata_view(table, kind, _version_snapshot(table, version))
         ref_view = self._ref_view(parts, version)
         if ref_view is not None:
             return ref_view
@@ -239,8 +249,9 @@ class QueryPlanner:
             self._lineage_views[name] = [c for c in df.columns if c.lower() not in ROW_LINEAGE_BY_NAME]
         return name
 
-    def _metadata_view(self, table: Any, kind: str) -> str:
-        arrow = getattr(table.inspect, kind)()
+    def _metadata_view(self, table: Any, kind: str, snapshot_id: int | None = None) -> str:
+        inspect = getattr(table.inspect, kind)
+        arrow = inspect() if snapshot_id is None else inspect(snapshot_id)
         name = self._new_view_name()
         self.spark.createDataFrame(arrow).createOrReplaceTempView(name)
         return name
@@ -310,6 +321,28 @@ class QueryPlanner:
             return  # Spark reports the unknown function with its own message
         fn = load_python_function(definition.class_name)
         self.spark.udf.register(name, fn, returnType=definition.return_type or "string")
+
+
+def _version_snapshot(table: Any, version: exp.Version) -> int:
+    """The snapshot id a metadata table's ``VERSION AS OF`` (a snapshot id, branch or tag) or
+    ``TIMESTAMP AS OF`` (a timestamp string) selects."""
+    from tablestore.table import parse_timestamp_ms
+    from tablestore.table.read.scan import select_snapshot
+
+    value = version.expression
+    if not isinstance(value, exp.Literal):
+        raise ValidationError(f"{version.name} AS OF on a metadata table takes a literal, not {value.sql('spark')}")
+    if version.name.upper() == "VERSION":
+        if value.is_string:
+            ref, snapshot_id = resolve_ref(table.metadata, str(value.this), table.name, None, None)
+            snapshot = select_snapshot(table.metadata, snapshot_id, None, ref)
+        else:
+            snapshot = select_snapshot(table.metadata, int(value.this))
+    else:
+        snapshot = select_snapshot(table.metadata, None, parse_timestamp_ms(str(value.this)))
+    if snapshot is None:
+        raise ValidationError(f"table {table.name} has no snapshot at {version.sql('spark')}")
+    return int(snapshot.snapshot_id)
 
 
 def _runnable_sql(view: View, name: str) -> str:

@@ -167,3 +167,23 @@ def test_wap_branch_reads_and_writes_the_branch_once_it_exists(session: SqlSessi
     assert rows(session, "SELECT count(*) FROM db.t") == [[2]]
     session.execute("CALL cat.system.fast_forward('db.t', 'main', 'audit')")
     assert ids(table) == [1, 2, 3]
+
+
+@pytest.mark.spark
+def test_metadata_tables_at_a_ref_and_over_every_snapshot(session: SqlSession) -> None:
+    table = make_table(session)
+    first, second = (s.snapshot_id for s in table.snapshots())
+    assert rows(session, "SELECT count(*) FROM db.t.files") == [[2]]
+    assert rows(session, "SELECT count(*) FROM db.t.files VERSION AS OF 'v1'") == [[1]]
+    assert rows(session, f"SELECT count(*) FROM db.t.entries VERSION AS OF {first}") == [[1]]
+    assert rows(session, "SELECT count(*) FROM db.t.position_deletes") == [[0]]
+    assert rows(session, "SELECT reference_snapshot_id, count(*) FROM db.t.all_manifests "
+                         "GROUP BY reference_snapshot_id ORDER BY 2") == [[first, 1], [second, 2]]
+    assert rows(session, "SELECT count(DISTINCT file_path) FROM db.t.all_data_files") == [[2]]
+    assert rows(session, "SELECT count(*) FROM db.t.all_delete_files") == [[0]]
+    assert rows(session, "SELECT count(*) FROM db.t.all_files") == [[2]]
+    assert rows(session, "SELECT count(*) FROM db.t.all_entries") == [[2]]
+    assert rows(session, "SELECT name, type FROM db.t.refs ORDER BY name") == [
+        ["b", "BRANCH"], ["main", "BRANCH"], ["v1", "TAG"]]
+    with pytest.raises(ValidationError, match="time travel is not supported on the snapshots metadata table"):
+        session.execute_one("SELECT * FROM db.t.snapshots VERSION AS OF 'b'")
