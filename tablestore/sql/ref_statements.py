@@ -23,14 +23,25 @@ from tablestore.sql.result import StatementResult
 
 if TYPE_CHECKING:
     from tablestore.sql.context import SessionContext
+    from tablestore.table import Table
 
 
 def create_ref(context: SessionContext, s: CreateRef) -> StatementResult:
-    _, _, table = context.table(s.name)
+    apply_create_ref(context.table(s.name)[2], s)
+    return StatementResult()
+
+
+def drop_ref(context: SessionContext, s: DropRef) -> StatementResult:
+    apply_drop_ref(context.table(s.name)[2], s)
+    return StatementResult()
+
+
+def apply_create_ref(table: Table, s: CreateRef) -> None:
+    """Create or replace the ref ``s`` describes on ``table`` (the command line's too)."""
     table.refresh()
     exists = s.ref in table.metadata.refs
     if exists and s.create and not s.replace and s.if_not_exists:
-        return StatementResult()
+        return
     snapshot_id = s.snapshot_id
     if snapshot_id is None:
         head = table.metadata.branch_head("main")
@@ -55,21 +66,19 @@ def create_ref(context: SessionContext, s: CreateRef) -> StatementResult:
         if s.max_ref_age_ms is not None:
             ms.set_max_ref_age_ms(s.ref, s.max_ref_age_ms)
     ms.commit()
-    return StatementResult()
 
 
-def drop_ref(context: SessionContext, s: DropRef) -> StatementResult:
-    _, _, table = context.table(s.name)
+def apply_drop_ref(table: Table, s: DropRef) -> None:
+    """Remove the ref ``s`` names from ``table`` (the command line's too)."""
     table.refresh()
     if s.ref not in table.metadata.refs and s.if_exists:
-        return StatementResult()
+        return
     ms = table.manage_snapshots()
     if s.kind == BRANCH:
         ms.remove_branch(s.ref)
     else:
         ms.remove_tag(s.ref)
     ms.commit()
-    return StatementResult()
 
 
 def reset_option(context: SessionContext, s: ResetOption) -> StatementResult:
