@@ -4,6 +4,7 @@
     tablestore table describe|history|files|partitions|snapshots NAME [--config PATH]
     tablestore catalog serve [--config PATH] [--host HOST] [--port 8181]
     tablestore table expire-snapshots|remove-orphans|compact NAME [options]
+    tablestore table refs|branch|tag|rollback|fast-forward NAME [REF] [options]
     tablestore erase --table db.t --column user_id (--values 1,2 | --values-from db.requests) --request-id ID
 
 Errors print one line naming what is wrong and exit non-zero; the failed statement commits nothing.
@@ -17,6 +18,7 @@ import sys
 from collections.abc import Sequence
 
 from tablestore.cli.maintenance_args import MAINTENANCE_ACTIONS, add_erase_parser, add_table_options
+from tablestore.cli.refs_args import REF_ACTIONS, add_ref_options
 from tablestore.errors import ParseError, TableStoreError
 
 # The extra that brings each optional package a command may need (pyproject.toml): the core
@@ -61,8 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     table = sub.add_parser("table", help="table administration")
     _add_common(table)
     table.add_argument("action", choices=("describe", "history", "snapshots", "files", "partitions",
-                                          *MAINTENANCE_ACTIONS))
+                                          *MAINTENANCE_ACTIONS, *REF_ACTIONS))
     table.add_argument("name", help="table name: table, db.table or catalog.db.table")
+    add_ref_options(table)
     table.add_argument("--format", choices=("table", "json", "csv"), default="table")
     catalog = sub.add_parser("catalog", help="the catalog service")
     _add_common(catalog)
@@ -88,6 +91,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from tablestore.cli.maintenance import run_maintenance
 
             return run_maintenance(args)
+        if args.command == "table" and args.action in REF_ACTIONS:
+            from tablestore.cli.refs import run_refs
+
+            return run_refs(args)
         if args.command == "erase":
             from tablestore.cli.maintenance import run_erase
 

@@ -126,7 +126,9 @@ class SessionContext:
 
     def planner(self) -> QueryPlanner:
         """A planner for one statement's queries (it registers the temporary views they read)."""
-        return QueryPlanner(self.spark, self.manager, self.config.to_json())
+        planner = QueryPlanner(self.spark, self.manager, self.config.to_json())
+        planner.options = self.options
+        return planner
 
     def load_table(self, catalog: Catalog, identifier: tuple[str, ...]) -> Table:
         """The table ``identifier`` of ``catalog``; ValidationError when it names a view."""
@@ -141,3 +143,17 @@ class SessionContext:
         """The catalog, identifier and table a statement's table name resolves to."""
         catalog, identifier = self.manager.resolve_table(name)
         return catalog, identifier, self.load_table(catalog, identifier)
+
+    def write_table(self, name: st.Name) -> tuple[Catalog, tuple[str, ...], Table]:
+        """The catalog, identifier and table a write statement (INSERT, DELETE, UPDATE, MERGE)
+        commits through: ``db.t.branch_x`` writes branch x, ``db.t.tag_x`` is refused, and a
+        table with ``write.wap.enabled`` follows the session's ``spark.wap.branch`` or
+        ``spark.wap.id`` (:mod:`tablestore.sql.ref_names`)."""
+        from tablestore.sql.ref_names import split_ref, write_target
+
+        split = split_ref(self.manager.resolve_table, tuple(name))
+        if split is None:
+            catalog, identifier, table = self.table(name)
+            return catalog, identifier, write_target(self.options, table, None)
+        table = self.load_table(split.catalog, split.identifier)
+        return split.catalog, split.identifier, write_target(self.options, table, split.ref)

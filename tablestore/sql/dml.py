@@ -141,7 +141,7 @@ def write_query(context: SessionContext, table: Table, df: Any) -> WrittenFiles:
 
 def insert(context: SessionContext, s: st.Insert) -> StatementResult:
     """INSERT INTO and INSERT OVERWRITE (the handler of :class:`~tablestore.sql.statements.Insert`)."""
-    _, _, table = context.table(s.name)
+    _, _, table = context.write_table(s.name)
     return run_insert(context, table, s)
 
 

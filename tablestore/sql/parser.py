@@ -11,7 +11,14 @@ from sqlglot.tokens import TokenType
 
 from tablestore.errors import ParseError, SchemaError
 from tablestore.spec.types import parse_sql_type
-from tablestore.sql import parse_external, parse_partition, parse_procedures, parse_row_level, parse_schema
+from tablestore.sql import (
+    parse_external,
+    parse_partition,
+    parse_procedures,
+    parse_refs,
+    parse_row_level,
+    parse_schema,
+)
 from tablestore.sql import statements as st
 from tablestore.sql.tokens import Cursor, StatementText, split_statements
 
@@ -384,6 +391,6 @@ _HANDLERS = {
     "ALTER": _alter,
     "INSERT": _insert,
 }
-_EXTENSIONS = (parse_schema, parse_partition, parse_external, parse_row_level, parse_procedures)
+_EXTENSIONS = (parse_refs, parse_schema, parse_partition, parse_external, parse_row_level, parse_procedures)
 for _module in _EXTENSIONS:
     _HANDLERS.update(_module.STATEMENT_HANDLERS)

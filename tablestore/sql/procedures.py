@@ -23,8 +23,10 @@ if TYPE_CHECKING:
     from tablestore.sql.context import SessionContext
     from tablestore.sql.result import StatementResult
 
-# Modules that register procedures when imported (maintenance: issue 9; column merges: issue 7).
-_PROCEDURE_MODULES = ("tablestore.sql.procedures_maintenance", "tablestore.sql.procedures_columns")
+# Modules that register procedures when imported (maintenance: issue 9; column merges: issue 7;
+# snapshot management: issue 38).
+_PROCEDURE_MODULES = ("tablestore.sql.procedures_maintenance", "tablestore.sql.procedures_columns",
+                      "tablestore.sql.procedures_refs")
 
 
 @dataclass(frozen=True)

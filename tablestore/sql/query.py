@@ -43,9 +43,14 @@ if TYPE_CHECKING:
 
     from tablestore.catalog import Catalog
     from tablestore.session import CatalogManager
+    from tablestore.sql.context import SessionOptions
 
 METADATA_TABLES = ("snapshots", "history", "files", "data_files", "delete_files", "manifests", "partitions",
-                   "entries", "refs", "metadata_log_entries", "schemas")
+                   "entries", "refs", "metadata_log_entries", "schemas", "position_deletes", "all_data_files",
+                   "all_delete_files", "all_files", "all_entries", "all_manifests")
+# The metadata tables that read one snapshot, and so take VERSION AS OF and TIMESTAMP AS OF.
+SNAPSHOT_METADATA_TABLES = ("files", "data_files", "delete_files", "manifests", "partitions", "entries",
+                            "position_deletes")
 _view_ids = itertools.count(1)
 # pyspark logs every failed query with its whole plan; the error we raise says what matters.
 logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
@@ -91,6 +96,8 @@ class QueryPlanner:
         self.native_reads: set[tuple[str, ...]] = set()
         # Names bound to temporary views the statement registered itself (bind).
         self._bound: dict[tuple[str, ...], str] = {}
+        # The session's options: its spark.wap.branch redirects reads of WAP tables (ref_names).
+        self.options: SessionOptions | None = None
 
     def bind(self, name: str, view: str) -> None:
         """Resolve the bare name ``name`` to the temporary view ``view``: a relation the statement
@@ -134,9 +141,18 @@ class QueryPlanner:
         if len(parts) >= 2 and parts[-1].lower() in METADATA_TABLES:
             table = self._try_table(parts[:-1])
             if table is not None:
-                if version is not None:
-                    raise ValidationError("time travel is not supported on metadata tables")
-                return self._metadata_view(table, parts[-1].lower())
+                kind = parts[-1].lower()
+                if version is None:
+                    return self._metadata_view(table, kind)
+                if kind not in SNAPSHOT_METADATA_TABLES:
+                    raise ValidationError(
+                        f"time travel is not supported on the {kind} metadata table; it is supported on "
+                        f"{', '.join(SNAPSHOT_METADATA_TABLES)}"
+                    )
+                return self._metadata_view(table, kind, _version_snapshot(table, version))
+        ref_view = self._ref_view(parts, version)
+        if ref_view is not None:
+            return ref_view
         catalog, identifier = self._resolve(parts)
         if catalog.table_exists(identifier):
             return self._table_view(catalog, identifier, version)
@@ -174,7 +190,31 @@ class QueryPlanner:
     def _new_view_name(self) -> str:
         return f"__tablestore_{next(_view_ids)}"
 
-    def _table_view(self, catalog: Catalog, identifier: tuple[str, ...], version: exp.Version | None) -> str:
+    def _ref_view(self, parts: tuple[str, ...], version: exp.Version | None) -> str | None:
+        """The view of ``db.t.branch_x`` or ``db.t.tag_x`` (:mod:`tablestore.sql.ref_names`), or
+        None when ``parts`` names no ref."""
+        from tablestore.sql.ref_names import check_readable, split_ref
+
+        split = split_ref(self._resolve, parts)
+        if split is None:
+            return None
+        name = ".".join((split.catalog.name, *split.identifier))
+        if version is not None:
+            raise ValidationError(f"{'.'.join(parts)} names a {split.ref.kind} of {name}; time travel "
+                                  f"(VERSION AS OF, TIMESTAMP AS OF) applies to the table's own name")
+        _, metadata = split.catalog.load_table_metadata(split.identifier)
+        check_readable(metadata, split.ref, name)
+        return self._table_view(split.catalog, split.identifier, None, ref=split.ref.name)
+
+    def _table_view(self, catalog: Catalog, identifier: tuple[str, ...], version: exp.Version | None,
+                    ref: str | None = None) -> str:
+        if version is None and ref is None and self.options is not None and self.options.get("spark.wap.branch"):
+            from tablestore.sql.ref_names import wap_read_ref
+
+            ref = wap_read_ref(self.options, catalog.load_table_metadata(identifier)[1])
+        if ref is not None:
+            reader = self.spark.read.format("tablestore").option("config", self.config_json).option("ref", ref)
+            return self._register_read(reader, catalog, identifier)
         if version is None and not self._row_lineage and (catalog.name, *identifier) in self.native_reads:
             outcome = read_with_options(self.spark, ".".join((catalog.name, *identifier)),
                                         {"config": self.config_json})
@@ -197,6 +237,9 @@ class QueryPlanner:
                     reader = reader.option("snapshot-id", str(literal))
             else:
                 reader = reader.option("as-of-timestamp", str(literal))
+        return self._register_read(reader, catalog, identifier)
+
+    def _register_read(self, reader: Any, catalog: Catalog, identifier: tuple[str, ...]) -> str:
         if self._row_lineage:
             reader = reader.option(LINEAGE_OPTION, "true")
         name = self._new_view_name()
@@ -206,8 +249,9 @@ class QueryPlanner:
             self._lineage_views[name] = [c for c in df.columns if c.lower() not in ROW_LINEAGE_BY_NAME]
         return name
 
-    def _metadata_view(self, table: Any, kind: str) -> str:
-        arrow = getattr(table.inspect, kind)()
+    def _metadata_view(self, table: Any, kind: str, snapshot_id: int | None = None) -> str:
+        inspect = getattr(table.inspect, kind)
+        arrow = inspect() if snapshot_id is None else inspect(snapshot_id)
         name = self._new_view_name()
         self.spark.createDataFrame(arrow).createOrReplaceTempView(name)
         return name
@@ -277,6 +321,28 @@ class QueryPlanner:
             return  # Spark reports the unknown function with its own message
         fn = load_python_function(definition.class_name)
         self.spark.udf.register(name, fn, returnType=definition.return_type or "string")
+
+
+def _version_snapshot(table: Any, version: exp.Version) -> int:
+    """The snapshot id a metadata table's ``VERSION AS OF`` (a snapshot id, branch or tag) or
+    ``TIMESTAMP AS OF`` (a timestamp string) selects."""
+    from tablestore.table import parse_timestamp_ms
+    from tablestore.table.read.scan import select_snapshot
+
+    value = version.expression
+    if not isinstance(value, exp.Literal):
+        raise ValidationError(f"{version.name} AS OF on a metadata table takes a literal, not {value.sql('spark')}")
+    if version.name.upper() == "VERSION":
+        if value.is_string:
+            ref, snapshot_id = resolve_ref(table.metadata, str(value.this), table.name, None, None)
+            snapshot = select_snapshot(table.metadata, snapshot_id, None, ref)
+        else:
+            snapshot = select_snapshot(table.metadata, int(value.this))
+    else:
+        snapshot = select_snapshot(table.metadata, None, parse_timestamp_ms(str(value.this)))
+    if snapshot is None:
+        raise ValidationError(f"table {table.name} has no snapshot at {version.sql('spark')}")
+    return int(snapshot.snapshot_id)
 
 
 def _runnable_sql(view: View, name: str) -> str:

@@ -18,6 +18,7 @@ from tablestore.sql import external_statements as external
 from tablestore.sql import partition_statements as partitions
 from tablestore.sql import procedure_statements as procedures
 from tablestore.sql import query_statements as queries
+from tablestore.sql import ref_statements as refs
 from tablestore.sql import row_level_statements as row_level
 from tablestore.sql import schema_statements as schema
 from tablestore.sql import statements as st
@@ -36,6 +37,7 @@ from tablestore.sql.parse_partition import (
     ShowPartitions,
 )
 from tablestore.sql.parse_procedures import Call
+from tablestore.sql.parse_refs import CreateRef, DropRef, ResetOption
 from tablestore.sql.parse_row_level import DeleteFrom, MergeInto, UpdateTable
 from tablestore.sql.parse_schema import AlterSchema
 from tablestore.sql.result import StatementResult
@@ -95,6 +97,9 @@ HANDLERS.add(st.DescribeTable, tables.describe)
 HANDLERS.add(st.ShowTblProperties, tables.show_tblproperties)
 HANDLERS.add(st.ShowCreateTable, tables.show_create)
 HANDLERS.add(AlterSchema, schema.alter_schema)
+# Branches and tags
+HANDLERS.add(CreateRef, refs.create_ref)
+HANDLERS.add(DropRef, refs.drop_ref)
 # Views and functions
 HANDLERS.add(st.CreateView, views.create_view)
 HANDLERS.add(st.DropView, views.drop_view)
@@ -110,6 +115,7 @@ HANDLERS.add(DropPartitions, partitions.drop_partitions_statement)
 HANDLERS.add(RenamePartition, partitions.rename_partition_statement)
 HANDLERS.add(DescribePartition, partitions.describe_partition)
 HANDLERS.add(SetOption, partitions.set_option)
+HANDLERS.add(ResetOption, refs.reset_option)
 HANDLERS.add(MsckRepair, external.msck_repair)
 HANDLERS.add(AddPartitions, external.add_partitions_statement)
 # Procedures

@@ -195,7 +195,7 @@ def _apply(table: Table, snapshot: Snapshot | None, operation: str, changes: Dat
 # -- DELETE ------------------------------------------------------------------------------------------
 def delete_from(context: SessionContext, s: DeleteFrom) -> StatementResult:
     _check_batch(context)
-    catalog, identifier, table = context.table(s.name)
+    catalog, identifier, table = context.write_table(s.name)
     alias = s.alias or identifier[-1]
     plain, complete = _plain_filter(s.where, {alias.lower(), identifier[-1].lower()}, table)
     if complete:
@@ -214,7 +214,7 @@ def delete_from(context: SessionContext, s: DeleteFrom) -> StatementResult:
 # -- UPDATE ------------------------------------------------------------------------------------------
 def update_table(context: SessionContext, s: UpdateTable) -> StatementResult:
     _check_batch(context)
-    catalog, identifier, table = context.table(s.name)
+    catalog, identifier, table = context.write_table(s.name)
     names = check_assignable(table, [c for c, _ in s.assignments])
     values = dict(zip(names, (v for _, v in s.assignments), strict=True))
     alias = s.alias or identifier[-1]
@@ -328,7 +328,7 @@ def _upsert(context: SessionContext, s: MergeInto, table: Table, t: str, src: st
 
 def merge_into(context: SessionContext, s: MergeInto) -> StatementResult:
     _check_batch(context)
-    catalog, identifier, table = context.table(s.name)
+    catalog, identifier, table = context.write_table(s.name)
     schema = table.schema()
     columns = schema.column_names
     identifier_columns = {schema.find_column_name(i) for i in schema.identifier_field_ids}

@@ -35,7 +35,7 @@ def test_every_statement_type_of_the_parser_has_exactly_one_handler() -> None:
     kinds = HANDLERS.kinds()
     assert len(kinds) == len(set(kinds))
     assert set(kinds) == _statement_types()
-    assert len(kinds) == 38
+    assert len(kinds) == 41
 
 
 @dataclass(frozen=True)

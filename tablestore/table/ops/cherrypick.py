@@ -47,13 +47,14 @@ class CherryPick:
             )
         self.picked = picked
         self.replaces_partitions = False
+        #: Any other operation (a staged delete, say) is picked only as a fast-forward, as in Java.
+        self.fast_forward_only = False
         if picked.operation == "overwrite" and picked.summary.get("replace-partitions") == "true":
             self.replaces_partitions = True
         elif picked.operation != "append":
-            raise ValidationError(
-                f"cannot cherry-pick snapshot {snapshot_id}: it is a {picked.operation!r} snapshot, and only "
-                "appends and dynamic partition overwrites (replace-partitions) can be cherry-picked"
-            )
+            self.fast_forward_only = True
+            if not self.is_fast_forward(table.metadata):
+                raise ValidationError(self._not_pickable())
         self.check(table.metadata)
 
     def check(self, base: TableMetadata) -> None:
@@ -91,8 +92,15 @@ class CherryPick:
                                   kept.max_snapshot_age_ms, kept.min_snapshots_to_keep)],
         )
 
+    def _not_pickable(self) -> str:
+        return (f"cannot cherry-pick snapshot {self.picked.snapshot_id}: it is a {self.picked.operation!r} "
+                f"snapshot whose parent is not the head of {self.branch!r}, and only appends and dynamic "
+                "partition overwrites (replace-partitions) can be applied onto another parent")
+
     def producer(self) -> SnapshotProducer:
         """A new snapshot on the branch with the picked snapshot's added data files."""
+        if self.fast_forward_only:
+            raise CommitConflictError(self._not_pickable())
         added = self.added_files()
         properties = {SOURCE_SNAPSHOT_ID_PROPERTY: str(self.picked.snapshot_id)}
         wap_id = self.picked.summary.get(WAP_ID_PROPERTY)

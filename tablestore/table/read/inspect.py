@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from tablestore.spec import conversions
 from tablestore.spec.manifest import (
@@ -51,6 +52,7 @@ from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import Schema, primitive_to_arrow
 from tablestore.spec.transforms import Transform
 from tablestore.spec.types import IcebergType, NestedField, StructType, UUIDType, sql_type_name
+from tablestore.table.read.deletion_vectors import is_deletion_vector, read_deletion_vector, referenced_data_file
 from tablestore.table.read.scan import select_snapshot
 
 if TYPE_CHECKING:
@@ -323,8 +325,9 @@ def _summaries(spec: PartitionSpec | None, partition_type: StructType | None,
 class TableInspector:
     """Metadata tables of one table, read from its current metadata (``table.inspect``).
 
-    ``files``, ``data_files``, ``delete_files``, ``entries``, ``partitions`` and ``manifests``
-    take an optional ``snapshot_id`` (the current snapshot by default), as Java's do.
+    ``files``, ``data_files``, ``delete_files``, ``entries``, ``partitions``, ``manifests`` and
+    ``position_deletes`` take an optional ``snapshot_id`` (the current snapshot by default), as
+    Java's do; the ``all_*`` tables read every snapshot and take none, as in Java.
     """
 
     def __init__(self, table: Table) -> None:
@@ -430,10 +433,12 @@ class TableInspector:
 
     # -- files and entries ----------------------------------------------------------------------
     def _files(self, snapshot_id: int | None, content: ManifestContent | None) -> pa.Table:
+        return self._files_of([m for m in self._manifests(snapshot_id) if content is None or m.content == content])
+
+    def _files_of(self, manifests: list[ManifestFile]) -> pa.Table:
         md = self._metadata
         partitions = _PartitionType(md)
         metrics = _ReadableMetrics(md.schema())
-        manifests = [m for m in self._manifests(snapshot_id) if content is None or m.content == content]
         rows = []
         for entry in self._entries(manifests, live=True):
             row = _data_file_row(entry.data_file, partitions)
@@ -456,6 +461,9 @@ class TableInspector:
     def entries(self, snapshot_id: int | None = None) -> pa.Table:
         """Every manifest entry of the snapshot's manifests, DELETED ones included (status 0
         existing, 1 added, 2 deleted), with sequence numbers as inherited."""
+        return self._entries_of(self._manifests(snapshot_id))
+
+    def _entries_of(self, manifests: list[ManifestFile]) -> pa.Table:
         md = self._metadata
         partitions = _PartitionType(md)
         metrics = _ReadableMetrics(md.schema())
@@ -470,13 +478,18 @@ class TableInspector:
             "file_sequence_number": e.file_sequence_number,
             "data_file": _data_file_row(e.data_file, partitions),
             "readable_metrics": metrics.row(e.data_file),
-        } for e in self._entries(self._manifests(snapshot_id), live=False)]
+        } for e in self._entries(manifests, live=False)]
         return _table(fields, rows)
 
     # -- manifests and partitions ---------------------------------------------------------------
     def manifests(self, snapshot_id: int | None = None) -> pa.Table:
         """The manifests of the snapshot with their file counts by content and partition
         summaries (bounds as human-readable strings)."""
+        return self._manifests_of([(None, m) for m in self._manifests(snapshot_id)])
+
+    def _manifests_of(self, manifests: list[tuple[int | None, ManifestFile]], all_snapshots: bool = False) -> pa.Table:
+        """Rows of the manifests table; with ``all_snapshots``, with the snapshot each was listed
+        by (``reference_snapshot_id``, Java's all_manifests)."""
         md = self._metadata
         partitions = _PartitionType(md)
         fields = [
@@ -487,8 +500,10 @@ class TableInspector:
             _f("existing_delete_files_count", pa.int32()), _f("deleted_delete_files_count", pa.int32()),
             _f("partition_summaries", pa.list_(_PARTITION_SUMMARY)),
         ]
+        if all_snapshots:
+            fields.append(_f("reference_snapshot_id", pa.int64()))
         rows = []
-        for m in self._manifests(snapshot_id):
+        for reference, m in manifests:
             data = m.content == ManifestContent.DATA
             counts = (m.added_files_count, m.existing_files_count, m.deleted_files_count)
             # Java reports the counts of a manifest under its content and zeros under the other.
@@ -510,6 +525,8 @@ class TableInspector:
                     md.spec_by_id(m.partition_spec_id), partitions.spec_types.get(m.partition_spec_id),
                     m.partitions),
             })
+            if all_snapshots:
+                rows[-1]["reference_snapshot_id"] = reference
         return _table(fields, rows)
 
     def partitions(self, snapshot_id: int | None = None) -> pa.Table:
@@ -538,6 +555,85 @@ class TableInspector:
             if not partitions.empty:
                 row.update(partition=partitions.to_dict(s.key), spec_id=s.spec_id)
             rows.append(row)
+        return _table(fields, rows)
+
+    # -- every snapshot's files, entries and manifests (Java's all_* tables) -------------------------
+    def _listed_manifests(self) -> list[tuple[int, ManifestFile]]:
+        """Each snapshot's manifests, with the snapshot that lists them."""
+        md = self._metadata
+        snapshots = [s for s in md.snapshots if s.manifest_list is not None]
+
+        def listed(s: Snapshot) -> list[tuple[int, ManifestFile]]:
+            assert s.manifest_list is not None
+            return [(s.snapshot_id, m) for m in read_manifest_list(self._table.io, s.manifest_list)]
+
+        return [pair for pairs in self._table.engine.map(listed, snapshots) for pair in pairs]
+
+    def _all_manifests_once(self, content: ManifestContent | None = None) -> list[ManifestFile]:
+        """The distinct manifests of every snapshot (by path), as Java's all_* tables read them."""
+        distinct: dict[str, ManifestFile] = {}
+        for _, m in self._listed_manifests():
+            if content is None or m.content == content:
+                distinct.setdefault(m.manifest_path, m)
+        return list(distinct.values())
+
+    def all_files(self) -> pa.Table:
+        """The live data and delete files of every manifest of every snapshot; a file listed by
+        several manifests has a row for each, as in Java."""
+        return self._files_of(self._all_manifests_once())
+
+    def all_data_files(self) -> pa.Table:
+        """The data files of every snapshot's data manifests (Java's all_data_files)."""
+        return self._files_of(self._all_manifests_once(ManifestContent.DATA))
+
+    def all_delete_files(self) -> pa.Table:
+        """The delete files of every snapshot's delete manifests (Java's all_delete_files)."""
+        return self._files_of(self._all_manifests_once(ManifestContent.DELETES))
+
+    def all_entries(self) -> pa.Table:
+        """Every entry of every manifest of every snapshot, DELETED ones included (all_entries)."""
+        return self._entries_of(self._all_manifests_once())
+
+    def all_manifests(self) -> pa.Table:
+        """Every snapshot's manifests, one row per snapshot and manifest, with the snapshot that
+        lists it as ``reference_snapshot_id`` (Java's all_manifests)."""
+        return self._manifests_of([(s, m) for s, m in self._listed_manifests()], all_snapshots=True)
+
+    def position_deletes(self, snapshot_id: int | None = None) -> pa.Table:
+        """One row per deleted position of the snapshot's live position delete files and deletion
+        vectors: the data file and position, the deleted row (null: tablestore writes none), the
+        partition and spec, and the delete file (with a DV's offset and size), as Java's."""
+        md = self._metadata
+        partitions = _PartitionType(md)
+        row_type = pa.struct([pa.field(f.name, f.type) for f in md.schema().as_arrow()])
+        fields = [_f("file_path", pa.string()), _f("pos", pa.int64()), _f("row", row_type)]
+        if not partitions.empty:
+            fields.append(_f("partition", partitions.arrow))
+        fields += [_f("spec_id", pa.int32()), _f("delete_file_path", pa.string()),
+                   _f("content_offset", pa.int64()), _f("content_size_in_bytes", pa.int64())]
+        deletes = [e.data_file for e in self._entries(
+            [m for m in self._manifests(snapshot_id) if m.content == ManifestContent.DELETES], live=True)
+            if e.data_file.content == DataFileContent.POSITION_DELETES]
+        io = self._table.io
+
+        def read(f: DataFile) -> list[dict[str, Any]]:
+            common: dict[str, Any] = {"row": None, "spec_id": f.spec_id, "delete_file_path": f.file_path,
+                                      "content_offset": f.content_offset,
+                                      "content_size_in_bytes": f.content_size_in_bytes}
+            if not partitions.empty:
+                common["partition"] = partitions.to_dict(partitions.key(f.spec_id, tuple(f.partition)))
+            if is_deletion_vector(f):
+                data_path = referenced_data_file(f)
+                assert data_path is not None
+                pairs = [(data_path, int(p)) for p in read_deletion_vector(io, f, data_path)]
+            else:
+                fs, path = io.filesystem_for(f.file_path)
+                found = pq.read_table(path, filesystem=fs, columns=["file_path", "pos"])
+                pairs = list(zip(found.column("file_path").to_pylist(), found.column("pos").to_pylist(),
+                                 strict=True))
+            return [{"file_path": p, "pos": pos, **common} for p, pos in pairs]
+
+        rows = [r for found in self._table.engine.map(read, deletes) for r in found]
         return _table(fields, rows)
 
     # -- schemas (not a Java metadata table) ----------------------------------------------------
