@@ -31,6 +31,11 @@ from tablestore.spec.schema import (
 from tablestore.spec.sorting import SortField, SortOrder
 
 MAIN_BRANCH = "main"
+#: Snapshot summary properties of write-audit-publish: a staged snapshot's ``wap.id``, the
+#: published copy's ``published-wap-id``, and a cherry-picked copy's ``source-snapshot-id``.
+WAP_ID_PROPERTY = "wap.id"
+PUBLISHED_WAP_ID_PROPERTY = "published-wap-id"
+SOURCE_SNAPSHOT_ID_PROPERTY = "source-snapshot-id"
 SUPPORTED_READ_VERSIONS = (1, 2, 3)
 SUPPORTED_WRITE_VERSIONS = (1, 2, 3)
 # The first version with row lineage: its tables track next-row-id from creation or upgrade.

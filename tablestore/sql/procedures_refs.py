@@ -24,10 +24,9 @@ import datetime
 from typing import TYPE_CHECKING, Any
 
 from tablestore.errors import NoSuchSnapshotError, ValidationError
-from tablestore.spec.metadata import MAIN_BRANCH
+from tablestore.spec.metadata import MAIN_BRANCH, WAP_ID_PROPERTY
 from tablestore.sql.procedures import Parameter, procedure
 from tablestore.sql.result import StatementResult
-from tablestore.table.update.snapshot import WAP_ID_PROPERTY
 
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog

@@ -18,16 +18,18 @@ from typing import TYPE_CHECKING
 
 from tablestore.errors import CommitConflictError, NoSuchSnapshotError, ValidationError
 from tablestore.spec.manifest import DataFileContent, ManifestEntryStatus, read_manifest, snapshot_manifests
-from tablestore.spec.metadata import Snapshot, SnapshotRef, TableMetadata
-from tablestore.spec.updates import AssertRefSnapshotId, AssertTableUUID, SetSnapshotRefUpdate
-from tablestore.table.ops.overwrite import replace_partitions_files_producer
-from tablestore.table.update.retry import StagedCommit
-from tablestore.table.update.snapshot import (
+from tablestore.spec.metadata import (
     PUBLISHED_WAP_ID_PROPERTY,
     SOURCE_SNAPSHOT_ID_PROPERTY,
     WAP_ID_PROPERTY,
-    SnapshotProducer,
+    Snapshot,
+    SnapshotRef,
+    TableMetadata,
 )
+from tablestore.spec.updates import AssertRefSnapshotId, AssertTableUUID, SetSnapshotRefUpdate
+from tablestore.table.ops.overwrite import replace_partitions_files_producer
+from tablestore.table.update.retry import StagedCommit
+from tablestore.table.update.snapshot import SnapshotProducer
 
 if TYPE_CHECKING:
     from tablestore.spec.manifest import DataFile

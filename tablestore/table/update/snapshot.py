@@ -39,7 +39,7 @@ from tablestore.spec.manifest import (
     write_manifest,
     write_manifest_list,
 )
-from tablestore.spec.metadata import MAIN_BRANCH, Snapshot, TableMetadata
+from tablestore.spec.metadata import MAIN_BRANCH, WAP_ID_PROPERTY, Snapshot, TableMetadata
 from tablestore.spec.updates import (
     AddSnapshotUpdate,
     AssertRefSnapshotId,
@@ -56,11 +56,6 @@ if TYPE_CHECKING:
     from tablestore.table import Table
 
 log = logging.getLogger(__name__)
-
-#: The summary property of a staged write-audit-publish snapshot, and of its published copy.
-WAP_ID_PROPERTY = "wap.id"
-PUBLISHED_WAP_ID_PROPERTY = "published-wap-id"
-SOURCE_SNAPSHOT_ID_PROPERTY = "source-snapshot-id"
 
 
 def new_snapshot_id() -> int:
