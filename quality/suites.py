@@ -61,10 +61,24 @@ class Lakehouse:
     spark: SparkSession
     catalog: str
     database: str
+    #: The branch a suite reads of a table (write-audit-publish: the audit branch of the run
+    #: being checked); main for a table not named here.
+    refs: dict[str, str] = field(default_factory=dict)
+    #: The window of event time a run wrote, which the batch suites look at (None: all rows).
+    window: tuple[datetime.datetime, datetime.datetime] | None = None
 
     def table_df(self, name: str) -> DataFrame:
         view = f"quality_{name}_{uuid.uuid4().hex[:8]}"
-        return register_table_view(self.spark, self.manager, (self.catalog, self.database, name), view)
+        snapshot_id = None
+        branch = self.refs.get(name)
+        if branch is not None:
+            table = self.manager.catalog(self.catalog).load_table((self.database, name))
+            ref = table.refs().get(branch)
+            if ref is None:
+                raise ValueError(f"table {name} has no branch {branch!r} to check")
+            snapshot_id = ref.snapshot_id
+        return register_table_view(self.spark, self.manager, (self.catalog, self.database, name), view,
+                                   snapshot_id=snapshot_id)
 
     def exists(self, name: str) -> bool:
         return self.manager.catalog(self.catalog).table_exists((self.database, name))
@@ -270,7 +284,36 @@ def partition_specs_by_cutover(lake: Lakehouse) -> SuiteRun:
     ], {"files_per_spec": counts, "cutover": lake.settings.cutover.isoformat()})
 
 
+# The bounds a batch of events must keep: a quantity is a count of items in one order line.
+MAX_QUANTITY = 1_000
+
+
+def events_batch_valid(lake: Lakehouse) -> SuiteRun:
+    """The events a run wrote (its audit branch, in its window) are whole: ids, users and times
+    present, ids unique, quantities between 1 and MAX_QUANTITY, amounts not negative. The gate
+    of write-audit-publish: a batch that fails it never reaches main."""
+    gxe = _expectations()
+    df = lake.table_df("events")
+    observed: dict[str, Any] = {"branch": lake.refs.get("events", "main")}
+    if lake.window is not None:
+        start, end = lake.window
+        df = df.where(f"event_ts >= TIMESTAMP '{start:%Y-%m-%d %H:%M:%S}' "
+                      f"AND event_ts < TIMESTAMP '{end:%Y-%m-%d %H:%M:%S}'")
+        observed["window"] = f"{start:%Y-%m-%d %H:%M} .. {end:%Y-%m-%d %H:%M}"
+    df = df.select("event_id", "user_id", "event_ts", "quantity", "amount")
+    return validate("events_batch_valid", df, [
+        gxe.ExpectTableRowCountToBeBetween(min_value=1),
+        gxe.ExpectColumnValuesToNotBeNull(column="event_id"),
+        gxe.ExpectColumnValuesToBeUnique(column="event_id"),
+        gxe.ExpectColumnValuesToNotBeNull(column="user_id"),
+        gxe.ExpectColumnValuesToNotBeNull(column="event_ts"),
+        gxe.ExpectColumnValuesToBeBetween(column="quantity", min_value=1, max_value=MAX_QUANTITY),
+        gxe.ExpectColumnValuesToBeBetween(column="amount", min_value=0),
+    ], observed)
+
+
 SUITES: dict[str, Callable[[Lakehouse], SuiteRun]] = {
+    "events_batch_valid": events_batch_valid,
     "null_device_before_evolution": null_device_before_evolution,
     "evolved_types": evolved_types,
     "erased_users_gone": erased_users_gone,

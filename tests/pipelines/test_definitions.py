@@ -30,6 +30,9 @@ def test_definitions_load_with_every_asset_and_blocking_check(tmp_path: Path) ->
     graph = defs.resolve_asset_graph()
     checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
     assert checks == {
+        # Write-audit-publish: the ingests' own gate, evaluated on the run's audit branch.
+        ("lakehouse/shop/events", "events_batch_valid"),
+        ("lakehouse/shop/events_hourly", "events_batch_valid"),
         ("lakehouse/shop/events_schema_evolution", "null_device_before_evolution"),
         ("lakehouse/shop/events_schema_evolution", "evolved_types"),
         ("lakehouse/shop/events_hourly", "partition_specs_by_cutover"),

@@ -28,8 +28,8 @@ from tests import oracle
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
 TABLES = ("events", "customers", "erasure_requests", "landing_events", "erasure_audit")
-ALL_CHECKS = {"null_device_before_evolution", "evolved_types", "partition_specs_by_cutover", "erased_users_gone",
-              "landing_reconciles"}
+ALL_CHECKS = {"events_batch_valid", "null_device_before_evolution", "evolved_types", "partition_specs_by_cutover",
+              "erased_users_gone", "landing_reconciles"}
 
 
 @dataclass

@@ -9,6 +9,9 @@ The order the dates impose (config ``evolution.at`` and ``rollover.cutover``)::
 
 import datetime
 import time
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
 
 import dagster as dg
 from dagster import AssetExecutionContext
@@ -17,9 +20,12 @@ from pipelines.defs.automation import FOLLOWS_UPSTREAM, USER_TABLE_FRESHNESS
 from pipelines.defs.ingest import events as ev
 from pipelines.defs.ingest.landing import write_erasure_requests, write_landing_day
 from pipelines.defs.metadata import snapshot_metadata
+from pipelines.defs.publish import audit_branch, drop_finished_audit_branches, publish
+from pipelines.defs.quality_checks import check_result, lakehouse
 from pipelines.defs.resources import SparkResource, TableStoreResource
 from pipelines.defs.retries import STEP_RETRY
 from pipelines.settings import PipelineSettings, selected_settings
+from quality.suites import events_batch_valid
 
 LANDING_KEY = dg.AssetKey(["landing", "events"])
 EVENTS_KEY = dg.AssetKey(["lakehouse", "shop", "events"])
@@ -45,9 +51,11 @@ def _naive(value: datetime.datetime) -> datetime.datetime:
     return value.astimezone(datetime.UTC).replace(tzinfo=None)
 
 
-def _ingest_result(result: ev.IngestResult, store: TableStoreResource, started: float) -> dg.MaterializeResult:
+def _ingest_result(result: ev.IngestResult, store: TableStoreResource, started: float,
+                   audit: dict[str, Any]) -> dg.MaterializeResult:
     table = store.table("events")
     return dg.MaterializeResult(metadata={
+        **audit,
         "window": f"{result.start:%Y-%m-%d %H:%M} .. {result.end:%Y-%m-%d %H:%M}",
         "rows": result.rows,
         "action": result.action,
@@ -60,6 +68,54 @@ def _ingest_result(result: ev.IngestResult, store: TableStoreResource, started: 
         "write_executors": result.written_by.get("executors", ""),
         "write_hosts": result.written_by.get("hosts", ""),
     })
+
+
+BATCH_CHECK = "events_batch_valid"
+
+
+def _batch_check(key: dg.AssetKey) -> dg.AssetCheckSpec:
+    return dg.AssetCheckSpec(BATCH_CHECK, asset=key, blocking=True,
+                             description="GX suite events_batch_valid on the run's audit branch: only a batch "
+                                         "that passes it is published to main")
+
+
+def audited_ingest(context: AssetExecutionContext, tablestore: TableStoreResource, spark: SparkResource,
+                   settings: PipelineSettings, grain: str) -> Iterator[dg.AssetCheckResult | dg.MaterializeResult]:
+    """Write-audit-publish of one ingest (``pipelines.defs.publish``): INSERT OVERWRITE into the
+    run's audit branch, the GX batch suite on that branch, and main fast-forwarded to it only when
+    the suite passed. A failing batch fails the step with the check's result and the branch's name;
+    main does not move, and the branch stays for inspection until the asset's next run."""
+    started = time.monotonic()
+    window = context.partition_time_window
+    start, end = _naive(window.start), _naive(window.end)
+    branch = audit_branch(context.run.run_id)
+    # Files the landing sensor saw are registered here: the run needs no landing step before it.
+    ev.register_landing(tablestore.sql(None), settings)
+    ev.ensure_events_table(tablestore.sql(None), settings.events_format_version)
+    dropped = drop_finished_audit_branches(tablestore.table("events"), context.instance)
+    result = ev.ingest(tablestore.sql(spark.session()), start, end, grain, settings.events_format_version,
+                       branch=branch)
+    written = result.snapshot_id is not None
+    lake = replace(lakehouse(tablestore, spark), refs={"events": branch} if written else {}, window=(start, end))
+    run = events_batch_valid(lake)
+    audit: dict[str, Any] = {
+        "audit_branch": branch if written else "",
+        "audited_snapshot_id": result.snapshot_id or 0,
+        "audit_branches_dropped": ", ".join(dropped),
+    }
+    checked = check_result(run)
+    yield dg.AssetCheckResult(check_name=BATCH_CHECK, passed=checked.passed, severity=checked.severity,
+                              description=checked.description, metadata={**checked.metadata, **audit})
+    if not run.success:
+        raise dg.Failure(
+            description=f"events of {start:%Y-%m-%d %H:%M} .. {end:%Y-%m-%d %H:%M} failed {BATCH_CHECK}: main was "
+                        f"not published; the batch is kept on branch {branch} for inspection "
+                        f"(SELECT ... FROM {ev.EVENTS}.branch_{branch})",
+            metadata={**audit, "failed": dg.MetadataValue.json(run.failed_expectations())},
+            allow_retries=False,
+        )
+    published = publish(tablestore.table("events"), branch) if written else 0
+    yield _ingest_result(result, tablestore, started, {**audit, "published_snapshot_id": published})
 
 
 def build_ingest_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]:
@@ -82,19 +138,14 @@ def build_ingest_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]
 
     @dg.asset(key=EVENTS_KEY, deps=[LANDING_KEY], partitions_def=daily, backfill_policy=dg.BackfillPolicy.single_run(),
               group_name="ingest", kinds={"iceberg", "spark"}, retry_policy=STEP_RETRY,
-              freshness_policy=USER_TABLE_FRESHNESS)
+              freshness_policy=USER_TABLE_FRESHNESS, check_specs=[_batch_check(EVENTS_KEY)])
     def events(context: AssetExecutionContext, tablestore: TableStoreResource,
-               spark: SparkResource) -> dg.MaterializeResult:
+               spark: SparkResource) -> Iterator[dg.AssetCheckResult | dg.MaterializeResult]:
         """``lakehouse.shop.events`` by day, partitioned by ``days(event_ts)``: one landing day per
         partition, written with INSERT OVERWRITE so a re-run replaces the day. A range of days
-        runs as one INSERT OVERWRITE."""
-        started = time.monotonic()
-        window = context.partition_time_window
-        # Files the landing sensor saw are registered here: the run needs no landing step before it.
-        ev.register_landing(tablestore.sql(None), settings)
-        result = ev.ingest(tablestore.sql(spark.session()), _naive(window.start), _naive(window.end), ev.DAY_FIELD,
-                           settings.events_format_version)
-        return _ingest_result(result, tablestore, started)
+        runs as one INSERT OVERWRITE, into the run's audit branch; main gets it once the batch
+        passed its check."""
+        yield from audited_ingest(context, tablestore, spark, settings, ev.DAY_FIELD)
 
     @dg.asset(
         key=EVOLUTION_KEY, retry_policy=STEP_RETRY, group_name="ingest", kinds={"iceberg"},
@@ -131,18 +182,14 @@ def build_ingest_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]
     @dg.asset(
         key=EVENTS_HOURLY_KEY, deps=[ROLLOVER_KEY, EVOLUTION_KEY], partitions_def=hourly_partitions(settings),
         backfill_policy=dg.BackfillPolicy.single_run(), group_name="ingest", kinds={"iceberg", "spark"},
-        retry_policy=STEP_RETRY, freshness_policy=USER_TABLE_FRESHNESS,
+        retry_policy=STEP_RETRY, freshness_policy=USER_TABLE_FRESHNESS, check_specs=[_batch_check(EVENTS_HOURLY_KEY)],
     )
     def events_hourly(context: AssetExecutionContext, tablestore: TableStoreResource,
-                      spark: SparkResource) -> dg.MaterializeResult:
+                      spark: SparkResource) -> Iterator[dg.AssetCheckResult | dg.MaterializeResult]:
         """``lakehouse.shop.events`` by hour from the cut-over, partitioned by ``hours(event_ts)``.
-        A range of hours runs as one INSERT OVERWRITE."""
-        started = time.monotonic()
-        window = context.partition_time_window
-        ev.register_landing(tablestore.sql(None), settings)
-        result = ev.ingest(tablestore.sql(spark.session()), _naive(window.start), _naive(window.end), ev.HOUR_FIELD,
-                           settings.events_format_version)
-        return _ingest_result(result, tablestore, started)
+        A range of hours runs as one INSERT OVERWRITE into the run's audit branch, published once
+        it passed its check."""
+        yield from audited_ingest(context, tablestore, spark, settings, ev.HOUR_FIELD)
 
     @dg.asset(key=REQUESTS_LANDING_KEY, retry_policy=STEP_RETRY, group_name="erasure", kinds={"json"})
     def landing_erasure_requests() -> dg.MaterializeResult:

@@ -135,8 +135,9 @@ def _fingerprint(sql: SqlSession, query: str) -> tuple[int, int]:
 
 
 def ingest(sql: SqlSession, start: datetime.datetime, end: datetime.datetime, grain: str,
-           format_version: int = 2) -> IngestResult:
-    """Land the events of [start, end) in the events table with INSERT OVERWRITE.
+           format_version: int = 2, branch: str | None = None) -> IngestResult:
+    """Land the events of [start, end) in the events table with INSERT OVERWRITE; into ``branch``
+    when given (write-audit-publish: the run's audit branch, made from main by this write).
 
     ``grain`` is the partition field the caller's Dagster partitions line up with
     (``event_ts_day`` or ``event_ts_hour``). When the table's spec has moved on (a day
@@ -152,9 +153,10 @@ def ingest(sql: SqlSession, start: datetime.datetime, end: datetime.datetime, gr
         # Named columns: those the landing data lacks (a v3 NOT NULL DEFAULT column) get their
         # write default.
         targets = ", ".join(f.name for f in table.schema().fields if f.name not in V3_ONLY_STEPS)
-        sql.execute_one(f"INSERT OVERWRITE {EVENTS} ({targets}) {query}")
+        target = f"{EVENTS}.branch_{branch}" if branch else EVENTS
+        sql.execute_one(f"INSERT OVERWRITE {target} ({targets}) {query}")
         table.refresh()
-        snapshot = table.current_snapshot()
+        snapshot = table.on_branch(branch).current_snapshot() if branch else table.current_snapshot()
         rows = int(snapshot.summary.get("added-records", "0")) if snapshot else 0
         written_by = {k.removeprefix(WRITE_SUMMARY_PREFIX): v for k, v in (snapshot.summary if snapshot else {}).items()
                       if k.startswith(WRITE_SUMMARY_PREFIX)}
