@@ -81,12 +81,12 @@ def test_a_batch_that_breaks_its_check_never_reaches_main_and_the_next_good_one_
     (evaluation,) = bad.get_asset_check_evaluations()
     assert (evaluation.check_name, evaluation.passed) == (BATCH_CHECK, False)
     branch = audit_branch(bad.run_id)
-    assert evaluation.metadata["audit_branch"].value == branch  # type: ignore[attr-defined]
-    failed = evaluation.metadata["failed"].value  # type: ignore[attr-defined]
+    assert evaluation.metadata["audit_branch"].value == branch
+    failed = [str(f) for f in evaluation.metadata["failed"].value]  # type: ignore[union-attr]
     assert any("quantity" in f for f in failed) and any("user_id" in f for f in failed)
     assert bad.get_asset_materialization_events() == []
     table.refresh()
-    assert table.current_snapshot().snapshot_id == main_before  # type: ignore[union-attr]
+    assert table.current_snapshot().snapshot_id == main_before
     assert sorted(table.scan(columns=["event_id"]).to_arrow().column("event_id").to_pylist()) == rows_before
     # The batch waits on its branch for inspection.
     on_branch = table.scan(ref=branch, columns=["quantity", "user_id"]).to_arrow()
@@ -105,7 +105,8 @@ def test_a_batch_that_breaks_its_check_never_reaches_main_and_the_next_good_one_
     published = materialization(good)
     assert published["audit_branches_dropped"] == branch  # the failed run's branch, kept until now
     table.refresh()
-    assert published["published_snapshot_id"] == published["audited_snapshot_id"] == table.current_snapshot().snapshot_id  # type: ignore[union-attr]
-    assert table.current_snapshot().parent_snapshot_id == main_before  # type: ignore[union-attr]
+    now = table.current_snapshot()
+    assert now is not None and published["published_snapshot_id"] == published["audited_snapshot_id"] == now.snapshot_id
+    assert now.parent_snapshot_id == main_before
     assert len(table.scan(columns=["event_id"]).to_arrow()) == 2 * settings.data.events_per_day
     assert sorted(table.refs()) == ["main"]
