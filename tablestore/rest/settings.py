@@ -29,6 +29,8 @@
       scan-plan-ttl-seconds: 600       # how long a paged plan's pages wait to be fetched
       auth: required                   # or none: everyone may write (local use only)
       max-request-bytes: 8388608       # larger request bodies are refused (413) while read
+      metrics-auth: required           # GET /metrics needs a bearer token; none: open (a private port)
+      access-log: true                 # one JSON line per request on stderr (tablestore.rest.access_log)
 
 Each served catalog is one REST ``prefix`` (its name). The non-secret ``s3.*`` properties of a
 served catalog (endpoint, region, path style) are handed out in ``/v1/config`` and in every
@@ -190,6 +192,9 @@ class _ServerSection(BaseModel):
     max_request_bytes: int = Field(
         default=DEFAULT_MAX_REQUEST_BYTES, alias="max-request-bytes", ge=64 * 1024,
         description="smaller limits refuse ordinary commits")
+    metrics_auth: Annotated[Literal["required", "none"], BeforeValidator(lambda v: str(v).lower())] = Field(
+        default="required", alias="metrics-auth", description="'required' or 'none'")
+    access_log: Annotated[bool, BeforeValidator(_flag)] = Field(default=True, alias="access-log")
 
 
 # -- the settings the service runs with --------------------------------------------------------------
@@ -215,6 +220,8 @@ class ServerSettings(BaseModel):
     scan_planning_page_size: int = 5000
     scan_plan_ttl_s: int = 600
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    metrics_auth_required: bool = True
+    access_log: bool = True
 
     def __repr__(self) -> str:
         # Tokens and secrets are never shown; only who they belong to.
@@ -280,6 +287,8 @@ def server_settings(config: LakehouseConfig, overrides: Mapping[str, Any] | None
         scan_plan_ttl_s=section.scan_plan_ttl_seconds,
         max_request_bytes=section.max_request_bytes,
         vending=section.storage_credentials,
+        metrics_auth_required=section.metrics_auth == "required",
+        access_log=section.access_log,
     )
 
 
