@@ -28,10 +28,11 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from starlette.routing import Match, Router
+from starlette.routing import BaseRoute, compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tablestore.rest.access import Service
@@ -56,24 +57,44 @@ def request_id_of(scope: Scope) -> str:
     return uuid.uuid4().hex[:16]
 
 
-def route_template(router: Router, scope: Scope) -> str:
-    """The template of the route that served (or would serve) the request, as the spec spells it."""
-    route = scope.get("route")
-    if route is None:
-        # Answered before routing (a 401 or 413 of the request guard, an idempotent replay).
-        partial = None
-        for candidate in router.routes:
-            match, _ = candidate.matches(scope)
-            if match is Match.FULL:
-                route = candidate
-                break
-            if match is Match.PARTIAL and partial is None:
-                partial = candidate
-        route = route or partial
-    path = getattr(route, "path", None)
-    if not isinstance(path, str):
-        return UNMATCHED
-    return path.replace("{plan_id}", "{plan-id}")
+class RouteTable:
+    """The route templates of an app, matched against a request's path and method.
+
+    Matched here rather than read from the scope after routing: an answer made before routing
+    (the request guard's 401 and 413, the idempotency store's replays and refusals) has no route
+    in its scope. Built on first use, when every route is in place.
+    """
+
+    def __init__(self, routes: Sequence[BaseRoute]) -> None:
+        self._routes = routes
+        self._table: list[tuple[re.Pattern[str], frozenset[str], str]] | None = None
+
+    def _build(self) -> list[tuple[re.Pattern[str], frozenset[str], str]]:
+        try:
+            from fastapi.routing import iter_route_contexts
+        except ImportError:  # a FastAPI whose included routers are copied in: plain routes
+            pairs = [(getattr(r, "path", None), getattr(r, "methods", None)) for r in self._routes]
+        else:
+            pairs = [(c.path, getattr(c.original_route, "methods", None)) for c in iter_route_contexts(self._routes)]
+        table = []
+        for path, methods in pairs:
+            if isinstance(path, str):
+                regex, _, _ = compile_path(path)
+                table.append((regex, frozenset(methods or ()), path.replace("{plan_id}", "{plan-id}")))
+        return table
+
+    def template(self, method: str, path: str) -> str:
+        """The template of the route serving ``method`` on ``path`` (of another method's route on
+        that path: a 405), or ``unmatched``."""
+        if self._table is None:
+            self._table = self._build()
+        other = None
+        for regex, methods, template in self._table:
+            if regex.match(path):
+                if not methods or method in methods:
+                    return template
+                other = other or template
+        return other or UNMATCHED
 
 
 def _error_type(body: bytes) -> str | None:
@@ -93,9 +114,9 @@ def _error_type(body: bytes) -> str | None:
 class AccessLog:
     """ASGI middleware; see the module docstring."""
 
-    def __init__(self, app: ASGIApp, router: Router, service: Service, metrics: ServiceMetrics) -> None:
+    def __init__(self, app: ASGIApp, routes: Sequence[BaseRoute], service: Service, metrics: ServiceMetrics) -> None:
         self.app = app
-        self.router = router
+        self.routes = RouteTable(routes)
         self.service = service
         self.metrics = metrics
 
@@ -131,8 +152,8 @@ class AccessLog:
 
     def _record(self, scope: Scope, state: dict[str, Any], status: int, replayed: bool, body: bytes,
                 elapsed: float) -> None:
-        route = route_template(self.router, scope)
         method = str(scope["method"])
+        route = self.routes.template(method, str(scope.get("path", "")))
         self.metrics.observe(method, route, status, elapsed)
         if replayed:
             prefix = _PREFIX.match(str(scope.get("path", "")))
@@ -170,4 +191,4 @@ def configure_access_log() -> None:
     logger.propagate = False
 
 
-__all__ = ["AccessLog", "configure_access_log", "request_id_of", "route_template"]
+__all__ = ["AccessLog", "RouteTable", "configure_access_log", "request_id_of"]

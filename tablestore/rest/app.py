@@ -174,7 +174,7 @@ def create_app(
     # Added last, so outermost: it authenticates and limits a request before anything reads it.
     app.add_middleware(RequestGuard, service=service)
     # Outermost of all: it times every request, the guard's refusals included, and logs it.
-    app.add_middleware(AccessLog, router=app.router, service=service, metrics=service_metrics)
+    app.add_middleware(AccessLog, routes=app.routes, service=service, metrics=service_metrics)
     return app
 
 
