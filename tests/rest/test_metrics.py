@@ -31,7 +31,7 @@ from tests.rest.conftest import (
 )
 
 AUTH = {"Authorization": f"Bearer {WRITE_TOKEN}"}
-SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
+SCHEMA: dict[str, Any] = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
 TABLE_ROUTE = "/v1/{prefix}/namespaces/{namespace}/tables/{table}"
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -55,7 +55,7 @@ def _url(service: RestService, path: str) -> str:
 
 def _commit(service: RestService, ns: str, table: str, table_uuid: str, properties: dict[str, str],
             key: str | None = None) -> requests.Response:
-    body = {"requirements": [{"type": "assert-table-uuid", "uuid": table_uuid}],
+    body: dict[str, Any] = {"requirements": [{"type": "assert-table-uuid", "uuid": table_uuid}],
             "updates": [{"action": "set-properties", "updates": properties}]}
     headers = {**AUTH, **({"Idempotency-Key": key} if key else {})}
     return requests.post(_url(service, f"/namespaces/{ns}/tables/{table}"), json=body, headers=headers, timeout=60)
@@ -97,7 +97,7 @@ def test_metrics_count_a_known_workload(fresh_rest_service: RestService) -> None
     assert _commit(service, ns, "t1", uuids["t1"], {"k": "1"}, key).status_code == 200
     replay = _commit(service, ns, "t1", uuids["t1"], {"k": "1"}, key)
     assert replay.status_code == 200 and replay.headers["idempotent-replayed"] == "true"
-    transaction = {"table-changes": [
+    transaction: dict[str, Any] = {"table-changes": [
         {"identifier": {"namespace": [ns], "name": t},
          "requirements": [{"type": "assert-table-uuid", "uuid": uuids[t]}],
          "updates": [{"action": "set-properties", "updates": {"tx": "1"}}]} for t in ("t1", "t2")]}
