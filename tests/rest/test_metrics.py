@@ -149,6 +149,9 @@ def test_metrics_count_a_known_workload(fresh_rest_service: RestService) -> None
                  le="+Inf") == 3
     routes = {dict(labels).get("route", "") for (_, labels) in after}
     assert not [r for r in routes if ns in r or "t0" in r or "missing" in r]
+    replayed = [line for line in _access_lines(service) if line.get("replayed")]
+    assert [(x["method"], x["route"], x["status"], x["request_id"]) for x in replayed] == \
+        [("POST", TABLE_ROUTE, 200, replay.headers["x-request-id"])]
 
     if postgres:
         # Another writer moves t0 behind the service's back: the service's commit on the state it
@@ -281,3 +284,70 @@ def test_readyz_answers_503_while_the_catalog_database_is_gone(
     assert log.count(f"not ready: the database of catalog {CATALOG} does not answer") == 1
     statuses = [x["status"] for x in _access_lines(service) if x["route"] == "/readyz"]
     assert statuses.count(503) == 2
+
+
+def test_plan_tasks_served_are_counted(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    uri = f"sqlite:///{tmp_path / 'catalog.db'}"
+    write_config(tmp_path / "paged.yaml", uri, str(tmp_path / "warehouse"),
+                 server_extra={"scan-planning-page-size": 1})
+    service = RestService(tmp_path / "paged.yaml", uri, str(tmp_path / "warehouse"), tmp_path)
+    service.start()
+    try:
+        client = service.client()
+        try:
+            client.create_namespace("plans")
+            table = client.create_table("plans.t", pa.schema([pa.field("id", pa.int64())]))
+            table.append(pa.table({"id": [1]}))
+            client.load_table("plans.t").append(pa.table({"id": [2]}))
+        finally:
+            client.close()
+        before = scrape(service)
+        plan = requests.post(_url(service, "/namespaces/plans/tables/t/plan"), json={}, headers=AUTH, timeout=60)
+        assert plan.status_code == 200
+        body = plan.json()
+        assert len(body["file-scan-tasks"]) == 1 and len(body["plan-tasks"]) == 1  # two files, pages of one
+        fetched = requests.post(_url(service, "/namespaces/plans/tables/t/tasks"), headers=AUTH, timeout=60,
+                                json={"plan-task": body["plan-tasks"][0]})
+        assert fetched.status_code == 200 and len(fetched.json()["file-scan-tasks"]) == 1
+        after = scrape(service)
+        for name, delta in (("tablestore_scan_plans_total", 1), ("tablestore_scan_file_tasks_total", 2),
+                            ("tablestore_scan_plan_tasks_served_total", 1)):
+            assert value(after, name, catalog=CATALOG) - value(before, name, catalog=CATALOG) == delta, name
+    finally:
+        service.stop()
+
+
+@pytest.mark.s3
+def test_vended_credentials_are_counted_and_never_logged(s3_rest_service: RestService) -> None:
+    service = s3_rest_service
+    delegation = {"X-Iceberg-Access-Delegation": "vended-credentials"}
+    assert requests.post(_url(service, "/namespaces"), json={"namespace": ["vend"]}, headers=AUTH,
+                         timeout=30).status_code == 200
+    created = requests.post(_url(service, "/namespaces/vend/tables"), json={"name": "t", "schema": SCHEMA},
+                            headers=AUTH, timeout=60)
+    assert created.status_code == 200 and "storage-credentials" not in created.json()  # not asked for
+    before = scrape(service)
+    secrets = []
+    for _ in range(2):  # the second load reuses the read credentials of the first
+        loaded = requests.get(_url(service, "/namespaces/vend/tables/t"), timeout=30,
+                              headers={"Authorization": f"Bearer {READ_TOKEN}", **delegation})
+        assert loaded.status_code == 200
+        secrets += [loaded.json()["config"]["s3.secret-access-key"], loaded.json()["config"]["s3.session-token"]]
+    written = requests.get(_url(service, "/namespaces/vend/tables/t/credentials"), headers=AUTH, timeout=30)
+    assert written.status_code == 200
+    secrets += [written.json()["storage-credentials"][0]["config"]["s3.secret-access-key"]]
+    after = scrape(service)
+
+    def delta(name: str, **labels: str) -> float:
+        return value(after, name, catalog=CATALOG, **labels) - value(before, name, catalog=CATALOG, **labels)
+
+    assert delta("tablestore_credentials_vended_total", access="read") == 2
+    assert delta("tablestore_credentials_vended_total", access="write") == 1
+    assert delta("tablestore_cache_misses_total", cache="credentials") == 2  # two AssumeRoles: read, write
+    assert delta("tablestore_cache_hits_total", cache="credentials") == 1
+    assert delta("tablestore_requests_signed_total") == 0
+    log = service.log()
+    for secret in [*secrets, service.s3_properties["s3.secret-access-key"]]:
+        assert secret not in log
