@@ -60,9 +60,9 @@ def request_id_of(scope: Scope) -> str:
 class RouteTable:
     """The route templates of an app, matched against a request's path and method.
 
-    Matched here rather than read from the scope after routing: an answer made before routing
-    (the request guard's 401 and 413, the idempotency store's replays and refusals) has no route
-    in its scope. Built on first use, when every route is in place.
+    For the answers made before routing (the request guard's 401 and 413, the idempotency
+    store's replays and refusals), which have no route in their scope; a routed request's route
+    is read from its scope. Built on first use, when every route is in place.
     """
 
     def __init__(self, routes: Sequence[BaseRoute]) -> None:
@@ -153,7 +153,9 @@ class AccessLog:
     def _record(self, scope: Scope, state: dict[str, Any], status: int, replayed: bool, body: bytes,
                 elapsed: float) -> None:
         method = str(scope["method"])
-        route = self.routes.template(method, str(scope.get("path", "")))
+        routed = getattr(scope.get("route"), "path", None)  # set by the router when it routed the request
+        route = routed.replace("{plan_id}", "{plan-id}") if isinstance(routed, str) \
+            else self.routes.template(method, str(scope.get("path", "")))
         self.metrics.observe(method, route, status, elapsed)
         if replayed:
             prefix = _PREFIX.match(str(scope.get("path", "")))
