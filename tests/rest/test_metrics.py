@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,12 +62,16 @@ def _commit(service: RestService, ns: str, table: str, table_uuid: str, properti
     return requests.post(_url(service, f"/namespaces/{ns}/tables/{table}"), json=body, headers=headers, timeout=60)
 
 
-def _access_lines(service: RestService) -> list[dict[str, Any]]:
-    lines = []
-    for line in service.log().splitlines():
-        if line.startswith("{"):
-            lines.append(json.loads(line))
-    return lines
+def _access_lines(service: RestService, *request_ids: str, timeout_s: float = 10.0) -> list[dict[str, Any]]:
+    """The access log's lines so far, once those of ``request_ids`` are in (a line is written just
+    after its answer is sent, so a client can read the log before it)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        lines = [json.loads(line) for line in service.log().splitlines() if line.startswith("{")]
+        missing = set(request_ids) - {line["request_id"] for line in lines}
+        if not missing or time.monotonic() > deadline:
+            return lines
+        time.sleep(0.05)
 
 
 def test_metrics_count_a_known_workload(fresh_rest_service: RestService) -> None:
@@ -149,7 +154,7 @@ def test_metrics_count_a_known_workload(fresh_rest_service: RestService) -> None
                  le="+Inf") == 3
     routes = {dict(labels).get("route", "") for (_, labels) in after}
     assert not [r for r in routes if ns in r or "t0" in r or "missing" in r]
-    replayed = [line for line in _access_lines(service) if line.get("replayed")]
+    replayed = [line for line in _access_lines(service, replay.headers["x-request-id"]) if line.get("replayed")]
     assert [(x["method"], x["route"], x["status"], x["request_id"]) for x in replayed] == \
         [("POST", TABLE_ROUTE, 200, replay.headers["x-request-id"])]
 
@@ -214,7 +219,8 @@ def test_access_log_has_a_line_per_request_and_no_secret(rest_service: RestServi
                         data=f'{{"namespace": ["{CLIENT_SECRET}"'.encode())
     assert bad.status_code == 400
 
-    lines = _access_lines(service)
+    lines = _access_lines(service, request_id, refused.headers["x-request-id"], bad.headers["x-request-id"],
+                          issued.headers["x-request-id"])
     by_id = {line["request_id"]: line for line in lines}
     line = by_id[request_id]
     assert line["principal"] == CLIENT_ID
@@ -246,9 +252,10 @@ def readiness_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterato
         service.stop()
 
 
-def _probe(service: RestService) -> tuple[int, int]:
+def _probe(service: RestService, ready_ids: list[str]) -> tuple[int, int]:
     health = requests.get(f"{service.uri}/healthz", timeout=30)
     ready = requests.get(f"{service.uri}/readyz", timeout=30)
+    ready_ids.append(ready.headers["x-request-id"])
     assert "lake" not in ready.text and "catalog" not in ready.text  # strangers learn nothing
     return health.status_code, ready.status_code
 
@@ -257,17 +264,18 @@ def test_readyz_answers_503_while_the_catalog_database_is_gone(
     readiness_service: RestService, request: pytest.FixtureRequest
 ) -> None:
     service = readiness_service
-    assert _probe(service) == (200, 200)
+    ready_ids: list[str] = []
+    assert _probe(service, ready_ids) == (200, 200)
     if service.catalog_uri.startswith("sqlite"):
         database = Path(str(make_url(service.catalog_uri).database))
         moved = database.with_name("moved-away.db")
         os.rename(database, moved)
         try:
-            assert _probe(service) == (200, 503)
-            assert _probe(service) == (200, 503)
+            assert _probe(service, ready_ids) == (200, 503)
+            assert _probe(service, ready_ids) == (200, 503)
         finally:
             os.rename(moved, database)
-        assert _probe(service) == (200, 200)
+        assert _probe(service, ready_ids) == (200, 200)
     else:
         name = str(make_url(service.catalog_uri).database)
         server = request.getfixturevalue("postgres_server")
@@ -277,12 +285,12 @@ def test_readyz_answers_503_while_the_catalog_database_is_gone(
                 connection.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
         finally:
             engine.dispose()
-        assert _probe(service) == (200, 503)
-        assert _probe(service) == (200, 503)
+        assert _probe(service, ready_ids) == (200, 503)
+        assert _probe(service, ready_ids) == (200, 503)
     log = service.log()
     # Logged once per change of state, naming the catalog; the probes' own lines are in the access log.
     assert log.count(f"not ready: the database of catalog {CATALOG} does not answer") == 1
-    statuses = [x["status"] for x in _access_lines(service) if x["route"] == "/readyz"]
+    statuses = [x["status"] for x in _access_lines(service, ready_ids[-1]) if x["route"] == "/readyz"]
     assert statuses.count(503) == 2
 
 
