@@ -19,6 +19,9 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from tablestore.catalog.sql import SqlCatalog
+from tablestore.config import load_config
+from tablestore.errors import ConfigError
+from tablestore.rest.settings import server_settings
 from tablestore.spec.updates import requirement_from_json, update_from_json
 from tests.rest.conftest import (
     CATALOG,
@@ -181,9 +184,10 @@ def test_metrics_need_a_token_unless_opened(rest_service: RestService, tmp_path:
     assert requests.get(f"{rest_service.uri}/metrics", headers={"Authorization": "Bearer not-a-token-at-all"},
                         timeout=30).status_code == 401
     scrape(rest_service, READ_TOKEN)  # any principal: read is enough
-    # Opened on purpose (a private port): no token needed.
+    # Opened on purpose (a private port): no token needed. And the access log turned off.
     uri = f"sqlite:///{tmp_path / 'catalog.db'}"
-    write_config(tmp_path / "open.yaml", uri, str(tmp_path / "warehouse"), server_extra={"metrics-auth": "none"})
+    write_config(tmp_path / "open.yaml", uri, str(tmp_path / "warehouse"),
+                 server_extra={"metrics-auth": "none", "access-log": "false"})
     opened = RestService(tmp_path / "open.yaml", uri, str(tmp_path / "warehouse"), tmp_path)
     opened.start()
     try:
@@ -193,6 +197,11 @@ def test_metrics_need_a_token_unless_opened(rest_service: RestService, tmp_path:
         assert requests.get(f"{opened.uri}/v1/{CATALOG}/namespaces", timeout=30).status_code == 401
     finally:
         opened.stop()
+    assert [line for line in opened.log().splitlines() if line.startswith("{")] == []
+    # Only the two values are taken.
+    write_config(tmp_path / "wrong.yaml", uri, str(tmp_path / "warehouse"), server_extra={"metrics-auth": "sometimes"})
+    with pytest.raises(ConfigError, match="metrics-auth"):
+        server_settings(load_config(str(tmp_path / "wrong.yaml")))
 
 
 def test_access_log_has_a_line_per_request_and_no_secret(rest_service: RestService) -> None:
