@@ -19,6 +19,7 @@ from tablestore.rest.credentials import DELEGATION_HEADER, CredentialVendor, pub
 from tablestore.rest.plan_store import PlanStore
 from tablestore.rest.security import LOCATION_PROPERTIES, Authenticator, check_location
 from tablestore.rest.settings import READ, WRITE, Principal, ServerSettings
+from tablestore.rest.stats import Stats
 
 # The REST spec joins namespace levels in a path segment with the unit separator (%1F).
 NAMESPACE_SEPARATOR = "\x1f"
@@ -50,12 +51,14 @@ class Service:
     auth: Authenticator = field(init=False)
     vendors: dict[str, CredentialVendor] = field(init=False)
     plans: PlanStore = field(init=False)
+    stats: Stats = field(init=False)  # service-wide counters for /metrics (tablestore.rest.stats)
 
     def __post_init__(self) -> None:
         self.auth = Authenticator(self.settings)
         self.vendors = {name: CredentialVendor(catalog.properties, catalog.warehouse, self.settings.vending)
                         for name, catalog in self.catalogs.items()}
         self.plans = PlanStore(self.settings.scan_plan_ttl_s)
+        self.stats = Stats()
 
     def client_config(self, catalog: Catalog) -> dict[str, str]:
         """What every client may know about a catalog's files: its ``s3.*`` properties without

@@ -23,8 +23,9 @@ from tablestore.catalog import Catalog
 from tablestore.catalog.sql import SqlCatalog
 from tablestore.config import LakehouseConfig
 from tablestore.errors import NoSuchCatalogError, NotAuthorizedError
-from tablestore.rest import functions, namespaces, planning, tables, vending, views
+from tablestore.rest import functions, health, metrics, namespaces, planning, tables, vending, views
 from tablestore.rest.access import NAMESPACE_SEPARATOR, Service, authenticate, declare_bearer_auth, service_of
+from tablestore.rest.access_log import AccessLog, configure_access_log
 from tablestore.rest.credentials import VendingError
 from tablestore.rest.errors import error_response, install_error_handlers
 from tablestore.rest.idempotency import IdempotencyMiddleware, IdempotencyStore, iso_duration
@@ -105,6 +106,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.service = service
+    app.state.metrics = service_metrics = metrics.ServiceMetrics(service)
     install_error_handlers(app)
 
     @app.get("/v1/config", tags=["config"])
@@ -164,13 +166,15 @@ def create_app(
         # STS down or refusing: the service cannot give access now, the request was fine.
         return error_response(503, "ServiceUnavailableException", str(exc))
 
-    for module in (namespaces, tables, vending, views, functions, planning):
+    for module in (namespaces, tables, vending, views, functions, planning, health, metrics):
         app.include_router(module.router)
     _document_prefixes(app, list(served))
     app.add_middleware(IdempotencyMiddleware, stores=stores,
                        authenticate=lambda header: service.auth.authenticate(header).name)
     # Added last, so outermost: it authenticates and limits a request before anything reads it.
     app.add_middleware(RequestGuard, service=service)
+    # Outermost of all: it times every request, the guard's refusals included, and logs it.
+    app.add_middleware(AccessLog, routes=app.routes, service=service, metrics=service_metrics)
     return app
 
 
@@ -290,10 +294,11 @@ def serve(config: LakehouseConfig, host: str | None = None, port: int | None = N
     # The service's own records from INFO (start-up, and the request guard's log of failed
     # requests); the libraries' stay at the CLI's WARNING.
     logging.getLogger("tablestore").setLevel(logging.INFO)
+    configure_access_log()
     logger.info("serving catalogs %s on http://%s:%d (request bodies up to %d bytes)", ", ".join(settings.catalogs),
                 settings.host, settings.port, settings.max_request_bytes)
-    # access_log off: request lines are harmless, but query strings are the client's to keep;
-    # failed requests are logged by the request guard.
+    # uvicorn's access_log off: its lines carry query strings, which are the client's to keep;
+    # tablestore.rest.access_log logs every request without them.
     uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", access_log=False)
 
 

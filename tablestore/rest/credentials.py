@@ -45,6 +45,7 @@ from pydantic_core import PydanticCustomError
 
 from tablestore.config import problem_message
 from tablestore.errors import ConfigError, ForbiddenError, TableStoreError
+from tablestore.rest.stats import CACHE_HITS, CACHE_MISSES, CREDENTIALS_VENDED, Stats
 
 DELEGATION_HEADER = "x-iceberg-access-delegation"
 VENDED = "vended-credentials"
@@ -160,6 +161,8 @@ class CredentialVendor:
     _cache: dict[tuple[tuple[str, ...], bool], _Vended] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _client: Any = field(default=None, init=False, repr=False)
+    # For /metrics: credentials vended by access, and reuses of cached ones (a miss is an AssumeRole).
+    stats: Stats = field(default_factory=Stats, init=False, repr=False)
 
     @property
     def enabled(self) -> bool:
@@ -181,6 +184,7 @@ class CredentialVendor:
         for prefix in locations:
             self._check_vendable(prefix)
         vended = self._vend(locations, write)
+        self.stats.inc(CREDENTIALS_VENDED, "write" if write else "read")
         # One entry per prefix (clients pick the longest prefix matching a file's path).
         return [{"prefix": prefix, "config": dict(vended.config)} for prefix in locations]
 
@@ -209,7 +213,9 @@ class CredentialVendor:
             cached = self._cache.get(key)
             # Reused while two thirds of its lifetime remain: every client gets at least that much.
             if cached is not None and cached.expires_at_s - now > self.settings.duration_s * 2 / 3:
+                self.stats.inc(CACHE_HITS, "credentials")
                 return cached
+        self.stats.inc(CACHE_MISSES, "credentials")
         vended = self._assume_role(locations, write)
         with self._lock:
             self._cache[key] = vended

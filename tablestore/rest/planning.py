@@ -30,6 +30,7 @@ from tablestore.names import Identifier
 from tablestore.rest.access import Access, ReadAccess
 from tablestore.rest.models import FetchScanTasksRequest, PlanTableScanRequest
 from tablestore.rest.plan_store import PlanStore, StoredPlan
+from tablestore.rest.stats import SCAN_FILE_TASKS, SCAN_PLAN_TASKS, SCAN_PLANS
 from tablestore.spec.content_file_json import content_file_to_json
 from tablestore.spec.evaluators import ResidualEvaluator
 from tablestore.spec.expression_json import expression_from_json, expression_to_json
@@ -189,6 +190,8 @@ def plan_table_scan(
         # Only a paged plan is kept: a plan answered whole leaves nothing to fetch or cancel.
         plan_store(access).add(plan_id, StoredPlan(access.prefix, ident, access.principal.name, pages,
                                                    set(range(1, len(chunks)))))
+    access.service.stats.inc(SCAN_PLANS, access.prefix)
+    access.service.stats.inc(SCAN_FILE_TASKS, access.prefix, amount=len(planned.tasks))
     return _completed(pages[0], plan_id)
 
 
@@ -213,7 +216,9 @@ def fetch_scan_tasks(namespace: str, table: str, body: FetchScanTasksRequest, ac
     ident = access.parse_identifier(namespace, table)
     if not access.catalog.table_exists(ident):
         access.catalog.load_table_metadata(ident)  # raises NoSuchTableError / NoSuchNamespaceError
-    return Response(plan_store(access).take_page(body.plan_task, *_owner(access), ident), media_type="application/json")
+    page = plan_store(access).take_page(body.plan_task, *_owner(access), ident)
+    access.service.stats.inc(SCAN_PLAN_TASKS, access.prefix)
+    return Response(page, media_type="application/json")
 
 
 __all__ = ["PageWriter", "plan_request", "router"]

@@ -2,7 +2,8 @@
 
 For each HTTP request, before any handler or body parser runs:
 
-1. It gets a request id (answered as ``X-Request-ID``), so a client's report can be found in the log.
+1. It gets a request id (answered as ``X-Request-ID``), so a client's report can be found in the log:
+   the one the access log chose (:mod:`tablestore.rest.access_log`), else a new one.
 2. Requests under ``/v1/`` (the token endpoint excepted: it is how clients log in) are
    authenticated from their ``Authorization`` header alone. A caller without a valid token gets
    401 before a byte of its body is read, so a stranger's body costs nothing to parse or hold.
@@ -48,8 +49,9 @@ class RequestGuard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        request_id = uuid.uuid4().hex[:16]
-        scope.setdefault("state", {})["request_id"] = request_id
+        state = scope.setdefault("state", {})
+        request_id = state.get("request_id") or uuid.uuid4().hex[:16]
+        state["request_id"] = request_id
         outcome = _Outcome(request_id, scope["method"], scope["path"])
         limit = self.service.settings.max_request_bytes
 
@@ -80,7 +82,7 @@ class RequestGuard:
             await answer(401, "NotAuthorizedException", str(e))
             outcome.log()
             return
-        outcome.principal = principal
+        outcome.principal = state["principal"] = principal
         declared = _content_length(scope)
         if declared is not None and declared > limit:
             await self._refuse(outcome, answer, limit, declared)

@@ -21,6 +21,10 @@ the lookup of the row that every load makes is repeated once if its connection t
 and a swap whose connection fails mid-way is reported as of unknown state, as before. Every
 statement still runs at READ COMMITTED and every swap is durable when acknowledged. On SQLite
 (a local file: no round trips to save) a commit is the one attempt on the current row.
+
+``stats`` counts what ``/metrics`` reports of a catalog (:mod:`tablestore.rest.stats`): commits
+and conflicts by kind, retries (the attempt on the current row after the one on the state last
+seen did not land; each further try of a register with overwrite) and metadata cache hits.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import json
 import select as select_module
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -47,9 +51,16 @@ from tablestore.errors import (
     TableStoreError,
 )
 from tablestore.names import Identifier, IdentifierLike, identifier_str
+from tablestore.rest.stats import CACHE_HITS, CACHE_MISSES, COMMIT_CONFLICTS, COMMIT_RETRIES, COMMITS, Stats
+from tablestore.spec.updates import AssertCreate
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from tablestore.spec.metadata import TableMetadata
+    from tablestore.spec.partitioning import PartitionSpec
+    from tablestore.spec.schema import Schema
+    from tablestore.spec.sorting import SortOrder
     from tablestore.spec.updates import TableRequirement, TableUpdate
     from tablestore.table import Table
 
@@ -104,6 +115,7 @@ class ServedSqlCatalog(SqlCatalog):
         # PostgreSQL spends running it.
         self._lookup_statement = select(t.metadata_location).where(*key, *self._table_filter())
         self._bodies: OrderedDict[str, bytes] = OrderedDict()
+        self.stats = Stats()
 
     def close(self) -> None:
         for engine in (self._autocommit, self._lookups):
@@ -147,7 +159,8 @@ class ServedSqlCatalog(SqlCatalog):
             found = self._metadata_cache.get(location)
             if found is not None:
                 self._metadata_cache.move_to_end(location)
-            return found
+        self.stats.inc(CACHE_HITS if found is not None else CACHE_MISSES, "metadata")
+        return found
 
     def _remember(self, ident: Identifier | None, location: str, metadata: TableMetadata) -> None:
         with self._cache_lock:
@@ -208,7 +221,9 @@ class ServedSqlCatalog(SqlCatalog):
         ident = self._table_ident(identifier)
         metadata = read_metadata_file(self.io, metadata_location)
         what = f"register of table {identifier_str(ident)}"
-        for _ in range(OVERWRITE_ATTEMPTS):
+        for attempt in range(OVERWRITE_ATTEMPTS):
+            if attempt:
+                self.stats.inc(COMMIT_RETRIES)
             try:
                 base = self._current_location(ident)
             except NoSuchTableError:
@@ -219,11 +234,13 @@ class ServedSqlCatalog(SqlCatalog):
                         raise  # a view of that name: a table cannot overwrite it
                     continue  # created meanwhile: overwrite it
                 self._remember(ident, metadata_location, metadata)
-                return table
+                return table  # counted by register_table
             swap = PointerSwap(self._ns_str(ident[:-1]), ident[-1], base, metadata_location)
             if swap_pointers(self.engine, self.name, [swap], what) is None:
                 self._remember(ident, metadata_location, metadata)
+                self.stats.inc(COMMITS, "register")
                 return self._make_table(ident, metadata_location, metadata)
+        self.stats.inc(COMMIT_CONFLICTS, "register")
         raise CommitConflictError(
             f"cannot register table {identifier_str(ident)}: other writers kept changing it; retry"
         )
@@ -236,19 +253,61 @@ class ServedSqlCatalog(SqlCatalog):
         table's current row (``SqlCatalog.commit_table``). A lost race in the second attempt is
         the client's CommitConflictError: its retry loop refreshes and stages again."""
         ident = self._table_ident(identifier)
+        kind = "create" if any(isinstance(r, AssertCreate) for r in requirements) else "table"
         last_seen = self._last_seen(ident) if self._swap_autocommit else None
         if last_seen is not None:
             committed = self._commit_on_last_seen(ident, last_seen, requirements, updates)
             if committed is not None:
                 self._remember(ident, *committed)
+                self.stats.inc(COMMITS, kind)
                 return committed
+            self.stats.inc(COMMIT_RETRIES)
         # Not seen yet, or another writer moved the table since, or SQLite (a local file: no
         # round trips to save): the attempt on the current row, which also decides creates and
         # failed requirements.
         self._forget(ident)
-        committed = super().commit_table(ident, requirements, updates)
+        try:
+            committed = super().commit_table(ident, requirements, updates)
+        except CommitConflictError:
+            self.stats.inc(COMMIT_CONFLICTS, kind)
+            raise
         self._remember(ident, *committed)
+        self.stats.inc(COMMITS, kind)
         return committed
+
+    def commit_tables(
+        self, changes: Sequence[tuple[IdentifierLike, Sequence[TableRequirement], Sequence[TableUpdate]]]
+    ) -> list[tuple[str, TableMetadata]]:
+        """A multi-table transaction (``SqlCatalog.commit_tables``), counted as one commit."""
+        try:
+            committed = super().commit_tables(changes)
+        except CommitConflictError:
+            self.stats.inc(COMMIT_CONFLICTS, "transaction")
+            raise
+        self.stats.inc(COMMITS, "transaction")
+        return committed
+
+    def create_table(
+        self,
+        identifier: IdentifierLike,
+        schema: Schema | pa.Schema,
+        partition_by: Sequence[str] | str | PartitionSpec | None = None,
+        sort_order: SortOrder | None = None,
+        properties: Mapping[str, str] | None = None,
+        location: str | None = None,
+        format_version: int | None = None,
+    ) -> Table:
+        """``Catalog.create_table``, counted as a commit of kind ``create``."""
+        table = super().create_table(identifier, schema, partition_by, sort_order, properties, location,
+                                     format_version)
+        self.stats.inc(COMMITS, "create")
+        return table
+
+    def register_table(self, identifier: IdentifierLike, metadata_location: str) -> Table:
+        """``Catalog.register_table``, counted as a commit of kind ``register``."""
+        table = super().register_table(identifier, metadata_location)
+        self.stats.inc(COMMITS, "register")
+        return table
 
     def _commit_on_last_seen(
         self,

@@ -30,6 +30,8 @@
       auth: required                   # or none: everyone may write (local use only)
       max-request-bytes: 8388608       # larger request bodies are refused (413) while read
       namespace-separator: "%1F"       # joins namespace levels in URLs, url-encoded (the spec's default)
+      metrics-auth: required           # GET /metrics needs a bearer token; none: open (a private port)
+      access-log: true                 # one JSON line per request on stderr (tablestore.rest.access_log)
 
 Each served catalog is one REST ``prefix`` (its name). The non-secret ``s3.*`` properties of a
 served catalog (endpoint, region, path style) are handed out in ``/v1/config`` and in every
@@ -207,6 +209,9 @@ class _ServerSection(BaseModel):
     namespace_separator: Annotated[str, AfterValidator(_separator)] = Field(
         default=DEFAULT_NAMESPACE_SEPARATOR, alias="namespace-separator",
         description="url-encoded, like %1F; not '.', which names may contain")
+    metrics_auth: Annotated[Literal["required", "none"], BeforeValidator(lambda v: str(v).lower())] = Field(
+        default="required", alias="metrics-auth", description="'required' or 'none'")
+    access_log: Annotated[bool, BeforeValidator(_flag)] = Field(default=True, alias="access-log")
 
 
 # -- the settings the service runs with --------------------------------------------------------------
@@ -238,6 +243,8 @@ class ServerSettings(BaseModel):
     @property
     def namespace_separator(self) -> str:
         return unquote(self.namespace_separator_encoded)
+    metrics_auth_required: bool = True
+    access_log: bool = True
 
     def __repr__(self) -> str:
         # Tokens and secrets are never shown; only who they belong to.
@@ -304,6 +311,8 @@ def server_settings(config: LakehouseConfig, overrides: Mapping[str, Any] | None
         max_request_bytes=section.max_request_bytes,
         namespace_separator_encoded=section.namespace_separator,
         vending=section.storage_credentials,
+        metrics_auth_required=section.metrics_auth == "required",
+        access_log=section.access_log,
     )
 
 
