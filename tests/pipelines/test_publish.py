@@ -68,6 +68,7 @@ def test_a_batch_that_breaks_its_check_never_reaches_main_and_the_next_good_one_
     # A fast-forward: main's new snapshot is the very one the check read on the audit branch.
     assert published["published_snapshot_id"] == published["audited_snapshot_id"] == head.snapshot_id
     assert published["audit_branch"] == audit_branch(first.run_id)
+    assert int(str(published["write_tasks"])) >= 1  # Spark's tasks wrote the branch's files
     assert [r for r in table.refs() if r.startswith(AUDIT_PREFIX)] == []  # removed once published
     main_before = head.snapshot_id
     rows_before = sorted(table.scan(columns=["event_id"]).to_arrow().column("event_id").to_pylist())

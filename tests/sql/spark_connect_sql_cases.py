@@ -153,3 +153,25 @@ def test_a_computed_feature_merges_in_tasks_through_connect(session: SqlSession)
     written_in_tasks(session, "cs", "merge")
     counts = session.execute_one("SELECT count(*), count_if(w = v * 10), count_if(w IS NULL AND v % 10 <> 0) FROM cs").rows
     assert counts == [[600, 60, 540]]
+
+
+def test_branch_ddl_writes_and_publish_run_in_tasks_through_connect(session: SqlSession) -> None:
+    session.execute("CREATE TABLE r (id BIGINT, g BIGINT) PARTITIONED BY (g)")
+    session.execute("INSERT INTO r SELECT id, id % 2 FROM range(10)")
+    session.execute("ALTER TABLE r CREATE BRANCH audit")
+    session.execute("ALTER TABLE r CREATE TAG v1")
+    session.execute("INSERT INTO r.branch_audit SELECT id, id % 2 FROM range(10, 1010)")
+    session.execute("DELETE FROM r.branch_audit WHERE id < 5")
+    session.execute("UPDATE r.branch_audit SET g = 7 WHERE id = 5")
+    table = session.manager.catalog().load_table("db.r")
+    branch_head = table.snapshot_by_id(table.refs()["audit"].snapshot_id)
+    appended = table.snapshot_by_id(branch_head.parent_snapshot_id)  # type: ignore[union-attr, arg-type]
+    appended = table.snapshot_by_id(appended.parent_snapshot_id)  # type: ignore[union-attr, arg-type]
+    # The branch's INSERT was written by Spark tasks, as a write to main is.
+    assert appended is not None and int(appended.summary["tablestore.write.tasks"]) >= 1
+    assert session.execute_one("SELECT count(*) FROM r").rows == [[10]]
+    assert session.execute_one("SELECT count(*), sum(g) FROM r.branch_audit WHERE id < 10").rows[0][0] == 5
+    assert session.execute_one("SELECT count(*) FROM r.tag_v1").rows == [[10]]
+    session.execute("CALL lake.system.fast_forward('db.r', 'main', 'audit')")
+    assert session.execute_one("SELECT count(*) FROM r").rows == [[1005]]
+    assert session.execute_one("SELECT g FROM r WHERE id = 5").rows == [[7]]

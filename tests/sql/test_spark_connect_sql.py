@@ -28,4 +28,4 @@ def test_sql_writes_and_streamed_queries_through_spark_connect(tmp_path: Path) -
     summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
     # Every case ran and passed: none was skipped or deselected.
-    assert summary.startswith("5 passed"), summary
+    assert summary.startswith("6 passed"), summary
