@@ -155,6 +155,9 @@ def test_ports_are_loopback_only_with_an_init_and_restart_policies(stack: Stack)
 
 
 EVERY_CHECK_PASSED = {
+    # Write-audit-publish: each ingest's gate, on its run's audit branch, before main moves.
+    ("lakehouse/shop/events", "events_batch_valid"): True,
+    ("lakehouse/shop/events_hourly", "events_batch_valid"): True,
     ("lakehouse/shop/events_schema_evolution", "null_device_before_evolution"): True,
     ("lakehouse/shop/events_schema_evolution", "evolved_types"): True,
     ("lakehouse/shop/events_hourly", "partition_specs_by_cutover"): True,
