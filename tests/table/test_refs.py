@@ -228,3 +228,20 @@ def test_write_audit_publish_with_a_wap_id(table: Table) -> None:
     again = table.staged("job-2").append(batch(6))
     refused(table, r"wap.id 'job-2' was published already",
             lambda: table.manage_snapshots().cherrypick(again.snapshot_id).commit())
+
+
+def test_compaction_on_a_branch_rewrites_the_branch_and_leaves_main(table: Table) -> None:
+    for i in range(3, 7):
+        table.append(batch(i), branch="audit")  # four small files on the branch only
+    main_head = table.refresh().current_snapshot()
+    assert main_head is not None
+    before = len(list(table.scan(ref="audit").plan_files()))
+    result = table.maintenance().rewrite_data_files(branch="audit")
+    assert result.rewritten_data_files_count >= 4
+    table.refresh()
+    assert len(list(table.scan(ref="audit").plan_files())) < before
+    assert ids(table, "audit") == [1, 2, 3, 4, 5, 6]
+    assert table.current_snapshot().snapshot_id == main_head.snapshot_id  # type: ignore[union-attr]
+    assert ids(table) == [1, 2]
+    head = table.snapshot_by_id(table.refs()["audit"].snapshot_id)
+    assert head is not None and head.summary["operation"] == "replace"
