@@ -205,7 +205,7 @@ class Catalog(ABC):
         warehouse = self.properties.get(WAREHOUSE)
         self.warehouse: str | None = normalize_location(warehouse) if warehouse else None
         self.io: FileIO = load_file_io(self.properties, self.warehouse)
-        self._location_of_metadata: dict[str, str] = {}
+        self._location_of_metadata: dict[str, str] = {}  # metadata directory -> table location
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, warehouse={self.warehouse!r})"
@@ -618,19 +618,24 @@ class Catalog(ABC):
     def live_table_locations(self, exclude: Identifier | None = None) -> list[tuple[str, str]]:
         """(name, location) of every table in the catalog but ``exclude``.
 
-        Metadata files never change, so each one's location is read once per catalog object.
+        A table's location is read from its metadata file once per metadata directory and
+        catalog object: a commit writes its next metadata file into the same directory, and only
+        one live table writes there, so a busy catalog costs one read per new table, not one per
+        commit. (A ``set-location`` on a table whose ``write.metadata.path`` is elsewhere keeps
+        the directory and is seen late; the rule is a guard, a purge never depends on it.)
         """
         out = []
         for ident, metadata_location in self._table_pointers():
             if ident == exclude:
                 continue
-            location = self._location_of_metadata.get(metadata_location)
+            directory = metadata_location.rsplit("/", 1)[0]
+            location = self._location_of_metadata.get(directory)
             if location is None:
                 try:
                     location = read_metadata_file(self.io, metadata_location).location
                 except (OSError, TableStoreError):
                     continue  # a table whose metadata cannot be read holds no files we could see
-                self._location_of_metadata[metadata_location] = location
+                self._location_of_metadata[directory] = location
             out.append((identifier_str(ident), location))
         return out
 
