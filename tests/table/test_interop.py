@@ -224,38 +224,6 @@ def test_we_read_tables_the_oracle_writes(tmp_path: Path) -> None:
     assert oracle_rows(table.scan(filter="ts >= '2024-01-02'").to_arrow()) == [r for r in theirs["rows"] if r[0] == 4]
 
 
-def test_we_read_the_branches_and_tags_the_oracle_makes(tmp_path: Path) -> None:
-    wh = tmp_path / "wh"
-    batch = oracle.OracleBatch(warehouse=str(wh))
-    batch.sql(
-        "CREATE TABLE ref.db.b (id BIGINT, name STRING) USING iceberg TBLPROPERTIES ('format-version'='2')",
-        "INSERT INTO ref.db.b VALUES (1, 'a'), (2, 'b')",
-        "ALTER TABLE ref.db.b CREATE TAG v1 RETAIN 7 DAYS",
-        "ALTER TABLE ref.db.b CREATE BRANCH audit WITH SNAPSHOT RETENTION 3 SNAPSHOTS",
-        "INSERT INTO ref.db.b.branch_audit VALUES (3, 'c')",
-        "DELETE FROM ref.db.b.branch_audit WHERE id = 1",
-        "INSERT INTO ref.db.b VALUES (4, 'd')",
-        "SELECT id FROM ref.db.b.branch_audit",
-    )
-    theirs = oracle.check(batch.run()[0])
-    assert sorted(r[0] for r in theirs["rows"]) == [2, 3]
-    metadata = sorted((wh / "db" / "b" / "metadata").glob("v*.metadata.json"))[-1]
-    catalog = tablestore.load_catalog("t", type="sql", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "ours"))
-    catalog.create_namespace("db")
-    table = catalog.register_table("db.b", str(metadata))
-    refs = table.refs()
-    assert (refs["v1"].type, refs["v1"].max_ref_age_ms) == ("tag", 7 * 86_400_000)
-    assert (refs["audit"].type, refs["audit"].min_snapshots_to_keep) == ("branch", 3)
-
-    def ids(ref: str | None = None) -> list[int]:
-        return sorted(table.scan(ref=ref).to_arrow()["id"].to_pylist())
-
-    assert (ids(), ids("audit"), ids("v1")) == ([1, 2, 4], [2, 3], [1, 2])
-    # And we write on from Java's branch: its head is the parent, its retention stays.
-    table.append(pa.table({"id": pa.array([5], pa.int64()), "name": ["e"]}), branch="audit")
-    assert ids("audit") == [2, 3, 5] and table.refs()["audit"].min_snapshots_to_keep == 3
-
-
 def test_we_read_tables_pyiceberg_writes(tmp_path: Path) -> None:
     theirs = SqlCatalog("py", uri=f"sqlite:///{tmp_path}/py.db", warehouse=f"file://{tmp_path}/wh")
     theirs.create_namespace("db")
