@@ -350,3 +350,28 @@ def test_trino_reads_our_branches_and_tags_by_name(lake: Lake) -> None:
     refs = lake.trino.query(f'SELECT name, type, snapshot_id FROM lakehouse.{NAMESPACE}."refs$refs" ORDER BY name')
     ours = table.refresh().refs()
     assert refs == [[n, ours[n].type.upper(), ours[n].snapshot_id] for n in ("audit", "main", "v1")]
+
+
+def test_a_batch_on_an_audit_branch_stays_invisible_to_trino_until_it_is_published(lake: Lake) -> None:
+    """Write-audit-publish as the pipeline does it (pipelines/defs/publish.py), read by Trino: a
+    bad batch on an audit branch never shows in Trino's reads of the table; a good one shows once
+    main is fast-forwarded to it, as the very snapshot that was audited."""
+    from pipelines.defs.publish import publish
+
+    table = lake.direct.create_table(f"{NAMESPACE}.wap", pa.schema([pa.field("id", pa.int64()),
+                                                                    pa.field("quantity", pa.int64())]))
+    table.append(pa.table({"id": pa.array([1, 2], pa.int64()), "quantity": pa.array([1, 2], pa.int64())}))
+    main_before = table.refs()["main"].snapshot_id
+    name = f"lakehouse.{NAMESPACE}.wap"
+    table.append(pa.table({"id": pa.array([3], pa.int64()), "quantity": pa.array([50_000], pa.int64())}),
+                 branch="audit_bad")
+    assert lake.trino.query(f"SELECT count(*), max(quantity) FROM {name}") == [[2, 2]]
+    assert lake.trino.query(f"SELECT max(quantity) FROM {name} FOR VERSION AS OF 'audit_bad'") == [[50_000]]
+    assert table.refresh().refs()["main"].snapshot_id == main_before
+    audited = table.append(pa.table({"id": pa.array([4], pa.int64()), "quantity": pa.array([3], pa.int64())}),
+                           branch="audit_good")
+    assert lake.trino.query(f"SELECT count(*) FROM {name}") == [[2]]
+    assert publish(table, "audit_good") == audited.snapshot_id
+    assert lake.trino.query(f"SELECT id FROM {name} ORDER BY id") == [[1], [2], [4]]
+    main = lake.trino.query(f"SELECT snapshot_id FROM lakehouse.{NAMESPACE}.\"wap$refs\" WHERE name = 'main'")
+    assert main == [[audited.snapshot_id]]
