@@ -424,6 +424,12 @@ class Catalog(ABC):
                 f"(cannot register table {identifier_str(ident)}; create the namespace first)"
             )
         metadata = read_metadata_file(self.io, metadata_location)
+        # A taken name is the error a client expects first (the catalog's unique key still
+        # decides a race); only then does the location matter.
+        if self.view_exists(ident):
+            raise TableAlreadyExistsError(f"View with same name already exists: {identifier_str(ident)}")
+        if self.table_exists(ident):
+            raise TableAlreadyExistsError(f"Table already exists: {identifier_str(ident)}")
         self.check_location_free(ident, metadata.location)
         self._create_table_entry(ident, metadata_location)
         return self._make_table(ident, metadata_location, metadata)

@@ -235,6 +235,8 @@ class ServedSqlCatalog(SqlCatalog):
                     continue  # created meanwhile: overwrite it
                 self._remember(ident, metadata_location, metadata)
                 return table  # counted by register_table
+            # Repointing a table at another live table's files would make two owners of them.
+            self.check_location_free(ident, metadata.location)
             swap = PointerSwap(self._ns_str(ident[:-1]), ident[-1], base, metadata_location)
             if swap_pointers(self.engine, self.name, [swap], what) is None:
                 self._remember(ident, metadata_location, metadata)

@@ -27,7 +27,7 @@ from tablestore.spec.expressions import And, EqualTo, Expression, IsNull, Refere
 from tablestore.spec.transforms import IdentityTransform
 from tablestore.spec.types import sql_type_name
 from tablestore.sql import statements as st
-from tablestore.sql.context import INSERT_OVERWRITE_MODE
+from tablestore.sql.options import INSERT_OVERWRITE_MODE
 from tablestore.sql.query import spark_errors
 from tablestore.sql.result import StatementResult
 

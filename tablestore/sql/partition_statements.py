@@ -7,8 +7,8 @@ import datetime
 from typing import TYPE_CHECKING
 
 from tablestore.errors import ValidationError
-from tablestore.sql.context import UNDEFINED
 from tablestore.sql.ddl import describe_table
+from tablestore.sql.options import UNDEFINED
 from tablestore.sql.parse_partition import (
     AddPartitionField,
     DescribePartition,

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     from tablestore.catalog import Catalog
     from tablestore.session import CatalogManager
-    from tablestore.sql.context import SessionOptions
+    from tablestore.sql.options import SessionOptions
 
 METADATA_TABLES = ("snapshots", "history", "files", "data_files", "delete_files", "manifests", "partitions",
                    "entries", "refs", "metadata_log_entries", "schemas", "position_deletes", "all_data_files",

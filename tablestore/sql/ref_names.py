@@ -24,7 +24,7 @@ from tablestore.table import WAP_ENABLED
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
     from tablestore.spec.metadata import TableMetadata
-    from tablestore.sql.context import SessionOptions
+    from tablestore.sql.options import SessionOptions
     from tablestore.table import Table
 
 BRANCH_PREFIX = "branch_"

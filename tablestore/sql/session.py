@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 from tablestore.config import LakehouseConfig, load_config
 from tablestore.session import CatalogManager
 from tablestore.sql import statements as st
-from tablestore.sql.context import SessionContext, SessionOptions
+from tablestore.sql.context import SessionContext
+from tablestore.sql.options import SessionOptions
 from tablestore.sql.parser import parse_script, parse_statement
 from tablestore.sql.query_statements import query_arrow
 from tablestore.sql.registry import HANDLERS

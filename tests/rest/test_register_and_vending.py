@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from tablestore.catalog.sql import SqlCatalog
-from tablestore.errors import TableAlreadyExistsError
+from tablestore.errors import TableAlreadyExistsError, ValidationError
 from tests.rest.conftest import BACKENDS, CATALOG, READ_TOKEN, WRITE_TOKEN, RestService, write_config
 
 SCHEMA = pa.schema([pa.field("id", pa.int64())])
@@ -40,6 +40,11 @@ def test_register_with_overwrite_repoints_an_existing_table(rest_service: RestSe
         with pytest.raises(TableAlreadyExistsError):
             client.register_table(f"{ns}.target", source_location)
         assert _ids(client.load_table(f"{ns}.target")) == [1]  # a refused register changes nothing
+        # While source is live, its files have an owner: a second one is refused.
+        with pytest.raises(ValidationError, match=rf"overlaps the location .* of live table {ns}\.source"):
+            client.register_table(f"{ns}.target", source_location, overwrite=True)
+        assert _ids(client.load_table(f"{ns}.target")) == [1]
+        client.drop_table(f"{ns}.source")  # not purged: its files wait for a new owner
 
         replaced = client.register_table(f"{ns}.target", source_location, overwrite=True)
         assert replaced.metadata_location == source_location
@@ -68,6 +73,7 @@ def test_register_with_overwrite_repoints_an_existing_table(rest_service: RestSe
         assert rows["fresh"] is None
         assert rows["target"] == source_location  # the append after the overwrite built on it
         assert _ids(direct.load_table(f"{ns}.target")) == [7, 8, 9]
+        direct.drop_table(f"{ns}.fresh")  # not purged; its files may now belong to target again
     finally:
         direct.close()
 

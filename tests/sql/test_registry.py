@@ -13,7 +13,7 @@ import pytest
 from tablestore.errors import ValidationError
 from tablestore.sql import parser  # noqa: F401  (imports every parse module: every statement type)
 from tablestore.sql import statements as st
-from tablestore.sql.context import SessionOptions
+from tablestore.sql.options import SessionOptions
 from tablestore.sql.registry import HANDLERS
 from tablestore.sql.session import SqlSession
 from tests.lakehouse_config import lakehouse_config, sqlite_catalog
