@@ -8,6 +8,9 @@ so signing is the clients' only way to the files.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -290,3 +293,48 @@ def test_signed_requests_reach_minio(signing: Signing) -> None:
     deleted = requests.post(signing.url("", "delete"), headers=headers, data=xml.encode(), timeout=30)
     assert deleted.status_code == 200, deleted.text
     assert not [k for k in signing.keys(table.metadata.location) if k.startswith(f"{base}/data/")]
+
+
+def _java(signing: Signing, token: str, statements: list[str]) -> subprocess.CompletedProcess[str]:
+    """Java's REST catalog client and S3FileIO (``oracle rest-sql`` with Iceberg's AWS bundle),
+    asking for remote signing: the URI, a token, nothing of S3."""
+    from infra import iceberg_aws
+    from tests.oracle import ORACLE_DIR, _ensure_built
+
+    _ensure_built()
+    env = {**os.environ, **iceberg_aws.oracle_environment(iceberg_aws.install())}
+    return subprocess.run(
+        [str(ORACLE_DIR / "oracle"), "rest-sql", signing.service.uri, "--token", token, "--warehouse", CATALOG,
+         "--conf", "header.X-Iceberg-Access-Delegation=remote-signing", "-e", "; ".join(statements)],
+        capture_output=True, text=True, timeout=900, env=env)
+
+
+@pytest.mark.oracle
+def test_java_s3fileio_reads_and_appends_through_the_signer(signing: Signing) -> None:
+    py = signing.pyiceberg()
+    py.create_namespace("sig")
+    py.create_table("sig.t", SCHEMA).append(pa.table({"id": [1, 2]}, schema=SCHEMA))
+    location = py.load_table("sig.t").metadata.location
+
+    done = _java(signing, WRITE_TOKEN, ["SELECT * FROM rest.sig.t ORDER BY id", "INSERT INTO rest.sig.t VALUES (10)",
+                                        "SELECT * FROM rest.sig.t ORDER BY id"])
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = [json.loads(line)["rows"] for line in done.stdout.splitlines() if line.startswith("{")]
+    assert results == [[[1], [2]], [[1], [2], [10]]], done.stdout[-2000:]
+    # Java's commit, and its data file in MinIO, as pyiceberg (through the signer) and the
+    # catalog database see them.
+    assert _ids(signing.pyiceberg(READ_TOKEN).load_table("sig.t")) == [1, 2, 10]
+    assert len([k for k in signing.keys(location) if k.endswith(".parquet")]) == 2
+    before = signing.keys(location)
+
+    # A read role reads, and its INSERT fails at the first PUT with the service's 403.
+    refused = _java(signing, READ_TOKEN, ["SELECT count(*) FROM rest.sig.t", "INSERT INTO rest.sig.t VALUES (11)"])
+    assert refused.returncode != 0
+    assert '"rows": [[3]]' in refused.stdout
+    assert "ForbiddenException" in refused.stderr and "only the read role" in refused.stderr, refused.stderr[-3000:]
+    assert signing.keys(location) == before
+    direct = signing.direct()
+    try:
+        assert _ids(direct.load_table("sig.t")) == [1, 2, 10]
+    finally:
+        direct.close()
