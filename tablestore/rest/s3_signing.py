@@ -29,6 +29,7 @@ import functools
 import hashlib
 import re
 import xml.etree.ElementTree as ElementTree
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -266,14 +267,10 @@ def _deleted_keys(headers: Mapping[str, Sequence[str]], body: str | None) -> lis
                              "its body, which names the keys it deletes; send 'body' in the sign request or "
                              "delete the objects one by one")
     raw = body.encode("utf-8")
-    md5 = (headers.get("content-md5") or [""])[0]
-    sha = (headers.get(CONTENT_SHA256) or [""])[0]
-    bound = (md5 and md5 == base64.b64encode(hashlib.md5(raw).digest()).decode("ascii")) or \
-        (sha and sha == hashlib.sha256(raw).hexdigest())
-    if not bound:
+    if not _bound(headers, raw):
         raise ForbiddenError("remote signing refused: the multi-object delete's body is not bound to the request "
-                             "(no Content-MD5 or x-amz-content-sha256 header of that body), so the keys it "
-                             "deletes cannot be checked")
+                             "(no Content-MD5, x-amz-content-sha256 or x-amz-checksum-crc32/sha1/sha256 header "
+                             "of that body), so the keys it deletes cannot be checked")
     try:
         root = ElementTree.fromstring(raw)
     except ElementTree.ParseError as e:
@@ -282,6 +279,21 @@ def _deleted_keys(headers: Mapping[str, Sequence[str]], body: str | None) -> lis
     if not keys:
         raise ValidationError("remote signing: the multi-object delete's body names no key")
     return keys
+
+
+def _bound(headers: Mapping[str, Sequence[str]], raw: bytes) -> bool:
+    """Whether a signed header of the request is a digest of ``raw``: S3 then refuses any other body."""
+    def b64(digest: bytes) -> str:
+        return base64.b64encode(digest).decode("ascii")
+
+    expected = {
+        "content-md5": b64(hashlib.md5(raw).digest()),
+        CONTENT_SHA256: hashlib.sha256(raw).hexdigest(),
+        "x-amz-checksum-crc32": b64(zlib.crc32(raw).to_bytes(4, "big")),
+        "x-amz-checksum-sha1": b64(hashlib.sha1(raw).digest()),
+        "x-amz-checksum-sha256": b64(hashlib.sha256(raw).digest()),
+    }
+    return any((headers.get(name) or [""])[0] == value for name, value in expected.items())
 
 
 def check_request(request: S3Request, locations: Sequence[S3Location], may_write: bool, table: str) -> None:

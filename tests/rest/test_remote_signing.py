@@ -316,11 +316,19 @@ def test_java_s3fileio_reads_and_appends_through_the_signer(signing: Signing) ->
     py.create_table("sig.t", SCHEMA).append(pa.table({"id": [1, 2]}, schema=SCHEMA))
     location = py.load_table("sig.t").metadata.location
 
+    first_list = py.load_table("sig.t").current_snapshot().manifest_list
+    # Expiring the first snapshot deletes its manifest list with S3FileIO's bulk delete: a
+    # multi-object delete, signed with its body.
+    expire = ("CALL rest.system.expire_snapshots(table => 'sig.t', older_than => TIMESTAMP '2100-01-01 00:00:00', "
+              "retain_last => 1)")
     done = _java(signing, WRITE_TOKEN, ["SELECT * FROM rest.sig.t ORDER BY id", "INSERT INTO rest.sig.t VALUES (10)",
-                                        "SELECT * FROM rest.sig.t ORDER BY id"])
+                                        "SELECT * FROM rest.sig.t ORDER BY id", expire])
     assert done.returncode == 0, done.stderr[-3000:]
-    results = [json.loads(line)["rows"] for line in done.stdout.splitlines() if line.startswith("{")]
-    assert results == [[[1], [2]], [[1], [2], [10]]], done.stdout[-2000:]
+    results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert [r["rows"] for r in results[:2]] == [[[1], [2]], [[1], [2], [10]]], done.stdout[-2000:]
+    expired = dict(zip([c["name"] for c in results[2]["columns"]], results[2]["rows"][0], strict=True))
+    assert expired["deleted_manifest_lists_count"] == 1, expired
+    assert first_list.removeprefix(f"s3://{signing.bucket}/") not in signing.keys(location)
     # Java's commit, and its data file in MinIO, as pyiceberg (through the signer) and the
     # catalog database see them.
     assert _ids(signing.pyiceberg(READ_TOKEN).load_table("sig.t")) == [1, 2, 10]
