@@ -172,7 +172,10 @@ def parse_request(method: str, uri: str, headers: Mapping[str, Sequence[str]], b
     as the operation it is; ForbiddenError for a host other than the catalog's S3 endpoint
     (``endpoint``; AWS's S3 hosts when None) and for any operation this service does not sign."""
     method = method.upper()
-    parts = urlsplit(uri)
+    try:
+        parts = urlsplit(uri)
+    except ValueError as e:  # an invalid IPv6 host, a bad port
+        raise ValidationError(f"remote signing: the uri {uri!r} is not a URL: {e}") from None
     if parts.scheme not in ("http", "https"):
         raise ValidationError(f"remote signing: the uri {uri!r} is not an http(s) URL")
     ours, virtual_bucket = _host_bucket(parts.netloc, endpoint)
