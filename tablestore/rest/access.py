@@ -15,8 +15,9 @@ from fastapi import Depends, Request
 from tablestore.catalog import Catalog
 from tablestore.errors import NoSuchCatalogError, ValidationError
 from tablestore.names import Identifier, to_namespace, validate_name
-from tablestore.rest.credentials import DELEGATION_HEADER, CredentialVendor, public_properties, wants_vended
+from tablestore.rest.credentials import DELEGATION_HEADER, VENDED, CredentialVendor, public_properties
 from tablestore.rest.plan_store import PlanStore
+from tablestore.rest.s3_signing import REMOTE_SIGNING, RequestSigner, S3Location, signer_config
 from tablestore.rest.security import LOCATION_PROPERTIES, Authenticator, check_location
 from tablestore.rest.settings import READ, WRITE, Principal, ServerSettings
 from tablestore.rest.stats import Stats
@@ -50,6 +51,7 @@ class Service:
     catalogs: dict[str, Catalog]
     auth: Authenticator = field(init=False)
     vendors: dict[str, CredentialVendor] = field(init=False)
+    signers: dict[str, RequestSigner] = field(init=False)
     plans: PlanStore = field(init=False)
     stats: Stats = field(init=False)  # service-wide counters for /metrics (tablestore.rest.stats)
 
@@ -57,6 +59,7 @@ class Service:
         self.auth = Authenticator(self.settings)
         self.vendors = {name: CredentialVendor(catalog.properties, catalog.warehouse, self.settings.vending)
                         for name, catalog in self.catalogs.items()}
+        self.signers = {name: RequestSigner(catalog.properties) for name, catalog in self.catalogs.items()}
         self.plans = PlanStore(self.settings.scan_plan_ttl_s)
         self.stats = Stats()
 
@@ -80,7 +83,8 @@ class Access:
     prefix: str
     catalog: Catalog
     principal: Principal
-    delegation: bool = False  # the client asked for vended credentials
+    # The delegated access mechanisms the client asked for (X-Iceberg-Access-Delegation), in its order.
+    delegation: tuple[str, ...] = ()
 
     def parse_namespace(self, text: str) -> Identifier:
         """A namespace of a path or query parameter, split by the server's separator."""
@@ -101,18 +105,27 @@ class Access:
         extra = [properties[k] for k in LOCATION_PROPERTIES if properties.get(k)]
         return vendor.storage_credentials(location, extra, self.principal.can(self.prefix, WRITE))
 
-    def table_config(self, location: str, properties: dict[str, str]) -> tuple[dict[str, str], list[dict[str, Any]]]:
-        """A LoadTableResult's ``config`` and ``storage-credentials``: vended credentials only
-        if the client asked. They go in ``config`` too: pyiceberg matches storage-credentials
-        against the metadata location, which a staged create does not have, and DuckDB reads
-        ``config``."""
+    def table_config(self, location: str, properties: dict[str, str], ident: Identifier | None = None
+                     ) -> tuple[dict[str, str], list[dict[str, Any]]]:
+        """A LoadTableResult's ``config`` and ``storage-credentials``, with the first delegated
+        access mechanism the client asked for that the service can give for the table:
+
+        - ``vended-credentials``: scoped credentials (when vending is on and the table is in S3).
+          They go in ``config`` too: pyiceberg matches storage-credentials against the metadata
+          location, which a staged create does not have, and DuckDB reads ``config``.
+        - ``remote-signing``: the signer properties of the table ``ident`` (in S3), and no credential.
+        """
         config = self.service.client_config(self.catalog)
-        if not self.delegation:
-            return config, []
-        credentials = self.storage_credentials(location, properties)
-        if credentials:
-            config.update(credentials[0]["config"])
-        return config, credentials
+        for mechanism in self.delegation:
+            if mechanism == VENDED:
+                credentials = self.storage_credentials(location, properties)
+                if credentials:
+                    config.update(credentials[0]["config"])
+                    return config, credentials
+            elif mechanism == REMOTE_SIGNING and ident is not None and S3Location.parse(location) is not None:
+                config.update(signer_config(self.prefix, ident, self.service.settings.namespace_separator_encoded))
+                return config, []
+        return config, []
 
 
 def service_of(request: Request) -> Service:
@@ -134,7 +147,8 @@ def _access(role: str) -> Callable[..., Awaitable[Access]]:
         if catalog is None:
             raise NoSuchCatalogError(f"this server serves no catalog {prefix!r}; GET /v1/config lists the prefix")
         service.auth.authorize(principal, prefix, role)
-        return Access(service, prefix, catalog, principal, wants_vended(request.headers.get(DELEGATION_HEADER)))
+        delegation = delegation_mechanisms(request.headers.get(DELEGATION_HEADER))
+        return Access(service, prefix, catalog, principal, delegation)
 
     return dependency
 
@@ -143,6 +157,11 @@ reader = _access(READ)
 writer = _access(WRITE)
 ReadAccess = Annotated[Access, Depends(reader)]
 WriteAccess = Annotated[Access, Depends(writer)]
+
+
+def delegation_mechanisms(header: str | None) -> tuple[str, ...]:
+    """The mechanisms of an ``X-Iceberg-Access-Delegation`` header (a comma-separated list), in order."""
+    return tuple(part for part in (p.strip().lower() for p in (header or "").split(",")) if part)
 
 
 def parse_namespace(text: str, separator: str = NAMESPACE_SEPARATOR) -> Identifier:
@@ -180,6 +199,7 @@ __all__ = [
     "WriteAccess",
     "authenticate",
     "declare_bearer_auth",
+    "delegation_mechanisms",
     "identifier_json",
     "identifier_of",
     "parse_identifier",

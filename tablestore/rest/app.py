@@ -23,13 +23,14 @@ from tablestore.catalog import Catalog
 from tablestore.catalog.sql import SqlCatalog
 from tablestore.config import LakehouseConfig
 from tablestore.errors import NoSuchCatalogError, NotAuthorizedError
-from tablestore.rest import functions, health, metrics, namespaces, planning, tables, vending, views
+from tablestore.rest import functions, health, metrics, namespaces, planning, signing, tables, vending, views
 from tablestore.rest.access import NAMESPACE_SEPARATOR, Service, authenticate, declare_bearer_auth, service_of
 from tablestore.rest.access_log import AccessLog, configure_access_log
 from tablestore.rest.credentials import VendingError
 from tablestore.rest.errors import error_response, install_error_handlers
 from tablestore.rest.idempotency import IdempotencyMiddleware, IdempotencyStore, iso_duration
 from tablestore.rest.request_guard import RequestGuard
+from tablestore.rest.s3_signing import SigningUnavailableError
 from tablestore.rest.security import Authenticator
 from tablestore.rest.served_catalog import ServedSqlCatalog
 from tablestore.rest.settings import READ, ServerSettings, server_settings
@@ -53,6 +54,7 @@ ENDPOINTS = [
     "POST /v1/{prefix}/namespaces/{namespace}/register",
     "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
     "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/sign",
     "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan",
     "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
     "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
@@ -162,11 +164,12 @@ def create_app(
         })
 
     @app.exception_handler(VendingError)
-    async def _vending(_request: Request, exc: VendingError) -> JSONResponse:
+    @app.exception_handler(SigningUnavailableError)
+    async def _vending(_request: Request, exc: VendingError | SigningUnavailableError) -> JSONResponse:
         # STS down or refusing: the service cannot give access now, the request was fine.
         return error_response(503, "ServiceUnavailableException", str(exc))
 
-    for module in (namespaces, tables, vending, views, functions, planning, health, metrics):
+    for module in (namespaces, tables, vending, signing, views, functions, planning, health, metrics):
         app.include_router(module.router)
     _document_prefixes(app, list(served))
     app.add_middleware(IdempotencyMiddleware, stores=stores,
@@ -277,7 +280,7 @@ def _document_prefixes(app: FastAPI, prefixes: list[str]) -> None:
                         if parameter.get("name") == "prefix" and parameter.get("in") == "path":
                             parameter["schema"] = {"type": "string", "enum": prefixes}
                     if method in ("post", "delete") and path.startswith("/v1/{prefix}/") \
-                            and not path.endswith("/metrics"):
+                            and not path.endswith(("/metrics", "/sign")):
                         operation.setdefault("parameters", []).append(dict(IDEMPOTENCY_PARAMETER))
             app.openapi_schema = schema
         return app.openapi_schema

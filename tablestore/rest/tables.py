@@ -60,8 +60,9 @@ def parsed(what: str, parse: Callable[[], T]) -> T:
         raise ValidationError(f"malformed {what}: {type(e).__name__}: {e}") from None
 
 
-def load_result(access: Access, location: str | None, metadata: TableMetadata) -> dict[str, Any]:
-    config, credentials = access.table_config(metadata.location, metadata.properties)
+def load_result(access: Access, location: str | None, metadata: TableMetadata,
+                ident: Identifier | None = None) -> dict[str, Any]:
+    config, credentials = access.table_config(metadata.location, metadata.properties, ident)
     result: dict[str, Any] = {"metadata-location": location, "metadata": metadata.to_json(), "config": config}
     if credentials:
         result["storage-credentials"] = credentials
@@ -76,7 +77,7 @@ def _metadata_json(access: Access, location: str, metadata: TableMetadata) -> by
 
 
 def table_response(access: Access, location: str, metadata: TableMetadata, with_config: bool = True,
-                   headers: dict[str, str] | None = None) -> Response:
+                   headers: dict[str, str] | None = None, ident: Identifier | None = None) -> Response:
     """A LoadTableResult (or, without config, a CommitTableResponse) for a committed metadata file.
 
     The metadata's JSON is spliced in as bytes serialized once per file, which is most of the
@@ -85,7 +86,7 @@ def table_response(access: Access, location: str, metadata: TableMetadata, with_
     parts = [b'{"metadata-location":', json.dumps(location).encode("utf-8"),
              b',"metadata":', _metadata_json(access, location, metadata)]
     if with_config:
-        config, credentials = access.table_config(metadata.location, metadata.properties)
+        config, credentials = access.table_config(metadata.location, metadata.properties, ident)
         parts += [b',"config":', json.dumps(config).encode("utf-8")]
         if credentials:
             parts += [b',"storage-credentials":', json.dumps(credentials).encode("utf-8")]
@@ -142,9 +143,9 @@ def create_table(namespace: str, body: CreateTableRequest, access: WriteAccess) 
         # warehouse the directory must exist for writers that do not create it (DuckDB's
         # CREATE TABLE AS SELECT failed there).
         catalog.table_io(metadata).make_local_directory(metadata_directory(metadata))
-        return JSONResponse(load_result(access, None, metadata))
+        return JSONResponse(load_result(access, None, metadata, ident))
     table = catalog.create_table(ident, schema, spec, order, body.properties, location)
-    return table_response(access, table.metadata_location, table.metadata)
+    return table_response(access, table.metadata_location, table.metadata, ident=ident)
 
 
 @router.post("/namespaces/{namespace}/register")
@@ -160,7 +161,7 @@ def register_table(namespace: str, body: RegisterTableRequest, access: WriteAcce
         table = catalog.register_table_overwrite(ident, body.metadata_location)
     else:
         table = catalog.register_table(ident, body.metadata_location)
-    return table_response(access, table.metadata_location, table.metadata)
+    return table_response(access, table.metadata_location, table.metadata, ident=ident)
 
 
 def _etag(metadata_location: str, snapshots: str) -> str:
@@ -183,8 +184,8 @@ def load_table(
     if snapshots == "refs":
         referenced = {ref.snapshot_id for ref in metadata.refs.values()}
         metadata = replace(metadata, snapshots=tuple(s for s in metadata.snapshots if s.snapshot_id in referenced))
-        return JSONResponse(load_result(access, location, metadata), headers={"ETag": etag})
-    return table_response(access, location, metadata, headers={"ETag": etag})
+        return JSONResponse(load_result(access, location, metadata, ident), headers={"ETag": etag})
+    return table_response(access, location, metadata, headers={"ETag": etag}, ident=ident)
 
 
 @router.head("/namespaces/{namespace}/tables/{table}", status_code=204)
