@@ -20,7 +20,20 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from sqlalchemy import BigInteger, Column, Engine, Integer, LargeBinary, MetaData, String, Text, delete, select, update
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    ColumnElement,
+    Engine,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Text,
+    delete,
+    select,
+    update,
+)
 from sqlalchemy import Table as SqlTable
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.schema import CreateTable
@@ -163,7 +176,7 @@ class _DatabasePlans:
         with self.engine.begin() as conn:
             conn.execute(SCAN_PLANS.insert(), rows)
 
-    def _owned(self, plan_id: str, principal: str, table: Identifier) -> list[object]:
+    def _owned(self, plan_id: str, principal: str, table: Identifier) -> list[ColumnElement[bool]]:
         return [_P.catalog_name == self.catalog, _P.plan_id == plan_id, _P.principal == principal,
                 _P.table_ident == json.dumps(list(table)), _P.created_ms >= self._cutoff_ms()]
 
