@@ -179,7 +179,8 @@ def create_app(
     @app.post("/v1/oauth/revoke", tags=["oauth"])
     async def revoke_token(request: Request) -> JSONResponse:
         # RFC 7009, for any authenticated caller (holding a token is enough to revoke it): unknown
-        # and expired tokens are answered 200 too. Every replica refuses it within a heartbeat (tablestore.rest.replicas).
+        # and expired tokens are answered 200 too. Every replica refuses it within a heartbeat
+        # (tablestore.rest.replicas).
         form = {k: v[0] for k, v in parse_qs((await request.body()).decode("utf-8", "replace")).items()}
         token = form.get("token", "")
         if not token:
