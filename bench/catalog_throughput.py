@@ -198,8 +198,8 @@ def create_tables(server: Server, names: list[str]) -> dict[str, str]:
 # -- the client (runs in the client processes) -------------------------------------------------
 
 
-def _writers(uri: str, base: str, headers: dict[str, str], writers: list[tuple[int, int]], tables: list[tuple[str, str]],
-             start_at: float, seconds: float) -> tuple[int, int, float]:
+def _writers(uri: str, base: str, headers: dict[str, str], writers: list[tuple[int, int]],
+             tables: list[tuple[str, str]], start_at: float, seconds: float) -> tuple[int, int, float]:
     """Writer threads (index, count of writers) committing until ``start_at + seconds``: landed
     commits, 409s, and this process's CPU seconds meanwhile."""
     landed = [0] * len(writers)
@@ -310,7 +310,7 @@ def measure_all(workdir: Path, rounds: int, seconds: float, log: Callable[[str],
         try:
             pg.create_database("bench_reference")
             servers.append(start_reference(ref_dir, pg.socket_dir, pg.port or 5432, "bench_reference", pg.user))
-        except Exception as e:  # noqa: BLE001 - reported: our figures alone then
+        except Exception as e:  # reported: our figures alone then
             reference_error = f"{type(e).__name__}: {e}"
             log(f"catalog_throughput: the reference server cannot run, so tablestore's figures alone: "
                 f"{reference_error}")
