@@ -29,6 +29,7 @@ BENCHMARKS = [
     "sql_insert",
     "schema_evolution",
     "rest_catalog",
+    "catalog_throughput",
     "row_level",
     "deletion_vectors",
     "partition_plan",

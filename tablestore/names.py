@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any, Protocol
 
 from tablestore.errors import InvalidNameError
@@ -160,7 +161,12 @@ def new_metadata_location(metadata: _Located, previous_location: str | None) -> 
     Tables and views name their metadata files alike (as Java's JDBC catalog does).
     """
     version = parse_metadata_version(previous_location) + 1
-    return f"{metadata_directory(metadata)}/{version:05d}-{uuid.uuid4()}.metadata.json"
+    return f"{metadata_directory(metadata)}/{version:05d}-{metadata_file_uuid.get()()}.metadata.json"
+
+
+# Where the uuid in a new metadata file's name comes from: uuid4, unless the catalog service runs
+# a request with an Idempotency-Key, whose files it can then recognise (tablestore.rest.replicas).
+metadata_file_uuid: ContextVar[Callable[[], uuid.UUID]] = ContextVar("metadata_file_uuid", default=uuid.uuid4)
 
 
 def metadata_directory(metadata: _Located) -> str:
@@ -178,6 +184,7 @@ __all__ = [
     "IdentifierLike",
     "identifier_str",
     "metadata_directory",
+    "metadata_file_uuid",
     "new_metadata_location",
     "normalize_location",
     "parse_metadata_version",

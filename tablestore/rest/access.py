@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 
 from tablestore.catalog import Catalog
+from tablestore.catalog.sql import SqlCatalog
 from tablestore.errors import NoSuchCatalogError, ValidationError
 from tablestore.names import Identifier, to_namespace, validate_name
 from tablestore.rest.credentials import DELEGATION_HEADER, VENDED, CredentialVendor, public_properties
@@ -60,7 +61,9 @@ class Service:
         self.vendors = {name: CredentialVendor(catalog.properties, catalog.warehouse, self.settings.vending)
                         for name, catalog in self.catalogs.items()}
         self.signers = {name: RequestSigner(catalog.properties) for name, catalog in self.catalogs.items()}
-        self.plans = PlanStore(self.settings.scan_plan_ttl_s)
+        # Paged plans of SQL catalogs live in their database, so any replica serves their pages.
+        self.plans = PlanStore(self.settings.scan_plan_ttl_s, engines={
+            name: catalog.engine for name, catalog in self.catalogs.items() if isinstance(catalog, SqlCatalog)})
         self.stats = Stats()
 
     def client_config(self, catalog: Catalog) -> dict[str, str]:

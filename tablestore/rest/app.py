@@ -13,9 +13,11 @@ import binascii
 import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 from urllib.parse import parse_qs, unquote_plus
 
+import anyio
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse
 
@@ -28,7 +30,8 @@ from tablestore.rest.access import NAMESPACE_SEPARATOR, Service, authenticate, d
 from tablestore.rest.access_log import AccessLog, configure_access_log
 from tablestore.rest.credentials import VendingError
 from tablestore.rest.errors import error_response, install_error_handlers
-from tablestore.rest.idempotency import IdempotencyMiddleware, IdempotencyStore, iso_duration
+from tablestore.rest.idempotency import IdempotencyMiddleware, IdempotencyStore, Stored, iso_duration
+from tablestore.rest.replicas import Replica, landed_commit
 from tablestore.rest.request_guard import RequestGuard
 from tablestore.rest.s3_signing import SigningUnavailableError
 from tablestore.rest.security import Authenticator
@@ -88,15 +91,26 @@ def create_app(
         n: ServedSqlCatalog(n, **config.catalog(n).properties) for n in settings.catalogs
     }
     service = Service(settings, dict(served))
+    sql_catalogs = {name: c for name, c in served.items() if isinstance(c, SqlCatalog)}
+    # This process among the other replicas on the same databases (tablestore.rest.replicas).
+    replica = Replica(c.engine for c in sql_catalogs.values())
+    service.auth.revoked = replica.is_revoked
     # Idempotency keys live in each catalog's own database (shared by every instance).
     stores = {
-        name: IdempotencyStore(catalog.engine, name, settings.idempotency_lifetime_s)
-        for name, catalog in served.items() if isinstance(catalog, SqlCatalog)
+        name: IdempotencyStore(catalog.engine, name, settings.idempotency_lifetime_s, owner=replica.instance_id,
+                               alive=partial(replica.alive, catalog.engine))
+        for name, catalog in sql_catalogs.items()
     }
+
+    def landed(method: str, path: str, key: str) -> Stored | None:
+        found = landed_commit(sql_catalogs, settings.namespace_separator, method, path, key)
+        return Stored(*found) if found is not None else None
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        replica.start()
         yield
+        replica.stop()
         if catalogs is None:
             service.close()
 
@@ -108,6 +122,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.service = service
+    app.state.replica = replica
     app.state.metrics = service_metrics = metrics.ServiceMetrics(service)
     install_error_handlers(app)
 
@@ -163,6 +178,25 @@ def create_app(
             "issued_token_type": ACCESS_TOKEN_TYPE,
         })
 
+    @app.post("/v1/oauth/revoke", tags=["oauth"])
+    async def revoke_token(request: Request) -> JSONResponse:
+        # RFC 7009, for any authenticated caller (holding a token is enough to revoke it): unknown
+        # and expired tokens are answered 200 too. Every replica refuses it within a heartbeat
+        # (tablestore.rest.replicas).
+        form = {k: v[0] for k, v in parse_qs((await request.body()).decode("utf-8", "replace")).items()}
+        token = form.get("token", "")
+        if not token:
+            return oauth_error(400, "invalid_request", "send the token to revoke as the form field 'token'")
+        if token in settings.tokens:
+            return oauth_error(400, "unsupported_token_type",
+                               "static tokens come from the configuration: remove them there, on every replica")
+        try:
+            claims = service.auth.claims(token)
+        except NotAuthorizedError:
+            return JSONResponse({})
+        await anyio.to_thread.run_sync(replica.revoke, token, int(claims["exp"]) * 1000)
+        return JSONResponse({})
+
     @app.exception_handler(VendingError)
     @app.exception_handler(SigningUnavailableError)
     async def _vending(_request: Request, exc: VendingError | SigningUnavailableError) -> JSONResponse:
@@ -173,7 +207,7 @@ def create_app(
         app.include_router(module.router)
     _document_prefixes(app, list(served))
     app.add_middleware(IdempotencyMiddleware, stores=stores,
-                       authenticate=lambda header: service.auth.authenticate(header).name)
+                       authenticate=lambda header: service.auth.authenticate(header).name, landed=landed)
     # Added last, so outermost: it authenticates and limits a request before anything reads it.
     app.add_middleware(RequestGuard, service=service)
     # Outermost of all: it times every request, the guard's refusals included, and logs it.

@@ -15,11 +15,15 @@ with 422, and a retry that arrives while the first request still runs waits for 
 Keys are kept for the advertised lifetime (``idempotency-key-lifetime`` in ``/v1/config``)
 plus a grace period, then purged.
 
-What it does not cover: the response is recorded just after the operation, in its own
-database transaction, so a service killed between the two (a window of one INSERT) leaves a
-key that is treated as abandoned and lets a retry run the operation again. Commits carry
-requirements (``assert-ref-snapshot-id``) that then refuse a double apply with 409; creates
-answer 409 "already exists".
+Each key records the replica that runs its request (``owner``, see
+:mod:`tablestore.rest.replicas`). A key still running whose replica stopped beating its heartbeat
+(it was killed) is abandoned: a retry, on any replica, takes it over at once. The response is
+recorded just after the operation, in its own database transaction, so a replica killed between
+the two (a window of one UPDATE) leaves the operation done and its response unrecorded. For a
+table commit the retry that takes the key over finds out: the metadata files of a request with
+a key are named after it, and if one of them is among the table's metadata files the commit
+landed and its response is answered (``landed``). Other operations run again: a multi-table
+transaction or a create then answers 409, as a double apply is refused.
 """
 
 from __future__ import annotations
@@ -55,7 +59,9 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.schema import CreateTable
 
 from tablestore.errors import NotAuthorizedError
+from tablestore.names import metadata_file_uuid
 from tablestore.rest.errors import error_body
+from tablestore.rest.replicas import keyed_uuid
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +92,7 @@ IDEMPOTENCY_KEYS = SqlTable(
     Column("status", Integer, nullable=True),  # NULL while the first request runs
     Column("headers", Text, nullable=True),  # JSON [[name, value], ...] of the response
     Column("body", LargeBinary, nullable=True),
+    Column("owner", String(36), nullable=True),  # the replica running the request (NULL: unknown)
 )
 _K = IDEMPOTENCY_KEYS.c
 
@@ -113,8 +120,12 @@ class Stored:
     body: bytes
 
 
+@dataclass(frozen=True)
 class Claimed:
-    """This request holds the key: run it, then ``finish`` or ``release``."""
+    """This request holds the key: run it, then ``finish`` or ``release``. ``taken_over``: from
+    a request whose replica died, which may have done the operation."""
+
+    taken_over: bool = False
 
 
 class Mismatch:
@@ -131,10 +142,13 @@ Outcome = Stored | Claimed | Mismatch | Running
 class IdempotencyStore:
     """The keys of one served catalog, in its database."""
 
-    def __init__(self, engine: Engine, catalog: str, lifetime_s: int = DEFAULT_LIFETIME_S) -> None:
+    def __init__(self, engine: Engine, catalog: str, lifetime_s: int = DEFAULT_LIFETIME_S,
+                 owner: str | None = None, alive: Callable[[str], bool] | None = None) -> None:
         self.engine = engine
         self.catalog = catalog
         self.lifetime_s = lifetime_s
+        self.owner = owner  # this replica's id
+        self.alive = alive  # whether a replica of that id still beats
         self._last_purge = 0.0
         self._purge_lock = threading.Lock()
         if not inspect(engine).has_table(IDEMPOTENCY_KEYS.name):
@@ -144,6 +158,14 @@ class IdempotencyStore:
             except SQLAlchemyError:
                 # Another service created it at the same moment (PostgreSQL may report that).
                 if not inspect(engine).has_table(IDEMPOTENCY_KEYS.name):
+                    raise
+        if "owner" not in {c["name"] for c in inspect(engine).get_columns(IDEMPOTENCY_KEYS.name)}:
+            # A table made before replicas recorded themselves: the column is added (once).
+            try:
+                with engine.begin() as conn:
+                    conn.exec_driver_sql(f"ALTER TABLE {IDEMPOTENCY_KEYS.name} ADD COLUMN owner VARCHAR(36)")
+            except SQLAlchemyError:
+                if "owner" not in {c["name"] for c in inspect(engine).get_columns(IDEMPOTENCY_KEYS.name)}:
                     raise
 
     def _where(self, key: str) -> list[Any]:
@@ -157,30 +179,36 @@ class IdempotencyStore:
             try:
                 with self.engine.begin() as conn:
                     conn.execute(IDEMPOTENCY_KEYS.insert().values(
-                        catalog_name=self.catalog, idempotency_key=key, fingerprint=fingerprint, created_ms=now_ms))
+                        catalog_name=self.catalog, idempotency_key=key, fingerprint=fingerprint, created_ms=now_ms,
+                        owner=self.owner))
                 return Claimed()
             except IntegrityError:
                 pass  # the key is known: see below
             with self.engine.connect() as conn:
                 row = conn.execute(
-                    select(_K.fingerprint, _K.created_ms, _K.status, _K.headers, _K.body).where(*self._where(key))
+                    select(_K.fingerprint, _K.created_ms, _K.status, _K.headers, _K.body, _K.owner)
+                    .where(*self._where(key))
                 ).first()
             if row is None:
                 continue  # purged or released meanwhile: claim it afresh
             expired = row.created_ms < now_ms - (self.lifetime_s + GRACE_S) * 1000
-            abandoned = row.status is None and row.created_ms < now_ms - ABANDONED_AFTER_S * 1000
+            abandoned = row.status is None and (
+                row.created_ms < now_ms - ABANDONED_AFTER_S * 1000
+                or (row.owner is not None and row.owner != self.owner and self.alive is not None
+                    and row.fingerprint == fingerprint and not self.alive(row.owner)))
             if expired or abandoned:
                 # Compare-and-swap on created_ms: of two retries, one takes it over.
                 with self.engine.begin() as conn:
                     taken = conn.execute(
                         update(IDEMPOTENCY_KEYS)
                         .where(*self._where(key), _K.created_ms == row.created_ms)
-                        .values(fingerprint=fingerprint, created_ms=now_ms, status=None, headers=None, body=None)
+                        .values(fingerprint=fingerprint, created_ms=now_ms, status=None, headers=None, body=None,
+                                owner=self.owner)
                     ).rowcount == 1
                 if taken:
                     if abandoned and not expired:
                         logger.warning("idempotency key of a request that did not finish taken over by a retry")
-                    return Claimed()
+                    return Claimed(taken_over=abandoned and not expired)
                 continue
             if row.fingerprint != fingerprint:
                 return Mismatch()
@@ -247,10 +275,13 @@ class IdempotencyMiddleware:
     """
 
     def __init__(self, app: ASGIApp, stores: dict[str, IdempotencyStore],
-                 authenticate: Callable[[str | None], str]) -> None:
+                 authenticate: Callable[[str | None], str],
+                 landed: Callable[[str, str, str], Stored | None] | None = None) -> None:
         self.app = app
         self.stores = stores
         self.authenticate = authenticate
+        # (method, path, key) -> the response of an operation a dead replica did (or None)
+        self.landed = landed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] not in ("POST", "DELETE"):
@@ -283,6 +314,12 @@ class IdempotencyMiddleware:
         while isinstance(outcome, Running) and time.monotonic() < deadline:
             await anyio.sleep(0.1)
             outcome = await anyio.to_thread.run_sync(store.claim, key, print_)
+        if isinstance(outcome, Claimed) and outcome.taken_over and self.landed is not None:
+            landed = await anyio.to_thread.run_sync(self.landed, scope["method"], path, key)
+            if landed is not None:
+                logger.warning("a retry found the operation of a replica that died done: its response is answered")
+                await anyio.to_thread.run_sync(store.finish, key, landed)
+                outcome = landed
         if isinstance(outcome, Stored):
             await send({"type": "http.response.start", "status": outcome.status,
                         "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in outcome.headers]
@@ -315,12 +352,17 @@ class IdempotencyMiddleware:
             elif message["type"] == "http.response.body":
                 chunks.append(message.get("body", b""))
 
+        # The metadata files this request writes are named after its key (tablestore.rest.replicas).
+        named = metadata_file_uuid.set(keyed_uuid(key)) if self.landed is not None else None
         try:
             await self.app(scope, replay_body, capture)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(store.release, key)
             raise
+        finally:
+            if named is not None:
+                metadata_file_uuid.reset(named)
         status = int(start.get("status", 500))
         raw_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in start.get("headers", [])]
         response = Stored(status, raw_headers, b"".join(chunks))

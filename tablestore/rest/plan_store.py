@@ -1,16 +1,42 @@
 """Served scan plans kept between requests: the pages of a paged plan, by plan id.
 
-In memory, per process: a plan lives until every plan task was fetched, it was cancelled, or
-``scan-plan-ttl-seconds`` passed; at most ``MAX_PLANS`` at once (the oldest go first, and their
-clients get a 404 and plan again).
+A plan lives until every plan task was fetched, it was cancelled, or ``scan-plan-ttl-seconds``
+passed. For a SQL catalog (what ``tablestore catalog serve`` serves) the pages are kept in the
+catalog's own database (table ``tablestore_scan_plans``, next to ``iceberg_tables``), so a plan
+made by one replica of the service is paged through by any other behind the same database, and
+survives the replica that made it. A plan task is taken with one ``DELETE ... RETURNING``: of two
+replicas asked for the same task, one serves it. Expired plans are purged now and then.
+
+Any other catalog keeps its plans in this process's memory, at most ``MAX_PLANS`` at once (the
+oldest go first, and their clients get a 404 and plan again).
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    ColumnElement,
+    Engine,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Text,
+    delete,
+    select,
+    update,
+)
+from sqlalchemy import Table as SqlTable
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.schema import CreateTable
 
 from tablestore.errors import NoSuchPlanIdError, NoSuchPlanTaskError
 from tablestore.names import Identifier
@@ -18,6 +44,21 @@ from tablestore.names import Identifier
 DEFAULT_PAGE_SIZE = 5000
 DEFAULT_PLAN_TTL_S = 600
 MAX_PLANS = 1000
+PURGE_EVERY_S = 60.0
+
+_PLANS = MetaData()
+SCAN_PLANS = SqlTable(
+    "tablestore_scan_plans",
+    _PLANS,
+    Column("catalog_name", String(255), primary_key=True, nullable=False),
+    Column("plan_id", String(64), primary_key=True, nullable=False),
+    Column("page", Integer, primary_key=True, nullable=False),  # 0: the plan's answer, then its plan tasks
+    Column("table_ident", Text, nullable=False),  # JSON list of the table's identifier
+    Column("principal", Text, nullable=False),
+    Column("created_ms", BigInteger, nullable=False),
+    Column("body", LargeBinary, nullable=True),  # NULL on page 0: the plan was cancelled
+)
+_P = SCAN_PLANS.c
 
 
 @dataclass
@@ -37,10 +78,20 @@ class StoredPlan:
         return self.catalog == catalog and self.principal == principal and self.table == table
 
 
-class PlanStore:
+def _no_plan(plan_id: str, table: Identifier) -> NoSuchPlanIdError:
+    return NoSuchPlanIdError(f"no scan plan {plan_id!r} for table {'.'.join(table)}: it was never made, "
+                             "all its plan tasks were fetched, or it expired; plan the scan again")
+
+
+def _no_task(token: str, table: Identifier) -> NoSuchPlanTaskError:
+    return NoSuchPlanTaskError(f"no plan task {token!r} for table {'.'.join(table)}: it was fetched "
+                               "already, its plan was cancelled or expired; plan the scan again")
+
+
+class _MemoryPlans:
     """Plans by id, in memory, each kept for ``ttl_s`` at most."""
 
-    def __init__(self, ttl_s: int = DEFAULT_PLAN_TTL_S, max_plans: int = MAX_PLANS) -> None:
+    def __init__(self, ttl_s: int, max_plans: int) -> None:
         self.ttl_s = ttl_s
         self.max_plans = max_plans
         self._plans: OrderedDict[str, StoredPlan] = OrderedDict()
@@ -62,8 +113,7 @@ class PlanStore:
             self._expire()
             plan = self._plans.get(plan_id)
         if plan is None or not plan.owned_by(catalog, principal, table):
-            raise NoSuchPlanIdError(f"no scan plan {plan_id!r} for table {'.'.join(table)}: it was never made, "
-                                    "all its plan tasks were fetched, or it expired; plan the scan again")
+            raise _no_plan(plan_id, table)
         return plan
 
     def cancel(self, plan_id: str, catalog: str, principal: str, table: Identifier) -> None:
@@ -72,18 +122,13 @@ class PlanStore:
             # A tombstone: fetching the plan now says "cancelled", as the spec asks.
             plan.cancelled, plan.pages, plan.pending = True, [], set()
 
-    def take_page(self, token: str, catalog: str, principal: str, table: Identifier) -> bytes:
-        plan_id, _, index_text = token.rpartition(":")
-        missing = NoSuchPlanTaskError(f"no plan task {token!r} for table {'.'.join(table)}: it was fetched "
-                                      "already, its plan was cancelled or expired; plan the scan again")
-        if not index_text.isdigit():
-            raise missing
-        index = int(index_text)
+    def take_page(self, plan_id: str, index: int, token: str, catalog: str, principal: str,
+                  table: Identifier) -> bytes:
         with self._lock:
             self._expire()
             plan = self._plans.get(plan_id)
             if plan is None or not plan.owned_by(catalog, principal, table) or index not in plan.pending:
-                raise missing
+                raise _no_task(token, table)
             plan.pending.discard(index)
             page = plan.pages[index]
             if not plan.pending:
@@ -92,4 +137,113 @@ class PlanStore:
         return page
 
 
-__all__ = ["DEFAULT_PAGE_SIZE", "DEFAULT_PLAN_TTL_S", "MAX_PLANS", "PlanStore", "StoredPlan"]
+class _DatabasePlans:
+    """The plans of one served catalog, in its database (shared by every replica)."""
+
+    def __init__(self, engine: Engine, catalog: str, ttl_s: int) -> None:
+        self.engine = engine
+        self.catalog = catalog
+        self.ttl_s = ttl_s
+        self._last_purge = 0.0
+        self._purge_lock = threading.Lock()
+        try:
+            with engine.begin() as conn:
+                conn.execute(CreateTable(SCAN_PLANS, if_not_exists=True))
+        except SQLAlchemyError:
+            # Another replica created it at the same moment (PostgreSQL may report that).
+            with engine.connect() as conn:
+                conn.execute(select(_P.page).limit(1))
+
+    def _cutoff_ms(self) -> int:
+        return int(time.time() * 1000) - self.ttl_s * 1000
+
+    def _purge_now_and_then(self) -> None:
+        now = time.monotonic()
+        with self._purge_lock:
+            if now - self._last_purge < PURGE_EVERY_S:
+                return
+            self._last_purge = now
+        with self.engine.begin() as conn:
+            conn.execute(delete(SCAN_PLANS).where(_P.catalog_name == self.catalog, _P.created_ms < self._cutoff_ms()))
+
+    def add(self, plan_id: str, plan: StoredPlan) -> None:
+        self._purge_now_and_then()
+        now_ms = int(time.time() * 1000)
+        ident = json.dumps(list(plan.table))
+        rows = [{"catalog_name": self.catalog, "plan_id": plan_id, "page": i, "table_ident": ident,
+                 "principal": plan.principal, "created_ms": now_ms, "body": page}
+                for i, page in enumerate(plan.pages)]
+        with self.engine.begin() as conn:
+            conn.execute(SCAN_PLANS.insert(), rows)
+
+    def _owned(self, plan_id: str, principal: str, table: Identifier) -> list[ColumnElement[bool]]:
+        return [_P.catalog_name == self.catalog, _P.plan_id == plan_id, _P.principal == principal,
+                _P.table_ident == json.dumps(list(table)), _P.created_ms >= self._cutoff_ms()]
+
+    def get(self, plan_id: str, catalog: str, principal: str, table: Identifier) -> StoredPlan:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(_P.body).where(*self._owned(plan_id, principal, table), _P.page == 0)).first()
+        if row is None:
+            raise _no_plan(plan_id, table)
+        if row.body is None:
+            return StoredPlan(catalog, table, principal, [], set(), cancelled=True)
+        return StoredPlan(catalog, table, principal, [bytes(row.body)], set())
+
+    def cancel(self, plan_id: str, catalog: str, principal: str, table: Identifier) -> None:
+        owned = self._owned(plan_id, principal, table)
+        with self.engine.begin() as conn:
+            # A tombstone: fetching the plan now says "cancelled", as the spec asks.
+            found = conn.execute(update(SCAN_PLANS).where(*owned, _P.page == 0).values(body=None)).rowcount
+            if not found:
+                raise _no_plan(plan_id, table)
+            conn.execute(delete(SCAN_PLANS).where(*owned, _P.page > 0))
+
+    def take_page(self, plan_id: str, index: int, token: str, catalog: str, principal: str,
+                  table: Identifier) -> bytes:
+        if index < 1:
+            raise _no_task(token, table)
+        with self.engine.begin() as conn:
+            row = conn.execute(
+                delete(SCAN_PLANS).where(*self._owned(plan_id, principal, table), _P.page == index)
+                .returning(_P.body)).first()
+        if row is None or row.body is None:
+            raise _no_task(token, table)
+        # Every plan task fetched: the spec lets the client skip cancelling, so drop the plan. In
+        # its own statement after the take was committed: of two replicas taking the last two
+        # tasks at once, the later one to get here sees both gone.
+        others = select(_P.page).where(_P.catalog_name == self.catalog, _P.plan_id == plan_id, _P.page > 0)
+        with self.engine.begin() as conn:
+            conn.execute(delete(SCAN_PLANS).where(_P.catalog_name == self.catalog, _P.plan_id == plan_id,
+                                                  _P.page == 0, ~others.exists()))
+        return bytes(row.body)
+
+
+class PlanStore:
+    """Plans by id: in the catalog's database for the catalogs in ``engines``, else in memory."""
+
+    def __init__(self, ttl_s: int = DEFAULT_PLAN_TTL_S, max_plans: int = MAX_PLANS,
+                 engines: Mapping[str, Engine] | None = None) -> None:
+        self.ttl_s = ttl_s
+        self._memory = _MemoryPlans(ttl_s, max_plans)
+        self._databases = {name: _DatabasePlans(engine, name, ttl_s) for name, engine in (engines or {}).items()}
+
+    def _for(self, catalog: str) -> _MemoryPlans | _DatabasePlans:
+        return self._databases.get(catalog) or self._memory
+
+    def add(self, plan_id: str, plan: StoredPlan) -> None:
+        self._for(plan.catalog).add(plan_id, plan)
+
+    def get(self, plan_id: str, catalog: str, principal: str, table: Identifier) -> StoredPlan:
+        return self._for(catalog).get(plan_id, catalog, principal, table)
+
+    def cancel(self, plan_id: str, catalog: str, principal: str, table: Identifier) -> None:
+        self._for(catalog).cancel(plan_id, catalog, principal, table)
+
+    def take_page(self, token: str, catalog: str, principal: str, table: Identifier) -> bytes:
+        plan_id, _, index_text = token.rpartition(":")
+        if not index_text.isdigit() or not plan_id:
+            raise _no_task(token, table)
+        return self._for(catalog).take_page(plan_id, int(index_text), token, catalog, principal, table)
+
+
+__all__ = ["DEFAULT_PAGE_SIZE", "DEFAULT_PLAN_TTL_S", "MAX_PLANS", "SCAN_PLANS", "PlanStore", "StoredPlan"]

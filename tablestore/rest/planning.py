@@ -10,9 +10,10 @@ residualized against the file's partition) and its delete files by index into th
 
 A plan with more file scan tasks than ``scan-planning-page-size`` (server setting, default 5000)
 is paged: the first page comes with the response, the others are ``plan-tasks`` that the client
-fetches from ``…/tasks``. A plan's pages live in this process's memory until every plan task was
-fetched, the plan was cancelled (``DELETE``), or ``scan-plan-ttl-seconds`` passed; several
-service instances behind a load balancer therefore need sticky sessions for paged plans.
+fetches from ``…/tasks``. A plan's pages live in the catalog's database
+(:mod:`tablestore.rest.plan_store`) until every plan task was fetched, the plan was cancelled
+(``DELETE``), or ``scan-plan-ttl-seconds`` passed, so any replica of the service behind a load
+balancer serves them: no sticky sessions are needed.
 """
 
 from __future__ import annotations

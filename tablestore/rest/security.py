@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import time
+from collections.abc import Callable
 from typing import Any
 
 import jwt
@@ -52,6 +53,9 @@ class Authenticator:
     def __init__(self, settings: ServerSettings) -> None:
         self.settings = settings
         self._key = signing_key(settings.token_secret)
+        # Whether an issued token was revoked (POST /v1/oauth/revoke, on any replica:
+        # tablestore.rest.replicas); set by the app.
+        self.revoked: Callable[[str], bool] = lambda _token: False
 
     def issue(self, client_id: str, client_secret: str) -> tuple[str, int]:
         """A signed token for valid client credentials, and its lifetime in seconds."""
@@ -123,6 +127,8 @@ class Authenticator:
 
     def _verify_issued(self, token: str) -> Principal:
         claims = self.claims(token)
+        if self.revoked(token):
+            raise NotAuthorizedError(f"the bearer token was revoked; request a new one at {TOKEN_ENDPOINT}")
         name, kind = str(claims["sub"]), str(claims.get("kind", CLIENT_TOKEN))
         if kind == STATIC_TOKEN:
             # Exchanged from a static token: valid while a static token of that name is configured.
