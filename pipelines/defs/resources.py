@@ -14,7 +14,7 @@ import dagster as dg
 from pydantic import PrivateAttr
 
 from pipelines.settings import CATALOG, DATABASE, PipelineSettings, load_settings, selection
-from tablestore.session import CatalogManager
+from tablestore.catalog_manager import CatalogManager
 from tablestore.sql.session import SqlSession
 
 if TYPE_CHECKING:

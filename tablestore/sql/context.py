@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from tablestore.catalog import Catalog
+    from tablestore.catalog_manager import CatalogManager
     from tablestore.config import LakehouseConfig
-    from tablestore.session import CatalogManager
     from tablestore.sql import statements as st
     from tablestore.table import Table
 

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from tablestore.catalog import Catalog
-    from tablestore.session import CatalogManager
+    from tablestore.catalog_manager import CatalogManager
     from tablestore.sql.context import SessionOptions
 
 METADATA_TABLES = ("snapshots", "history", "files", "data_files", "delete_files", "manifests", "partitions",

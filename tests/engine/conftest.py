@@ -12,9 +12,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from tablestore.catalog import Catalog
+from tablestore.catalog_manager import CatalogManager
 from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
 from tablestore.engine.spark import spark_session
-from tablestore.session import CatalogManager
 from tablestore.table import Table
 
 

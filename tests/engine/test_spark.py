@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tablestore.session import CatalogManager
+from tablestore.catalog_manager import CatalogManager
 from tablestore.spec.schema import Schema, arrow_to_schema
 from tablestore.spec.types import NestedField, StringType
 from tablestore.spec.updates import (

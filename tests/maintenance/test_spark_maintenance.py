@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import tablestore
+from tablestore.catalog_manager import CatalogManager
 from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
-from tablestore.session import CatalogManager
 from tests.maintenance.helpers import SCHEMA, rows, subject_rows_in_files
 
 pytestmark = pytest.mark.spark

@@ -28,8 +28,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from tablestore.catalog_manager import CatalogManager
 from tablestore.config import LakehouseConfig
-from tablestore.session import CatalogManager
 from tablestore.table import Table
 from tests.lakehouse_config import lakehouse_config, sqlite_catalog
 

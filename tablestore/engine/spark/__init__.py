@@ -36,8 +36,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
+    from tablestore.catalog_manager import CatalogManager
     from tablestore.config import LakehouseConfig
-    from tablestore.session import CatalogManager
     from tablestore.table.ops.column_merge import Fragment, MergePlan
 
 T = TypeVar("T")

@@ -13,9 +13,9 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from tablestore.catalog_manager import CatalogManager
 from tablestore.config import LakehouseConfig, load_config
 from tablestore.errors import ValidationError
-from tablestore.session import CatalogManager
 
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog

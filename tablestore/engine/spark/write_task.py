@@ -24,10 +24,10 @@ from pyspark import TaskContext
 from pyspark.sql import types as st
 from pyspark.sql.datasource import WriterCommitMessage
 
+from tablestore.catalog_manager import CatalogManager
 from tablestore.engine.spark.convert import from_spark_table, spark_arrow_schema
 from tablestore.engine.spark.source_options import load_config_from
 from tablestore.io import FileIO, load_file_io
-from tablestore.session import CatalogManager
 from tablestore.spec.content_file_json import content_file_to_json
 from tablestore.spec.manifest import DataFile
 from tablestore.spec.partitioning import PartitionSpec
