@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.catalog_manager import CatalogManager
 from tablestore.config import parse_config
 from tablestore.errors import InvalidNameError, NoSuchCatalogError, NoSuchNamespaceError, ValidationError

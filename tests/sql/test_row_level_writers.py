@@ -211,7 +211,7 @@ def _by_pyiceberg(request: pytest.FixtureRequest, manager: CatalogManager) -> st
 
 
 def _by_duckdb(request: pytest.FixtureRequest, manager: CatalogManager) -> str:
-    from tablestore.catalog.sql import SqlCatalog
+    from tablestore.catalog.sql_catalog import SqlCatalog
     from tests.interop.readers import duckdb_connect
     from tests.rest.conftest import CATALOG, WRITE_TOKEN, start_service
 

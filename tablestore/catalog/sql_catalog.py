@@ -55,17 +55,15 @@ from tablestore.catalog.base import (
     to_namespace,
     to_table_identifier,
 )
-from tablestore.catalog.sql_layout import (
+from tablestore.catalog.compare_and_swap import PointerSwap, pointer_moved, swap_pointers
+from tablestore.catalog.sql_tables import (
     ICEBERG_TABLES,
     LEVEL_DOT,
     NAMESPACE_PROPERTIES,
     TABLE_TYPE,
     VIEW_TYPE,
-    PointerSwap,
     namespace_of,
     namespace_text,
-    pointer_moved,
-    swap_pointers,
 )
 from tablestore.catalog.sql_transactions import SqlMultiTableCommit
 from tablestore.catalog.sql_views import FUNCTIONS, SqlViewsAndFunctions

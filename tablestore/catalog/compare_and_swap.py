@@ -1,4 +1,4 @@
-"""The Iceberg JDBC catalog's tables, and the one statement that moves a metadata pointer.
+"""The compare-and-swap of the SQL catalog: the one statement that moves a metadata pointer.
 
 Every commit the SQL catalog makes, of a table, a view or several tables at once, and the
 service's commits and registrations over it, ends in :func:`swap_pointers`: an ``UPDATE`` of
@@ -18,55 +18,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from sqlalchemy import Column, MetaData, String, Update, bindparam, case, update
-from sqlalchemy import Table as SqlTable
+from sqlalchemy import Update, bindparam, case, update
 from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
 
+from tablestore.catalog.sql_tables import ICEBERG_TABLES
 from tablestore.errors import CommitConflictError, CommitFailedError, CommitStateUnknownError
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
-
-TABLE_TYPE = "TABLE"
-VIEW_TYPE = "VIEW"
-
-# How the JDBC layout's namespace string holds a dot inside a level ("new.db"): Java's
-# JdbcCatalog joins levels with dots and cannot tell one from a separator; we store such a dot as
-# the record separator, which no valid name contains. Other JDBC readers see the level with
-# that character, where they could not have a dotted level at all.
-LEVEL_DOT = "\x1e"
-
-
-def namespace_of(stored: str) -> tuple[str, ...]:
-    """A namespace as stored in the JDBC layout, back as its levels."""
-    return tuple(level.replace(LEVEL_DOT, ".") for level in stored.split("."))
-
-
-def namespace_text(stored: str) -> str:
-    """A stored namespace as Java prints one: its levels joined by dots."""
-    return stored.replace(LEVEL_DOT, ".")
-
-_SCHEMA = MetaData()
-
-ICEBERG_TABLES = SqlTable(
-    "iceberg_tables",
-    _SCHEMA,
-    Column("catalog_name", String(255), primary_key=True, nullable=False),
-    Column("table_namespace", String(255), primary_key=True, nullable=False),
-    Column("table_name", String(255), primary_key=True, nullable=False),
-    Column("metadata_location", String(1000), nullable=True),
-    Column("previous_metadata_location", String(1000), nullable=True),
-    Column("iceberg_type", String(5), nullable=True),
-)
-
-NAMESPACE_PROPERTIES = SqlTable(
-    "iceberg_namespace_properties",
-    _SCHEMA,
-    Column("catalog_name", String(255), primary_key=True, nullable=False),
-    Column("namespace", String(255), primary_key=True, nullable=False),
-    Column("property_key", String(255), primary_key=True, nullable=False),
-    Column("property_value", String(1000), nullable=False),
-)
 
 _T = ICEBERG_TABLES.c
 
@@ -128,7 +87,7 @@ def swap_pointers(
             f"{what} failed, nothing was committed: cannot reach the catalog database ({type(e).__name__})"
         ) from e
     with conn:
-        # On SQLite this makes the transaction BEGIN IMMEDIATE (see sql.py): writers queue.
+        # On SQLite this makes the transaction BEGIN IMMEDIATE (see sql_catalog.py): writers queue.
         conn.execution_options(tablestore_write=True)
         transaction = conn.begin()
         try:
@@ -171,15 +130,8 @@ def pointer_moved(what: str, kind: str, swap: PointerSwap) -> CommitConflictErro
 
 
 __all__ = [
-    "ICEBERG_TABLES",
-    "LEVEL_DOT",
-    "NAMESPACE_PROPERTIES",
     "SWAP_POINTER",
-    "TABLE_TYPE",
-    "VIEW_TYPE",
     "PointerSwap",
-    "namespace_of",
-    "namespace_text",
     "pointer_moved",
     "swap_pointers",
 ]
