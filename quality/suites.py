@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tablestore.catalog_manager import CatalogManager
-from tablestore.engine.spark import register_table_view
+from tablestore.spark import register_table_view
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -75,7 +75,7 @@ class SparkResource(dg.ConfigurableResource):
     _remote: SparkSession | None = PrivateAttr(default=None)
 
     def session(self) -> SparkSession:
-        from tablestore.engine.spark import CONNECT_SCHEME, spark_session
+        from tablestore.spark import CONNECT_SCHEME, spark_session
 
         # One session per process; Dagster may build resources on several threads.
         with _spark_lock:

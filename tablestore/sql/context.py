@@ -119,7 +119,7 @@ class SessionContext:
     def spark(self) -> SparkSession:
         if self._spark is None:
             # Imported here: pyspark loads (and a JVM starts) only when a statement needs Spark.
-            from tablestore.engine.spark import spark_session
+            from tablestore.spark import spark_session
 
             self._spark = spark_session(self.config)
         return self._spark

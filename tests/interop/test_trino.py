@@ -241,7 +241,7 @@ def test_our_spark_source_reads_trinos_table_and_column_profiles_agree(trino_wro
     tablestore's SQL on Spark equal on every table."""
     from pipelines.defs.reconcile.profiles import differences, profile, profile_query, spark_quote, trino_quote
     from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
-    from tablestore.engine.spark import spark_session
+    from tablestore.spark import spark_session
     from tablestore.sql.session import SqlSession
 
     lake = trino_wrote

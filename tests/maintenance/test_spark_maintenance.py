@@ -16,7 +16,7 @@ pytestmark = pytest.mark.spark
 
 from pyspark.sql import SparkSession  # noqa: E402
 
-from tablestore.engine.spark import SparkEngine, spark_session  # noqa: E402
+from tablestore.spark import SparkEngine, spark_session  # noqa: E402
 
 
 @pytest.fixture(scope="module")
