@@ -168,10 +168,6 @@ def identifier_of(namespace: list[str], name: str, kind: str = "table") -> Ident
     return (*to_namespace(tuple(namespace)), name)
 
 
-def identifier_json(identifier: Identifier) -> dict[str, Any]:
-    return {"namespace": list(identifier[:-1]), "name": identifier[-1]}
-
-
 __all__ = [
     "NAMESPACE_SEPARATOR",
     "Access",
@@ -180,7 +176,6 @@ __all__ = [
     "WriteAccess",
     "authenticate",
     "declare_bearer_auth",
-    "identifier_json",
     "identifier_of",
     "parse_identifier",
     "parse_namespace",

@@ -36,9 +36,7 @@ from tablestore.spark.native.native_write import WriteOutcome, write_dataframe
 from tablestore.spark.tasks.column_merge_tasks import spark_rewrite
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.types import StructType
 
     from tablestore.catalog_manager import CatalogManager
     from tablestore.config import LakehouseConfig
@@ -275,15 +273,6 @@ class SparkEngine:
         if not isinstance(source, DataFrame):
             return None
         return spark_rewrite(source, fragments, plan)
-
-    def map_in_arrow(
-        self,
-        df: DataFrame,
-        fn: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
-        schema: StructType | str,
-    ) -> DataFrame:
-        """``df.mapInArrow``: ``fn`` turns each partition's Arrow batches into output batches."""
-        return df.mapInArrow(fn, schema)
 
     def __reduce__(self) -> tuple[Callable[[], LocalEngine], tuple[()]]:
         # Task functions are often methods of objects that hold their engine (a TableScan's
