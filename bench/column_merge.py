@@ -60,7 +60,7 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
     import lance
 
     from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
-    from tablestore.engine.spark import SparkEngine, spark_session
+    from tablestore.spark import SparkEngine, spark_session
 
     rows = ws.rows
     root = ws.fresh("column-merge")

@@ -60,7 +60,7 @@ class SparkSide:
     @property
     def spark(self) -> Any:
         if self._spark is None:
-            from tablestore.engine.spark import spark_session
+            from tablestore.spark import spark_session
             from tablestore.sql.session import SqlSession
 
             self._spark = spark_session(self.config, app_name="bench-row-level")
@@ -111,7 +111,7 @@ class SparkSide:
 
     def merge_api(self, target: Any, staging: str) -> int:
         """``merge`` on the Spark engine with the cached DataFrame as the source."""
-        from tablestore.engine.spark import SparkEngine
+        from tablestore.spark import SparkEngine
 
         result = (target.with_engine(SparkEngine(self.spark))
                   .merge(self.source_frame(staging), on="t.event_id = s.event_id")
@@ -119,7 +119,7 @@ class SparkSide:
         return int(result.updated) + int(result.inserted)
 
     def delete(self, target: Any, condition: str) -> int:
-        from tablestore.engine.spark import SparkEngine
+        from tablestore.spark import SparkEngine
 
         return int(target.with_engine(SparkEngine(self.spark)).delete(condition))
 

@@ -58,7 +58,7 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
     from pyspark.sql import DataFrame
 
     from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
-    from tablestore.engine.spark import read_table, spark_session, write_dataframe
+    from tablestore.spark import read_table, spark_session, write_dataframe
 
     root = ws.fresh("spark-io")
     source_dir = root / "source"

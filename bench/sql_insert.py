@@ -68,7 +68,7 @@ def _label(rows: int) -> str:
 
 def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
     from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
-    from tablestore.engine.spark import spark_session
+    from tablestore.spark import spark_session
     from tablestore.sql.session import SqlSession
 
     root = ws.fresh("sql-insert")

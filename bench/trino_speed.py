@@ -48,7 +48,7 @@ def _timed(trino: Any, sql: str) -> tuple[float, float, list[Any]]:
 
 
 def run(rows: int, rounds: int, workdir: Path) -> list[dict[str, Any]]:
-    from tablestore.catalog.sql import SqlCatalog
+    from tablestore.catalog.sql_catalog import SqlCatalog
     from tests.services import CATALOG, CLIENT_ID, CLIENT_SECRET, RestService, start_s3_server, write_config
     from tests.trino import rest_catalog_properties, start_trino, wait_for_catalog
 

@@ -7,7 +7,7 @@ application on the master and an executor JVM on the worker, whose Python worker
 pyspark, pyarrow, pandas and tablestore again: 30 to 50 s per run before its first task, most
 of the stack's time (docs/stack.md, Speed). This server keeps the driver, the executors and
 their Python workers warm; a run's ``SparkSession.builder.remote("sc://spark-connect:15002")``
-is a gRPC client session (``tablestore.engine.spark.spark_session`` makes one for an ``sc://``
+is a gRPC client session (``tablestore.spark.spark_session`` makes one for an ``sc://``
 master), and the ``tablestore`` data source it registers runs in this server's Python, the
 same image's.
 
@@ -30,7 +30,7 @@ SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
 def server_conf(port: int) -> dict[str, str]:
     """What a session started by ``spark_session`` would set JVM-wide, and the gRPC port."""
-    from tablestore.engine.spark import DEFAULT_CONF, REQUIRED_CONF, with_java_options
+    from tablestore.spark import DEFAULT_CONF, REQUIRED_CONF, with_java_options
 
     return {**with_java_options({**DEFAULT_CONF, **REQUIRED_CONF}), "spark.connect.grpc.binding.port": str(port)}
 

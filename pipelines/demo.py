@@ -17,7 +17,7 @@ from rich.table import Table as RichTable
 from pipelines.defs.erasure.assets import ERASURE_KEY
 from pipelines.run import PipelineRun, run_pipeline
 from pipelines.settings import CATALOG, DATABASE
-from tablestore.session import CatalogManager
+from tablestore.catalog_manager import CatalogManager
 
 console = Console()
 SUMMARY_TABLES = ("events", "customers", "erasure_requests", "erasure_audit", "landing_events")

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tablestore.engine.spark import register_table_view
-from tablestore.session import CatalogManager
+from tablestore.catalog_manager import CatalogManager
+from tablestore.spark import register_table_view
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tablestore.catalog import Catalog, load_catalog
+from tablestore.catalog_manager import CatalogManager
 from tablestore.errors import TableStoreError
 from tablestore.maintenance import Maintenance
-from tablestore.session import CatalogManager
 from tablestore.table import Table
 
 if TYPE_CHECKING:

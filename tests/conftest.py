@@ -42,7 +42,7 @@ from tests.services import (
 
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
-    from tablestore.catalog.sql import SqlCatalog
+    from tablestore.catalog.sql_catalog import SqlCatalog
 
 
 @dataclass
@@ -109,7 +109,7 @@ def catalog_uri(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 @pytest.fixture
 def catalog(warehouse: Warehouse, catalog_uri: str) -> Iterator[SqlCatalog]:
-    from tablestore.catalog.sql import SqlCatalog
+    from tablestore.catalog.sql_catalog import SqlCatalog
 
     cat = SqlCatalog(
         f"test_{uuid.uuid4().hex[:8]}", uri=catalog_uri, warehouse=warehouse.location, **warehouse.properties

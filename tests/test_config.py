@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.config import (
     CONFIG_ENV,
     CatalogConfig,

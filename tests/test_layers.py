@@ -343,6 +343,90 @@ def test_the_cycle_check_finds_cycles_through_function_level_imports_only(
     assert strongly_connected({"x": ["y"], "y": ["z"], "z": ["x", "w"], "w": []}) == [["x", "y", "z"]]
 
 
+def package_at(module: str, depth: int) -> str:
+    """The package that holds ``module`` ``depth`` levels below the root package, or the module
+    itself when it is no deeper than that: ``tablestore.spark.tasks.write_files`` is
+    ``tablestore.spark`` at depth 1 and ``tablestore.spark.tasks`` at depth 2."""
+    return ".".join(module.split(".")[: depth + 1])
+
+
+def package_cycles(packages: tuple[str, ...] = PROJECT) -> list[str]:
+    """Every import cycle between packages of ``packages`` at any depth (sibling packages and
+    modules under one parent, and under the root: ``tablestore.catalog -> tablestore.table ->
+    tablestore.engine -> tablestore.catalog``), as import-linter sees imports (those inside
+    functions count, those under ``if TYPE_CHECKING:`` do not). One line per cycle: the
+    packages of a shortest loop, each step with an import that makes it (``importer:line``).
+
+    A package's ``__main__`` is left out: it is a program that is run (``python -m
+    infra.images``), never imported, so it stands above every package, its own included."""
+    graph = grimp.build_graph(*packages, exclude_type_checking_imports=True)
+    inside = {m for m in graph.modules if m.split(".")[0] in packages and not m.endswith(".__main__")}
+    imports = [(m, i) for m in sorted(inside) for i in sorted(graph.find_modules_directly_imported_by(m)) if i in inside]
+    found = []
+    for depth in range(1, max(len(m.split(".")) for m in inside)):
+        # package -> package it imports -> one module import that makes the step
+        steps: dict[str, dict[str, tuple[str, str]]] = {}
+        for importer, imported in imports:
+            a, b = package_at(importer, depth), package_at(imported, depth)
+            # Only siblings: a package and what it holds are one at a shallower depth.
+            if a != b and a.rsplit(".", 1)[0] == b.rsplit(".", 1)[0] and "." in a:
+                steps.setdefault(a, {}).setdefault(b, (importer, imported))
+        for component in strongly_connected({a: sorted(b) for a, b in steps.items()}):
+            first = component[0]
+            # Breadth first from what ``first`` imports back to ``first``, within the cycle.
+            previous: dict[str, str] = {}
+            queue = [first]
+            while queue and first not in previous:
+                current = queue.pop(0)
+                for nxt in sorted(steps.get(current, {})):
+                    if nxt in component and nxt not in previous:
+                        previous[nxt] = current
+                        queue.append(nxt)
+            loop = [first]
+            while len(loop) == 1 or loop[-1] != first:
+                loop.append(previous[loop[-1]])
+            loop.reverse()
+            parts = [first]
+            for a, b in itertools.pairwise(loop):
+                importer, imported = steps[a][b]
+                line = graph.get_import_details(importer=importer, imported=imported)[0]["line_number"]
+                parts.append(f"{b} ({importer}:{line})")
+            found.append(" -> ".join(parts))
+    return found
+
+
+def test_no_import_cycle_between_any_two_packages_of_the_project() -> None:
+    """Modules without a cycle can still make packages with one (a module of ``catalog`` imports
+    ``table``, which imports ``engine``, a module of which imports ``catalog``): packages are
+    layers only when no loop runs through them, at every depth."""
+    assert package_cycles() == [], "import cycles between packages (break each):\n" + "\n".join(package_cycles())
+
+
+def test_the_package_cycle_check_finds_cycles_between_packages_made_of_acyclic_modules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check can fail: ``low.a -> high.b -> low.c`` has no module cycle but a package cycle,
+    closed by an import inside a function; one closed only under ``if TYPE_CHECKING:`` (``other``)
+    is not, and a package that imports its own modules is no cycle."""
+    package = tmp_path / "pkgcycle_pkg"
+    for sub in ("low", "high", "other"):
+        (package / sub).mkdir(parents=True)
+        (package / sub / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("from pkgcycle_pkg.low import a\n")
+    (package / "low" / "a.py").write_text("def f() -> None:\n    from pkgcycle_pkg.high import b\n")
+    (package / "low" / "c.py").write_text("X = 1\n")
+    (package / "high" / "b.py").write_text("from pkgcycle_pkg.low import c\n")
+    (package / "other" / "d.py").write_text(
+        "from typing import TYPE_CHECKING\nfrom pkgcycle_pkg.low import c\nif TYPE_CHECKING:\n    from pkgcycle_pkg.high import b\n"
+    )
+    (package / "high" / "e.py").write_text("from pkgcycle_pkg.other import d\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert package_cycles(("pkgcycle_pkg",)) == [
+        "pkgcycle_pkg.high -> pkgcycle_pkg.low (pkgcycle_pkg.high.b:1) -> pkgcycle_pkg.high (pkgcycle_pkg.low.a:2)",
+    ]
+    assert import_cycles(("pkgcycle_pkg",)) == []
+
+
 def contract_modules() -> set[str]:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
     # Every layers contract of the project (one naming a container, as table/'s own layers do,
@@ -356,12 +440,15 @@ def contract_modules() -> set[str]:
     return {m.strip() for layer in layers for m in layer.replace("|", ":").split(":")}
 
 
-def test_every_module_of_the_engine_package_is_in_a_layer_of_the_contract() -> None:
-    """The engine package is split between two layers: the engine-neutral modules, named one by
-    one, and the Spark package, named as a whole (so a new module of it is in its layer). A new
-    module beside them must be named too, or the contract would not check it."""
-    named = contract_modules()
-    engine = [m for m in modules_under("engine") if m != "tablestore.engine"]
-    assert [m for m in engine if not any(m == n or m.startswith(n + ".") for n in named)] == []
-    assert {"tablestore.engine.spark", "tablestore.engine.protocols"} <= named
-    assert not [n for n in named if n.startswith("tablestore.engine.spark.")]
+def test_the_engines_are_two_layers_of_the_contract() -> None:
+    """The engine-neutral package (protocols, the local engine, DataFrame adapters) is one layer
+    below the table layer, the Spark engine a package of its own above it, each named as a whole
+    so that a new module of either is in its layer."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    layers = next(c["layers"] for c in config["contracts"] if c["name"] == "Layers of docs/design.md §4")
+    names = [{m.strip() for m in layer.replace("|", ":").split(":")} for layer in layers]
+    position = {m: i for i, layer in enumerate(names) for m in layer}
+    assert position["tablestore.sql"] < position["tablestore.spark"] < position["tablestore.catalog"]
+    assert position["tablestore.table"] < position["tablestore.engine"] < position["tablestore.io"]
+    assert not [n for n in contract_modules() if n.startswith(("tablestore.engine.", "tablestore.spark."))]
+    assert not (PACKAGE / "engine" / "spark").exists()

@@ -14,7 +14,7 @@ import dagster as dg
 from pydantic import PrivateAttr
 
 from pipelines.settings import CATALOG, DATABASE, PipelineSettings, load_settings, selection
-from tablestore.session import CatalogManager
+from tablestore.catalog_manager import CatalogManager
 from tablestore.sql.session import SqlSession
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ class SparkResource(dg.ConfigurableResource):
     _remote: SparkSession | None = PrivateAttr(default=None)
 
     def session(self) -> SparkSession:
-        from tablestore.engine.spark import CONNECT_SCHEME, spark_session
+        from tablestore.spark import CONNECT_SCHEME, spark_session
 
         # One session per process; Dagster may build resources on several threads.
         with _spark_lock:

@@ -1,7 +1,7 @@
 """Catalogs: where tables are found by name, and where commits are made atomic.
 
 The interface and what every implementation shares is :mod:`tablestore.catalog.base`; the
-implementations are :mod:`tablestore.catalog.sql` (the Iceberg JDBC layout in SQLite or
+implementations are :mod:`tablestore.catalog.sql_catalog` (the Iceberg JDBC layout in SQLite or
 PostgreSQL) and :mod:`tablestore.catalog.rest` (a client of the Iceberg REST protocol). This
 module puts them together, ``load_catalog`` choosing an implementation, and is where the rest
 of the project imports them from.
@@ -46,7 +46,7 @@ def load_catalog(name: str, **properties: str) -> Catalog:
     catalog_type = str(properties.get("type") or "sql").strip().lower()
     if catalog_type == "sql":
         # Imported here: importing a catalog (and SQLAlchemy or requests) costs only its users.
-        from tablestore.catalog.sql import SqlCatalog
+        from tablestore.catalog.sql_catalog import SqlCatalog
 
         return SqlCatalog(name, **properties)
     if catalog_type == "rest":

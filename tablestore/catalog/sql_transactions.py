@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tablestore.catalog.sql_layout import PointerSwap, pointer_moved, swap_pointers
+from tablestore.catalog.compare_and_swap import PointerSwap, pointer_moved, swap_pointers
 from tablestore.errors import CommitStateUnknownError, ValidationError
 from tablestore.names import Identifier, IdentifierLike, identifier_str
 

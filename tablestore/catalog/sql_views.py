@@ -51,14 +51,8 @@ from tablestore.catalog.base import (
     to_namespace,
     to_view_identifier,
 )
-from tablestore.catalog.sql_layout import (
-    ICEBERG_TABLES,
-    VIEW_TYPE,
-    PointerSwap,
-    namespace_text,
-    pointer_moved,
-    swap_pointers,
-)
+from tablestore.catalog.compare_and_swap import PointerSwap, pointer_moved, swap_pointers
+from tablestore.catalog.sql_tables import ICEBERG_TABLES, VIEW_TYPE, namespace_text
 from tablestore.errors import (
     CommitConflictError,
     CorruptMetadataError,

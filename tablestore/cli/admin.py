@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from tablestore.catalog_manager import CatalogManager
 from tablestore.cli.output import print_result
 from tablestore.config import load_config
-from tablestore.session import CatalogManager
 from tablestore.sql.ddl import describe_table
 from tablestore.sql.result import StatementResult
 

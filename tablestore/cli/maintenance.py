@@ -10,13 +10,13 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from tablestore.catalog_manager import CatalogManager
 from tablestore.cli.output import print_result
 from tablestore.config import load_config
 from tablestore.errors import ValidationError
 from tablestore.maintenance.erasure import erase
 from tablestore.maintenance.expire import Progress as ProgressCallback
 from tablestore.maintenance.expire import result_row
-from tablestore.session import CatalogManager
 from tablestore.sql.result import StatementResult
 
 

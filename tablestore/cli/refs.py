@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import argparse
 
+from tablestore.catalog_manager import CatalogManager
 from tablestore.cli.output import print_result
 from tablestore.config import load_config
 from tablestore.errors import ValidationError
-from tablestore.session import CatalogManager
 from tablestore.sql.parse_refs import BRANCH, TAG, CreateRef, DropRef
 from tablestore.sql.ref_statements import apply_create_ref, apply_drop_ref
 from tablestore.sql.result import StatementResult

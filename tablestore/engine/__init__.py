@@ -3,8 +3,9 @@
 Both run the same task functions; an engine only decides where they run. What an engine can
 do is declared as protocols in :mod:`tablestore.engine.protocols`; the table layer imports
 those, :mod:`tablestore.engine.local` (its default engine) and :mod:`tablestore.engine.sources`
-(DataFrames of other libraries as Arrow sources), and nothing else of this package. The
-``spark*`` modules are the Spark engine; they sit above the table layer (docs/design.md §4).
+(DataFrames of other libraries as Arrow sources). The whole package sits below the table layer;
+the Spark engine, which reads and writes tables, is the package :mod:`tablestore.spark` above it
+(docs/design.md §4).
 """
 
 from __future__ import annotations

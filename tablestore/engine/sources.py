@@ -2,7 +2,7 @@
 
 The table layer accepts pyarrow and pandas data itself. For anything else it asks
 :func:`dataframe_source`, which looks the value's top-level package up in a table of adapters
-(``pyspark`` -> :class:`tablestore.engine.spark.arrow.SparkArrowSource`) and imports the adapter
+(``pyspark`` -> :class:`tablestore.spark.arrow_source.SparkArrowSource`) and imports the adapter
 only then: a process that never holds a Spark DataFrame never imports pyspark, and the core
 works without it installed. Another engine adds its own with :func:`register_source_adapter`.
 """
@@ -16,7 +16,7 @@ from typing import cast
 from tablestore.engine.protocols import ArrowSource
 
 # top-level package of a DataFrame's type -> "module:callable" that adapts one of them.
-_ADAPTERS: dict[str, str] = {"pyspark": "tablestore.engine.spark.arrow:adapt"}
+_ADAPTERS: dict[str, str] = {"pyspark": "tablestore.spark.arrow_source:adapt"}
 
 
 def register_source_adapter(package: str, target: str) -> None:

@@ -25,7 +25,6 @@ import pyarrow.parquet as pq
 
 from tablestore.errors import UnsupportedError, ValidationError
 from tablestore.maintenance.expire import Progress
-from tablestore.spec import conversions
 from tablestore.spec.expressions import AlwaysTrue, bind, to_expression
 from tablestore.spec.manifest import (
     DataFile,
@@ -40,8 +39,7 @@ from tablestore.spec.manifest import (
 from tablestore.spec.metadata import Snapshot
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import schema_to_arrow
-from tablestore.spec.types import LongType, StringType
-from tablestore.table.read.data_files import DELETE_FILE_PATH_ID, DELETE_POS_ID
+from tablestore.table.ops.position_deletes import write_position_deletes
 from tablestore.table.read.deletion_vectors import delete_file_key
 from tablestore.table.read.file_rows import read_file_rows, rewrite_schema
 from tablestore.table.read.scan import FileTask, plan_files
@@ -374,30 +372,6 @@ def rewrite_position_deletes(
     result.rewritten_bytes_count = sum(f.file_size_in_bytes for f in inputs)
     result.added_bytes_count = sum(f.file_size_in_bytes for f in added)
     return result
-
-
-def write_position_deletes(io: Any, path: str, rows: pa.Table, spec_id: int, partition: tuple[Any, ...]) -> DataFile:
-    schema = pa.schema([
-        pa.field("file_path", pa.string(), nullable=False, metadata={b"PARQUET:field_id": str(DELETE_FILE_PATH_ID)}),
-        pa.field("pos", pa.int64(), nullable=False, metadata={b"PARQUET:field_id": str(DELETE_POS_ID)}),
-    ])
-    rows = pa.table([rows.column(0).cast(pa.string()), rows.column(1).cast(pa.int64())], schema=schema)
-    with io.new_output(path).create(overwrite=False) as stream:
-        pq.write_table(rows, stream, compression="zstd")
-    size = io.new_input(path).length()
-    paths, positions = rows.column("file_path"), rows.column("pos")
-    first, last = pc.min(paths).as_py(), pc.max(paths).as_py()
-    return DataFile(
-        content=DataFileContent.POSITION_DELETES, file_path=path, file_format=FileFormat.PARQUET,
-        partition=tuple(partition), record_count=rows.num_rows, file_size_in_bytes=size,
-        value_counts={DELETE_FILE_PATH_ID: rows.num_rows, DELETE_POS_ID: rows.num_rows},
-        null_value_counts={DELETE_FILE_PATH_ID: 0, DELETE_POS_ID: 0},
-        lower_bounds={DELETE_FILE_PATH_ID: conversions.to_bytes(StringType(), first),
-                      DELETE_POS_ID: conversions.to_bytes(LongType(), pc.min(positions).as_py())},
-        upper_bounds={DELETE_FILE_PATH_ID: conversions.to_bytes(StringType(), last),
-                      DELETE_POS_ID: conversions.to_bytes(LongType(), pc.max(positions).as_py())},
-        spec_id=spec_id, referenced_data_file=first if first == last else None,
-    )
 
 
 def rewrite_manifests(table: Table, spec_id: int | None = None) -> RewriteManifestsResult:

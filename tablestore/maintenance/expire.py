@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from tablestore.errors import ValidationError
 from tablestore.maintenance.reachable import snapshot_files, statistics_files
 from tablestore.spec.manifest import DataFileContent
-from tablestore.spec.metadata import TableMetadata
+from tablestore.spec.metadata import TableMetadata, int_property
 from tablestore.spec.updates import (
     AssertRefSnapshotId,
     AssertTableUUID,
@@ -76,24 +76,14 @@ def to_epoch_ms(value: int | float | str | datetime.datetime | datetime.date | N
     return parse_timestamp_ms(value)
 
 
-def _int_property(metadata: TableMetadata, key: str) -> int | None:
-    raw = metadata.properties.get(key)
-    if raw is None:
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValidationError(f"table property {key}={raw!r} is not an integer; fix it with ALTER TABLE") from None
-
-
 def snapshots_to_retain(
     metadata: TableMetadata, now_ms: int, older_than_ms: int | None, retain_last: int | None,
     override_retention: bool,
 ) -> tuple[set[int], list[str]]:
     """Snapshot ids to keep and refs to remove."""
-    prop_age = _int_property(metadata, MAX_SNAPSHOT_AGE)
-    prop_min = _int_property(metadata, MIN_SNAPSHOTS_TO_KEEP)
-    prop_ref_age = _int_property(metadata, MAX_REF_AGE)
+    prop_age = int_property(metadata.properties, MAX_SNAPSHOT_AGE)
+    prop_min = int_property(metadata.properties, MIN_SNAPSHOTS_TO_KEEP)
+    prop_ref_age = int_property(metadata.properties, MAX_REF_AGE)
     expire_before = older_than_ms if older_than_ms is not None else now_ms - (prop_age or DEFAULT_MAX_SNAPSHOT_AGE_MS)
     min_keep = retain_last if retain_last is not None else (prop_min or DEFAULT_MIN_SNAPSHOTS_TO_KEEP)
     if not override_retention:

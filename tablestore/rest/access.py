@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 
 from tablestore.catalog import Catalog
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import NoSuchCatalogError, ValidationError
 from tablestore.names import Identifier, to_namespace, validate_name
 from tablestore.rest.credentials import DELEGATION_HEADER, VENDED, CredentialVendor, public_properties
@@ -190,10 +190,6 @@ def identifier_of(namespace: list[str], name: str, kind: str = "table") -> Ident
     return (*to_namespace(tuple(namespace)), name)
 
 
-def identifier_json(identifier: Identifier) -> dict[str, Any]:
-    return {"namespace": list(identifier[:-1]), "name": identifier[-1]}
-
-
 __all__ = [
     "NAMESPACE_SEPARATOR",
     "Access",
@@ -203,7 +199,6 @@ __all__ = [
     "authenticate",
     "declare_bearer_auth",
     "delegation_mechanisms",
-    "identifier_json",
     "identifier_of",
     "parse_identifier",
     "parse_namespace",

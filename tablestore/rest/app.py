@@ -22,7 +22,7 @@ from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse
 
 from tablestore.catalog import Catalog
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.config import LakehouseConfig
 from tablestore.errors import NoSuchCatalogError, NotAuthorizedError
 from tablestore.rest import functions, health, metrics, namespaces, planning, signing, tables, vending, views

@@ -21,8 +21,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy import Engine, select
 
-from tablestore.catalog.sql import SqlCatalog
-from tablestore.catalog.sql_layout import ICEBERG_TABLES
+from tablestore.catalog.sql_catalog import SqlCatalog
+from tablestore.catalog.sql_tables import ICEBERG_TABLES
 from tablestore.rest.access import service_of
 
 logger = logging.getLogger(__name__)

@@ -45,7 +45,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.schema import CreateTable
 
 from tablestore.catalog import read_metadata_file
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import TableStoreError
 from tablestore.rest.access import parse_identifier
 

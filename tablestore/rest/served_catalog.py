@@ -5,7 +5,7 @@ file can be kept under its location for as long as anyone asks for it (and its J
 responses embed it). The service also remembers where each table pointed when it last loaded
 or committed it. On PostgreSQL a commit starts from that remembered state: it checks the
 requirements, writes the next metadata file and compare-and-swaps the row with a single
-UPDATE (``sql_layout.swap_pointers``, the statement every commit of the SQL catalog makes). The
+UPDATE (``compare_and_swap.swap_pointers``, the statement every commit of the SQL catalog makes). The
 swap only succeeds if the row still points at the remembered location, and the file there is the
 one cached, so a success means the commit was checked against the table's current state, exactly
 as in ``SqlCatalog.commit_table``. If another writer moved the table meanwhile, the new file is
@@ -42,8 +42,9 @@ from sqlalchemy.exc import DBAPIError, DisconnectionError
 
 from tablestore.catalog import read_metadata_file
 from tablestore.catalog.base import metadata_file_missing
-from tablestore.catalog.sql import SqlCatalog
-from tablestore.catalog.sql_layout import ICEBERG_TABLES, PointerSwap, swap_pointers
+from tablestore.catalog.compare_and_swap import PointerSwap, swap_pointers
+from tablestore.catalog.sql_catalog import SqlCatalog
+from tablestore.catalog.sql_tables import ICEBERG_TABLES
 from tablestore.errors import (
     CommitConflictError,
     NoSuchTableError,

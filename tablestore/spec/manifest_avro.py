@@ -17,7 +17,8 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from tablestore.errors import CorruptMetadataError
+from tablestore.errors import CorruptMetadataError, ValidationError
+from tablestore.spec.conversions import decimal_to_unscaled, unscaled_to_decimal
 from tablestore.spec.types import (
     BinaryType,
     BooleanType,
@@ -414,30 +415,13 @@ def _uuid_from_bytes(raw: Any) -> uuid.UUID:
     return uuid.UUID(bytes=bytes(raw))
 
 
-def unscaled_to_decimal(unscaled: int, scale: int) -> Decimal:
-    # Built from a string so the result is exact whatever the decimal context's precision.
-    return Decimal(f"{unscaled}e-{scale}") if scale else Decimal(unscaled)
-
-
-def decimal_to_unscaled(value: Decimal, scale: int) -> int:
-    """The unscaled integer of ``value`` at ``scale``; exact, independent of the decimal context."""
-    sign, digits, exponent = value.as_tuple()
-    if not isinstance(exponent, int):
-        raise CorruptMetadataError(f"cannot store {value} as a decimal partition value")
-    unscaled = int("".join(map(str, digits)) or "0")
-    shift = exponent + scale
-    if shift >= 0:
-        unscaled *= 10**shift
-    else:
-        unscaled, remainder = divmod(unscaled, 10**-shift)
-        if remainder:
-            raise CorruptMetadataError(f"decimal {value} has more than {scale} digits after the point")
-    return -unscaled if sign else unscaled
-
-
 def _decimal_writer(size: int, scale: int) -> Callable[[Any], bytes]:
     def write(value: Any) -> bytes:
-        return decimal_to_unscaled(Decimal(value), scale).to_bytes(size, "big", signed=True)
+        try:
+            unscaled = decimal_to_unscaled(Decimal(value), scale)
+        except ValidationError as e:
+            raise CorruptMetadataError(f"cannot store {value} as a decimal partition value: {e}") from e
+        return unscaled.to_bytes(size, "big", signed=True)
 
     return write
 

@@ -14,7 +14,7 @@ import gzip
 import json
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -62,6 +62,20 @@ def new_snapshot_id() -> int:
     """A random positive 63-bit snapshot id, derived from a uuid4 as Java does."""
     u = uuid.uuid4().int
     return ((u >> 64) ^ (u & 0xFFFF_FFFF_FFFF_FFFF)) & 0x7FFF_FFFF_FFFF_FFFF
+
+
+def int_property(properties: Mapping[str, str], key: str) -> int | None:
+    """The integer value of the table property ``key``, None when it is not set; ValidationError
+    naming the property when its value is no integer."""
+    raw = properties.get(key)
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValidationError(
+            f"table property {key}={raw!r} must be an integer; fix it with ALTER TABLE ... SET TBLPROPERTIES"
+        ) from None
 
 
 def _format_ms(ms: int) -> str:

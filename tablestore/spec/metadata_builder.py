@@ -32,6 +32,7 @@ from tablestore.spec.metadata import (
     SnapshotLogEntry,
     SnapshotRef,
     TableMetadata,
+    int_property,
     now_ms,
 )
 from tablestore.spec.partitioning import PartitionSpec
@@ -477,9 +478,9 @@ def _finish(base: TableMetadata | None, b: _Builder, metadata_location: str | No
         md["snapshot_log"] = _clean_snapshot_log(md, intermediate)
 
     if base is not None and metadata_location:
-        limit = _int_property(
-            md["properties"], METADATA_PREVIOUS_VERSIONS_MAX, METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT
-        )
+        limit = int_property(md["properties"], METADATA_PREVIOUS_VERSIONS_MAX)
+        if limit is None:
+            limit = METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT
         log = list(md["metadata_log"])
         log.append(MetadataLogEntry(base.last_updated_ms, metadata_location))
         md["metadata_log"] = tuple(log[-max(1, limit):])
@@ -499,13 +500,3 @@ def _clean_snapshot_log(md: dict[str, Any], intermediate: set[int]) -> tuple[Sna
         else:
             out.clear()
     return tuple(out)
-
-
-def _int_property(props: dict[str, str], key: str, default: int) -> int:
-    value = props.get(key)
-    if value is None:
-        return default
-    try:
-        return int(value)
-    except ValueError as e:
-        raise ValidationError(f"table property {key} must be an integer, got {value!r}") from e

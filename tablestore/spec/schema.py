@@ -496,11 +496,6 @@ def arrow_to_schema(arrow_schema: pa.Schema, schema_id: int = 0, format_version:
     return Schema(fields, schema_id)
 
 
-def field_ids_from_arrow(arrow_schema: pa.Schema) -> bool:
-    """Whether every top-level field of an Arrow schema carries a Parquet field id."""
-    return all(f.metadata and PARQUET_FIELD_ID in f.metadata for f in arrow_schema)
-
-
 def to_schema(schema: Schema | pa.Schema, properties: Mapping[str, str] | None = None) -> Schema:
     """A schema given either way: a tablestore Schema as it is, a pyarrow schema converted
     (fresh field ids, as for a new table). A new table's ``properties`` may choose its format

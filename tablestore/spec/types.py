@@ -200,11 +200,6 @@ class NestedField:
             write_default=obj.get("write-default"),
         )
 
-    @property
-    def optional(self) -> bool:
-        return not self.required
-
-
 @dataclass(frozen=True)
 class StructType(IcebergType):
     fields: tuple[NestedField, ...] = field(default_factory=tuple)
@@ -215,18 +210,6 @@ class StructType(IcebergType):
 
     def to_json(self) -> Any:
         return {"type": "struct", "fields": [f.to_json() for f in self.fields]}
-
-    def field_by_id(self, field_id: int) -> NestedField | None:
-        for f in self.fields:
-            if f.field_id == field_id:
-                return f
-        return None
-
-    def field_by_name(self, name: str) -> NestedField | None:
-        for f in self.fields:
-            if f.name == name:
-                return f
-        return None
 
     def __str__(self) -> str:
         return "struct<" + ", ".join(f"{f.name}: {f.field_type}" for f in self.fields) + ">"

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from tablestore.catalog import Catalog
+    from tablestore.catalog_manager import CatalogManager
     from tablestore.config import LakehouseConfig
-    from tablestore.session import CatalogManager
     from tablestore.sql import statements as st
     from tablestore.table import Table
 
@@ -39,7 +39,7 @@ class SessionContext:
     def spark(self) -> SparkSession:
         if self._spark is None:
             # Imported here: pyspark loads (and a JVM starts) only when a statement needs Spark.
-            from tablestore.engine.spark import spark_session
+            from tablestore.spark import spark_session
 
             self._spark = spark_session(self.config)
         return self._spark

@@ -1,10 +1,10 @@
 """INSERT INTO and INSERT OVERWRITE: Spark tasks write the query's rows, the client commits once.
 
 This module plans the statement and dispatches it to the Spark engine. The rows never reach the
-client: the query, cast to the table's types (:mod:`tablestore.engine.spark.table_types`, with a
+client: the query, cast to the table's types (:mod:`tablestore.spark.table_types`, with a
 PARTITION clause's static values as literal columns), runs as a Spark job whose tasks write the
-data files (:mod:`tablestore.engine.spark.write_files`); the client then commits them in one
-snapshot (:mod:`tablestore.engine.spark.commit`): an append, an overwrite by filter (static) or a
+data files (:mod:`tablestore.spark.tasks.write_files`); the client then commits them in one
+snapshot (:mod:`tablestore.spark.commit`): an append, an overwrite by filter (static) or a
 dynamic partition overwrite, validated against the table as it was loaded before the query ran,
 and marked with the write's id.
 
@@ -18,10 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tablestore.engine.spark.commit import OVERWRITE, REPLACE_PARTITIONS, FilesCommit
-from tablestore.engine.spark.table_types import static_column, typed_for_table
-from tablestore.engine.spark.write_files import WrittenFiles, commit_written, table_target, write_files
 from tablestore.errors import SchemaError, ValidationError
+from tablestore.spark.commit import OVERWRITE, REPLACE_PARTITIONS, FilesCommit
+from tablestore.spark.table_types import static_column, typed_for_table
+from tablestore.spark.tasks.write_files import WrittenFiles, commit_written, table_target, write_files
 from tablestore.spec import conversions
 from tablestore.spec.expressions import And, EqualTo, Expression, IsNull, Reference
 from tablestore.spec.transforms import IdentityTransform

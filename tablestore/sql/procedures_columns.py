@@ -5,7 +5,7 @@
 
 ``table`` and ``source`` are table names in the procedure's catalog (``database.table``) or in
 another catalog (``catalog.database.table``); ``on`` and ``columns`` are comma-separated names.
-The merge runs in Spark tasks, classic or Connect (:mod:`tablestore.engine.spark.column_merge`):
+The merge runs in Spark tasks, classic or Connect (:mod:`tablestore.spark.tasks.column_merge_tasks`):
 no row of the source or the table passes through the session's process.
 """
 
@@ -63,7 +63,7 @@ def _run(session: SessionContext, catalog: Catalog, args: dict[str, Any], mode: 
     duplicates = _text(args, "duplicates", "error") or "error"
     policy = _text(args, "null_policy", "keep") or "keep"
     # Spark tasks read the source and rewrite the fragments; this process plans and commits.
-    from tablestore.engine.spark.column_merge import merge_in_tasks, table_source
+    from tablestore.spark.tasks.column_merge_tasks import merge_in_tasks, table_source
     from tablestore.sql.query import spark_errors
 
     with spark_errors():

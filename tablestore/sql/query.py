@@ -22,8 +22,6 @@ from sqlglot import exp
 from sqlglot.errors import ParseError as SqlglotParseError
 
 from tablestore import errors
-from tablestore.engine.spark.native_read import read_with_options
-from tablestore.engine.spark.source_read import resolve_ref
 from tablestore.errors import (
     NoSuchFunctionError,
     NoSuchNamespaceError,
@@ -34,6 +32,8 @@ from tablestore.errors import (
     UnsupportedError,
     ValidationError,
 )
+from tablestore.spark.datasource.source_read import resolve_ref
+from tablestore.spark.native.native_read import read_with_options
 from tablestore.spec.row_lineage import ROW_LINEAGE_BY_NAME
 from tablestore.spec.view import DEFAULT_DIALECT, SQLViewRepresentation, View
 from tablestore.sql.lineage_columns import LINEAGE_OPTION, hide_from_stars, references_row_lineage
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from tablestore.catalog import Catalog
-    from tablestore.session import CatalogManager
+    from tablestore.catalog_manager import CatalogManager
     from tablestore.sql.options import SessionOptions
 
 METADATA_TABLES = ("snapshots", "history", "files", "data_files", "delete_files", "manifests", "partitions",

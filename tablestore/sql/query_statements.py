@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 def query_arrow(context: SessionContext, sql: str) -> pa.RecordBatchReader:
     """The rows of a query as a RecordBatchReader, fetched from Spark a partition at a time
     (``.read_all()`` collects them into one table)."""
-    from tablestore.engine.spark.result_stream import result_stream
+    from tablestore.spark.result_stream import result_stream
 
     df = context.planner().dataframe(sql)
     with spark_errors():

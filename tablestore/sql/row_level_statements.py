@@ -10,7 +10,7 @@
   to insert), and Spark tasks apply it per data file with the table core's per-file functions:
   position deletes or deletion vectors (merge-on-read), file rewrites (copy-on-write), new
   rows. The driver commits once, validated against the snapshot Spark read
-  (``tablestore.engine.spark.row_level``); no row reaches it.
+  (``tablestore.spark.tasks.row_level_tasks``); no row reaches it.
 
 The parts of a WHERE that are plain filters also prune the files Spark reads, and serve as the
 conflict-detection filter under serializable isolation. A MERGE reads only the target columns
@@ -28,10 +28,6 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 from sqlglot import exp
 
-from tablestore.engine.spark.row_level import DELETE, INSERT, UPDATE, RowLevelOutcome, apply_changes
-from tablestore.engine.spark.row_source import SOURCE_NAME, native_row_positions, register
-from tablestore.engine.spark.source_options import quote_name
-from tablestore.engine.spark.table_types import typed_assignments
 from tablestore.errors import (
     FilterError,
     NoSuchNamespaceError,
@@ -40,6 +36,10 @@ from tablestore.errors import (
     UnsupportedError,
     ValidationError,
 )
+from tablestore.spark.options import quote_name
+from tablestore.spark.table_types import typed_assignments
+from tablestore.spark.tasks.row_level_tasks import DELETE, INSERT, UPDATE, RowLevelOutcome, apply_changes
+from tablestore.spark.tasks.row_source import SOURCE_NAME, native_row_positions, register
 from tablestore.spec.expression_parser import parse_filter
 from tablestore.spec.expressions import AlwaysTrue, BooleanExpression, bind
 from tablestore.sql.parse_row_level import DeleteFrom, MergeClause, MergeInto, UpdateTable
@@ -186,7 +186,7 @@ def _target_planner(context: SessionContext, catalog: Catalog, identifier: tuple
 
 def _apply(table: Table, snapshot: Snapshot | None, operation: str, changes: DataFrame,
            conflict_filter: BooleanExpression) -> RowLevelOutcome:
-    """The statement's effect written by Spark tasks and committed once (spark_row_level)."""
+    """The statement's effect written by Spark tasks and committed once (tablestore.spark.tasks.row_level_tasks)."""
     with spark_errors():
         return apply_changes(table, snapshot, operation, changes, conflict_filter=conflict_filter,
                              duplicate_error=DUPLICATE_MATCH_ERROR)

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tablestore.catalog_manager import CatalogManager
 from tablestore.config import LakehouseConfig, load_config
-from tablestore.session import CatalogManager
 from tablestore.sql import statements as st
 from tablestore.sql.context import SessionContext
 from tablestore.sql.options import SessionOptions

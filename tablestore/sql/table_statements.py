@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tablestore.engine.spark.table_types import typed_for_table
-from tablestore.engine.spark.write_files import commit_written
 from tablestore.errors import NoSuchTableError, TableAlreadyExistsError, ValidationError
+from tablestore.spark.table_types import typed_for_table
+from tablestore.spark.tasks.write_files import commit_written
 from tablestore.sql import statements as st
 from tablestore.sql.ddl import describe_table, describe_view, show_create_table, table_schema_from_columns
 from tablestore.sql.dml import write_query

@@ -8,10 +8,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
+from tablestore.catalog_manager import CatalogManager
 from tablestore.config import parse_config
 from tablestore.errors import InvalidNameError, NoSuchCatalogError, NoSuchNamespaceError, ValidationError
-from tablestore.session import CatalogManager
 
 SCHEMA = pa.schema([pa.field("id", pa.int64())])
 

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from tablestore.catalog import load_catalog, parse_metadata_version
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import (
     CommitConflictError,
     InvalidNameError,
@@ -363,7 +363,7 @@ def test_two_processes_commit_to_sqlite(tmp_path: Path) -> None:
     catalog.create_table("db.t", SCHEMA)
     script = textwrap.dedent(f"""
         import sys
-        from tablestore.catalog.sql import SqlCatalog
+        from tablestore.catalog.sql_catalog import SqlCatalog
         from tablestore.errors import CommitConflictError
         from tablestore.spec.updates import update_from_json
         writer = sys.argv[1]
@@ -461,7 +461,7 @@ def test_sqlite_parent_directory_is_created_and_wal_enabled(tmp_path: Path) -> N
 def test_tables_created_once_by_concurrent_processes(tmp_path: Path) -> None:
     uri = f"sqlite:///{tmp_path / 'fresh.db'}"
     script = (
-        "import sys; from tablestore.catalog.sql import SqlCatalog; "
+        "import sys; from tablestore.catalog.sql_catalog import SqlCatalog; "
         f"SqlCatalog('c' + sys.argv[1], uri={uri!r}, warehouse={str(tmp_path)!r}).list_namespaces()"
     )
     procs = [subprocess.Popen([sys.executable, "-c", script, str(i)], stderr=subprocess.PIPE,

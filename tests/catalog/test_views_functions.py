@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import create_engine, inspect, text
 
 from tablestore.catalog import FunctionAlreadyExistsError, ViewAlreadyExistsError
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import (
     AlreadyExistsError,
     CommitConflictError,

@@ -8,8 +8,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from tablestore.catalog_manager import CatalogManager
 from tablestore.config import load_config
-from tablestore.session import CatalogManager
 from tablestore.table import Table
 from tests.cli.test_cli import config, json_lines, run
 

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyiceberg.table import StaticTable
 
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.spec.manifest import ManifestContent, read_manifest_list
 from tests.interop.fixture_tables import events
 from tests.interop.readers import duckdb_connect

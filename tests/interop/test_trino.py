@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import UnsupportedError
 from tablestore.spec.schema import Schema
 from tests.interop.built import BuiltTable, build_table
@@ -241,7 +241,7 @@ def test_our_spark_source_reads_trinos_table_and_column_profiles_agree(trino_wro
     tablestore's SQL on Spark equal on every table."""
     from pipelines.defs.reconcile.profiles import differences, profile, profile_query, spark_quote, trino_quote
     from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
-    from tablestore.engine.spark import spark_session
+    from tablestore.spark import spark_session
     from tablestore.sql.session import SqlSession
 
     lake = trino_wrote

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pytest
 from pyiceberg.table import StaticTable
 
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tests.interop.readers import duckdb_connect
 from tests.oracle import OracleBatch, check
 from tests.rest.conftest import start_service

@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 
 import tablestore
+from tablestore.catalog_manager import CatalogManager
 from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
-from tablestore.session import CatalogManager
 from tests.maintenance.helpers import SCHEMA, rows, subject_rows_in_files
 
 pytestmark = pytest.mark.spark
 
 from pyspark.sql import SparkSession  # noqa: E402
 
-from tablestore.engine.spark import SparkEngine, spark_session  # noqa: E402
+from tablestore.spark import SparkEngine, spark_session  # noqa: E402
 
 
 @pytest.fixture(scope="module")

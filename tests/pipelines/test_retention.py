@@ -13,7 +13,7 @@ from pipelines.definitions import build_assets
 from pipelines.defs.ingest.retention import RETENTION_KEY, apply_retention
 from pipelines.defs.resources import resources
 from pipelines.settings import CONFIG_DIR, load_settings
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import ConfigError
 from tablestore.table import Table
 

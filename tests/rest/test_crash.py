@@ -10,7 +10,7 @@ from collections import Counter
 
 import pyarrow as pa
 
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import TableStoreError
 from tests.rest.conftest import CATALOG, RestService
 

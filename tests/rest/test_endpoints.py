@@ -8,7 +8,7 @@ from typing import Any
 import pyarrow as pa
 import requests
 
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tests.rest.conftest import CATALOG, WRITE_TOKEN, RestService
 
 AUTH = {"Authorization": f"Bearer {WRITE_TOKEN}"}

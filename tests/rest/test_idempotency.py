@@ -23,7 +23,7 @@ import pytest
 import requests
 
 from tablestore.catalog.rest import RestCatalog, uuid7
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.spec.schema import Schema
 from tablestore.spec.updates import AddSchemaUpdate, AssertCurrentSchemaId, SetCurrentSchemaUpdate
 from tests.rest.conftest import CATALOG, WRITE_TOKEN, RestService

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tests.rest.conftest import CATALOG, RestService
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tests.oracle import ORACLE_DIR, _ensure_built
 from tests.rest.conftest import CATALOG, CLIENT_ID, CLIENT_SECRET, RestService, start_service
 

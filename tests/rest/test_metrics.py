@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.config import load_config
 from tablestore.errors import ConfigError
 from tablestore.rest.settings import server_settings

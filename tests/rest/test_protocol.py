@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 import requests
 
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tests.rest.conftest import CATALOG, WRITE_TOKEN, RestService
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string())])
@@ -481,7 +481,7 @@ def test_duckdb_create_table_as_select_works_on_a_local_warehouse(rest_service: 
     location, then commits with assert-create. It creates no directories for its manifests, so on
     a local warehouse the stage-create must leave ``metadata/`` in place (DuckDB's commit failed
     with "Cannot open file .../metadata/<uuid>-m0.avro: No such file or directory")."""
-    from tablestore.catalog.sql import SqlCatalog
+    from tablestore.catalog.sql_catalog import SqlCatalog
     from tests.interop.readers import duckdb_connect
 
     ns = _ns()

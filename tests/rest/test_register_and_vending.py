@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 import requests
 
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import TableAlreadyExistsError, ValidationError
 from tests.rest.conftest import BACKENDS, CATALOG, READ_TOKEN, WRITE_TOKEN, RestService, write_config
 
@@ -65,7 +65,7 @@ def test_register_with_overwrite_repoints_an_existing_table(rest_service: RestSe
     try:
         from sqlalchemy import select
 
-        from tablestore.catalog.sql import ICEBERG_TABLES
+        from tablestore.catalog.sql_catalog import ICEBERG_TABLES
 
         with direct.engine.connect() as conn:
             rows = dict(conn.execute(select(ICEBERG_TABLES.c.table_name, ICEBERG_TABLES.c.previous_metadata_location)

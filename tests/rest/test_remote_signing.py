@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 import requests
 
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tests.rest.conftest import CATALOG, READ_TOKEN, WRITE_TOKEN, RestService, write_config
 from tests.services import S3Server
 

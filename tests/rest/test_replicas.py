@@ -25,7 +25,7 @@ import requests
 from sqlalchemy import create_engine
 
 from tablestore.catalog.rest import RestCatalog, uuid7
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import TableStoreError
 from tablestore.names import metadata_file_uuid
 from tablestore.rest.idempotency import IDEMPOTENCY_KEYS, fingerprint

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 from sqlalchemy import create_engine, event, text
 
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import CommitConflictError
 from tablestore.io import OutputFile
 from tablestore.rest.served_catalog import ServedSqlCatalog

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tests.rest.conftest import CATALOG, WRITE_TOKEN, RestService
 
 

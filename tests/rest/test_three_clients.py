@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tests.interop.readers import duckdb_connect
 from tests.interop.rows import canonical_rows, sort_rows
 from tests.oracle import ORACLE_DIR, _ensure_built

@@ -22,7 +22,7 @@ from pathlib import Path
 import psutil
 
 from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
-from tablestore.engine.spark import spark_session, write_dataframe
+from tablestore.spark import spark_session, write_dataframe
 from tablestore.sql.session import SqlSession
 from tests.sql.bounded_merge_job import CAPPED_DRIVER, PeakRss
 

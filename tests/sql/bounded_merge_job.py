@@ -26,7 +26,7 @@ from pathlib import Path
 import psutil
 
 from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
-from tablestore.engine.spark import spark_session, write_dataframe
+from tablestore.spark import spark_session, write_dataframe
 from tablestore.sql.session import SqlSession
 
 CAPPED_DRIVER = {"spark.driver.memory": "1g", "spark.driver.maxResultSize": "64m",

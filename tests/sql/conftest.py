@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 @pytest.fixture(scope="module")
 def spark(request: pytest.FixtureRequest) -> Iterator[SparkSession]:
-    from tablestore.engine.spark import spark_session
+    from tablestore.spark import spark_session
 
     yield spark_session(None, app_name=f"tablestore-{request.module.__name__.rsplit('.', 1)[-1]}")
 

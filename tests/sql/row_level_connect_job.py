@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
-from tablestore.engine.spark import spark_session
+from tablestore.spark import spark_session
 from tablestore.sql.session import SqlSession
 
 MODES = ["copy-on-write", "merge-on-read"]

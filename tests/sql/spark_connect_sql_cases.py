@@ -25,7 +25,7 @@ pytestmark = pytest.mark.spark
 
 from pyspark.sql import SparkSession  # noqa: E402
 
-from tablestore.engine.spark import REQUIRED_CONF, register_data_source  # noqa: E402
+from tablestore.spark import REQUIRED_CONF, register_data_source  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +137,7 @@ def test_column_merge_procedures_write_in_tasks_through_connect(session: SqlSess
 
 
 def test_a_computed_feature_merges_in_tasks_through_connect(session: SqlSession) -> None:
-    from tablestore.engine.spark.column_merge import merge_in_tasks
+    from tablestore.spark.tasks.column_merge_tasks import merge_in_tasks
 
     # A string key: the Connect server's JVM tags the rows with their fragments and shuffles them.
     session.execute("""

@@ -153,7 +153,7 @@ def test_merge_builder_refuses_a_streaming_source(session: SqlSession, spark: An
 
 
 def test_python_api_runs_its_file_work_on_the_spark_engine(session: SqlSession, spark: Any) -> None:
-    from tablestore.engine.spark import SparkEngine
+    from tablestore.spark import SparkEngine
 
     _setup(session, "merge-on-read")
     catalog, identifier = session.manager.resolve_table(("user",))
@@ -321,7 +321,7 @@ def test_merge_reads_only_the_target_columns_its_query_names() -> None:
 
 
 def test_row_positions_source_reads_only_the_columns_option(session: SqlSession, spark: Any) -> None:
-    from tablestore.engine.spark.row_source import SOURCE_NAME, native_row_positions, register
+    from tablestore.spark.tasks.row_source import SOURCE_NAME, native_row_positions, register
 
     _setup(session, "merge-on-read")
     register(spark)

@@ -28,8 +28,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from tablestore.catalog_manager import CatalogManager
 from tablestore.config import LakehouseConfig
-from tablestore.session import CatalogManager
 from tablestore.table import Table
 from tests.lakehouse_config import lakehouse_config, sqlite_catalog
 
@@ -37,7 +37,7 @@ pytestmark = pytest.mark.spark
 
 from pyspark.sql import SparkSession  # noqa: E402
 
-from tablestore.engine.spark import spark_session, write_dataframe  # noqa: E402
+from tablestore.spark import spark_session, write_dataframe  # noqa: E402
 from tablestore.sql.session import SqlSession  # noqa: E402
 
 SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.string()), ("g", pa.int64()), ("v", pa.float64())])
@@ -211,7 +211,7 @@ def _by_pyiceberg(request: pytest.FixtureRequest, manager: CatalogManager) -> st
 
 
 def _by_duckdb(request: pytest.FixtureRequest, manager: CatalogManager) -> str:
-    from tablestore.catalog.sql import SqlCatalog
+    from tablestore.catalog.sql_catalog import SqlCatalog
     from tests.interop.readers import duckdb_connect
     from tests.rest.conftest import CATALOG, WRITE_TOKEN, start_service
 

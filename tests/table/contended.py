@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tablestore.catalog import Catalog, IdentifierLike
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.spec.metadata import TableMetadata
 from tablestore.spec.updates import TableRequirement, TableUpdate
 

@@ -156,7 +156,7 @@ def test_merge_only_into_fragments_matching_a_filter(db: Catalog) -> None:
 @pytest.fixture(scope="module")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from tablestore.config import parse_config
-    from tablestore.engine.spark import spark_session
+    from tablestore.spark import spark_session
 
     root = tmp_path_factory.mktemp("merge-spark")
     config = parse_config(textwrap.dedent(f"""
@@ -173,7 +173,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 def spark_table(tmp_path: Path, spark: Any) -> Table:
-    from tablestore.engine.spark import SparkEngine
+    from tablestore.spark import SparkEngine
 
     return users_table(_catalog(tmp_path), files=2).with_engine(SparkEngine(spark))
 
@@ -243,7 +243,7 @@ def test_a_spark_dataframe_merges_on_the_local_engine(tmp_path: Path, spark: Any
 
 
 def test_spark_fragments_with_overlapping_key_ranges_get_every_matching_row(tmp_path: Path, spark: Any) -> None:
-    from tablestore.engine.spark import SparkEngine
+    from tablestore.spark import SparkEngine
 
     table = odd_even_table(_catalog(tmp_path)).with_engine(SparkEngine(spark))
     rows = [(i, f"s{i}") for i in (1, 2, 99, 100, 500)] + [(2, "again")]
@@ -256,7 +256,7 @@ def test_spark_fragments_with_overlapping_key_ranges_get_every_matching_row(tmp_
 
 
 def test_spark_tasks_get_contiguous_fragments_of_equal_size() -> None:
-    from tablestore.engine.spark.column_merge import assign_tasks, disjoint_order
+    from tablestore.spark.tasks.column_merge_tasks import assign_tasks, disjoint_order
 
     assert disjoint_order([(20, 29), (0, 9), (10, 19)]) == [1, 2, 0]
     assert disjoint_order([(0, 10), (10, 19)]) is None  # touching ranges share the key 10

@@ -4,7 +4,7 @@
 the only caller of a catalog's ``commit_table`` outside the catalogs and the REST service (which
 implement it). Expiry and erasure, which remove snapshots rather than add one, commit through a
 Transaction too. Every file Spark writes is committed by one function,
-``engine/spark/commit.py``'s ``commit_files``.
+``spark/commit.py``'s ``commit_files``.
 """
 
 from __future__ import annotations
@@ -54,14 +54,14 @@ def test_files_written_by_spark_are_committed_by_one_function() -> None:
     # sink: none of them opens a transaction or calls the Table API's file commits itself.
     commits = {"transaction", "append_files", "overwrite_files", "replace_partitions_files", "replace_files",
                "commit_snapshot", "commit_transaction"}
-    calls = calls_of(commits, "tablestore/sql", "tablestore/engine/spark/source_write.py",
-                     "tablestore/engine/spark/stream.py", "tablestore/engine/spark/write_files.py",
-                     "tablestore/engine/spark/native_write.py", "tablestore/engine/spark/commit.py")
+    calls = calls_of(commits, "tablestore/sql", "tablestore/spark/datasource/source_write.py",
+                     "tablestore/spark/datasource/stream.py", "tablestore/spark/tasks/write_files.py",
+                     "tablestore/spark/native/native_write.py", "tablestore/spark/commit.py")
     assert sorted(calls) == [
-        ("tablestore/engine/spark/commit.py", "append_files"),
-        ("tablestore/engine/spark/commit.py", "commit_transaction"),
-        ("tablestore/engine/spark/commit.py", "overwrite_files"),
-        ("tablestore/engine/spark/commit.py", "replace_files"),
-        ("tablestore/engine/spark/commit.py", "replace_partitions_files"),
-        ("tablestore/engine/spark/commit.py", "transaction"),
+        ("tablestore/spark/commit.py", "append_files"),
+        ("tablestore/spark/commit.py", "commit_transaction"),
+        ("tablestore/spark/commit.py", "overwrite_files"),
+        ("tablestore/spark/commit.py", "replace_files"),
+        ("tablestore/spark/commit.py", "replace_partitions_files"),
+        ("tablestore/spark/commit.py", "transaction"),
     ]

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyiceberg.table import StaticTable
 
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import CommitConflictError
 from tablestore.maintenance import expire_snapshots, rewrite_data_files
 from tablestore.spec.manifest import (

@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.spec.manifest import (
     DataFileContent,
     FileFormat,

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyiceberg.table import StaticTable
 
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import AlreadyExistsError, SchemaError, ValidationError
 from tablestore.names import normalize_location
 from tablestore.spec import conversions

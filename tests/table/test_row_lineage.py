@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tablestore.catalog.sql import SqlCatalog
+from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import SchemaError
 from tablestore.spec.expressions import AlwaysTrue, bind, to_expression
 from tablestore.spec.row_lineage import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, with_row_lineage

@@ -281,7 +281,7 @@ def test_oracle_and_pyiceberg_read_evolved_tables_like_we_do(db: tablestore.Cata
 
 @pytest.fixture(scope="module")
 def spark() -> object:
-    from tablestore.engine.spark import spark_session
+    from tablestore.spark import spark_session
 
     return spark_session(None, app_name="tablestore-schema-update-tests")
 
@@ -289,7 +289,7 @@ def spark() -> object:
 @pytest.mark.spark
 @SQLITE_ONLY
 def test_conversion_rewrite_runs_on_the_spark_engine(table: tablestore.Table, spark: object) -> None:
-    from tablestore.engine.spark import SparkEngine
+    from tablestore.spark import SparkEngine
 
     on_spark = table.with_engine(SparkEngine(spark))  # type: ignore[arg-type]
     with on_spark.update_schema() as u:

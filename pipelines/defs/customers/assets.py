@@ -4,7 +4,7 @@
 add their column with a merge_columns the first time, and afterwards refresh it with an
 update_columns (a partial update: customers absent from the source keep their value). The
 feature query is a Spark DataFrame and the merge runs in Spark tasks
-(``tablestore.engine.spark.column_merge.merge_in_tasks``, classic or Spark Connect): the run
+(``tablestore.spark.tasks.column_merge_tasks.merge_in_tasks``, classic or Spark Connect): the run
 process plans and commits; the feature rows never reach it.
 """
 
@@ -51,7 +51,7 @@ HAVING count_if(event_type = 'purchase') > 0
 def merge_feature(table: Table, source: "DataFrame", column: str) -> dict[str, str | int]:
     """Add ``column`` from ``source`` (joined on user_id), or refresh it if the table has it;
     the materialization's metadata: the action, the snapshot and the Spark tasks that wrote."""
-    from tablestore.engine.spark.column_merge import merge_in_tasks  # pyspark: loaded when a run merges
+    from tablestore.spark.tasks.column_merge_tasks import merge_in_tasks  # pyspark: loaded when a run merges
 
     exists = column in [f.name for f in table.schema().fields]
     action = "update_columns" if exists else "merge_columns"

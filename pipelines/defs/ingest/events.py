@@ -16,7 +16,7 @@ from tablestore.table import Table
 
 LANDING = table_name("landing_events")
 EVENTS = table_name("events")
-# The snapshot summary keys of a write made by Spark tasks (tablestore.engine.spark.write_files).
+# The snapshot summary keys of a write made by Spark tasks (tablestore.spark.tasks.write_files).
 WRITE_SUMMARY_PREFIX = "tablestore.write."
 REQUESTS = table_name("erasure_requests")
 # The landing table declares `device` from the start: files from before the source sent it
@@ -125,7 +125,7 @@ class IngestResult:
     snapshot_id: int | None = None
     partitions: list[str] = field(default_factory=list)
     # Where the files were written: the Spark tasks, executors and hosts the snapshot records
-    # (``tablestore.write.*`` of its summary; see tablestore.engine.spark.write_files).
+    # (``tablestore.write.*`` of its summary; see tablestore.spark.tasks.write_files).
     written_by: dict[str, str] = field(default_factory=dict)
 
 

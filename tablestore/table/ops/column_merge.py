@@ -10,7 +10,7 @@ Each task gets only the source rows that can match its fragment: grouped by a bi
 over the fragments' key ranges when they are disjoint, else sorted by the first key and sliced
 by the fragment's key bounds (:meth:`MergePlan.slices`), or, for a Spark DataFrame source on
 the Spark engine, staged per fragment or tagged in the JVM and shuffled to the task that owns
-it (:mod:`tablestore.engine.spark.column_merge`).
+it (:mod:`tablestore.spark.tasks.column_merge_tasks`).
 
 A fragment (:class:`Fragment`) is one data file with its delete files. It is planned on the
 driver, pickled to a task, rewritten there with new or updated columns and comes back as a new

@@ -15,9 +15,11 @@ partition and spec, and its ``file_path`` lower and upper bounds are that one pa
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyroaring import BitMap64
 
@@ -50,38 +52,54 @@ def delete_file_path(data_location: str, spec: PartitionSpec, schema: Schema, da
 
 
 def write_position_deletes(
-    io: FileIO, path: str, data_file: DataFile, positions: np.ndarray, codec: str = "zstd"
+    io: FileIO, path: str, rows: pa.Table, spec_id: int, partition: tuple[Any, ...], codec: str = "zstd",
+    record_referenced_file: bool = True,
 ) -> DataFile:
-    """Write the deleted ``positions`` of ``data_file`` to ``path``; returns the delete file's DataFile."""
-    ordered = np.unique(np.asarray(positions, dtype=np.int64))  # sorted, as the spec requires
-    table = pa.Table.from_arrays(
-        [pa.array([data_file.file_path] * len(ordered), pa.string()), pa.array(ordered, pa.int64())],
-        schema=POSITION_DELETE_SCHEMA,
-    )
+    """Write ``rows`` (``file_path``, ``pos``, sorted by both) as a position delete file of the
+    partition ``partition`` of spec ``spec_id`` at ``path``; returns its DataFile. When every row
+    names one data file and ``record_referenced_file``, that file is its ``referenced_data_file``."""
+    rows = pa.table([rows.column(0).cast(pa.string()), rows.column(1).cast(pa.int64())], schema=POSITION_DELETE_SCHEMA)
     stream = io.new_output(path).create(overwrite=False)
     try:
         with pq.ParquetWriter(stream, POSITION_DELETE_SCHEMA, compression=codec, write_statistics=True) as writer:
-            writer.write_table(table)
+            writer.write_table(rows)
         size = stream.tell()
     finally:
         stream.close()
-    path_bound = conversions.to_bytes(StringType(), data_file.file_path)
-    count = len(ordered)
+    paths, positions = rows.column("file_path"), rows.column("pos")
+    first, last = pc.min(paths).as_py(), pc.max(paths).as_py()
+    count = rows.num_rows
     return DataFile(
         content=DataFileContent.POSITION_DELETES,
         file_path=path,
         file_format=FileFormat.PARQUET,
-        partition=tuple(data_file.partition),
+        partition=tuple(partition),
         record_count=count,
         file_size_in_bytes=size,
         value_counts={DELETE_FILE_PATH_ID: count, DELETE_POS_ID: count},
         null_value_counts={DELETE_FILE_PATH_ID: 0, DELETE_POS_ID: 0},
-        lower_bounds={DELETE_FILE_PATH_ID: path_bound,
-                      DELETE_POS_ID: conversions.to_bytes(LongType(), int(ordered[0]))},
-        upper_bounds={DELETE_FILE_PATH_ID: path_bound,
-                      DELETE_POS_ID: conversions.to_bytes(LongType(), int(ordered[-1]))},
-        spec_id=data_file.spec_id,
+        lower_bounds={DELETE_FILE_PATH_ID: conversions.to_bytes(StringType(), first),
+                      DELETE_POS_ID: conversions.to_bytes(LongType(), pc.min(positions).as_py())},
+        upper_bounds={DELETE_FILE_PATH_ID: conversions.to_bytes(StringType(), last),
+                      DELETE_POS_ID: conversions.to_bytes(LongType(), pc.max(positions).as_py())},
+        spec_id=spec_id,
+        referenced_data_file=first if record_referenced_file and first == last else None,
     )
+
+
+def write_file_position_deletes(
+    io: FileIO, path: str, data_file: DataFile, positions: np.ndarray, codec: str = "zstd"
+) -> DataFile:
+    """Write the deleted ``positions`` of ``data_file`` to ``path`` (a file-scoped delete file);
+    returns the delete file's DataFile. Its ``referenced_data_file`` is left unset, as row-level
+    operations always wrote it: readers match it to ``data_file`` by its path bounds."""
+    ordered = np.unique(np.asarray(positions, dtype=np.int64))  # sorted, as the spec requires
+    rows = pa.Table.from_arrays(
+        [pa.array([data_file.file_path] * len(ordered), pa.string()), pa.array(ordered, pa.int64())],
+        schema=POSITION_DELETE_SCHEMA,
+    )
+    return write_position_deletes(io, path, rows, data_file.spec_id, tuple(data_file.partition), codec,
+                                  record_referenced_file=False)
 
 
 def merged_previous_deletes(io: FileIO, data_file: DataFile,

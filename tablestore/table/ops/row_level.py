@@ -67,7 +67,7 @@ from tablestore.table.ops.position_deletes import (
     delete_file_path,
     merged_previous_deletes,
     write_deletion_vector,
-    write_position_deletes,
+    write_file_position_deletes,
 )
 from tablestore.table.ops.row_expressions import ArrowEvaluator, parse_expression
 from tablestore.table.read.data_files import equality_matches, read_position_deletes
@@ -159,7 +159,7 @@ class RowLevelContext:
         ctx = self.write_context()
         if self.format_version < 3:
             path = delete_file_path(ctx.data_location, spec, self.schema, task.file, write_id=self.write_id)
-            delete = write_position_deletes(self.io, path, task.file, positions, ctx.codec)
+            delete = write_file_position_deletes(self.io, path, task.file, positions, ctx.codec)
             return FileChange(task.file, affected, added_data=added_data or [], added_deletes=[delete])
         bitmap, replaced = merged_previous_deletes(self.io, task.file, task.delete_files)
         bitmap.update(np.asarray(positions, dtype=np.int64).astype(np.uint64))

@@ -247,9 +247,3 @@ def ensure_schema_unchanged(base: TableMetadata, now: TableMetadata) -> None:
         )
 
 
-def resulting_schema_id(base: TableMetadata, new: Schema) -> int:
-    """The id ``new`` gets when added: an identical earlier schema's id, else the next one."""
-    for s in base.schemas:
-        if s.fields == new.fields and s.identifier_field_ids == new.identifier_field_ids:
-            return s.schema_id
-    return max((s.schema_id for s in base.schemas), default=-1) + 1

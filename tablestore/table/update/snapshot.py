@@ -39,7 +39,7 @@ from tablestore.spec.manifest import (
     write_manifest,
     write_manifest_list,
 )
-from tablestore.spec.metadata import MAIN_BRANCH, WAP_ID_PROPERTY, Snapshot, TableMetadata
+from tablestore.spec.metadata import MAIN_BRANCH, WAP_ID_PROPERTY, Snapshot, TableMetadata, new_snapshot_id
 from tablestore.spec.updates import (
     AddSnapshotUpdate,
     AssertRefSnapshotId,
@@ -56,12 +56,6 @@ if TYPE_CHECKING:
     from tablestore.table import Table
 
 log = logging.getLogger(__name__)
-
-
-def new_snapshot_id() -> int:
-    """A positive 63-bit id from a random UUID, as Java Iceberg makes them."""
-    u = uuid.uuid4()
-    return ((u.int >> 64) ^ (u.int & 0xFFFFFFFFFFFFFFFF)) & 0x7FFFFFFFFFFFFFFF
 
 
 def quiet_delete(table: Table, path: str) -> None:

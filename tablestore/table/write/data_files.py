@@ -22,6 +22,7 @@ from tablestore.errors import ValidationError
 from tablestore.io import FileIO, to_location_uri
 from tablestore.spec import conversions
 from tablestore.spec.manifest import DataFile
+from tablestore.spec.metadata import int_property
 from tablestore.spec.partitioning import PartitionSpec
 from tablestore.spec.schema import Schema, parquet_write_schema, without_unknown_columns
 from tablestore.spec.types import DateType, IcebergType
@@ -40,16 +41,12 @@ _DISTINCT_CHECK_ROWS = 8192
 _EPOCH = datetime.date(1970, 1, 1)
 
 
-def int_property(properties: dict[str, str], key: str, default: int) -> int:
-    raw = properties.get(key)
-    if raw is None:
+def positive_int_property(properties: dict[str, str], key: str, default: int) -> int:
+    value = int_property(properties, key)
+    if value is None:
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValidationError(f"table property {key}={raw!r} must be an integer") from None
     if value <= 0:
-        raise ValidationError(f"table property {key}={raw!r} must be positive")
+        raise ValidationError(f"table property {key}={properties[key]!r} must be positive")
     return value
 
 
@@ -79,11 +76,11 @@ class WriteContext:
 
     @property
     def target_file_size(self) -> int:
-        return int_property(self.properties, "write.target-file-size-bytes", DEFAULT_TARGET_FILE_SIZE)
+        return positive_int_property(self.properties, "write.target-file-size-bytes", DEFAULT_TARGET_FILE_SIZE)
 
     @property
     def row_group_bytes(self) -> int:
-        return int_property(self.properties, "write.parquet.row-group-size-bytes", DEFAULT_ROW_GROUP_BYTES)
+        return positive_int_property(self.properties, "write.parquet.row-group-size-bytes", DEFAULT_ROW_GROUP_BYTES)
 
     @property
     def codec(self) -> str:

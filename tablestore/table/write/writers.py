@@ -52,10 +52,10 @@ from tablestore.table.write.data_files import (
     WriteContext,
     dictionary_columns,
     group_codes,
-    int_property,
     is_constant,
     partition_keys,
     partition_tuple,
+    positive_int_property,
     single_chunk,
     split_by_partition,
     value_runs,
@@ -92,7 +92,7 @@ def open_file_overhead(location: str) -> int:
 
 
 def fanout_budget(properties: dict[str, str]) -> int:
-    return int_property(properties, FANOUT_BUDGET_PROPERTY, DEFAULT_FANOUT_BUDGET)
+    return positive_int_property(properties, FANOUT_BUDGET_PROPERTY, DEFAULT_FANOUT_BUDGET)
 
 
 def distribution_mode(properties: dict[str, str]) -> str:
@@ -554,15 +554,6 @@ def route_pieces(
     ], False
 
 
-def route_batch(
-    ctx: WriteContext, result_types: list[IcebergType], data: pa.Table
-) -> tuple[list[tuple[tuple[Any, ...], pa.Table]], bool]:
-    """The batch's rows by partition as tables (slices of :func:`route_pieces`' table), and
-    whether the batch is clustered."""
-    table, pieces, clustered = route_pieces(ctx, result_types, data)
-    return [(partition, table.slice(offset, length)) for partition, offset, length in pieces], clustered
-
-
 class PartitionedWriter:
     """The writer a write path uses: routes batches by partition and picks the writer.
 
@@ -707,7 +698,6 @@ __all__ = [
     "SinglePartitionWriter",
     "WriterKind",
     "WriterStats",
-    "route_batch",
     "route_pieces",
     "write_batches",
     "write_data_stream",
