@@ -92,6 +92,9 @@ def drive(settings_file: str | None = None, root: str | None = None, log: Callab
                 return
         raise RuntimeError(f"the sensors and automation still requested runs after {MAX_TICKS} ticks")
 
+    # The automation's first evaluation, before any data: as the daemon's first tick, it sets the
+    # cursor that later ticks compare with (an update before any cursor is not a new update).
+    automation["cursor"] = dg.evaluate_automation_conditions(definitions, instance).cursor
     for day in settings.data.dates:
         write_landing_day(settings, day)
     log(f"landed {len(settings.data.dates)} days of events in {settings.events_landing}")
