@@ -1,5 +1,7 @@
 """`make demo`: the whole pipeline on embedded defaults (local Spark, SQLite catalog, local
-warehouse), then a summary. Exits non-zero if a step or a Great Expectations check fails.
+warehouse), then a summary. It lands the files and lets the code location's sensors and
+automation conditions run everything (``pipelines.drive``), in-process. Exits non-zero if a run
+or a Great Expectations check fails.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from pipelines.defs.erasure.assets import ERASURE_KEY
-from pipelines.run import PipelineRun, run_pipeline
+from pipelines.drive import drive
+from pipelines.run import PipelineRun
 from pipelines.settings import CATALOG, DATABASE
 from tablestore.catalog_manager import CatalogManager
 
@@ -93,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     # GX logs each data source and suite it adds; the summary below is what to read.
     logging.getLogger("great_expectations").setLevel(logging.WARNING)
     started = time.monotonic()
-    run = run_pipeline(root=str(root), log=lambda line: console.print(line), log_level="WARNING")
+    run = drive(root=str(root), log=lambda line: console.print(line), log_level="WARNING")
     elapsed = time.monotonic() - started
     summary(run)
     failed_steps = [s for s in run.steps if not s.success]
@@ -104,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         for c in failed_checks:
             console.print(f"[red]check failed:[/] {c.asset} {c.name}")
         return 1
-    console.print(f"[green]demo passed[/]: {len(run.steps)} steps, {len(run.checks)} checks, {elapsed:.0f} s; "
+    console.print(f"[green]demo passed[/]: {len(run.steps)} runs, {len(run.checks)} checks, {elapsed:.0f} s; "
                   f"data in {root}")
     return 0
 

@@ -6,7 +6,10 @@ PARTITION clause's static values as literal columns), runs as a Spark job whose 
 data files (:mod:`tablestore.spark.tasks.write_files`); the client then commits them in one
 snapshot (:mod:`tablestore.spark.commit`): an append, an overwrite by filter (static) or a
 dynamic partition overwrite, validated against the table as it was loaded before the query ran,
-and marked with the write's id.
+and marked with the write's id, or with the session's ``tablestore.commit-id`` when one is set
+(``SET tablestore.commit-id = 'job-42'``): an INSERT whose commit id is already in the history of
+the branch it writes commits nothing (a re-run or a retry of the same work applies once; see
+:mod:`tablestore.table.update.identity`). The option stays set until ``RESET tablestore.commit-id``.
 
 The query's columns are matched to the table's by position, as in Spark SQL. A value is only
 converted where SQL's store assignment allows it (numbers to wider or other numeric types,
@@ -27,9 +30,10 @@ from tablestore.spec.expressions import And, EqualTo, Expression, IsNull, Refere
 from tablestore.spec.transforms import IdentityTransform
 from tablestore.spec.types import sql_type_name
 from tablestore.sql import statements as st
-from tablestore.sql.options import INSERT_OVERWRITE_MODE
+from tablestore.sql.options import COMMIT_ID, INSERT_OVERWRITE_MODE
 from tablestore.sql.query import spark_errors
 from tablestore.sql.result import StatementResult
+from tablestore.table import CommitIdentity
 
 if TYPE_CHECKING:
     from tablestore.sql.context import SessionContext
@@ -160,9 +164,11 @@ def run_insert(context: SessionContext, table: Table, s: st.Insert) -> Statement
         raise ValidationError(f"{INSERT_OVERWRITE_MODE} must be 'dynamic' or 'static', got {mode!r}")
     written = write_query(context, table, df)
     rows = written.rows
+    commit_id = context.options.get(COMMIT_ID)
+    identity = CommitIdentity(commit_id) if commit_id else None
     if not s.overwrite:
         if written.files:
-            commit_written(table, written)
+            commit_written(table, written, identity=identity)
         return StatementResult(affected=rows)
     if static and (not clause.dynamic or mode == "static"):
         # Every row the PARTITION clause selects is replaced, even by an empty query (Hive's rule).
@@ -170,9 +176,9 @@ def run_insert(context: SessionContext, table: Table, s: st.Insert) -> Statement
         for name, value in static.items():
             term: Expression = IsNull(Reference(name)) if value is None else EqualTo(Reference(name), value)
             condition = term if condition is None else And(condition, term)
-        commit_written(table, written, FilesCommit(OVERWRITE, filter=condition))
+        commit_written(table, written, FilesCommit(OVERWRITE, filter=condition), identity)
     elif mode == "static" or not table.spec().fields:
-        commit_written(table, written, FilesCommit(OVERWRITE))
+        commit_written(table, written, FilesCommit(OVERWRITE), identity)
     else:
-        commit_written(table, written, FilesCommit(REPLACE_PARTITIONS))
+        commit_written(table, written, FilesCommit(REPLACE_PARTITIONS), identity)
     return StatementResult(affected=rows)

@@ -13,6 +13,8 @@ from tablestore.errors import ValidationError
 INSERT_OVERWRITE_MODE = "tablestore.insert-overwrite.mode"
 SPARK_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
 OVERWRITE_MODES = ("dynamic", "static")
+# ``SET tablestore.commit-id = ...``: the commit identifier of the session's INSERTs (dml.py).
+COMMIT_ID = "tablestore.commit-id"
 UNDEFINED = "<undefined>"
 
 

@@ -121,8 +121,11 @@ def test_second_run_is_idempotent(lake: Lake) -> None:
     daily = [s for s in lake.second.steps if "lakehouse/shop/events" in s.materializations]
     # Two runs land days: those before the evolution, those after it (each a range of days).
     assert [s.materializations["lakehouse/shop/events"]["action"] for s in daily] == ["unchanged", "unchanged"]
-    # Only the hourly overwrite commits to events; customers is rebuilt and its features refreshed.
-    assert len(new["events"]) == 1
+    # The hours match their landing rows too: events gets no snapshot at all (no audit branch
+    # either); customers is rebuilt and its features refreshed.
+    hourly = [s for s in lake.second.steps if "lakehouse/shop/events_hourly" in s.materializations]
+    assert [s.materializations["lakehouse/shop/events_hourly"]["action"] for s in hourly] == ["unchanged"]
+    assert new["events"] == []
     assert len(new["customers"]) == 3
     # Nothing pending: the erasure step commits nothing and says so.
     assert lake.second.metadata(ERASURE_KEY) == {"pending": 0, "message": "no pending erasure requests"}

@@ -59,6 +59,10 @@ def _ingest_result(result: ev.IngestResult, store: TableStoreResource, started: 
         "window": f"{result.start:%Y-%m-%d %H:%M} .. {result.end:%Y-%m-%d %H:%M}",
         "rows": result.rows,
         "action": result.action,
+        # A re-run writes only the partitions whose landing rows differ from main's.
+        "partitions_written": len(result.partitions),
+        "partitions_unchanged": len(result.unchanged),
+        "commit_id": result.commit_id,
         # Numbers Dagster plots per asset; snapshot_id 0: unchanged, nothing committed.
         **snapshot_metadata(table, started, committed=result.snapshot_id is not None),
         "partition_spec": str(table.spec()),

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tablestore.io import FileIO, load_file_io
-from tablestore.spark.commit import FilesCommit, commit_files, writer_identity
+from tablestore.spark.commit import WRITE_ID_PROPERTY, FilesCommit, commit_files, writer_identity
 from tablestore.spark.write_task import (
     WriteTarget,
     check_write_schema,
@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
     from tablestore.spark.commit import Committed
-    from tablestore.table import Table
+    from tablestore.table import CommitIdentity, Table
 
 log = logging.getLogger(__name__)
 
@@ -262,12 +262,20 @@ def remove_write_files(io: FileIO, data_location: str, write_id: str) -> None:
     delete_quietly(io, [f.path for f in listed if write_id in f.path.rsplit("/", 1)[-1]])
 
 
-def commit_written(table: Table, written: WrittenFiles, how: FilesCommit | None = None) -> Committed:
+def commit_written(table: Table, written: WrittenFiles, how: FilesCommit | None = None,
+                   identity: CommitIdentity | None = None) -> Committed:
     """One snapshot of the files a SQL write's tasks wrote, as ``how`` says (None: append), marked with the write's
     id (a retry of a commit whose outcome was unknown finds it) and recording where they were
-    written; the files are deleted when the commit is refused."""
-    return commit_files(table, written.files, writer_identity(written.write_id), how or FilesCommit(),
-                        written.summary(), writer="the SQL statement")
+    written; the files are deleted when the commit is refused.
+
+    ``identity`` (the session's ``tablestore.commit-id``) names the commit instead of the write id,
+    which the summary still records: when the branch's history already holds it, nothing is
+    committed and the files are deleted (``Committed.applied_before``)."""
+    summary = written.summary()
+    if identity is not None:
+        summary[WRITE_ID_PROPERTY] = written.write_id
+    return commit_files(table, written.files, identity or writer_identity(written.write_id), how or FilesCommit(),
+                        summary, writer="the SQL statement")
 
 
 __all__ = ["SUMMARY_PREFIX", "TaskWrite", "WrittenFiles", "commit_written", "remove_write", "remove_write_files",
