@@ -24,7 +24,7 @@ from pipelines.defs.erasure.sensors import ERASURE_SENSOR
 from pipelines.defs.ingest.landing import write_erasure_requests, write_landing_day
 from pipelines.defs.ingest.sensors import LANDING_SENSOR
 from pipelines.defs.resources import resources
-from pipelines.run import PipelineRun, _outcome
+from pipelines.run import PipelineRun, step_outcome
 from pipelines.settings import load_settings
 
 # A bound on the daemon's ticks: the graph settles in a few (each tick runs what became ready).
@@ -51,7 +51,7 @@ def drive(settings_file: str | None = None, root: str | None = None, log: Callab
             assets, selection=dg.AssetSelection.assets(*selection), resources=res, instance=instance, tags=tags,
             raise_on_error=False, run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
         )
-        outcome = _outcome(label, result, instance)
+        outcome = step_outcome(label, result, instance)
         run.steps.append(outcome)
         for check in outcome.checks:
             log(f"  check {check.name}: {'passed' if check.passed else 'FAILED'} ({check.description})")

@@ -92,7 +92,7 @@ def _step_seconds(instance: dg.DagsterInstance, run_id: str) -> dict[str, float]
     return {key: max(t) - min(t) for key, t in spans.items()}
 
 
-def _outcome(label: str, result: dg.ExecuteInProcessResult, instance: dg.DagsterInstance) -> StepOutcome:
+def step_outcome(label: str, result: dg.ExecuteInProcessResult, instance: dg.DagsterInstance) -> StepOutcome:
     outcome = StepOutcome(label, result.success, step_seconds=_step_seconds(instance, result.run_id))
     for event in result.get_asset_materialization_events():
         materialization = event.materialization
@@ -188,7 +188,7 @@ def run_pipeline(
             resources=res, instance=instance, tags=tags, raise_on_error=False,
             run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
         )
-        outcome = _outcome(label, result, instance)
+        outcome = step_outcome(label, result, instance)
         run.steps.append(outcome)
         for check in outcome.checks:
             log(f"  check {check.name}: {'passed' if check.passed else 'FAILED'} ({check.description})")
