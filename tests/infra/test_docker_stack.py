@@ -187,7 +187,9 @@ def test_dagster_materializes_every_asset_and_every_check_passes(
     assert [(r.label, r.status, r.errors) for r in pipeline if r.status != "SUCCESS"] == []
     client = DagsterClient(f"http://{stack.address('dagster-webserver', 3000)}")
     materialized = {key for r in pipeline for key in r.materializations}
-    assert materialized == {"/".join(k) for k in client.asset_keys()}
+    # Every asset but the table maintenance, which runs on its own nightly schedule.
+    planned = {"/".join(k) for k in client.asset_keys() if k[:3] != ["lakehouse", "shop", "maintenance"]}
+    assert materialized == planned
     assert {(c.asset, c.name): c.passed for r in pipeline for c in r.checks} == EVERY_CHECK_PASSED
     reconciliation = pipeline[-1].materializations["lakehouse/shop/trino_reconciliation"]
     assert "skipped" not in reconciliation, reconciliation
