@@ -240,7 +240,11 @@ def test_the_catalogs_own_key_appears_in_no_response_of_any_endpoint(vending_ser
         client.drop_view(f"{ns}.v")
         client.register_view(f"{ns}.v", view.metadata_location)
         client.rename_table(f"{ns}.t", f"{ns}.t2")
-        client.register_table(f"{ns}.t3", client.load_table(f"{ns}.t2").metadata_location)
+        # A register needs files no live table owns: those of a table dropped without purge.
+        client.create_table(f"{ns}.gone", SCHEMA).append(pa.table({"id": [3]}, schema=SCHEMA))
+        gone = client.load_table(f"{ns}.gone").metadata_location
+        client.drop_table(f"{ns}.gone")
+        client.register_table(f"{ns}.t3", gone)
         client.update_namespace_properties(ns, updates={"k": "v"})
         client.list_namespaces(), client.list_tables(ns), client.list_views(ns)
         client.load_credentials(f"{ns}.t2")
