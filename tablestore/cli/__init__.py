@@ -28,6 +28,8 @@ EXTRAS = {
     "pandas": "spark",
     "fastapi": "service",
     "starlette": "service",
+    "anyio": "service",
+    "prometheus_client": "service",
     "uvicorn": "service",
     "jwt": "service",
     "botocore": "service",
