@@ -4,6 +4,7 @@ Iceberg's result columns, and the refusals with nothing committed."""
 from __future__ import annotations
 
 import datetime
+import time
 
 import pyarrow as pa
 import pytest
@@ -20,6 +21,8 @@ def make_table(session: SqlSession, batches: int = 3, properties: str = "") -> T
     catalog, identifier = session.manager.resolve_table(("db", "t"))
     table = catalog.load_table(identifier)
     for i in range(1, batches + 1):
+        if i > 1:
+            time.sleep(0.005)  # snapshots apart in time, so a point between two of them exists
         table.append(pa.table({"id": pa.array([i], pa.int64())}))
     return table
 
@@ -71,8 +74,7 @@ def test_rollback_to_timestamp(session: SqlSession) -> None:
     table = make_table(session)
     s1, s2, s3 = table.snapshots()
     after_s1 = datetime.datetime.fromtimestamp((s1.timestamp_ms + 1) / 1000, datetime.UTC)
-    if s2.timestamp_ms <= s1.timestamp_ms + 1:
-        pytest.skip("the snapshots were made in the same millisecond")
+    assert s2.timestamp_ms > s1.timestamp_ms + 1  # make_table keeps them apart
     literal = after_s1.strftime("%Y-%m-%d %H:%M:%S.%f")
     result = session.execute_one(f"CALL cat.system.rollback_to_timestamp('db.t', TIMESTAMP '{literal}')")
     assert result.rows == [[s3.snapshot_id, s1.snapshot_id]]
