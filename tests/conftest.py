@@ -3,6 +3,8 @@
 - ``s3_server`` (session): MinIO built from source (infra/images/minio.py) on loopback; ``.endpoint``, ``.access_key``, ``.secret_key``,
   ``.properties`` (FileIO/catalog properties), ``.create_bucket()``, ``.client()`` (boto3).
 - ``postgres_server`` (session) and ``postgres_uri``: a SQLAlchemy URI of a fresh database.
+- ``trino`` (session): Trino 476 on loopback (tests/trino.py) with no catalog; a module adds its
+  own with ``trino.create_catalog(name, properties)`` and drops them when done.
 - ``warehouse``: parametrized over ``local`` and ``s3`` (marker ``s3``); a :class:`Warehouse`
   with ``.location`` and ``.properties``.
 - ``catalog_uri``: parametrized over ``sqlite`` and ``postgres`` (marker ``postgres``).
@@ -43,6 +45,7 @@ from tests.services import (
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
     from tablestore.catalog.sql_catalog import SqlCatalog
+    from tests.trino import TrinoServer
 
 
 @dataclass
@@ -82,6 +85,17 @@ def postgres_server() -> Iterator[PostgresServer]:
             server.stop()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def trino(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrinoServer]:
+    from tests.trino import start_trino
+
+    server = start_trino(tmp_path_factory.mktemp("trino-server"), {})
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture

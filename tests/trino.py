@@ -1,9 +1,12 @@
 """The real Trino 476 server on loopback, for tests: ``start_trino(workdir, catalogs)``.
 
+The suite shares one server (the session fixture ``trino`` of tests/conftest.py): a test module
+adds the catalogs it needs with ``create_catalog`` and drops them when it is done.
+
 The server comes from :mod:`infra.trino_server` (downloaded once per machine, pruned to the
 Iceberg connector) and runs on the Java 24+ runtime found there, as one coordinator that is also
 its own worker, with a small heap: tests send it tables of a few hundred rows. Starting takes
-30 to 60 seconds, so a test module shares one server (``module``-scoped fixtures).
+15 to 60 seconds.
 """
 
 from __future__ import annotations
@@ -83,9 +86,25 @@ class TrinoServer:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path and self.log_path.exists() else ""
 
+    def create_catalog(self, name: str, properties: Mapping[str, str]) -> None:
+        """Add catalog ``name`` to the running server (``catalog.management=dynamic``), so test
+        modules share one server and each brings its own catalogs; it answers once this returns."""
+        connector = properties["connector.name"]
+        options = ", ".join(f"{_quoted(k)} = '{v.replace(chr(39), chr(39) * 2)}'"
+                            for k, v in properties.items() if k != "connector.name")
+        self.query(f"CREATE CATALOG {_quoted(name)} USING {connector} WITH ({options})", "system")
+        wait_for_catalog(self, name)
+
+    def drop_catalog(self, name: str) -> None:
+        self.query(f"DROP CATALOG IF EXISTS {_quoted(name)}", "system")
+
     def stop(self) -> None:
         if self.process is not None:
             stop_process(self.process, timeout_s=30)
+
+
+def _quoted(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
 
 
 def _properties(values: Mapping[str, str]) -> str:
@@ -131,6 +150,8 @@ def start_trino(workdir: Path, catalogs: Mapping[str, Mapping[str, str]], timeou
         "query.max-memory": "512MB", "query.max-memory-per-node": "512MB",
         # Two cores shared with the rest of the suite.
         "task.concurrency": "2", "task.max-worker-threads": "4",
+        # Catalogs come and go with CREATE/DROP CATALOG: one server serves every test module.
+        "catalog.management": "dynamic",
     }) + "".join(f"{line}\n" for line in extra_config))
     (etc / "jvm.config").write_text(JVM_CONFIG)
     (etc / "log.properties").write_text("io.trino=INFO\n")

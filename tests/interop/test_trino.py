@@ -29,7 +29,7 @@ from tests.interop.fixture_tables import FIXTURES, NAMESPACE
 from tests.interop.rows import canonical, canonical_rows, sort_rows
 from tests.rest.conftest import CATALOG, CLIENT_ID, CLIENT_SECRET, WRITE_TOKEN, RestService, write_config
 from tests.services import S3Server
-from tests.trino import TrinoServer, rest_catalog_properties, start_trino, wait_for_catalog
+from tests.trino import TrinoServer, rest_catalog_properties
 
 pytestmark = [pytest.mark.trino, pytest.mark.s3]
 
@@ -51,7 +51,7 @@ class Lake:
 
 
 @pytest.fixture(scope="module")
-def lake(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server) -> Iterator[Lake]:
+def lake(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server, trino: TrinoServer) -> Iterator[Lake]:
     workdir = tmp_path_factory.mktemp("trino")
     uri = f"sqlite:///{workdir / 'catalog.db'}"
     warehouse = f"s3://{s3_server.create_bucket()}/warehouse"
@@ -60,7 +60,6 @@ def lake(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server) -> Itera
     service = RestService(config, uri, warehouse, workdir, s3_properties=s3_server.properties)
     service.start()
     direct = SqlCatalog(CATALOG, **service.direct_properties())
-    trino: TrinoServer | None = None
     try:
         direct.create_namespace(NAMESPACE)
         fixtures = {f.name: f for f in FIXTURES}
@@ -70,12 +69,10 @@ def lake(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server) -> Itera
         # The tests expire snapshots and remove orphans at once, below Trino's 7-day floors.
         properties.update({"iceberg.expire-snapshots.min-retention": "0s",
                            "iceberg.remove-orphan-files.min-retention": "0s"})
-        trino = start_trino(workdir / "trino-server", {"lakehouse": properties})
-        wait_for_catalog(trino)
+        trino.create_catalog("lakehouse", properties)
         yield Lake(service, trino, direct, built, s3_server)
     finally:
-        if trino is not None:
-            trino.stop()
+        trino.drop_catalog("lakehouse")
         direct.close()
         service.stop()
 
