@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.run import PlanStep, pipeline_plan
-from pipelines.settings import CONFIG_DIR, load_settings
+from pipelines.settings import CONFIG_DIR, PipelineSettings, load_settings
 
 LOCATION = "pipelines"
 REPOSITORY = "__repository__"
@@ -232,15 +232,20 @@ class DagsterClient:
         return result
 
 
-def stack_plan(env_file: Path | None = None) -> list[PlanStep]:
-    """The plan of the stack's pipeline settings (``pipelines/config/stack.yaml``), whose secrets
-    come from the environment, else from ``env_file`` (the stack's ``.env``)."""
+def stack_settings(env_file: Path | None = None) -> PipelineSettings:
+    """The stack's pipeline settings (``pipelines/config/stack.yaml``), whose secrets come from
+    the environment, else from ``env_file`` (the stack's ``.env``, read into the environment)."""
     if env_file is not None and env_file.exists():
         for line in env_file.read_text().splitlines():
             if "=" in line and not line.lstrip().startswith("#"):
                 key, value = line.split("=", 1)
                 os.environ.setdefault(key.strip(), value.strip())
-    return pipeline_plan(load_settings(STACK_SETTINGS))
+    return load_settings(STACK_SETTINGS)
+
+
+def stack_plan(env_file: Path | None = None) -> list[PlanStep]:
+    """The plan of the stack's pipeline settings (see ``stack_settings``)."""
+    return pipeline_plan(stack_settings(env_file))
 
 
 def run_plan(url: str, steps: list[PlanStep], timeout_s: float = 1800.0,

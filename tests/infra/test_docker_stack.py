@@ -11,9 +11,12 @@ of its own, with fresh secrets and engine-chosen loopback ports, the module:
 - builds the image and brings every other service up (``docker compose up --build --wait``),
   and checks what ``docker inspect`` reports: loopback-only ports, an init, restart policies;
 - checks MinIO is the release built from source, and who holds which MinIO key: the root key
-  only ``storage-init``, the catalog's user (limited to the warehouse bucket) only the catalog;
-- runs the pipeline's plan through Dagster's GraphQL API: every asset materialized, every
-  asset check passed, every run's Spark work in the one application of the Spark Connect server;
+  only ``storage-init``, the catalog's user (limited to the warehouse bucket) only the catalog,
+  the landing reader (list and read of the landing bucket) only Dagster's code server;
+- lands the events, then the erasure requests, in MinIO's landing bucket and watches, through
+  Dagster's GraphQL API, the runs that the daemon's sensors and automation conditions start (the
+  test launches none): every asset materialized, every asset check passed, every run's Spark
+  work in the one application of the Spark Connect server;
   Trino's reconciliation passes (its counts equal tablestore's), Trino having logged in with
   OAuth2 client credentials and read MinIO with vended credentials; Dagster's runs are rows of
   its PostgreSQL database and its code location the code server's;
@@ -21,10 +24,10 @@ of its own, with fresh secrets and engine-chosen loopback ports, the module:
 - kills the catalog, MinIO and PostgreSQL with SIGKILL, and the Dagster daemon mid-run, restarts
   MinIO, Dagster's webserver and daemon, and takes the stack down and up again: each comes back
   by itself with every object, snapshot and run (docs/stack.md, Faults, has the times);
-- empties the lakehouse and runs the plan again while MinIO, the catalog, the Dagster daemon,
-  PostgreSQL and the Spark Connect server are killed with SIGKILL one at a time, each at a point
-  of the run's event log (``tests/infra/stack_faults.py``): the interrupted steps retry, the plan
-  completes, no snapshot committed before a kill is lost, every column's checksum (through
+- empties the lakehouse and lands the files again, and the pipeline runs again while MinIO,
+  the catalog, the Dagster daemon, PostgreSQL and the Spark Connect server are killed with
+  SIGKILL one at a time, each at a point of a run's event log (``tests/infra/stack_faults.py``):
+  the interrupted steps retry, the pipeline completes, no snapshot committed before a kill is lost, every column's checksum (through
   Trino) equals the undisturbed run's, and no snapshot references a file missing from MinIO;
 - reads every table through the stack's catalog with the Trino token using Java Iceberg's REST
   client (``../shared/iceberg-oracle``, the library of Trino's Iceberg connector): table list,
@@ -50,7 +53,8 @@ from typing import Any
 import pytest
 
 from infra.compose_stack import Stack, StackError, running_stack
-from infra.dagster_client import DONE, STATUS, TAGS, DagsterClient, RunResult, run_plan, stack_plan
+from infra.dagster_client import DONE, STATUS, TAGS, DagsterClient, RunResult
+from infra.stack_pipeline import drive, wipe_materializations
 from tests.infra.stack_faults import (
     FAULTS,
     catalog_get,
@@ -58,6 +62,7 @@ from tests.infra.stack_faults import (
     differing_columns,
     drop_every_table,
     kill_and_wait,
+    landing_writer,
     missing_files,
     run_with_faults,
 )
@@ -154,6 +159,8 @@ def test_ports_are_loopback_only_with_an_init_and_restart_policies(stack: Stack)
     assert all(a.startswith("127.0.0.1:") for a in published.values()), published
 
 
+# What may start a run in the stack: the sensors (their names) and the automation conditions.
+STARTERS = {"landing_events_sensor", "erasure_requests_sensor", "lakehouse_automation"}
 EVERY_CHECK_PASSED = {
     # Write-audit-publish: each ingest's gate, on its run's audit branch, before main moves.
     ("lakehouse/shop/events", "events_batch_valid"): True,
@@ -168,17 +175,34 @@ EVERY_CHECK_PASSED = {
 
 @pytest.fixture(scope="module")
 def pipeline(stack: Stack) -> list[RunResult]:
+    """The pipeline as the stack runs it by itself: the test lands the events in MinIO's landing
+    bucket, then the erasure requests, and watches the runs the daemon's sensors and automation
+    start through GraphQL; it launches none."""
     for key in ("CATALOG_TOKEN_DAGSTER",):
         os.environ.setdefault(key, stack.env[key])  # the stack settings name them; only dates are read
     started = time.monotonic()
-    results = run_plan(f"http://{stack.address('dagster-webserver', 3000)}", stack_plan(), timeout_s=PLAN_TIMEOUT_S)
-    print(f"[stack] the plan through Dagster's GraphQL API: {time.monotonic() - started:.1f} s")
-    return results
+    flow = drive(f"http://{stack.address('dagster-webserver', 3000)}", landing_writer(stack), timeout_s=PLAN_TIMEOUT_S)
+    print(f"[stack] the pipeline driven by its sensors and automation: {time.monotonic() - started:.1f} s "
+          f"({', '.join(f'{name}: {s:.1f} s' for name, s in flow.seconds.items())}; {len(flow.results)} runs)")
+    return flow.results
+
+
+def last_materialization(results: list[RunResult], key: str) -> dict[str, Any]:
+    """The metadata of the last materialization of ``key`` among the runs."""
+    found = [r.materializations[key] for r in results if key in r.materializations]
+    assert found, f"{key} was not materialized"
+    return found[-1]
+
+
+# Assets that no sensor or automation condition starts in the stack: the table maintenance runs
+# on its nightly schedule, the retention (off by default) when launched; the landing assets are
+# the embedded demo's data generators, and in the stack the sources land the files instead.
+NOT_AUTOMATED = {"lakehouse/shop/events_retention", "landing/events", "landing/erasure_requests"}
 
 
 @pytest.fixture(scope="module")
 def undisturbed(stack: Stack, pipeline: list[RunResult]) -> dict[str, dict[str, str | None]]:
-    """Every warehouse table's row count and column checksums right after the undisturbed plan."""
+    """Every warehouse table's row count and column checksums right after the undisturbed pipeline."""
     return column_checksums(stack)
 
 
@@ -187,11 +211,13 @@ def test_dagster_materializes_every_asset_and_every_check_passes(
     assert [(r.label, r.status, r.errors) for r in pipeline if r.status != "SUCCESS"] == []
     client = DagsterClient(f"http://{stack.address('dagster-webserver', 3000)}")
     materialized = {key for r in pipeline for key in r.materializations}
-    # Every asset but the table maintenance, which runs on its own nightly schedule.
-    planned = {"/".join(k) for k in client.asset_keys() if k[:3] != ["lakehouse", "shop", "maintenance"]}
-    assert materialized == planned
+    # Nothing launched a run: each was started by a sensor or by the automation conditions.
+    assert all(r.label.split(":")[0] in STARTERS for r in pipeline), [r.label for r in pipeline]
+    automated = {"/".join(k) for k in client.asset_keys()
+                 if k[:3] != ["lakehouse", "shop", "maintenance"] and "/".join(k) not in NOT_AUTOMATED}
+    assert materialized == automated
     assert {(c.asset, c.name): c.passed for r in pipeline for c in r.checks} == EVERY_CHECK_PASSED
-    reconciliation = pipeline[-1].materializations["lakehouse/shop/trino_reconciliation"]
+    reconciliation = last_materialization(pipeline, "lakehouse/shop/trino_reconciliation")
     assert "skipped" not in reconciliation, reconciliation
     counts = reconciliation["counts"]
     counts = json.loads(counts) if isinstance(counts, str) else counts
@@ -367,10 +393,34 @@ def test_only_storage_init_has_the_root_key_and_the_catalogs_user_has_the_bucket
     assert [b["Name"] for b in s3.list_buckets()["Buckets"]] == ["lakehouse"]
     for call, kwargs in ((s3.create_bucket, {"Bucket": "not-the-catalogs"}),
                          (s3.put_object, {"Bucket": "other", "Key": "x", "Body": b"x"}),
-                         (s3.list_objects_v2, {"Bucket": "other"})):
+                         (s3.list_objects_v2, {"Bucket": "other"}),
+                         (s3.list_objects_v2, {"Bucket": "landing"})):
         with pytest.raises(botocore.exceptions.ClientError) as refused:
             call(**kwargs)
         assert refused.value.response["Error"]["Code"] == "AccessDenied", call
+    # The landing reader's key (the sensors'): only Dagster's code server has it; it lists and
+    # reads the landing bucket and can do nothing else: no write there, no other bucket.
+    landing_secret = stack.env["MINIO_LANDING_PASSWORD"]
+    holders = {s for s in SERVICES if any(landing_secret in e for e in stack.container(s)["Config"]["Env"] or [])}
+    assert holders == {"storage-init", "dagster-code"}
+    root = _s3(stack, stack.env["MINIO_ROOT_USER"], stack.env["MINIO_ROOT_PASSWORD"])
+    root.put_object(Bucket="landing", Key="probe/least-privilege", Body=b"y")
+    reader = _s3(stack, stack.env["MINIO_LANDING_USER"], landing_secret)
+    try:
+        assert [o["Key"] for o in reader.list_objects_v2(Bucket="landing", Prefix="probe/")["Contents"]] == [
+            "probe/least-privilege"]
+        assert reader.get_object(Bucket="landing", Key="probe/least-privilege")["Body"].read() == b"y"
+        assert [b["Name"] for b in reader.list_buckets()["Buckets"]] == ["landing"]
+        for call, kwargs in ((reader.put_object, {"Bucket": "landing", "Key": "probe/x", "Body": b"x"}),
+                             (reader.delete_object, {"Bucket": "landing", "Key": "probe/least-privilege"}),
+                             (reader.list_objects_v2, {"Bucket": "lakehouse"}),
+                             (reader.get_object, {"Bucket": "lakehouse", "Key": "probe/least-privilege"}),
+                             (reader.create_bucket, {"Bucket": "not-the-readers"})):
+            with pytest.raises(botocore.exceptions.ClientError) as refused:
+                call(**kwargs)
+            assert refused.value.response["Error"]["Code"] == "AccessDenied", call
+    finally:
+        root.delete_object(Bucket="landing", Key="probe/least-privilege")
 
 
 def test_dagster_keeps_its_instance_in_postgres_and_loads_the_code_server(
@@ -545,11 +595,11 @@ def test_a_run_the_daemon_left_starting_is_failed_by_run_monitoring_and_run_agai
 
 def test_every_service_killed_while_the_plan_runs_and_every_table_reads_as_undisturbed(
         stack: Stack, pipeline: list[RunResult], undisturbed: dict[str, dict[str, str | None]]) -> None:
-    """The plan again on an empty warehouse, while MinIO, the catalog, the Dagster daemon,
-    PostgreSQL and the Spark Connect server are killed with SIGKILL one at a time, each at a
+    """The pipeline again on an empty lakehouse (its files landed again), while MinIO, the
+    catalog, the Dagster daemon, PostgreSQL and the Spark Connect server are killed with SIGKILL one at a time, each at a
     point of the run's event log (``tests/infra/stack_faults.FAULTS``): each comes back by
-    itself, the interrupted steps retry, the plan completes; nothing committed before a kill is
-    lost, every column reads as after the undisturbed plan, and no snapshot of any table
+    itself, the interrupted steps retry, the pipeline completes; nothing committed before a kill is
+    lost, every column reads as after the undisturbed pipeline, and no snapshot of any table
     references a file missing from MinIO (docs/stack.md, Faults while the pipeline runs)."""
     assert undisturbed and all(int(t["rows"] or 0) > 0 for t in undisturbed.values()), undisturbed
     checked, missing = missing_files(stack)
@@ -559,16 +609,23 @@ def test_every_service_killed_while_the_plan_runs_and_every_table_reads_as_undis
     drop_every_table(stack)
     left = catalog_get(stack, "namespaces/shop/tables")["identifiers"]
     assert [t["name"] for t in left] == ["landing_events"]
+    # Dagster forgets the tables too: its sensors and automation conditions see them missing.
+    client = DagsterClient(f"http://{stack.address('dagster-webserver', 3000)}")
+    wipe_materializations(client, [k for k in client.asset_keys() if k[:2] == ["lakehouse", "shop"]])
     started = time.monotonic()
-    results, records = run_with_faults(stack, stack_plan(), FAULTS, timeout_s=PLAN_TIMEOUT_S)
-    print(f"[stack] the plan with {len(records)} services killed: {time.monotonic() - started:.1f} s")
+    results, records = run_with_faults(stack, FAULTS, timeout_s=PLAN_TIMEOUT_S)
+    print(f"[stack] the pipeline with {len(records)} services killed: {time.monotonic() - started:.1f} s")
     assert [(r.label, r.status, r.errors) for r in results if r.status != "SUCCESS"] == []
-    assert len(results) == len(stack_plan())
+    # The same runs materialized the same assets as undisturbed (the sensors' cursors, in
+    # PostgreSQL, survived the daemon's and PostgreSQL's deaths: no file was ingested twice).
+    ingests = sorted(r.label for r in results if r.label.startswith("landing_events_sensor"))
+    assert ingests == sorted(r.label for r in pipeline if r.label.startswith("landing_events_sensor"))
+    assert {k for r in results for k in r.materializations} == {k for r in pipeline for k in r.materializations}
     assert [r.fault.service for r in records] == [f.service for f in FAULTS]
     assert {(c.asset, c.name): c.passed for r in results for c in r.checks} == EVERY_CHECK_PASSED
     # Nothing committed before a kill was lost by it; every snapshot log only grew.
     assert {r.fault.service: (r.lost, r.log_rewritten) for r in records if r.lost or r.log_rewritten} == {}
-    reconciliation = results[-1].materializations["lakehouse/shop/trino_reconciliation"]
+    reconciliation = last_materialization(results, "lakehouse/shop/trino_reconciliation")
     assert "skipped" not in reconciliation, reconciliation
     faulted = column_checksums(stack)
     assert sorted(faulted) == sorted(undisturbed)
