@@ -165,8 +165,8 @@ def main(argv: list[str] | None = None) -> int:
             print("storage-init: --landing-bucket needs MINIO_LANDING_USER and MINIO_LANDING_PASSWORD "
                   "(see infra/.env.example)", file=sys.stderr)
             return 2
-        made = create_buckets(args.endpoint, access_key, secret_key, (args.landing_bucket,), secure=args.secure)
-        print(f"storage-init: bucket {args.landing_bucket} {'created' if made else 'exists'}")
+        landing = create_buckets(args.endpoint, access_key, secret_key, (args.landing_bucket,), secure=args.secure)
+        print(f"storage-init: bucket {args.landing_bucket} {'created' if landing else 'exists'}")
         admin = admin_client(args.endpoint, access_key, secret_key, secure=args.secure)
         ensure_user(admin, *reader, LANDING_POLICY, bucket_policy([args.landing_bucket], write=False))
         print(f"storage-init: MinIO user {reader[0]} with policy {LANDING_POLICY} "
