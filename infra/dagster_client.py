@@ -120,15 +120,19 @@ class DagsterClient:
         tags = dict(step.tags or {})
         if step.partition_key is not None:
             tags["dagster/partition"] = step.partition_key
+        return self.launch_assets(step.label, [list(k.path) for k in step.keys], tags)
+
+    def launch_assets(self, label: str, keys: list[list[str]], tags: dict[str, str] | None = None) -> str:
+        """Queue one run of the assets ``keys`` (paths) and their checks; answers the run id."""
         params = {
             "selector": {"repositoryLocationName": LOCATION, "repositoryName": REPOSITORY, "jobName": ASSET_JOB,
-                         "assetSelection": [{"path": list(k.path)} for k in step.keys]},
-            "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in tags.items()]},
+                         "assetSelection": [{"path": key} for key in keys]},
+            "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in (tags or {}).items()]},
             "runConfigData": {},
         }
         launched = self.graphql(LAUNCH, {"params": params})["launchRun"]
         if launched["__typename"] != "LaunchRunSuccess":
-            raise RuntimeError(f"launching {step.label!r} failed: {launched}")
+            raise RuntimeError(f"launching {label!r} failed: {launched}")
         run_id: str = launched["run"]["runId"]
         return run_id
 

@@ -191,6 +191,7 @@ class Watcher:
             result, parent = watched.result, watched.parent
             while parent is not None and parent in by_id:
                 result.failed_runs.insert(0, (parent, self.client.failure_of(parent)))
+                result.label = by_id[parent].label  # what started the first attempt
                 parent = by_id[parent].parent
             out.append(result)
         return out

@@ -524,16 +524,11 @@ def test_down_and_up_keep_every_table_object_and_run(stack: Stack, pipeline: lis
 
 def test_the_daemon_killed_mid_run_loses_no_run_the_code_server_finishes_it(
         stack: Stack, pipeline: list[RunResult]) -> None:
-    import dagster as dg
-
-    from pipelines.run import PlanStep
-
     _settled_runs(stack)
     client = DagsterClient(f"http://{stack.address('dagster-webserver', 3000)}")
-    # The customers assets again (a Spark job and two column merges: most of a minute).
-    keys = [dg.AssetKey(["lakehouse", "shop", name]) for name in ("customers", "customer_segments",
-                                                                  "customer_lifetime_value")]
-    run_id = client.launch(PlanStep("customers again", keys))
+    # The Trino reconciliation again (every table profiled by Trino and by Spark: most of a
+    # minute). A leaf of the graph, so the automation conditions start nothing after it.
+    run_id = client.launch_assets("reconciliation again", [["lakehouse", "shop", "trino_reconciliation"]])
     deadline = time.monotonic() + 300
     while (status := client.graphql(STATUS, {"id": run_id})["runOrError"]["status"]) != "STARTED":
         assert status not in DONE and time.monotonic() < deadline, status
@@ -564,15 +559,11 @@ def test_a_run_the_daemon_left_starting_is_failed_by_run_monitoring_and_run_agai
     """The state a daemon killed mid-launch leaves, made on purpose: the run marked STARTING and
     never handed to the code server. Run monitoring fails it after its start timeout, and run
     retries re-execute it as a new run, which succeeds (infra/dagster/dagster.yaml)."""
-    import dagster as dg
-
-    from pipelines.run import PlanStep
-
     _settled_runs(stack)
     client = DagsterClient(f"http://{stack.address('dagster-webserver', 3000)}")
     stack.compose("stop", "dagster-daemon", timeout=120)
     try:
-        run_id = client.launch(PlanStep("erasure requests", [dg.AssetKey(["landing", "erasure_requests"])]))
+        run_id = client.launch_assets("erasure requests", [["landing", "erasure_requests"]])
         assert client.graphql(STATUS, {"id": run_id})["runOrError"]["status"] == "QUEUED"
         marked = stack.compose("exec", "-T", "dagster-webserver", "python", "-c", MARK_STARTING, run_id, timeout=120)
         assert marked.stdout.strip().splitlines()[-1] == "STARTING", marked.stdout
