@@ -61,15 +61,16 @@ FAULTS = (
     Fault("catalog", None, "ExecutionStepStartEvent", "evolved_types", 2.0,
           "the automation's schema evolution, its `evolved_types` GX suite: it loads and reads `events` "
           "through the catalog"),
-    # At the queue: the daemon dequeues the landing sensor's second run once a second, so the
-    # kill lands while the run is queued (it starts after the restart), while the daemon
+    # At the queue: the daemon dequeues the third run once a second, so the kill lands while
+    # the run is queued (it starts after the restart), while the daemon
     # launches it (marked STARTING but not yet handed to the code server: run monitoring fails
     # it after its start timeout and run retries re-execute it, infra/dagster/dagster.yaml), or
     # just after (it runs in the code server without the daemon). The daemon runs the sensors
     # too: their ticks wait for its restart, and their cursors (in PostgreSQL) survive it.
     Fault("dagster-daemon", 2, "RunEnqueuedEvent", None, 0.0,
-          "the third run (the landing sensor's day after the evolution) queued and being dequeued: the "
-          "daemon's queue, its launch and its sensor ticks"),
+          "the third run the sensors and automation started (which one depends on how the landing "
+          "sensor grouped the days) queued and being dequeued: the daemon's queue, its launch and its "
+          "sensor ticks"),
     Fault("postgres", None, "ExecutionStepStartEvent", "lakehouse__shop__events_hourly", 2.0,
           "`events_hourly` (24 hours, one INSERT OVERWRITE): the catalog's metastore and Dagster's run "
           "storage"),
