@@ -11,6 +11,7 @@ would; the pipeline itself only ever reads the bucket, with the landing reader's
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow.fs as pafs
@@ -25,16 +26,20 @@ LANDING_BUCKET = "landing"
 
 @dataclass(frozen=True)
 class LandingBucketWriter:
-    """Puts objects into the landing bucket at ``endpoint`` (``host:port``) with a key that may."""
+    """Puts objects into the landing bucket at ``endpoint`` (``host:port``) with a key that may.
 
-    endpoint: str
+    ``endpoint`` may be a function answering it at each put: a MinIO container restarted with an
+    engine-chosen host port is published on another port than before."""
+
+    endpoint: str | Callable[[], str]
     access_key: str
     secret_key: str
     bucket: str = LANDING_BUCKET
 
     def filesystem(self) -> pafs.S3FileSystem:
+        endpoint = self.endpoint() if callable(self.endpoint) else self.endpoint
         return pafs.S3FileSystem(access_key=self.access_key, secret_key=self.secret_key,
-                                 endpoint_override=self.endpoint, scheme="http", region="us-east-1",
+                                 endpoint_override=endpoint, scheme="http", region="us-east-1",
                                  force_virtual_addressing=False)
 
     def put(self, key: str, payload: bytes) -> str:

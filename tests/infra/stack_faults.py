@@ -180,8 +180,9 @@ def _matches(fault: Fault, index: int, event: dict[str, Any]) -> bool:
 
 
 def landing_writer(stack: Stack) -> LandingBucketWriter:
-    """The stack's landing bucket, written with MinIO's root key (the test is the data's source)."""
-    return LandingBucketWriter(stack.address("minio", 9000), stack.env["MINIO_ROOT_USER"],
+    """The stack's landing bucket, written with MinIO's root key (the test is the data's source).
+    MinIO's host port is looked up at each put: killed and restarted, it is published on another."""
+    return LandingBucketWriter(lambda: stack.address("minio", 9000), stack.env["MINIO_ROOT_USER"],
                                stack.env["MINIO_ROOT_PASSWORD"])
 
 
