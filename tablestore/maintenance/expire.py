@@ -18,7 +18,6 @@ that no snapshot retained by the committed metadata references.
 
 from __future__ import annotations
 
-import datetime
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -37,7 +36,7 @@ from tablestore.spec.updates import (
     TableRequirement,
     TableUpdate,
 )
-from tablestore.table import parse_timestamp_ms
+from tablestore.table.timestamps import PointInTime, epoch_ms
 
 if TYPE_CHECKING:
     from tablestore.table import Table
@@ -68,12 +67,6 @@ class ExpireResult:
     @property
     def deleted_files_count(self) -> int:
         return len(self.deleted_paths)
-
-
-def to_epoch_ms(value: int | float | str | datetime.datetime | datetime.date | None) -> int | None:
-    if value is None:
-        return None
-    return parse_timestamp_ms(value)
 
 
 def snapshots_to_retain(
@@ -150,7 +143,7 @@ class _NothingToCommit(Exception):
 
 def expire_snapshots(
     table: Table,
-    older_than: int | str | datetime.datetime | None = None,
+    older_than: PointInTime | None = None,
     retain_last: int | None = None,
     snapshot_ids: Iterable[int] | None = None,
     override_retention: bool = False,
@@ -163,7 +156,7 @@ def expire_snapshots(
     if retain_last is not None and (isinstance(retain_last, bool) or int(retain_last) < 1):
         raise ValidationError(f"retain_last must be at least 1, got {retain_last!r}")
     explicit = {int(i) for i in snapshot_ids or ()}
-    older_than_ms = to_epoch_ms(older_than)
+    older_than_ms = epoch_ms(older_than, "older_than") if older_than is not None else None
     result = ExpireResult()
     planned: list[TableMetadata] = []
 

@@ -326,8 +326,8 @@ class QueryPlanner:
 def _version_snapshot(table: Any, version: exp.Version) -> int:
     """The snapshot id a metadata table's ``VERSION AS OF`` (a snapshot id, branch or tag) or
     ``TIMESTAMP AS OF`` (a timestamp string) selects."""
-    from tablestore.table import parse_timestamp_ms
     from tablestore.table.read.scan import select_snapshot
+    from tablestore.table.timestamps import epoch_ms
 
     value = version.expression
     if not isinstance(value, exp.Literal):
@@ -339,7 +339,7 @@ def _version_snapshot(table: Any, version: exp.Version) -> int:
         else:
             snapshot = select_snapshot(table.metadata, int(value.this))
     else:
-        snapshot = select_snapshot(table.metadata, None, parse_timestamp_ms(str(value.this)))
+        snapshot = select_snapshot(table.metadata, None, epoch_ms(str(value.this)))
     if snapshot is None:
         raise ValidationError(f"table {table.name} has no snapshot at {version.sql('spark')}")
     return int(snapshot.snapshot_id)

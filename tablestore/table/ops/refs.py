@@ -25,7 +25,6 @@ and is committed on its own (``table.manage_snapshots().cherrypick(id).commit()`
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Self
@@ -40,6 +39,7 @@ from tablestore.spec.updates import (
     TableRequirement,
     TableUpdate,
 )
+from tablestore.table.timestamps import PointInTime, epoch_ms
 from tablestore.table.update.retry import StagedCommit
 
 if TYPE_CHECKING:
@@ -104,16 +104,6 @@ def _positive(value: int | None, what: str) -> int | None:
     if value is not None and (not isinstance(value, int) or value <= 0):
         raise ValidationError(f"{what} must be a positive whole number, not {value!r}")
     return value
-
-
-def to_epoch_ms(value: int | str | datetime.datetime) -> int:
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        value = datetime.datetime.fromisoformat(value)
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=datetime.UTC)
-    return int(value.timestamp() * 1000)
 
 
 class ManageSnapshots:
@@ -290,10 +280,10 @@ class ManageSnapshots:
 
         return self._add(rollback)
 
-    def rollback_to_timestamp(self, timestamp: int | str | datetime.datetime, branch: str = MAIN_BRANCH) -> Self:
+    def rollback_to_timestamp(self, timestamp: PointInTime, branch: str = MAIN_BRANCH) -> Self:
         """Move ``branch`` back to its newest ancestor older than ``timestamp`` (epoch ms, ISO
         string or datetime), as Java's ``rollbackToTime`` does."""
-        timestamp_ms = to_epoch_ms(timestamp)
+        timestamp_ms = epoch_ms(timestamp)
 
         def rollback(state: RefState) -> None:
             what = f"roll {branch!r} back to {timestamp_ms} ms"
