@@ -34,10 +34,6 @@ SQLite, with its warehouse in ``./warehouse``. ::
 Secrets (values of keys containing ``secret``, ``password``, ``token`` or ``credential``, and
 passwords in URIs) never appear in reprs. ``model_dump_json()`` keeps them: its JSON text is how
 executors get the configuration (``LakehouseConfig.from_json`` reads it back).
-
-The file is read by the models below, one per shape: a catalog entry is a
-:class:`SqlCatalogConfig` or a :class:`RestCatalogConfig` (chosen by its ``type``), and what is
-wrong is reported by :mod:`tablestore.config_problems` as the file, the key and the fix.
 """
 
 from __future__ import annotations
@@ -52,20 +48,11 @@ from typing import Annotated, Any, Literal
 
 import pydantic
 import yaml
-from pydantic import (
-    AliasGenerator,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    ValidationInfo,
-    WrapSerializer,
-    field_validator,
-    model_validator,
-)
+from pydantic import BeforeValidator, Field, ValidationInfo, model_validator
 from pydantic_core import PydanticCustomError, PydanticKnownError
 
 from tablestore.catalog import Catalog, load_catalog
-from tablestore.config_problems import keys_at, validated
+from tablestore.config_problems import FILE_SPELLING, keys_at, validated
 from tablestore.errors import ConfigError, InvalidNameError, NoSuchCatalogError
 from tablestore.io import redact_properties
 from tablestore.names import validate_name
@@ -91,13 +78,12 @@ def redact_uri(uri: str) -> str:
 
 
 def _redacted(properties: Mapping[str, str]) -> dict[str, str]:
-    shown = redact_properties(properties)
-    return {k: redact_uri(v) for k, v in shown.items()}
+    return {k: redact_uri(v) for k, v in redact_properties(properties).items()}
 
 
 @dataclass(frozen=True)
 class _Loading:
-    """The validation context of a file being read: its name, and where its relative paths start."""
+    """The validation context of a file: its name, and the directory its relative paths start from."""
 
     source: str
     base_dir: str
@@ -109,19 +95,13 @@ class _Loading:
 
     def sqlite_uri(self, uri: str) -> str:
         match = _SQLITE_URI.fullmatch(uri)
-        if match is None:
+        if match is None or match.group(2) in ("", ":memory:") or match.group(2).startswith(("file:", "/")):
             return uri
-        prefix, path, query = match.group(1), match.group(2), match.group(3) or ""
-        if not path or path == ":memory:" or path.startswith("file:") or path.startswith("/"):
-            return uri
-        return f"{prefix}{self.path(path)}{query}"
+        return f"{match.group(1)}{self.path(match.group(2))}{match.group(3) or ''}"
 
 
 def _loading(info: ValidationInfo) -> _Loading | None:
     return info.context if isinstance(info.context, _Loading) else None
-
-
-# -- values ----------------------------------------------------------------------------------------
 
 
 def _single_value(value: Any) -> str:
@@ -133,40 +113,30 @@ def _single_value(value: Any) -> str:
     raise PydanticCustomError("config_type", "a single value")
 
 
-def _mapping(value: Any) -> Any:
+def _values(value: Any) -> Any:
     # An empty key (`s3:`) is an empty mapping, and a key without a value is left out.
-    if value is None:
-        return {}
-    return {k: v for k, v in value.items() if v is not None} if isinstance(value, dict) else value
+    return {k: v for k, v in (value or {}).items() if v is not None} if isinstance(value, dict | None) else value
 
 
 _Value = Annotated[str, BeforeValidator(_single_value)]
-_Values = Annotated[dict[str, _Value], BeforeValidator(_mapping)]
+_Values = Annotated[dict[str, _Value], BeforeValidator(_values)]
 _PROPERTIES = pydantic.TypeAdapter(dict[str, _Value])
+_OrEmpty = BeforeValidator(lambda value: {} if value is None else value)
 
 
 class _Model(pydantic.BaseModel):
-    # Frozen and compared by value. A file spells keys with hyphens (by alias only); code may
-    # name fields. str() is the redacted repr (pydantic's own would list secrets).
-    model_config = ConfigDict(
-        frozen=True, extra="forbid", validate_by_name=True, serialize_by_alias=True,
-        alias_generator=AliasGenerator(validation_alias=lambda name: name.replace("_", "-"),
-                                       serialization_alias=lambda name: name.replace("_", "-")))
+    # Frozen and compared by value; str() is the redacted repr (pydantic's would show secrets).
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid", **FILE_SPELLING)
 
     def __str__(self) -> str:
         return repr(self)
 
 
-# -- the catalogs ----------------------------------------------------------------------------------
-
-
 class _Catalog(_Model):
     """One named catalog: its type, its properties (what the implementation takes: ``uri``,
-    ``warehouse``, ``s3.endpoint``, ...) and its default database.
-
-    In a file, every other key of an entry is a property, as written, and the ``s3`` mapping
-    gives ``s3.<key>`` properties; the JSON (and code) may give them as ``properties``.
-    """
+    ``warehouse``, ``s3.endpoint``, ...) and its default database. In a file, every other key of
+    an entry is a property, as written, and ``s3`` gives ``s3.<key>`` properties; the JSON (and
+    code) gives them as ``properties``."""
 
     name: str
     type: str
@@ -182,8 +152,8 @@ class _Catalog(_Model):
             return entry
         s3, given = entry.get("s3"), entry.get("properties")
         own = {"name", "type", "default-database", "default_database", *([] if isinstance(s3, dict | None) else ["s3"])}
-        spread = {"s3", *(["properties"] if isinstance(given, dict) else [])}
-        written = {k: v for k, v in entry.items() if k not in own | spread}
+        written = {k: v for k, v in entry.items() if k not in own and k != "s3" and not (
+            k == "properties" and isinstance(given, dict))}
         written.update({**(given if isinstance(given, dict) else {}),
                         **({f"s3.{k}": v for k, v in s3.items()} if isinstance(s3, dict) else {})})
         # Validated here, so that an error names the key as written (catalogs[0].s3.endpoint).
@@ -202,10 +172,8 @@ class _Catalog(_Model):
         return load_catalog(self.name, **{**self.properties, "type": self.type})
 
     def __repr__(self) -> str:
-        return (
-            f"CatalogConfig(name={self.name!r}, type={self.type!r}, "
-            f"properties={_redacted(self.properties)!r}, default_database={self.default_database!r})"
-        )
+        return (f"CatalogConfig(name={self.name!r}, type={self.type!r}, "
+                f"properties={_redacted(self.properties)!r}, default_database={self.default_database!r})")
 
 
 class SqlCatalogConfig(_Catalog):
@@ -227,83 +195,59 @@ class RestCatalogConfig(_Catalog):
 
 
 def _catalog_entry(entry: Any) -> Any:
-    """The checks of an entry that need all of it, in the order a reader fixes them: the name,
-    the type (what the catalog is), the default database."""
+    """What needs the whole entry, in the order a reader fixes it: the name, the type, the database."""
     if not isinstance(entry, dict):
         return entry  # "must be a mapping with name, type and properties"
-    name = entry.get("name")
+    name, kind, database = entry.get("name"), entry.get("type"), entry.get("default-database", DEFAULT_DATABASE)
     if not isinstance(name, str) or not name.strip():
         raise PydanticCustomError("config_must", "has no 'name'; every catalog needs one")
-    label = f"(catalog {name!r})"
     try:
-        validate_name(name, "catalog name")
-    except InvalidNameError as e:
-        raise PydanticCustomError("config_must", "{label}: {problem}", {"label": label, "problem": str(e)}) from None
-    if "." in name:
         # A dot would make `cat.db.table` ambiguous.
-        raise PydanticCustomError("config_must", "{label}: catalog names cannot contain '.'", {"label": label})
-    kind = entry.get("type")
+        problem = ": catalog names cannot contain '.'" if "." in validate_name(name, "catalog name") else ""
+    except InvalidNameError as e:
+        problem = f": {e}"
+    kind = kind.strip().lower() if isinstance(kind, str) else ""
     types = ", ".join(CATALOG_TYPES)
-    if not isinstance(kind, str) or not kind.strip():
-        raise PydanticCustomError("config_must", "{label} has no 'type'; use one of {types}",
-                                  {"label": label, "types": types})
-    kind = kind.strip().lower()
-    if kind not in CATALOG_TYPES:
-        raise PydanticCustomError("config_must", "{label}: unknown type {kind}; use one of {types}",
-                                  {"label": label, "kind": repr(kind), "types": types})
-    database = entry.get("default-database", DEFAULT_DATABASE)
-    if not isinstance(database, str) or not database.strip():
-        raise PydanticCustomError("config_must", "{label}: 'default-database' must be a database name, got {got}",
-                                  {"label": label, "got": repr(database)})
+    if not problem and not kind:
+        problem = f" has no 'type'; use one of {types}"
+    elif not problem and kind not in CATALOG_TYPES:
+        problem = f": unknown type {kind!r}; use one of {types}"
+    elif not problem and (not isinstance(database, str) or not database.strip()):
+        problem = f": 'default-database' must be a database name, got {database!r}"
+    if problem:
+        raise PydanticCustomError("config_must", f"(catalog {name!r}){problem}")
     return {**entry, "type": kind, "default-database": database.strip()}
 
 
-CatalogConfig = Annotated[
-    SqlCatalogConfig | RestCatalogConfig,
-    Field(discriminator="type", description="a mapping with name, type and properties"),
-    BeforeValidator(_catalog_entry),
-]
+# (The discriminator's Field comes first: it applies to the union, the validator around it.)
+CatalogConfig = Annotated[SqlCatalogConfig | RestCatalogConfig,
+                          Field(discriminator="type", description="a mapping with name, type and properties"),
+                          BeforeValidator(_catalog_entry)]
 _CATALOG_LIST = pydantic.TypeAdapter(list[CatalogConfig])
 
 
-def _catalogs_by_name(entries: Any, info: ValidationInfo) -> Any:
-    """A file's (and the JSON's) list of entries as the catalogs by name; code gives the mapping."""
-    if entries is None:
-        entries = []
+def _by_name(entries: Any, info: ValidationInfo) -> Any:
+    """The file's (and the JSON's) list of entries as the catalogs by name; code gives the mapping."""
     if isinstance(entries, dict) and _loading(info) is None:
         return entries
-    if not isinstance(entries, list):
+    if not isinstance(entries, list | None):
         raise PydanticKnownError("list_type")
     catalogs: dict[str, Any] = {}
-    # Errors are located in the list (catalogs[1].s3), as the file has them.
-    for index, catalog in enumerate(_CATALOG_LIST.validate_python(entries, context=info.context, by_name=False)):
+    # Validated here, so that an error names the entry as the file has it (catalogs[1].s3).
+    entries = _CATALOG_LIST.validate_python(entries or [], context=info.context, by_name=False)
+    for index, catalog in enumerate(entries):
         if catalog.name in catalogs:
-            raise PydanticCustomError("config", "catalogs[{index}]: the catalog name {name} is defined twice",
-                                      {"index": index, "name": repr(catalog.name)})
+            raise PydanticCustomError("config", f"catalogs[{index}]: the catalog name {catalog.name!r} is defined "
+                                                "twice")
         catalogs[catalog.name] = catalog
     return catalogs
-
-
-def _first_catalog(data: Any) -> Any:
-    """Without a default catalog, the first one is the default."""
-    if not isinstance(data, dict) or data.get("default-catalog", data.get("default_catalog")) is not None:
-        return data
-    catalogs = data.get("catalogs")
-    first = next(iter(catalogs.values() if isinstance(catalogs, dict) else catalogs), None) if isinstance(
-        catalogs, dict | list) else None
-    name = first.get("name") if isinstance(first, dict) else getattr(first, "name", None)
-    return {k: v for k, v in data.items() if k not in ("default-catalog", "default_catalog")} | (
-        {"default-catalog": name} if isinstance(name, str) else {})
-
-
-# -- the configuration -----------------------------------------------------------------------------
 
 
 class SparkConfig(_Model):
     """How to start Spark: the master URL and extra ``spark.*`` settings."""
 
-    master: Annotated[str, BeforeValidator(lambda v: DEFAULT_SPARK_MASTER if v in (None, "") else _single_value(v))] = (
-        DEFAULT_SPARK_MASTER)
+    master: Annotated[str, BeforeValidator(lambda v: _single_value(v) if v not in (None, "") else DEFAULT_SPARK_MASTER)
+                      ] = DEFAULT_SPARK_MASTER
     conf: _Values = Field(default_factory=dict, description="a mapping of Spark settings")
 
     def __repr__(self) -> str:
@@ -317,55 +261,60 @@ class LakehouseConfig(_Model):
     """
 
     default_catalog: str = Field("", description="the name of a catalog below")
-    catalogs: Annotated[
-        dict[str, CatalogConfig],
-        BeforeValidator(_catalogs_by_name),
-        WrapSerializer(lambda catalogs, handler: list(handler(catalogs).values())),
-    ] = Field(default_factory=dict, description="a list of catalog entries (each starting with '- name: ...')")
-    spark: Annotated[SparkConfig, BeforeValidator(_mapping)] = Field(
-        default_factory=SparkConfig, description="a mapping with master and conf")
+    catalogs: Annotated[dict[str, CatalogConfig], BeforeValidator(_by_name),
+                        pydantic.WrapSerializer(lambda catalogs, dump: list(dump(catalogs).values()))] = Field(
+        default_factory=dict, description="a list of catalog entries (each starting with '- name: ...')")
+    spark: Annotated[SparkConfig, _OrEmpty] = Field(default_factory=SparkConfig,
+                                                    description="a mapping with master and conf")
     # The ``server:`` section for ``tablestore catalog serve`` as written (after ${VAR}
     # substitution); tablestore.rest.settings validates it. It holds tokens, so it is left out
     # of reprs and of the JSON (executors never need it).
-    server: Annotated[dict[str, Any], BeforeValidator(_mapping)] = Field(
+    server: Annotated[dict[str, Any], _OrEmpty] = Field(
         default_factory=dict, exclude=True, description="a mapping (catalogs, tokens, clients, ...)")
-    # Not a key of the file: the loader names the file (init=False keeps it out of the keys).
+    # Not a key of the file (init=False keeps it out of the keys): the loader names the file.
     source: str = Field(None, init=False, validate_default=True)
 
-    _default_is_first = model_validator(mode="before")(_first_catalog)
-
-    @field_validator("source", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _source(cls, source: Any, info: ValidationInfo) -> Any:
+    def _first_is_default(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("default-catalog", data.get("default_catalog")) is not None:
+            return data
+        catalogs = data.get("catalogs")
+        if not isinstance(catalogs, list | dict):
+            return data
+        first = next(iter(catalogs.values() if isinstance(catalogs, dict) else catalogs), None)
+        name = first.get("name") if isinstance(first, dict) else getattr(first, "name", None)
+        return {k: v for k, v in data.items() if k != "default-catalog"} | (
+            {"default-catalog": name} if isinstance(name, str) else {})
+
+    @pydantic.field_validator("source", mode="before")
+    @classmethod
+    def _named_by_the_loader(cls, source: Any, info: ValidationInfo) -> Any:
         loading = _loading(info)
-        if loading is None:
-            return STRING_SOURCE if source is None else source
-        if source is not None:
+        if loading is not None and source is not None:
             raise PydanticKnownError("extra_forbidden")
-        return loading.source
+        return loading.source if loading else source or STRING_SOURCE
 
     @model_validator(mode="after")
     def _default_is_defined(self, info: ValidationInfo) -> LakehouseConfig:
         if not self.catalogs:
             raise PydanticCustomError("config", "defines no catalogs; add at least one under 'catalogs:'")
         if self.default_catalog not in self.catalogs:
-            message = ("default-catalog {default} is not one of the catalogs defined: {names}" if _loading(info)
-                       else "default-catalog {default} is not defined; the catalogs are {names}")
-            raise PydanticCustomError("config", message,
-                                      {"default": repr(self.default_catalog), "names": _names(self.catalogs)})
+            default, names = repr(self.default_catalog), _names(self.catalogs)
+            raise PydanticCustomError("config", f"default-catalog {default} is not one of the catalogs defined: {names}"
+                                      if _loading(info) else f"default-catalog {default} is not defined; the catalogs "
+                                      f"are {names}")
         return self
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any] | str | bytes) -> LakehouseConfig:
         """The configuration from ``model_dump_json()``'s text (or ``model_dump()``'s object)."""
         for _ in range(2):
-            # Twice: text that was JSON-encoded once more on its way (a JSON string holding the
-            # JSON object) is accepted too.
-            if isinstance(obj, str | bytes):
-                try:
-                    obj = json.loads(obj)
-                except ValueError as e:
-                    raise ConfigError(f"the configuration is not valid JSON: {e}") from None
+            # Twice: text that was JSON-encoded once more on its way is accepted too.
+            try:
+                obj = json.loads(obj) if isinstance(obj, str | bytes) else obj
+            except ValueError as e:
+                raise ConfigError(f"the configuration is not valid JSON: {e}") from None
         if not isinstance(obj, Mapping):
             raise ConfigError(f"the configuration JSON must be an object, got {type(obj).__name__}")
         return validated(cls, obj, str(obj.get("source") or STRING_SOURCE))
@@ -373,25 +322,18 @@ class LakehouseConfig(_Model):
     def catalog(self, name: str | None = None) -> CatalogConfig:
         """The configuration of catalog ``name`` (the default catalog if None)."""
         key = self.default_catalog if name is None else name
-        try:
-            return self.catalogs[key]
-        except KeyError:
+        if key not in self.catalogs:
             raise NoSuchCatalogError(
-                f"catalog {key!r} is not defined in {self.source}; the catalogs are {_names(self.catalogs)}"
-            ) from None
+                f"catalog {key!r} is not defined in {self.source}; the catalogs are {_names(self.catalogs)}")
+        return self.catalogs[key]
 
     def __repr__(self) -> str:
-        return (
-            f"LakehouseConfig(default_catalog={self.default_catalog!r}, "
-            f"catalogs={list(self.catalogs.values())!r}, spark={self.spark!r}, source={self.source!r})"
-        )
+        return (f"LakehouseConfig(default_catalog={self.default_catalog!r}, "
+                f"catalogs={list(self.catalogs.values())!r}, spark={self.spark!r}, source={self.source!r})")
 
 
 def _names(catalogs: Mapping[str, Any]) -> str:
     return ", ".join(repr(n) for n in catalogs) or "(none)"
-
-
-# -- loading ---------------------------------------------------------------------------------------
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> LakehouseConfig:
@@ -399,12 +341,10 @@ def load_config(path: str | os.PathLike[str] | None = None) -> LakehouseConfig:
     else the embedded default. A path that is given but missing is an error."""
     if path is not None and str(path):
         return _load_file(Path(path), "the config file")
-    env_path = os.environ.get(CONFIG_ENV)
-    if env_path:
-        return _load_file(Path(env_path), f"the config file named by ${CONFIG_ENV}")
-    local = Path(DEFAULT_CONFIG_FILE)
-    if local.is_file():
-        return _load_file(local, "the config file")
+    if os.environ.get(CONFIG_ENV):
+        return _load_file(Path(os.environ[CONFIG_ENV]), f"the config file named by ${CONFIG_ENV}")
+    if Path(DEFAULT_CONFIG_FILE).is_file():
+        return _load_file(Path(DEFAULT_CONFIG_FILE), "the config file")
     return default_config()
 
 
@@ -426,9 +366,8 @@ def _load_file(path: Path, what: str) -> LakehouseConfig:
     return parse_config(text, source=str(path.absolute()))
 
 
-def parse_config(
-    text: str, source: str = STRING_SOURCE, *, base_dir: str | os.PathLike[str] | None = None
-) -> LakehouseConfig:
+def parse_config(text: str, source: str = STRING_SOURCE, *,
+                 base_dir: str | os.PathLike[str] | None = None) -> LakehouseConfig:
     """The configuration in YAML ``text``. ``source`` names it in error messages; relative paths
     resolve against ``base_dir``, by default the directory of ``source`` if it is a file path,
     else the working directory."""
@@ -444,10 +383,10 @@ def parse_config(
     if doc is None:
         raise ConfigError(f"{source}: the file is empty; define at least one catalog under 'catalogs:'")
     if not isinstance(doc, dict):
-        raise ConfigError(f"{source}: the file must be a mapping of keys {', '.join(keys_at(LakehouseConfig, ()))}; "
-                          f"got {type(doc).__name__}")
-    return validated(LakehouseConfig, _substitute(doc, "", source), source,
-                     context=_Loading(source, os.fspath(base_dir)))
+        keys = ", ".join(keys_at(LakehouseConfig, ()))
+        raise ConfigError(f"{source}: the file must be a mapping of keys {keys}; got {type(doc).__name__}")
+    loading = _Loading(source, os.fspath(base_dir))
+    return validated(LakehouseConfig, _substitute(doc, "", source), source, context=loading)
 
 
 def _substitute(value: Any, where: str, source: str) -> Any:
@@ -456,8 +395,6 @@ def _substitute(value: Any, where: str, source: str) -> Any:
         return {k: _substitute(v, f"{where}.{k}" if where else str(k), source) for k, v in value.items()}
     if isinstance(value, list):
         return [_substitute(v, f"{where}[{i}]", source) for i, v in enumerate(value)]
-    if not isinstance(value, str) or "${" not in value:
-        return value
 
     def replace(match: re.Match[str]) -> str:
         if match.group(1):  # $${...} stands for a literal ${...}
@@ -465,27 +402,13 @@ def _substitute(value: Any, where: str, source: str) -> Any:
         name, has_default, default = match.group(2).partition(":-")
         if not _ENV_NAME.fullmatch(name):
             raise ConfigError(f"{source}: {where}: {match.group(0)!r} is not a valid ${{VARIABLE}} reference")
-        found = os.environ.get(name)
-        if found is not None:
-            return found
-        if has_default:
-            return default
-        raise ConfigError(f"{source}: {where} refers to the environment variable {name}, which is not set; "
-                          f"set it or write ${{{name}:-default}}")
+        if name not in os.environ and not has_default:
+            raise ConfigError(f"{source}: {where} refers to the environment variable {name}, which is not set; "
+                              f"set it or write ${{{name}:-default}}")
+        return os.environ.get(name, default)
 
-    return _ENV_VAR.sub(replace, value)
+    return _ENV_VAR.sub(replace, value) if isinstance(value, str) else value
 
 
-__all__ = [
-    "CONFIG_ENV",
-    "CatalogConfig",
-    "ConfigError",
-    "LakehouseConfig",
-    "RestCatalogConfig",
-    "SparkConfig",
-    "SqlCatalogConfig",
-    "default_config",
-    "load_config",
-    "parse_config",
-    "redact_uri",
-]
+__all__ = ["CONFIG_ENV", "CatalogConfig", "ConfigError", "LakehouseConfig", "RestCatalogConfig", "SparkConfig",
+           "SqlCatalogConfig", "default_config", "load_config", "parse_config", "redact_uri"]

@@ -29,6 +29,11 @@ from tablestore.errors import ConfigError
 
 Model = TypeVar("Model", bound=pydantic.BaseModel)
 Loc = tuple[int | str, ...]
+_HYPHENS = pydantic.AliasGenerator(validation_alias=lambda name: name.replace("_", "-"),
+                                   serialization_alias=lambda name: name.replace("_", "-"))
+# How a file spells keys: the field `token_ttl_seconds` is the key `token-ttl-seconds` (an alias
+# may say otherwise). Code may construct models by field name.
+FILE_SPELLING = pydantic.ConfigDict(validate_by_name=True, serialize_by_alias=True, alias_generator=_HYPHENS)
 
 
 def validated(model: type[Model], data: Any, source: str, *, prefix: tuple[str, ...] = (),
@@ -155,4 +160,4 @@ def _models(annotation: Any) -> list[type[pydantic.BaseModel]]:
     return []
 
 
-__all__ = ["key_path", "keys_at", "problem_message", "validated"]
+__all__ = ["FILE_SPELLING", "key_path", "keys_at", "problem_message", "validated"]

@@ -4,35 +4,11 @@
 
     server:
       catalogs: [lakehouse]            # the catalogs served (default: the default catalog)
-      host: 0.0.0.0                    # default 127.0.0.1
-      port: 8181
-      tokens:                          # static bearer tokens
-        - name: trino
-          token: ${TRINO_TOKEN}
-          role: read                   # read | write, for every served catalog ...
-        - name: spark
-          token: ${SPARK_TOKEN}
-          roles: {lakehouse: write}    # ... or per catalog
-      clients:                         # OAuth2 client credentials (POST /v1/oauth/tokens)
-        - client-id: dagster
-          client-secret: ${DAGSTER_SECRET}
-          role: write
-      token-ttl-seconds: 3600          # lifetime of tokens issued to clients
-      token-secret: ${TOKEN_SECRET}    # signs issued tokens (default: random per process)
-      allow-external-locations: false  # table locations outside the warehouse
-      table-config: {}                 # extra properties handed to clients with every table
-      idempotency-key-lifetime-seconds: 1800  # how long an Idempotency-Key is replayed
-      storage-credentials:             # scoped, short-lived S3 credentials (tablestore.rest.credentials)
-        vending: sts                   # sts (default for an s3:// warehouse) | none
-        duration-seconds: 900
-      scan-planning-page-size: 5000    # file scan tasks per page of a served scan plan
-      scan-plan-ttl-seconds: 600       # how long a paged plan's pages wait to be fetched
-      auth: required                   # or none: everyone may write (local use only)
-      max-request-bytes: 8388608       # larger request bodies are refused (413) while read
-      namespace-separator: "%1F"       # joins namespace levels in URLs, url-encoded (the spec's default)
-      metrics-auth: required           # GET /metrics needs a bearer token; none: open (a private port)
-      access-log: true                 # one JSON line per request on stderr (tablestore.rest.access_log)
+      tokens: [{name: trino, token: "${TRINO_TOKEN}", role: read}]   # or roles: {lakehouse: write}
+      clients: [{client-id: dagster, client-secret: "${DAGSTER_SECRET}", role: write}]
 
+Every key, with its default and what it does, is in docs/catalog-service.md (Configuration);
+:class:`ServerSettings` declares them in the same order, each field the key with hyphens.
 Each served catalog is one REST ``prefix`` (its name). The non-secret ``s3.*`` properties of a
 served catalog (endpoint, region, path style) are handed out in ``/v1/config`` and in every
 LoadTableResult ``config``; its keys never are: clients that ask get scoped, short-lived
@@ -48,20 +24,11 @@ from typing import Annotated, Any
 from urllib.parse import unquote
 
 import pydantic
-from pydantic import (
-    AfterValidator,
-    AliasGenerator,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, model_validator
 from pydantic_core import PydanticCustomError
 
 from tablestore.config import LakehouseConfig, SqlCatalogConfig
-from tablestore.config_problems import validated
+from tablestore.config_problems import FILE_SPELLING, validated
 from tablestore.rest.credentials import VendingSettings
 from tablestore.rest.limits import DEFAULT_MAX_REQUEST_BYTES
 
@@ -72,9 +39,6 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8181
 # The REST spec's separator of namespace levels in a URL, url-encoded: the unit separator.
 DEFAULT_NAMESPACE_SEPARATOR = "%1F"
-# A file spells keys with hyphens; the service's code names the fields.
-_SPELLING = ConfigDict(validate_by_name=True,
-                       alias_generator=AliasGenerator(validation_alias=lambda name: name.replace("_", "-")))
 
 
 def _text(value: Any) -> Any:
@@ -86,20 +50,10 @@ def _listed(value: Any) -> Any:
     return [value] if isinstance(value, str) else ([] if value is None else value)
 
 
-def _flag(value: Any) -> bool:
-    return str(value).lower() in ("true", "1", "yes")
-
-
 def _required_or_none(value: str) -> bool:
     if value not in ("required", "none"):
         raise PydanticCustomError("literal_error", "'required' or 'none'")
     return value == "required"
-
-
-def _at_least_one(value: int) -> int:
-    if value < 1:
-        raise PydanticCustomError("config_must", "must be at least 1")
-    return value
 
 
 def _separator(value: str) -> str:
@@ -109,14 +63,16 @@ def _separator(value: str) -> str:
     return value
 
 
+# `auth: required | none` as a flag (the error shows the value lower-cased, as compared).
 _Switch = Annotated[bool, BeforeValidator(_required_or_none), BeforeValidator(lambda v: str(v).lower())]
-_Positive = Annotated[int, AfterValidator(_at_least_one)]
+_Flag = Annotated[bool, BeforeValidator(lambda v: str(v).lower() in ("true", "1", "yes"))]
+_Positive = Annotated[int, Field(ge=1)]
 
 
 class Principal(pydantic.BaseModel):
     """Who a token belongs to, and its role (``read`` or ``write``) in each served catalog."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = pydantic.ConfigDict(frozen=True)
 
     name: str
     roles: dict[str, str]
@@ -128,8 +84,7 @@ class Principal(pydantic.BaseModel):
     def __repr__(self) -> str:
         return f"Principal(name={self.name!r}, roles={self.roles!r})"
 
-    def __str__(self) -> str:
-        return repr(self)
+    __str__ = __repr__
 
 
 def _roles(roles: Any) -> Any:
@@ -141,7 +96,7 @@ def _roles(roles: Any) -> Any:
 class _Grant(Principal):
     """A principal as a file grants it: ``role`` for every served catalog, or ``roles`` per catalog."""
 
-    model_config = _SPELLING
+    model_config = FILE_SPELLING
 
     name: Annotated[str, BeforeValidator(_text)]
     roles: Annotated[dict[str, str], BeforeValidator(_roles)] = Field(
@@ -158,8 +113,7 @@ class _Grant(Principal):
     def _known_roles(self) -> _Grant:
         for catalog, role in self.roles.items():
             if role not in ROLES:
-                raise PydanticCustomError("config_value", "role {role} for {catalog} is not one of read, write",
-                                          {"role": repr(role), "catalog": repr(catalog)})
+                raise PydanticCustomError("config_value", f"role {role!r} for {catalog!r} is not one of read, write")
         return self
 
 
@@ -195,23 +149,21 @@ class ClientEntry(_Grant):
 
 def _tokens(value: Any) -> Any:
     entries = _listed(value)
-    if not isinstance(entries, list):
-        return entries
     return [{**e, "name": f"token{i}"} if isinstance(e, dict) and e.get("name") in (None, "") else e
-            for i, e in enumerate(entries)]
+            for i, e in enumerate(entries)] if isinstance(entries, list) else entries
 
 
 def _secret(value: Any) -> Any:
-    # Without one, a random secret: tokens issued by this process are valid only in it.
+    # Without one, a random secret: the tokens this process issues are valid only in it.
     value = _text(value)
     return (value.encode() if value else secrets.token_bytes(32)) if isinstance(value, str | None) else value
 
 
 class ServerSettings(pydantic.BaseModel):
     """The ``server:`` section, as the file spells it and as the service uses it (see the module
-    docstring). :func:`server_settings` validates it against the catalogs of its configuration."""
+    docstring); :func:`server_settings` checks it against the catalogs of its configuration."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", **_SPELLING)
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid", **FILE_SPELLING)
 
     catalogs: Annotated[tuple[str, ...], BeforeValidator(_listed)] = Field(
         (), validate_default=True, description="a list of served catalog names")
@@ -221,29 +173,28 @@ class ServerSettings(pydantic.BaseModel):
         (), description="a list of tokens ({token: ..., role: read})")
     clients: Annotated[tuple[ClientEntry, ...], BeforeValidator(_listed)] = Field(
         (), description="a list of OAuth2 clients ({client-id: ..., client-secret: ...})")
-    token_ttl_s: int = Field(3600, validation_alias="token-ttl-seconds")
-    token_secret: Annotated[bytes, BeforeValidator(_secret)] = Field(
-        None, validate_default=True, validation_alias="token-secret")
-    allow_external_locations: Annotated[bool, BeforeValidator(_flag)] = False
+    token_ttl_s: int = Field(3600, alias="token-ttl-seconds")
+    token_secret: Annotated[bytes, BeforeValidator(_secret)] = Field(None, validate_default=True)
+    allow_external_locations: _Flag = False
     table_config: Annotated[dict[str, str], BeforeValidator(
-        lambda v: {} if v is None else ({str(k): str(x) for k, x in v.items()} if isinstance(v, dict) else v))] = Field(
+        lambda v: {} if v is None else {str(k): str(x) for k, x in v.items()} if isinstance(v, dict) else v)] = Field(
         default_factory=dict, description="a mapping of properties")
-    auth_required: _Switch = Field(True, validation_alias="auth", description="'required' or 'none'")
-    idempotency_lifetime_s: _Positive = Field(1800, validation_alias="idempotency-key-lifetime-seconds")
+    auth_required: _Switch = Field(True, alias="auth", description="'required' or 'none'")
+    idempotency_lifetime_s: _Positive = Field(1800, alias="idempotency-key-lifetime-seconds")
     scan_planning_page_size: _Positive = 5000
-    scan_plan_ttl_s: _Positive = Field(600, validation_alias="scan-plan-ttl-seconds")
+    scan_plan_ttl_s: _Positive = Field(600, alias="scan-plan-ttl-seconds")
     vending: Annotated[VendingSettings, BeforeValidator(lambda v: {} if v is None else v)] = Field(
-        default_factory=VendingSettings, validation_alias="storage-credentials")
+        default_factory=VendingSettings, alias="storage-credentials")
     max_request_bytes: int = Field(
         DEFAULT_MAX_REQUEST_BYTES, ge=64 * 1024, description="smaller limits refuse ordinary commits")
     # Advertised url-encoded in /v1/config; paths are split by the decoded one (and by %1F).
     namespace_separator_encoded: Annotated[str, AfterValidator(_separator)] = Field(
-        DEFAULT_NAMESPACE_SEPARATOR, validation_alias="namespace-separator",
+        DEFAULT_NAMESPACE_SEPARATOR, alias="namespace-separator",
         description="url-encoded, like %1F; not '.', which names may contain")
-    metrics_auth_required: _Switch = Field(True, validation_alias="metrics-auth", description="'required' or 'none'")
-    access_log: Annotated[bool, BeforeValidator(_flag)] = True
+    metrics_auth_required: _Switch = Field(True, alias="metrics-auth", description="'required' or 'none'")
+    access_log: _Flag = True
 
-    @field_validator("catalogs")
+    @pydantic.field_validator("catalogs")
     @classmethod
     def _default_catalog(cls, catalogs: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
         # Unless told, the service serves the default catalog.
@@ -254,19 +205,19 @@ class ServerSettings(pydantic.BaseModel):
     def _serves(self, info: ValidationInfo) -> ServerSettings:
         config = info.context
         if not isinstance(config, LakehouseConfig):
-            return self
+            return self  # made in code, not read from a configuration
         for name in self.catalogs:
             if name not in config.catalogs:
-                raise _problem("server.catalogs names {name}, which is not a defined catalog", name=repr(name))
+                raise _problem(f"server.catalogs names {name!r}, which is not a defined catalog")
             if not isinstance(config.catalogs[name], SqlCatalogConfig):
-                raise _problem("server.catalogs: {name} is a {type} catalog; the server serves sql catalogs",
-                               name=repr(name), type=config.catalogs[name].type)
+                raise _problem(f"server.catalogs: {name!r} is a {config.catalogs[name].type} catalog; "
+                               "the server serves sql catalogs")
         for key, entries in (("tokens", self.tokens), ("clients", self.clients)):
             for i, entry in enumerate(entries):
-                for catalog in entry.roles:
-                    if catalog != "*" and catalog not in self.catalogs:
-                        raise _problem("server.{key}[{i}]: roles name catalog {catalog}, which is not served "
-                                       "({served})", key=key, i=i, catalog=repr(catalog), served=list(self.catalogs))
+                unserved = [c for c in entry.roles if c not in ("*", *self.catalogs)]
+                if unserved:
+                    raise _problem(f"server.{key}[{i}]: roles name catalog {unserved[0]!r}, which is not served "
+                                   f"({list(self.catalogs)})")
         if self.auth_required and not self.tokens and not self.clients:
             raise _problem("the server has no tokens and no clients; add some under server.tokens "
                            "or server.clients (or set server.auth: none for local use)")
@@ -285,18 +236,15 @@ class ServerSettings(pydantic.BaseModel):
 
     def __repr__(self) -> str:
         # Tokens and secrets are never shown; only who they belong to.
-        return (
-            f"ServerSettings(catalogs={self.catalogs!r}, host={self.host!r}, port={self.port}, "
-            f"principals={sorted(p.name for p in self.tokens)!r}, "
-            f"clients={sorted(c.client_id for c in self.clients)!r}, auth_required={self.auth_required})"
-        )
+        return (f"ServerSettings(catalogs={self.catalogs!r}, host={self.host!r}, port={self.port}, "
+                f"principals={sorted(p.name for p in self.tokens)!r}, "
+                f"clients={sorted(c.client_id for c in self.clients)!r}, auth_required={self.auth_required})")
 
-    def __str__(self) -> str:
-        return repr(self)
+    __str__ = __repr__
 
 
-def _problem(message: str, **values: Any) -> PydanticCustomError:
-    return PydanticCustomError("config", message, values)
+def _problem(message: str) -> PydanticCustomError:
+    return PydanticCustomError("config", message)
 
 
 def server_settings(config: LakehouseConfig, overrides: Mapping[str, Any] | None = None) -> ServerSettings:
