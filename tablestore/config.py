@@ -197,7 +197,9 @@ class RestCatalogConfig(_Catalog):
 def _catalog_entry(entry: Any) -> Any:
     """What needs the whole entry, in the order a reader fixes it: the name, the type, the database."""
     if not isinstance(entry, dict):
-        return entry  # "must be a mapping with name, type and properties"
+        if isinstance(entry, _Catalog):
+            return entry
+        raise PydanticCustomError("config_type", "a mapping with name, type and properties")
     name, kind, database = entry.get("name"), entry.get("type"), entry.get("default-database", DEFAULT_DATABASE)
     if not isinstance(name, str) or not name.strip():
         raise PydanticCustomError("config_must", "has no 'name'; every catalog needs one")
@@ -220,8 +222,7 @@ def _catalog_entry(entry: Any) -> Any:
 
 
 # (The discriminator's Field comes first: it applies to the union, the validator around it.)
-CatalogConfig = Annotated[SqlCatalogConfig | RestCatalogConfig,
-                          Field(discriminator="type", description="a mapping with name, type and properties"),
+CatalogConfig = Annotated[SqlCatalogConfig | RestCatalogConfig, Field(discriminator="type"),
                           BeforeValidator(_catalog_entry)]
 _CATALOG_LIST = pydantic.TypeAdapter(list[CatalogConfig])
 

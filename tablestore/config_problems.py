@@ -101,8 +101,7 @@ def keys_at(model: type[pydantic.BaseModel], loc: Loc) -> list[str]:
 
 def _keys(models: list[type[pydantic.BaseModel]]) -> list[str]:
     # init=False marks a field the loader fills in (where the file came from), never the file.
-    keys = [_key(name, f) for m in models for name, f in m.model_fields.items() if f.init is not False]
-    return list(dict.fromkeys(keys))
+    return list(dict.fromkeys(_key(n, f) for m in models for n, f in m.model_fields.items() if f.init is not False))
 
 
 def _key(name: str, field: FieldInfo) -> str:
@@ -112,23 +111,21 @@ def _key(name: str, field: FieldInfo) -> str:
 
 def _walk(model: type[pydantic.BaseModel], loc: Loc) -> tuple[Loc, FieldInfo | None, list[type[pydantic.BaseModel]]]:
     """``loc`` without the tags of discriminated unions (pydantic puts the member's tag in the
-    location, the file never has it), the field that describes the value there (an item's own
-    description, else its list's field), and the models that value may be."""
+    location; the file never has it), the field that describes the value there (for an item,
+    its list's field), and the models that value may be."""
     path: list[int | str] = []
     found: FieldInfo | None = None
-    models = [model]
-    annotation: Any = None
+    models, annotation = [model], None
     for part in loc:
         if isinstance(part, int):
             # An item of a list or tuple, or a value of a mapping (the file's list may be kept by name).
             args = [a for a in typing.get_args(_bare(annotation)) if a is not Ellipsis]
             annotation = args[-1] if args else None
-            found = _info(annotation) or found
         else:
             fields = {_key(name, f): f for m in models for name, f in m.model_fields.items()}
-            if part not in fields and len(models) > 1:
-                models = [m for m in models if any(typing.get_args(f.annotation) == (part,)
-                                                   for f in m.model_fields.values())]
+            tagged = [m for m in models if (part,) in (typing.get_args(f.annotation) for f in m.model_fields.values())]
+            if part not in fields and len(models) > 1 and tagged:
+                models = tagged  # the tag of a discriminated union's member: not a key
                 continue
             found = fields.get(part)
             annotation = found.annotation if found else None
@@ -141,13 +138,6 @@ def _bare(annotation: Any) -> Any:
     while typing.get_origin(annotation) is typing.Annotated:
         annotation = typing.get_args(annotation)[0]
     return annotation
-
-
-def _info(annotation: Any) -> FieldInfo | None:
-    """The Field(...) given in ``Annotated[...]`` (what a list's items must be), if any."""
-    if typing.get_origin(annotation) is not typing.Annotated:
-        return None
-    return next((m for m in annotation.__metadata__ if isinstance(m, FieldInfo)), None)
 
 
 def _models(annotation: Any) -> list[type[pydantic.BaseModel]]:
