@@ -302,9 +302,9 @@ class LakehouseConfig(_Model):
             raise PydanticCustomError("config", "defines no catalogs; add at least one under 'catalogs:'")
         if self.default_catalog not in self.catalogs:
             default, names = repr(self.default_catalog), _names(self.catalogs)
-            raise PydanticCustomError("config", f"default-catalog {default} is not one of the catalogs defined: {names}"
-                                      if _loading(info) else f"default-catalog {default} is not defined; the catalogs "
-                                      f"are {names}")
+            message = (f"default-catalog {default} is not one of the catalogs defined: {names}" if _loading(info)
+                       else f"default-catalog {default} is not defined; the catalogs are {names}")
+            raise PydanticCustomError("config", message)
         return self
 
     @classmethod
