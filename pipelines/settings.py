@@ -21,7 +21,8 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
-from tablestore.config import LakehouseConfig, key_path, parse_config, problem_message
+from tablestore.config import LakehouseConfig, parse_config
+from tablestore.config_problems import problem_message
 from tablestore.errors import ConfigError
 
 CONFIG_DIR = Path(__file__).parent / "config"
@@ -183,13 +184,6 @@ def settings_path(environment: str | None = None) -> Path:
     return CONFIG_DIR / f"{env}.yaml"
 
 
-def _problem(error: Any) -> str:
-    if error["type"] == "missing":
-        loc = tuple(error["loc"])
-        return f"the key {loc[0]!r} is missing" if len(loc) == 1 else f"{key_path(loc)} is missing"
-    return problem_message(error, _Document)
-
-
 def load_settings(
     path: str | os.PathLike[str] | None = None, root: str | os.PathLike[str] | None = None
 ) -> PipelineSettings:
@@ -205,7 +199,7 @@ def load_settings(
     try:
         document = _Document.model_validate(doc)
     except pydantic.ValidationError as e:
-        raise ConfigError(f"{source}: {_problem(e.errors()[0])}") from None
+        raise ConfigError(f"{source}: {problem_message(e.errors()[0], _Document)}") from None
     root_path = Path(root or os.environ.get("LAKEHOUSE_ROOT") or document.root).absolute()
     tablestore = parse_config(yaml.safe_dump(document.tablestore), source=f"{source} (tablestore)",
                               base_dir=root_path)

@@ -187,7 +187,7 @@ def create_app(
         token = form.get("token", "")
         if not token:
             return oauth_error(400, "invalid_request", "send the token to revoke as the form field 'token'")
-        if token in settings.tokens:
+        if settings.token_principal(token) is not None:
             return oauth_error(400, "unsupported_token_type",
                                "static tokens come from the configuration: remove them there, on every replica")
         try:

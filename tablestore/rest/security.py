@@ -24,7 +24,7 @@ import jwt
 from tablestore.errors import ForbiddenError, NotAuthorizedError, ValidationError
 from tablestore.rest.settings import WRITE, Principal, ServerSettings
 
-ANONYMOUS = Principal("anonymous", {"*": WRITE})
+ANONYMOUS = Principal(name="anonymous", roles={"*": WRITE})
 # The location properties that decide where a table writes files besides its location.
 LOCATION_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path",
                        "write.folder-storage.path")
@@ -59,8 +59,8 @@ class Authenticator:
 
     def issue(self, client_id: str, client_secret: str) -> tuple[str, int]:
         """A signed token for valid client credentials, and its lifetime in seconds."""
-        entry = self.settings.clients.get(client_id)
-        if entry is None or not hmac.compare_digest(entry[0].encode(), client_secret.encode()):
+        client = self.settings.client(client_id)
+        if client is None or not hmac.compare_digest(client.client_secret.encode(), client_secret.encode()):
             raise NotAuthorizedError("invalid client credentials")
         return self.signed(client_id, CLIENT_TOKEN)
 
@@ -78,7 +78,7 @@ class Authenticator:
         # A static token, or a signed one exchanged from one, stays a static principal's: a
         # client of the same name must not lend it its roles.
         kind = STATIC_TOKEN
-        if subject_token not in self.settings.tokens:
+        if self.settings.token_principal(subject_token) is None:
             kind = str(self.claims(subject_token).get("kind", CLIENT_TOKEN))
         token, ttl = self.signed(principal.name, kind)
         return token, ttl, principal
@@ -118,9 +118,9 @@ class Authenticator:
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             raise NotAuthorizedError("the Authorization header must be 'Bearer <token>'")
-        for known, principal in self.settings.tokens.items():
-            if hmac.compare_digest(known.encode(), token.encode()):
-                return principal
+        principal = self.settings.token_principal(token)
+        if principal is not None:
+            return principal
         if token.startswith(LEGACY_PREFIX) or token.count(".") == 2:
             return self._verify_issued(token)
         raise NotAuthorizedError("the bearer token is not valid")
@@ -132,14 +132,14 @@ class Authenticator:
         name, kind = str(claims["sub"]), str(claims.get("kind", CLIENT_TOKEN))
         if kind == STATIC_TOKEN:
             # Exchanged from a static token: valid while a static token of that name is configured.
-            found = next((p for p in self.settings.tokens.values() if p.name == name), None)
+            found = next((p for p in self.settings.tokens if p.name == name), None)
             if found is None:
                 raise NotAuthorizedError("the bearer token's principal is no longer configured")
             return found
-        entry = self.settings.clients.get(name)
-        if entry is None:
+        client = self.settings.client(name)
+        if client is None:
             raise NotAuthorizedError("the bearer token's client is no longer configured")
-        return entry[1]
+        return client
 
     @staticmethod
     def authorize(principal: Principal, catalog: str, role: str) -> None:

@@ -140,7 +140,7 @@ def overwrite_mode(context: SessionContext, table: Table) -> str:
 def write_query(context: SessionContext, table: Table, df: Any) -> WrittenFiles:
     """Spark tasks write the rows of ``df`` (typed for ``table``) as data files; nothing commits."""
     with spark_errors():
-        return write_files(df, table_target(table, context.config.to_json()))
+        return write_files(df, table_target(table, context.config.model_dump_json()))
 
 
 def insert(context: SessionContext, s: st.Insert) -> StatementResult:

@@ -375,8 +375,9 @@ def test_stack_config_parses_and_serves_the_metastore() -> None:
     config = parse_config(text, source=str(STACK_CONFIG))
     settings = server_settings(config)
     assert settings.catalogs == ("metastore",) and settings.port == int(_container_port("catalog", "--port"))
-    assert {p.name for p in settings.tokens.values()} == {"trino", "spark", "dagster"}
-    assert settings.clients["trino"][1].can("metastore", "write")  # Trino's OAuth2 client
+    assert {p.name for p in settings.tokens} == {"trino", "spark", "dagster"}
+    trino = settings.client("trino")
+    assert trino is not None and trino.can("metastore", "write")  # Trino's OAuth2 client
     assert config.default_catalog == "lakehouse" and config.catalog("lakehouse").type == "rest"
     assert config.spark.master == f"sc://spark-connect:{_container_port('spark-connect', '--port')}"
     # The pipeline's external landing table lies on the volume the catalog, Dagster and Spark share.

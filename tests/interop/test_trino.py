@@ -239,13 +239,13 @@ def test_our_spark_source_reads_trinos_table_and_column_profiles_agree(trino_wro
     of ``pipelines/defs/reconcile/profiles.py``, one query in each engine) finds Trino and
     tablestore's SQL on Spark equal on every table."""
     from pipelines.defs.reconcile.profiles import differences, profile, profile_query, spark_quote, trino_quote
-    from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
+    from tablestore.config import LakehouseConfig, SparkConfig, SqlCatalogConfig
     from tablestore.spark import spark_session
     from tablestore.sql.session import SqlSession
 
     lake = trino_wrote
-    catalog = CatalogConfig(CATALOG, "sql", lake.service.direct_properties(), "tw")
-    config = LakehouseConfig(CATALOG, {CATALOG: catalog}, SparkConfig("local[1]", {"spark.sql.shuffle.partitions": "2"}))
+    catalog = SqlCatalogConfig(name=CATALOG, properties=lake.service.direct_properties(), default_database="tw")
+    config = LakehouseConfig(default_catalog=CATALOG, catalogs={CATALOG: catalog}, spark=SparkConfig(master="local[1]", conf={"spark.sql.shuffle.partitions": "2"}))
     spark = spark_session(config, app_name="tablestore-trino")
     session = SqlSession(config, spark=spark)
     try:

@@ -325,7 +325,7 @@ def test_row_positions_source_reads_only_the_columns_option(session: SqlSession,
 
     _setup(session, "merge-on-read")
     register(spark)
-    options = {"config": session.config.to_json(), "columns": "id"}
+    options = {"config": session.config.model_dump_json(), "columns": "id"}
 
     def source_rows() -> list[tuple[int, str, int]]:
         df = spark.read.format(SOURCE_NAME).options(**options).load("cat.db.user")
