@@ -142,7 +142,7 @@ def _start_service(workdir: Path, catalog_uri: str, warehouse: str) -> tuple[sub
 def measure_all(workdir: Path, commits: int, log: Callable[[str], None]) -> list[dict[str, Any]]:
     from tablestore.catalog.rest import RestCatalog
     from tablestore.catalog.sql_catalog import SqlCatalog
-    from tablestore.spec.updates import AssertTableUUID, SetPropertiesUpdate
+    from tablestore.spec.metadata.update_models import AssertTableUUID, SetPropertiesUpdate
     from tests.services import start_postgres
 
     pg_dir = Path(tempfile.mkdtemp(prefix="tablestore-bench-pg-"))

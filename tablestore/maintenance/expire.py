@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from tablestore.errors import ValidationError
 from tablestore.maintenance.reachable import snapshot_files, statistics_files
-from tablestore.spec.manifest import DataFileContent
-from tablestore.spec.metadata import TableMetadata, int_property
-from tablestore.spec.updates import (
+from tablestore.spec.manifests.manifest import DataFileContent
+from tablestore.spec.metadata.table_metadata import TableMetadata, int_property
+from tablestore.spec.metadata.update_models import (
     AssertRefSnapshotId,
     AssertTableUUID,
     RemoveSnapshotRefUpdate,

@@ -13,7 +13,7 @@ import tablestore
 from tablestore.errors import NoSuchSnapshotError, ValidationError
 from tablestore.maintenance.orphans import referenced_files
 from tablestore.maintenance.reachable import normalize_path
-from tablestore.spec.updates import AssertTableUUID, SetSnapshotRefUpdate
+from tablestore.spec.metadata.update_models import AssertTableUUID, SetSnapshotRefUpdate
 from tablestore.table.update.transaction import FixedChange
 from tests.conftest import CATALOGS_ON_EVERY_STORAGE
 from tests.maintenance.helpers import SCHEMA, rows

@@ -24,8 +24,12 @@ import requests
 
 from tablestore.catalog.rest import RestCatalog, uuid7
 from tablestore.catalog.sql_catalog import SqlCatalog
-from tablestore.spec.schema import Schema
-from tablestore.spec.updates import AddSchemaUpdate, AssertCurrentSchemaId, SetCurrentSchemaUpdate
+from tablestore.spec.metadata.update_models import (
+    AddSchemaUpdate,
+    AssertCurrentSchemaId,
+    SetCurrentSchemaUpdate,
+)
+from tablestore.spec.schemas.schema import Schema
 from tests.rest.conftest import CATALOG, WRITE_TOKEN, RestService
 
 SCHEMA = pa.schema([pa.field("id", pa.int64())])

@@ -126,7 +126,7 @@ def test_a_multi_table_transaction_commits_all_tables_or_none(rest_service: Rest
         direct.close()
 
     # The client's commit_tables goes through the same endpoint.
-    from tablestore.spec.updates import AssertTableUUID, SetPropertiesUpdate
+    from tablestore.spec.metadata.update_models import AssertTableUUID, SetPropertiesUpdate
 
     client = rest_service.client()
     try:

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from tablestore.errors import CommitConflictError
-from tablestore.spec.updates import AssertRefSnapshotId, SetSnapshotRefUpdate
+from tablestore.spec.metadata.update_models import AssertRefSnapshotId, SetSnapshotRefUpdate
 from tests.services import RestService
 
 SCHEMA = pa.schema([pa.field("id", pa.int64())])

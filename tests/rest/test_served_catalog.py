@@ -14,7 +14,7 @@ from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import CommitConflictError
 from tablestore.io import OutputFile
 from tablestore.rest.served_catalog import ServedSqlCatalog
-from tablestore.spec.updates import SetPropertiesUpdate
+from tablestore.spec.metadata.update_models import SetPropertiesUpdate
 from tests.rest.conftest import CATALOG, RestService, start_service
 
 SCHEMA = pa.schema([pa.field("id", pa.int64())])

@@ -18,15 +18,15 @@ import pyarrow as pa
 import pytest
 
 from tablestore.catalog_manager import CatalogManager
-from tablestore.spec.schema import Schema, arrow_to_schema
-from tablestore.spec.types import NestedField, StringType
-from tablestore.spec.updates import (
+from tablestore.spec.metadata.update_models import (
     AddSchemaUpdate,
     AssertCurrentSchemaId,
     SetCurrentSchemaUpdate,
     SetSnapshotRefUpdate,
     TableUpdate,
 )
+from tablestore.spec.schemas.schema import Schema, arrow_to_schema
+from tablestore.spec.schemas.types import NestedField, StringType
 from tablestore.table import Table
 from tests.spark.conftest import Lake
 from tests.values import oracle_rows

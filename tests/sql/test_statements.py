@@ -151,7 +151,7 @@ def test_time_travel(session: SqlSession) -> None:
 
 
 def test_time_travel_to_a_tag_and_to_a_snapshot_id_given_as_text(session: SqlSession) -> None:
-    from tablestore.spec.updates import SetSnapshotRefUpdate
+    from tablestore.spec.metadata.update_models import SetSnapshotRefUpdate
 
     session.execute("CREATE TABLE tagged (x INT, s STRING); INSERT INTO tagged VALUES (1, 'a'), (2, 'b')")
     table = session.manager.catalog().load_table(("db", "tagged"))

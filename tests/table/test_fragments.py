@@ -12,9 +12,13 @@ import pytest
 
 from tablestore.catalog import Catalog
 from tablestore.errors import CommitConflictError, SchemaError, ValidationError
-from tablestore.spec.schema import Schema
-from tablestore.spec.types import NestedField, StringType
-from tablestore.spec.updates import AddSchemaUpdate, AssertCurrentSchemaId, SetCurrentSchemaUpdate
+from tablestore.spec.metadata.update_models import (
+    AddSchemaUpdate,
+    AssertCurrentSchemaId,
+    SetCurrentSchemaUpdate,
+)
+from tablestore.spec.schemas.schema import Schema
+from tablestore.spec.schemas.types import NestedField, StringType
 from tablestore.table import Table
 from tablestore.table.ops.column_merge import LINEAGE_KEY, Fragment
 from tablestore.table.update.transaction import FixedChange

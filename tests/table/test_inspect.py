@@ -18,16 +18,16 @@ import pytest
 import tablestore
 from tablestore.catalog import Catalog
 from tablestore.errors import NoSuchSnapshotError
-from tablestore.spec.partitioning import build_partition_spec
-from tablestore.spec.schema import Schema
-from tablestore.spec.types import LongType, NestedField, StringType
-from tablestore.spec.updates import (
+from tablestore.spec.metadata.update_models import (
     AddPartitionSpecUpdate,
     AddSchemaUpdate,
     SetCurrentSchemaUpdate,
     SetDefaultSpecUpdate,
     SetSnapshotRefUpdate,
 )
+from tablestore.spec.partitioning.partition_spec import build_partition_spec
+from tablestore.spec.schemas.schema import Schema
+from tablestore.spec.schemas.types import LongType, NestedField, StringType
 from tablestore.table import Table
 from tablestore.table.update.transaction import FixedChange
 from tests import oracle

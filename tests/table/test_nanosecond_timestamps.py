@@ -25,9 +25,9 @@ import pytest
 
 import tablestore
 from tablestore.errors import SchemaError
-from tablestore.spec.schema import Schema
-from tablestore.spec.types import LongType, NestedField, TimestamptzNanoType
-from tablestore.spec.updates import AddSchemaUpdate, SetCurrentSchemaUpdate
+from tablestore.spec.metadata.update_models import AddSchemaUpdate, SetCurrentSchemaUpdate
+from tablestore.spec.schemas.schema import Schema
+from tablestore.spec.schemas.types import LongType, NestedField, TimestamptzNanoType
 from tablestore.table import Table
 
 NANOS = pa.schema([("id", pa.int64()), ("at", pa.timestamp("ns", tz="UTC")), ("local", pa.timestamp("ns"))])

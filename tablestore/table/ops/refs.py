@@ -31,8 +31,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Self
 
 from tablestore.errors import NoSuchSnapshotError, ValidationError
-from tablestore.spec.metadata import MAIN_BRANCH, SnapshotRef, TableMetadata
-from tablestore.spec.updates import (
+from tablestore.spec.metadata.table_metadata import MAIN_BRANCH, SnapshotRef, TableMetadata
+from tablestore.spec.metadata.update_models import (
     AssertRefSnapshotId,
     AssertTableUUID,
     RemoveSnapshotRefUpdate,

@@ -7,10 +7,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from tablestore.errors import CommitConflictError
-from tablestore.spec.manifest import DataFile
-from tablestore.spec.metadata import Snapshot, TableMetadata
-from tablestore.spec.schema import Schema
-from tablestore.spec.updates import (
+from tablestore.spec.manifests.manifest import DataFile
+from tablestore.spec.metadata.table_metadata import Snapshot, TableMetadata
+from tablestore.spec.metadata.update_models import (
     AddSchemaUpdate,
     AssertCurrentSchemaId,
     AssertLastAssignedFieldId,
@@ -18,6 +17,7 @@ from tablestore.spec.updates import (
     TableRequirement,
     TableUpdate,
 )
+from tablestore.spec.schemas.schema import Schema
 from tablestore.table.update.snapshot import SnapshotProducer
 from tablestore.table.update.validation import Validation, no_new_deletes_for_rewritten
 

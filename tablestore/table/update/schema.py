@@ -25,12 +25,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from tablestore.errors import CommitConflictError, SchemaEvolutionError
-from tablestore.spec.metadata import MAIN_BRANCH, TableMetadata
-from tablestore.spec.name_mapping import DEFAULT_NAME_MAPPING, NameMapping, update_mapping
-from tablestore.spec.schema import Schema
-from tablestore.spec.schema_evolution import CastMode, SchemaEvolution, check_partition_sources
-from tablestore.spec.types import IcebergType
-from tablestore.spec.updates import (
+from tablestore.spec.metadata.schema_evolution import CastMode, SchemaEvolution, check_partition_sources
+from tablestore.spec.metadata.table_metadata import MAIN_BRANCH, TableMetadata
+from tablestore.spec.metadata.update_models import (
     AddSchemaUpdate,
     AssertCurrentSchemaId,
     AssertLastAssignedFieldId,
@@ -41,6 +38,9 @@ from tablestore.spec.updates import (
     TableRequirement,
     TableUpdate,
 )
+from tablestore.spec.schemas.name_mapping import DEFAULT_NAME_MAPPING, NameMapping, update_mapping
+from tablestore.spec.schemas.schema import Schema
+from tablestore.spec.schemas.types import IcebergType
 from tablestore.table.update.retry import StagedCommit
 from tablestore.table.update.schema_rewrite import plan_type_rewrite
 

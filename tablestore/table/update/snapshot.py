@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tablestore.errors import CommitConflictError, UnsupportedError, ValidationError
-from tablestore.spec.manifest import (
+from tablestore.spec.manifests.manifest import (
     DataFile,
     DataFileContent,
     FileFormat,
@@ -39,8 +39,14 @@ from tablestore.spec.manifest import (
     write_manifest,
     write_manifest_list,
 )
-from tablestore.spec.metadata import MAIN_BRANCH, WAP_ID_PROPERTY, Snapshot, TableMetadata, new_snapshot_id
-from tablestore.spec.updates import (
+from tablestore.spec.metadata.table_metadata import (
+    MAIN_BRANCH,
+    WAP_ID_PROPERTY,
+    Snapshot,
+    TableMetadata,
+    new_snapshot_id,
+)
+from tablestore.spec.metadata.update_models import (
     AddSnapshotUpdate,
     AssertRefSnapshotId,
     AssertTableUUID,

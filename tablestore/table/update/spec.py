@@ -33,22 +33,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from tablestore.errors import CommitConflictError, ValidationError
-from tablestore.spec.partitioning import (
-    PartitionField,
-    PartitionSpec,
-    check_transform,
-    parse_term,
-    resolve_column,
-)
-from tablestore.spec.schema import Schema
-from tablestore.spec.transforms import (
-    BucketTransform,
-    IdentityTransform,
-    Transform,
-    TruncateTransform,
-    VoidTransform,
-)
-from tablestore.spec.updates import (
+from tablestore.spec.metadata.update_models import (
     AddPartitionSpecUpdate,
     AssertDefaultSpecId,
     AssertLastAssignedPartitionId,
@@ -56,10 +41,25 @@ from tablestore.spec.updates import (
     SetDefaultSpecUpdate,
     TableRequirement,
 )
+from tablestore.spec.partitioning.partition_spec import (
+    PartitionField,
+    PartitionSpec,
+    check_transform,
+    parse_term,
+    resolve_column,
+)
+from tablestore.spec.partitioning.transforms import (
+    BucketTransform,
+    IdentityTransform,
+    Transform,
+    TruncateTransform,
+    VoidTransform,
+)
+from tablestore.spec.schemas.schema import Schema
 from tablestore.table.update.retry import StagedCommit
 
 if TYPE_CHECKING:
-    from tablestore.spec.metadata import TableMetadata
+    from tablestore.spec.metadata.table_metadata import TableMetadata
     from tablestore.table import Table
     from tablestore.table.update.transaction import Transaction
 
