@@ -226,7 +226,7 @@ def _drop_tags(table: Table) -> list[str]:
     """Remove the table's tags (they pin pre-erasure snapshots and never move); their names."""
     def stage(base: TableMetadata) -> tuple[list[TableRequirement], list[TableUpdate]]:
         # Recomputed on every attempt: a tag created meanwhile goes too.
-        return [AssertTableUUID(base.table_uuid)], [RemoveSnapshotRefUpdate(n) for n in _tags(base)]
+        return [AssertTableUUID(uuid=base.table_uuid)], [RemoveSnapshotRefUpdate(ref_name=n) for n in _tags(base)]
 
     tags = _tags(table.refresh().metadata)
     if tags:

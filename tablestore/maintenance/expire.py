@@ -190,11 +190,11 @@ def expire_snapshots(
         result.removed_refs = removed_refs
         if (not expired and not removed_refs) or dry_run:
             raise _NothingToCommit()
-        requirements: list[TableRequirement] = [AssertTableUUID(base.table_uuid)]
-        requirements += [AssertRefSnapshotId(name, ref.snapshot_id) for name, ref in base.refs.items()]
-        updates: list[TableUpdate] = [RemoveSnapshotRefUpdate(name) for name in removed_refs]
+        requirements: list[TableRequirement] = [AssertTableUUID(uuid=base.table_uuid)]
+        requirements += [AssertRefSnapshotId(ref=name, snapshot_id=ref.snapshot_id) for name, ref in base.refs.items()]
+        updates: list[TableUpdate] = [RemoveSnapshotRefUpdate(ref_name=name) for name in removed_refs]
         if expired:
-            updates.append(RemoveSnapshotsUpdate(tuple(result.expired_snapshot_ids)))
+            updates.append(RemoveSnapshotsUpdate(snapshot_ids=tuple(result.expired_snapshot_ids)))
         return requirements, updates
 
     table.refresh()

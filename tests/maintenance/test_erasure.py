@@ -146,8 +146,8 @@ def test_erasure_refuses_tables_with_tags_unless_told(db_catalog: tablestore.Cat
     tagged = table.append(rows(10))
     from tablestore.spec.metadata.update_models import AssertTableUUID, SetSnapshotRefUpdate
 
-    table.transaction().add_change(FixedChange([AssertTableUUID(table.metadata.table_uuid)],
-                                               [SetSnapshotRefUpdate("audit-2024", tagged.snapshot_id, "tag")]),
+    table.transaction().add_change(FixedChange([AssertTableUUID(uuid=table.metadata.table_uuid)],
+                                               [SetSnapshotRefUpdate(ref_name="audit-2024", snapshot_id=tagged.snapshot_id, type="tag")]),
                                    ).commit_transaction()
     table.append(rows(10, 10))
     with pytest.raises(ValidationError, match="audit-2024"):

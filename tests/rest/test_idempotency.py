@@ -182,7 +182,7 @@ def test_transaction_whose_response_was_lost_is_replayed_and_applied_once(
         client.create_table(f"{namespace}.a", SCHEMA)
         client.create_table(f"{namespace}.b", SCHEMA)
         # Applied twice, the second would fail its requirement (schema 0 is no longer current).
-        change = ([AssertCurrentSchemaId(0)], [AddSchemaUpdate(wider), SetCurrentSchemaUpdate(-1)])
+        change = ([AssertCurrentSchemaId(current_schema_id=0)], [AddSchemaUpdate(schema_=wider), SetCurrentSchemaUpdate(schema_id=-1)])
         client.commit_tables([(f"{namespace}.a", *change), (f"{namespace}.b", *change)])
     finally:
         client.close()

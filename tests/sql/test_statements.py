@@ -157,7 +157,7 @@ def test_time_travel_to_a_tag_and_to_a_snapshot_id_given_as_text(session: SqlSes
     table = session.manager.catalog().load_table(("db", "tagged"))
     first = table.current_snapshot()
     assert first is not None
-    table.transaction().add_change(FixedChange([], [SetSnapshotRefUpdate("release-1", first.snapshot_id, "tag")])).commit_transaction()
+    table.transaction().add_change(FixedChange([], [SetSnapshotRefUpdate(ref_name="release-1", snapshot_id=first.snapshot_id, type="tag")])).commit_transaction()
     session.execute("INSERT INTO tagged VALUES (3, 'c'); INSERT OVERWRITE tagged VALUES (2, 'b'), (3, 'c')")
 
     assert rows(session, "SELECT x, s FROM tagged VERSION AS OF 'release-1' ORDER BY x") == [[1, "a"], [2, "b"]]

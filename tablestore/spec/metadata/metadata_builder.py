@@ -161,14 +161,14 @@ def _add_schema(b: _Builder, u: AddSchemaUpdate) -> None:
     # schema's highest id. The update's own last-column-id is deprecated in the REST spec and
     # not trusted: Java sends the new schema's highest id, lower than the table's after a
     # REPLACE TABLE with fewer columns, and a value above every id would skip ids for nothing.
-    new_last = max(md["last_column_id"], u.schema.highest_field_id())
+    new_last = max(md["last_column_id"], u.schema_.highest_field_id())
     schemas: tuple[Schema, ...] = md["schemas"]
-    same = next((s for s in schemas if _same_schema(s, u.schema)), None)
+    same = next((s for s in schemas if _same_schema(s, u.schema_)), None)
     if same is not None:
         schema_id = same.schema_id
     else:
         schema_id = max((s.schema_id for s in schemas), default=-1) + 1
-        md["schemas"] = (*schemas, u.schema.with_id(schema_id))
+        md["schemas"] = (*schemas, u.schema_.with_id(schema_id))
         b.changed = True
     if new_last != md["last_column_id"]:
         md["last_column_id"] = new_last
@@ -336,7 +336,7 @@ def _remove_snapshots(b: _Builder, u: RemoveSnapshotsUpdate) -> None:
     live = {s.snapshot_id for s in kept}
     for name, ref in list(md["refs"].items()):
         if ref.snapshot_id not in live:
-            _remove_snapshot_ref(b, RemoveSnapshotRefUpdate(name))
+            _remove_snapshot_ref(b, RemoveSnapshotRefUpdate(ref_name=name))
     b.removed_snapshots = True
     b.changed = True
 

@@ -8,313 +8,224 @@ of updates (applied to it). ``apply_updates`` follows the semantics of Java's
 ``TableMetadata.Builder``: ``-1`` ids mean "the one added last in this commit", identical schemas,
 specs and sort orders are reused instead of added twice, setting ``main`` moves the current
 snapshot and appends to the snapshot log, and the previous metadata file goes to the metadata log.
+
+Each update and requirement is a frozen pydantic model, as pyiceberg models them: fields named in
+Python, their JSON names in kebab case, and a literal ``action`` (updates) or ``type``
+(requirements) that tells the REST spec's discriminated union apart. :func:`update_from_json` and
+:func:`requirement_from_json` parse one object; ``to_json`` gives the REST shape.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Annotated, Any, Literal
 
-from tablestore.errors import CommitConflictError, ValidationError
-from tablestore.spec.metadata.table_metadata import (
-    Snapshot,
-    SnapshotRef,
-    TableMetadata,
-)
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, TypeAdapter, computed_field
+
+from tablestore.errors import CommitConflictError, TableStoreError, ValidationError
+from tablestore.spec.metadata.table_metadata import Snapshot, SnapshotRef, TableMetadata
 from tablestore.spec.partitioning.partition_spec import PartitionSpec
 from tablestore.spec.partitioning.sort_order import SortOrder
 from tablestore.spec.schemas.schema import Schema
 
+# The spec's own objects keep their JSON codecs (they are read from metadata files too); a model
+# field of one takes the object or its JSON form and dumps the JSON form.
+SchemaField = Annotated[
+    Schema,
+    PlainValidator(lambda v: v if isinstance(v, Schema) else Schema.from_json(v)),
+    PlainSerializer(Schema.to_json),
+]
+SpecField = Annotated[
+    PartitionSpec,
+    PlainValidator(lambda v: v if isinstance(v, PartitionSpec) else PartitionSpec.from_json(v)),
+    PlainSerializer(PartitionSpec.to_json),
+]
+SortOrderField = Annotated[
+    SortOrder,
+    PlainValidator(lambda v: v if isinstance(v, SortOrder) else SortOrder.from_json(v)),
+    PlainSerializer(SortOrder.to_json),
+]
+SnapshotField = Annotated[
+    Snapshot,
+    PlainValidator(lambda v: v if isinstance(v, Snapshot) else Snapshot.from_json(v)),
+    PlainSerializer(Snapshot.to_json),
+]
+
+# Python names (``schema_`` because BaseModel has a ``schema``) and the REST spec's kebab-case ones.
+REST_MODEL = ConfigDict(
+    frozen=True,
+    alias_generator=lambda name: name.rstrip("_").replace("_", "-"),
+    validate_by_name=True,
+    validate_by_alias=True,
+    # Property values were taken with str() before these were models: numbers stay accepted.
+    coerce_numbers_to_str=True,
+)
+
 # -- updates -------------------------------------------------------------------------------------
 
 
-class TableUpdate:
+class TableUpdate(BaseModel):
     """Base of the metadata updates; ``action`` is the REST discriminator."""
 
-    action: ClassVar[str] = ""
+    model_config = REST_MODEL
+    action: str
 
     def to_json(self) -> dict[str, Any]:
-        raise NotImplementedError
+        # Optional fields the REST spec lets a client leave out are left out, not sent as null.
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-@dataclass(frozen=True)
 class AssignUUIDUpdate(TableUpdate):
+    action: Literal["assign-uuid"] = "assign-uuid"
     uuid: str
-    action: ClassVar[str] = "assign-uuid"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "uuid": self.uuid}
 
 
-@dataclass(frozen=True)
 class UpgradeFormatVersionUpdate(TableUpdate):
+    action: Literal["upgrade-format-version"] = "upgrade-format-version"
     format_version: int
-    action: ClassVar[str] = "upgrade-format-version"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "format-version": self.format_version}
 
 
-@dataclass(frozen=True)
 class AddSchemaUpdate(TableUpdate):
-    schema: Schema
+    action: Literal["add-schema"] = "add-schema"
+    schema_: SchemaField
     last_column_id: int | None = None  # deprecated in the REST spec; derived when absent
-    action: ClassVar[str] = "add-schema"
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"action": self.action, "schema": self.schema.to_json()}
-        if self.last_column_id is not None:
-            out["last-column-id"] = self.last_column_id
-        return out
 
 
-@dataclass(frozen=True)
 class SetCurrentSchemaUpdate(TableUpdate):
-    schema_id: int = -1  # -1: the schema added last in this commit
-    action: ClassVar[str] = "set-current-schema"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "schema-id": self.schema_id}
+    action: Literal["set-current-schema"] = "set-current-schema"
+    schema_id: int  # -1: the schema added last in this commit
 
 
-@dataclass(frozen=True)
 class AddPartitionSpecUpdate(TableUpdate):
-    spec: PartitionSpec
-    action: ClassVar[str] = "add-spec"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "spec": self.spec.to_json()}
+    action: Literal["add-spec"] = "add-spec"
+    spec: SpecField
 
 
-@dataclass(frozen=True)
 class SetDefaultSpecUpdate(TableUpdate):
-    spec_id: int = -1
-    action: ClassVar[str] = "set-default-spec"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "spec-id": self.spec_id}
+    action: Literal["set-default-spec"] = "set-default-spec"
+    spec_id: int  # -1: the spec added last in this commit
 
 
-@dataclass(frozen=True)
 class AddSortOrderUpdate(TableUpdate):
-    sort_order: SortOrder
-    action: ClassVar[str] = "add-sort-order"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "sort-order": self.sort_order.to_json()}
+    action: Literal["add-sort-order"] = "add-sort-order"
+    sort_order: SortOrderField
 
 
-@dataclass(frozen=True)
 class SetDefaultSortOrderUpdate(TableUpdate):
-    sort_order_id: int = -1
-    action: ClassVar[str] = "set-default-sort-order"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "sort-order-id": self.sort_order_id}
+    action: Literal["set-default-sort-order"] = "set-default-sort-order"
+    sort_order_id: int  # -1: the sort order added last in this commit
 
 
-@dataclass(frozen=True)
 class AddSnapshotUpdate(TableUpdate):
-    snapshot: Snapshot
-    action: ClassVar[str] = "add-snapshot"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "snapshot": self.snapshot.to_json()}
+    action: Literal["add-snapshot"] = "add-snapshot"
+    snapshot: SnapshotField
 
 
-@dataclass(frozen=True)
 class SetSnapshotRefUpdate(TableUpdate):
+    action: Literal["set-snapshot-ref"] = "set-snapshot-ref"
     ref_name: str
     snapshot_id: int
-    type: str = "branch"
+    type: str
     max_ref_age_ms: int | None = None
     max_snapshot_age_ms: int | None = None
     min_snapshots_to_keep: int | None = None
-    action: ClassVar[str] = "set-snapshot-ref"
 
     def to_ref(self) -> SnapshotRef:
         return SnapshotRef(self.snapshot_id, self.type, self.min_snapshots_to_keep,
                            self.max_snapshot_age_ms, self.max_ref_age_ms)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "ref-name": self.ref_name, **self.to_ref().to_json()}
 
-
-@dataclass(frozen=True)
 class RemoveSnapshotsUpdate(TableUpdate):
+    action: Literal["remove-snapshots"] = "remove-snapshots"
     snapshot_ids: tuple[int, ...]
-    action: ClassVar[str] = "remove-snapshots"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "snapshot-ids": list(self.snapshot_ids)}
 
 
-@dataclass(frozen=True)
 class RemoveSnapshotRefUpdate(TableUpdate):
+    action: Literal["remove-snapshot-ref"] = "remove-snapshot-ref"
     ref_name: str
-    action: ClassVar[str] = "remove-snapshot-ref"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "ref-name": self.ref_name}
 
 
-@dataclass(frozen=True)
 class SetLocationUpdate(TableUpdate):
+    action: Literal["set-location"] = "set-location"
     location: str
-    action: ClassVar[str] = "set-location"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "location": self.location}
 
 
-@dataclass(frozen=True)
 class SetPropertiesUpdate(TableUpdate):
+    action: Literal["set-properties"] = "set-properties"
     updates: dict[str, str]
-    action: ClassVar[str] = "set-properties"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "updates": dict(self.updates)}
 
 
-@dataclass(frozen=True)
 class RemovePropertiesUpdate(TableUpdate):
+    action: Literal["remove-properties"] = "remove-properties"
     removals: tuple[str, ...]
-    action: ClassVar[str] = "remove-properties"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "removals": list(self.removals)}
 
 
-@dataclass(frozen=True)
 class SetStatisticsUpdate(TableUpdate):
+    action: Literal["set-statistics"] = "set-statistics"
     statistics: dict[str, Any]  # a statistics-file object as in table metadata
-    action: ClassVar[str] = "set-statistics"
 
-    def to_json(self) -> dict[str, Any]:
-        # "snapshot-id" is deprecated in the REST spec but still sent for older servers.
-        return {"action": self.action, "snapshot-id": self.statistics.get("snapshot-id"),
-                "statistics": dict(self.statistics)}
+    @computed_field(alias="snapshot-id")  # type: ignore[prop-decorator]
+    @property
+    def snapshot_id(self) -> int | None:
+        """Deprecated in the REST spec (the statistics name their snapshot) but still sent for
+        older servers; read from the statistics, never from the request."""
+        value = self.statistics.get("snapshot-id")
+        return value if isinstance(value, int) else None
 
 
-@dataclass(frozen=True)
 class RemoveStatisticsUpdate(TableUpdate):
+    action: Literal["remove-statistics"] = "remove-statistics"
     snapshot_id: int
-    action: ClassVar[str] = "remove-statistics"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "snapshot-id": self.snapshot_id}
 
 
-@dataclass(frozen=True)
 class SetPartitionStatisticsUpdate(TableUpdate):
+    action: Literal["set-partition-statistics"] = "set-partition-statistics"
     partition_statistics: dict[str, Any]
-    action: ClassVar[str] = "set-partition-statistics"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "partition-statistics": dict(self.partition_statistics)}
 
 
-@dataclass(frozen=True)
 class RemovePartitionStatisticsUpdate(TableUpdate):
+    action: Literal["remove-partition-statistics"] = "remove-partition-statistics"
     snapshot_id: int
-    action: ClassVar[str] = "remove-partition-statistics"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "snapshot-id": self.snapshot_id}
 
 
-@dataclass(frozen=True)
 class RemovePartitionSpecsUpdate(TableUpdate):
+    action: Literal["remove-partition-specs"] = "remove-partition-specs"
     spec_ids: tuple[int, ...]
-    action: ClassVar[str] = "remove-partition-specs"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "spec-ids": list(self.spec_ids)}
 
 
-@dataclass(frozen=True)
 class RemoveSchemasUpdate(TableUpdate):
+    action: Literal["remove-schemas"] = "remove-schemas"
     schema_ids: tuple[int, ...]
-    action: ClassVar[str] = "remove-schemas"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "schema-ids": list(self.schema_ids)}
 
 
-def _req(obj: dict[str, Any], key: str, what: str) -> Any:
-    if key not in obj:
-        raise ValidationError(f"{what} is missing {key!r}")
-    return obj[key]
-
-
-def update_from_json(obj: Any) -> TableUpdate:
-    """Parse one REST update object; ValidationError if it is malformed or unknown."""
-    if not isinstance(obj, dict) or not isinstance(obj.get("action"), str):
-        raise ValidationError(f"an update must be a JSON object with an 'action', got {obj!r}")
-    action: str = obj["action"]
-    what = f"update {action!r}"
-    if action == "assign-uuid":
-        return AssignUUIDUpdate(str(_req(obj, "uuid", what)))
-    if action == "upgrade-format-version":
-        return UpgradeFormatVersionUpdate(int(_req(obj, "format-version", what)))
-    if action == "add-schema":
-        return AddSchemaUpdate(Schema.from_json(_req(obj, "schema", what)), obj.get("last-column-id"))
-    if action == "set-current-schema":
-        return SetCurrentSchemaUpdate(int(_req(obj, "schema-id", what)))
-    if action == "add-spec":
-        return AddPartitionSpecUpdate(PartitionSpec.from_json(_req(obj, "spec", what)))
-    if action == "set-default-spec":
-        return SetDefaultSpecUpdate(int(_req(obj, "spec-id", what)))
-    if action == "add-sort-order":
-        return AddSortOrderUpdate(SortOrder.from_json(_req(obj, "sort-order", what)))
-    if action == "set-default-sort-order":
-        return SetDefaultSortOrderUpdate(int(_req(obj, "sort-order-id", what)))
-    if action == "add-snapshot":
-        return AddSnapshotUpdate(Snapshot.from_json(_req(obj, "snapshot", what)))
-    if action == "set-snapshot-ref":
-        return SetSnapshotRefUpdate(
-            str(_req(obj, "ref-name", what)),
-            int(_req(obj, "snapshot-id", what)),
-            str(_req(obj, "type", what)),
-            obj.get("max-ref-age-ms"), obj.get("max-snapshot-age-ms"), obj.get("min-snapshots-to-keep"),
-        )
-    if action == "remove-snapshots":
-        return RemoveSnapshotsUpdate(tuple(int(i) for i in _req(obj, "snapshot-ids", what)))
-    if action == "remove-snapshot-ref":
-        return RemoveSnapshotRefUpdate(str(_req(obj, "ref-name", what)))
-    if action == "set-location":
-        return SetLocationUpdate(str(_req(obj, "location", what)))
-    if action == "set-properties":
-        return SetPropertiesUpdate({str(k): str(v) for k, v in _req(obj, "updates", what).items()})
-    if action == "remove-properties":
-        return RemovePropertiesUpdate(tuple(str(k) for k in _req(obj, "removals", what)))
-    if action == "set-statistics":
-        return SetStatisticsUpdate(dict(_req(obj, "statistics", what)))
-    if action == "remove-statistics":
-        return RemoveStatisticsUpdate(int(_req(obj, "snapshot-id", what)))
-    if action == "set-partition-statistics":
-        return SetPartitionStatisticsUpdate(dict(_req(obj, "partition-statistics", what)))
-    if action == "remove-partition-statistics":
-        return RemovePartitionStatisticsUpdate(int(_req(obj, "snapshot-id", what)))
-    if action == "remove-partition-specs":
-        return RemovePartitionSpecsUpdate(tuple(int(i) for i in _req(obj, "spec-ids", what)))
-    if action == "remove-schemas":
-        return RemoveSchemasUpdate(tuple(int(i) for i in _req(obj, "schema-ids", what)))
-    raise ValidationError(f"unknown table update action {action!r}")
+UPDATES: TypeAdapter[TableUpdate] = TypeAdapter(Annotated[
+    AssignUUIDUpdate | UpgradeFormatVersionUpdate | AddSchemaUpdate | SetCurrentSchemaUpdate
+    | AddPartitionSpecUpdate | SetDefaultSpecUpdate | AddSortOrderUpdate | SetDefaultSortOrderUpdate
+    | AddSnapshotUpdate | SetSnapshotRefUpdate | RemoveSnapshotsUpdate | RemoveSnapshotRefUpdate
+    | SetLocationUpdate | SetPropertiesUpdate | RemovePropertiesUpdate | SetStatisticsUpdate
+    | RemoveStatisticsUpdate | SetPartitionStatisticsUpdate | RemovePartitionStatisticsUpdate
+    | RemovePartitionSpecsUpdate | RemoveSchemasUpdate,
+    Field(discriminator="action"),
+])
 
 
 # -- requirements --------------------------------------------------------------------------------
 
 
-class TableRequirement:
+class TableRequirement(BaseModel):
     """Base of the commit requirements; ``type`` is the REST discriminator."""
 
-    type: ClassVar[str] = ""
+    model_config = REST_MODEL
+    type: str
 
     def to_json(self) -> dict[str, Any]:
-        raise NotImplementedError
+        # Nothing is left out: assert-ref-snapshot-id's null snapshot id means "the ref must not exist".
+        return self.model_dump(mode="json", by_alias=True)
 
-    def validate(self, metadata: TableMetadata | None) -> None:
+    def validate(self, metadata: TableMetadata | None) -> None:  # type: ignore[override]
+        """Raise CommitConflictError unless ``metadata`` (None: no table) meets the requirement.
+
+        BaseModel's deprecated ``validate`` class method is overridden, as pyiceberg does."""
         raise NotImplementedError
 
     def _existing(self, metadata: TableMetadata | None) -> TableMetadata:
@@ -323,27 +234,19 @@ class TableRequirement:
         return metadata
 
 
-@dataclass(frozen=True)
 class AssertCreate(TableRequirement):
-    type: ClassVar[str] = "assert-create"
+    type: Literal["assert-create"] = "assert-create"
 
-    def to_json(self) -> dict[str, Any]:
-        return {"type": self.type}
-
-    def validate(self, metadata: TableMetadata | None) -> None:
+    def validate(self, metadata: TableMetadata | None) -> None:  # type: ignore[override]
         if metadata is not None:
             raise CommitConflictError("Requirement failed: table already exists")
 
 
-@dataclass(frozen=True)
 class AssertTableUUID(TableRequirement):
+    type: Literal["assert-table-uuid"] = "assert-table-uuid"
     uuid: str
-    type: ClassVar[str] = "assert-table-uuid"
 
-    def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "uuid": self.uuid}
-
-    def validate(self, metadata: TableMetadata | None) -> None:
+    def validate(self, metadata: TableMetadata | None) -> None:  # type: ignore[override]
         md = self._existing(metadata)
         if md.table_uuid.lower() != self.uuid.lower():
             raise CommitConflictError(
@@ -351,18 +254,14 @@ class AssertTableUUID(TableRequirement):
             )
 
 
-@dataclass(frozen=True)
 class AssertRefSnapshotId(TableRequirement):
     """The ref points at ``snapshot_id``; ``None`` means the ref must not exist."""
 
+    type: Literal["assert-ref-snapshot-id"] = "assert-ref-snapshot-id"
     ref: str
-    snapshot_id: int | None
-    type: ClassVar[str] = "assert-ref-snapshot-id"
+    snapshot_id: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "ref": self.ref, "snapshot-id": self.snapshot_id}
-
-    def validate(self, metadata: TableMetadata | None) -> None:
+    def validate(self, metadata: TableMetadata | None) -> None:  # type: ignore[override]
         md = self._existing(metadata)
         ref = md.refs.get(self.ref)
         if ref is not None:
@@ -381,15 +280,11 @@ class AssertRefSnapshotId(TableRequirement):
             )
 
 
-@dataclass(frozen=True)
 class AssertLastAssignedFieldId(TableRequirement):
+    type: Literal["assert-last-assigned-field-id"] = "assert-last-assigned-field-id"
     last_assigned_field_id: int
-    type: ClassVar[str] = "assert-last-assigned-field-id"
 
-    def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "last-assigned-field-id": self.last_assigned_field_id}
-
-    def validate(self, metadata: TableMetadata | None) -> None:
+    def validate(self, metadata: TableMetadata | None) -> None:  # type: ignore[override]
         md = self._existing(metadata)
         if md.last_column_id != self.last_assigned_field_id:
             raise CommitConflictError(
@@ -398,15 +293,11 @@ class AssertLastAssignedFieldId(TableRequirement):
             )
 
 
-@dataclass(frozen=True)
 class AssertCurrentSchemaId(TableRequirement):
+    type: Literal["assert-current-schema-id"] = "assert-current-schema-id"
     current_schema_id: int
-    type: ClassVar[str] = "assert-current-schema-id"
 
-    def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "current-schema-id": self.current_schema_id}
-
-    def validate(self, metadata: TableMetadata | None) -> None:
+    def validate(self, metadata: TableMetadata | None) -> None:  # type: ignore[override]
         md = self._existing(metadata)
         if md.current_schema_id != self.current_schema_id:
             raise CommitConflictError(
@@ -415,15 +306,11 @@ class AssertCurrentSchemaId(TableRequirement):
             )
 
 
-@dataclass(frozen=True)
 class AssertLastAssignedPartitionId(TableRequirement):
+    type: Literal["assert-last-assigned-partition-id"] = "assert-last-assigned-partition-id"
     last_assigned_partition_id: int
-    type: ClassVar[str] = "assert-last-assigned-partition-id"
 
-    def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "last-assigned-partition-id": self.last_assigned_partition_id}
-
-    def validate(self, metadata: TableMetadata | None) -> None:
+    def validate(self, metadata: TableMetadata | None) -> None:  # type: ignore[override]
         md = self._existing(metadata)
         if md.last_partition_id != self.last_assigned_partition_id:
             raise CommitConflictError(
@@ -432,15 +319,11 @@ class AssertLastAssignedPartitionId(TableRequirement):
             )
 
 
-@dataclass(frozen=True)
 class AssertDefaultSpecId(TableRequirement):
+    type: Literal["assert-default-spec-id"] = "assert-default-spec-id"
     default_spec_id: int
-    type: ClassVar[str] = "assert-default-spec-id"
 
-    def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "default-spec-id": self.default_spec_id}
-
-    def validate(self, metadata: TableMetadata | None) -> None:
+    def validate(self, metadata: TableMetadata | None) -> None:  # type: ignore[override]
         md = self._existing(metadata)
         if md.default_spec_id != self.default_spec_id:
             raise CommitConflictError(
@@ -449,15 +332,11 @@ class AssertDefaultSpecId(TableRequirement):
             )
 
 
-@dataclass(frozen=True)
 class AssertDefaultSortOrderId(TableRequirement):
+    type: Literal["assert-default-sort-order-id"] = "assert-default-sort-order-id"
     default_sort_order_id: int
-    type: ClassVar[str] = "assert-default-sort-order-id"
 
-    def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "default-sort-order-id": self.default_sort_order_id}
-
-    def validate(self, metadata: TableMetadata | None) -> None:
+    def validate(self, metadata: TableMetadata | None) -> None:  # type: ignore[override]
         md = self._existing(metadata)
         if md.default_sort_order_id != self.default_sort_order_id:
             raise CommitConflictError(
@@ -466,46 +345,58 @@ class AssertDefaultSortOrderId(TableRequirement):
             )
 
 
+REQUIREMENTS: TypeAdapter[TableRequirement] = TypeAdapter(Annotated[
+    AssertCreate | AssertTableUUID | AssertRefSnapshotId | AssertLastAssignedFieldId | AssertCurrentSchemaId
+    | AssertLastAssignedPartitionId | AssertDefaultSpecId | AssertDefaultSortOrderId,
+    Field(discriminator="type"),
+])
+
+
+# -- parsing -------------------------------------------------------------------------------------
+
+
+def invalid(what: str, error: pydantic.ValidationError) -> TableStoreError:
+    """The one error for a malformed update or requirement: the spec's own error when one of its
+    objects (a schema, a spec) rejected its JSON, else what is missing or wrong, by JSON name."""
+    messages = []
+    for detail in error.errors():
+        cause = detail.get("ctx", {}).get("error")
+        if isinstance(cause, TableStoreError):
+            return cause
+        # The first step of a location is the discriminator's value: the key path follows it.
+        path = ".".join(str(step) for step in detail["loc"][1:])
+        if detail["type"] == "missing":
+            messages.append(f"{what} is missing {path!r}")
+        else:
+            messages.append(f"{what}: {path or 'value'}: {detail['msg']}")
+    return ValidationError("; ".join(messages))
+
+
+def update_from_json(obj: Any) -> TableUpdate:
+    """Parse one REST update object; ValidationError if it is malformed or unknown."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("action"), str):
+        raise ValidationError(f"an update must be a JSON object with an 'action', got {obj!r}")
+    try:
+        return UPDATES.validate_python(obj)
+    except pydantic.ValidationError as e:
+        if e.errors()[0]["type"] == "union_tag_invalid":
+            raise ValidationError(f"unknown table update action {obj['action']!r}") from None
+        raise invalid(f"update {obj['action']!r}", e) from None
+
+
 def requirement_from_json(obj: Any) -> TableRequirement:
     """Parse one REST requirement object; ValidationError if it is malformed or unknown."""
     if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
         raise ValidationError(f"a requirement must be a JSON object with a 'type', got {obj!r}")
-    kind: str = obj["type"]
-    what = f"requirement {kind!r}"
-    if kind == "assert-create":
-        return AssertCreate()
-    if kind == "assert-table-uuid":
-        return AssertTableUUID(str(_req(obj, "uuid", what)))
-    if kind == "assert-ref-snapshot-id":
-        sid = obj.get("snapshot-id")
-        return AssertRefSnapshotId(str(_req(obj, "ref", what)), None if sid is None else int(sid))
-    if kind == "assert-last-assigned-field-id":
-        return AssertLastAssignedFieldId(int(_req(obj, "last-assigned-field-id", what)))
-    if kind == "assert-current-schema-id":
-        return AssertCurrentSchemaId(int(_req(obj, "current-schema-id", what)))
-    if kind == "assert-last-assigned-partition-id":
-        return AssertLastAssignedPartitionId(int(_req(obj, "last-assigned-partition-id", what)))
-    if kind == "assert-default-spec-id":
-        return AssertDefaultSpecId(int(_req(obj, "default-spec-id", what)))
-    if kind == "assert-default-sort-order-id":
-        return AssertDefaultSortOrderId(int(_req(obj, "default-sort-order-id", what)))
-    raise ValidationError(f"unknown table requirement type {kind!r}")
+    try:
+        return REQUIREMENTS.validate_python(obj)
+    except pydantic.ValidationError as e:
+        if e.errors()[0]["type"] == "union_tag_invalid":
+            raise ValidationError(f"unknown table requirement type {obj['type']!r}") from None
+        raise invalid(f"requirement {obj['type']!r}", e) from None
 
 
 def validate_requirements(requirements: list[TableRequirement] | tuple[TableRequirement, ...],
                           metadata: TableMetadata | None) -> None:
     for requirement in requirements:
         requirement.validate(metadata)
-
-
-__all__ = [
-    "AddPartitionSpecUpdate", "AddSchemaUpdate", "AddSnapshotUpdate", "AddSortOrderUpdate", "AssertCreate",
-    "AssertCurrentSchemaId", "AssertDefaultSortOrderId", "AssertDefaultSpecId", "AssertLastAssignedFieldId",
-    "AssertLastAssignedPartitionId", "AssertRefSnapshotId", "AssertTableUUID", "AssignUUIDUpdate",
-    "RemovePartitionSpecsUpdate", "RemovePartitionStatisticsUpdate", "RemovePropertiesUpdate",
-    "RemoveSchemasUpdate", "RemoveSnapshotRefUpdate", "RemoveSnapshotsUpdate", "RemoveStatisticsUpdate",
-    "SetCurrentSchemaUpdate", "SetDefaultSortOrderUpdate", "SetDefaultSpecUpdate", "SetLocationUpdate",
-    "SetPartitionStatisticsUpdate", "SetPropertiesUpdate", "SetSnapshotRefUpdate", "SetStatisticsUpdate",
-    "TableRequirement", "TableUpdate", "UpgradeFormatVersionUpdate", "requirement_from_json",
-    "update_from_json", "validate_requirements",
-]

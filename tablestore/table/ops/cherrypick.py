@@ -93,9 +93,11 @@ class CherryPick:
         ref = base.refs.get(self.branch)
         kept = ref or SnapshotRef(self.picked.snapshot_id)
         return StagedCommit(
-            [AssertTableUUID(base.table_uuid), AssertRefSnapshotId(self.branch, ref.snapshot_id if ref else None)],
-            [SetSnapshotRefUpdate(self.branch, self.picked.snapshot_id, "branch", kept.max_ref_age_ms,
-                                  kept.max_snapshot_age_ms, kept.min_snapshots_to_keep)],
+            [AssertTableUUID(uuid=base.table_uuid),
+             AssertRefSnapshotId(ref=self.branch, snapshot_id=ref.snapshot_id if ref else None)],
+            [SetSnapshotRefUpdate(ref_name=self.branch, snapshot_id=self.picked.snapshot_id, type="branch",
+                                  max_ref_age_ms=kept.max_ref_age_ms, max_snapshot_age_ms=kept.max_snapshot_age_ms,
+                                  min_snapshots_to_keep=kept.min_snapshots_to_keep)],
         )
 
     def _not_pickable(self) -> str:

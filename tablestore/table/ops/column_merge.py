@@ -251,8 +251,10 @@ def commit_fragments(
 def commit_schema_only(table: Table, context: FragmentContext, schema: Schema) -> None:
     """New columns that no fragment received: only the schema changes (every row reads NULL)."""
     Transaction(table).add_change(FixedChange(
-        [AssertCurrentSchemaId(context.table_schema.schema_id), AssertLastAssignedFieldId(context.last_column_id)],
-        [AddSchemaUpdate(schema, schema.highest_field_id()), SetCurrentSchemaUpdate(-1)],
+        [AssertCurrentSchemaId(current_schema_id=context.table_schema.schema_id),
+         AssertLastAssignedFieldId(last_assigned_field_id=context.last_column_id)],
+        [AddSchemaUpdate(schema_=schema, last_column_id=schema.highest_field_id()),
+         SetCurrentSchemaUpdate(schema_id=-1)],
     )).commit_transaction()
 
 

@@ -100,12 +100,12 @@ class PropertiesChange:
     def stage(self, base: TableMetadata) -> StagedCommit:
         changes: list[TableUpdate] = []
         if self.format_version is not None and self.format_version != base.format_version:
-            changes.append(UpgradeFormatVersionUpdate(self.format_version))  # a downgrade is refused
+            changes.append(UpgradeFormatVersionUpdate(format_version=self.format_version))  # a downgrade is refused
         if self.updates:
-            changes.append(SetPropertiesUpdate(self.updates))
+            changes.append(SetPropertiesUpdate(updates=self.updates))
         if self.removals:
-            changes.append(RemovePropertiesUpdate(self.removals))
-        return StagedCommit([AssertTableUUID(base.table_uuid)], changes)
+            changes.append(RemovePropertiesUpdate(removals=self.removals))
+        return StagedCommit([AssertTableUUID(uuid=base.table_uuid)], changes)
 
 
 class FixedChange:

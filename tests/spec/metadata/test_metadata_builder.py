@@ -80,20 +80,20 @@ def _commit(
     snap = _snap(snapshot_id, parent, md.last_sequence_number + 1, ts or md.last_updated_ms + 1)
     return apply_updates(
         md,
-        [AddSnapshotUpdate(snap), SetSnapshotRefUpdate("main", snapshot_id, "branch")],
+        [AddSnapshotUpdate(snapshot=snap), SetSnapshotRefUpdate(ref_name="main", snapshot_id=snapshot_id, type="branch")],
         metadata_location=location,
     )
 
 
 UPDATES: list[tuple[TableUpdate, dict[str, Any]]] = [
-    (AssignUUIDUpdate(UUID), {"action": "assign-uuid", "uuid": UUID}),
-    (UpgradeFormatVersionUpdate(2), {"action": "upgrade-format-version", "format-version": 2}),
-    (AddSchemaUpdate(SCHEMA, 2), {"action": "add-schema", "schema": SCHEMA.to_json(), "last-column-id": 2}),
-    (SetCurrentSchemaUpdate(-1), {"action": "set-current-schema", "schema-id": -1}),
-    (AddPartitionSpecUpdate(SPEC), {"action": "add-spec", "spec": SPEC.to_json()}),
-    (SetDefaultSpecUpdate(3), {"action": "set-default-spec", "spec-id": 3}),
+    (AssignUUIDUpdate(uuid=UUID), {"action": "assign-uuid", "uuid": UUID}),
+    (UpgradeFormatVersionUpdate(format_version=2), {"action": "upgrade-format-version", "format-version": 2}),
+    (AddSchemaUpdate(schema_=SCHEMA, last_column_id=2), {"action": "add-schema", "schema": SCHEMA.to_json(), "last-column-id": 2}),
+    (SetCurrentSchemaUpdate(schema_id=-1), {"action": "set-current-schema", "schema-id": -1}),
+    (AddPartitionSpecUpdate(spec=SPEC), {"action": "add-spec", "spec": SPEC.to_json()}),
+    (SetDefaultSpecUpdate(spec_id=3), {"action": "set-default-spec", "spec-id": 3}),
     (
-        AddSortOrderUpdate(SortOrder(1, (SortField(1),))),
+        AddSortOrderUpdate(sort_order=SortOrder(1, (SortField(1),))),
         {
             "action": "add-sort-order",
             "sort-order": {
@@ -104,9 +104,9 @@ UPDATES: list[tuple[TableUpdate, dict[str, Any]]] = [
             },
         },
     ),
-    (SetDefaultSortOrderUpdate(-1), {"action": "set-default-sort-order", "sort-order-id": -1}),
+    (SetDefaultSortOrderUpdate(sort_order_id=-1), {"action": "set-default-sort-order", "sort-order-id": -1}),
     (
-        AddSnapshotUpdate(_snap(5, 4, 3, 77)),
+        AddSnapshotUpdate(snapshot=_snap(5, 4, 3, 77)),
         {
             "action": "add-snapshot",
             "snapshot": {
@@ -121,7 +121,7 @@ UPDATES: list[tuple[TableUpdate, dict[str, Any]]] = [
         },
     ),
     (
-        SetSnapshotRefUpdate("main", 5, "branch", max_ref_age_ms=None, min_snapshots_to_keep=2),
+        SetSnapshotRefUpdate(ref_name="main", snapshot_id=5, type="branch", max_ref_age_ms=None, min_snapshots_to_keep=2),
         {
             "action": "set-snapshot-ref",
             "ref-name": "main",
@@ -130,14 +130,14 @@ UPDATES: list[tuple[TableUpdate, dict[str, Any]]] = [
             "min-snapshots-to-keep": 2,
         },
     ),
-    (RemoveSnapshotsUpdate((1, 2)), {"action": "remove-snapshots", "snapshot-ids": [1, 2]}),
-    (RemoveSnapshotRefUpdate("tag"), {"action": "remove-snapshot-ref", "ref-name": "tag"}),
-    (SetLocationUpdate("s3://x"), {"action": "set-location", "location": "s3://x"}),
-    (SetPropertiesUpdate({"a": "b"}), {"action": "set-properties", "updates": {"a": "b"}}),
-    (RemovePropertiesUpdate(("a",)), {"action": "remove-properties", "removals": ["a"]}),
+    (RemoveSnapshotsUpdate(snapshot_ids=(1, 2)), {"action": "remove-snapshots", "snapshot-ids": [1, 2]}),
+    (RemoveSnapshotRefUpdate(ref_name="tag"), {"action": "remove-snapshot-ref", "ref-name": "tag"}),
+    (SetLocationUpdate(location="s3://x"), {"action": "set-location", "location": "s3://x"}),
+    (SetPropertiesUpdate(updates={"a": "b"}), {"action": "set-properties", "updates": {"a": "b"}}),
+    (RemovePropertiesUpdate(removals=("a",)), {"action": "remove-properties", "removals": ["a"]}),
     (
         SetStatisticsUpdate(
-            {
+            statistics={
                 "snapshot-id": 5,
                 "statistics-path": "p",
                 "file-size-in-bytes": 1,
@@ -157,35 +157,35 @@ UPDATES: list[tuple[TableUpdate, dict[str, Any]]] = [
             },
         },
     ),
-    (RemoveStatisticsUpdate(5), {"action": "remove-statistics", "snapshot-id": 5}),
+    (RemoveStatisticsUpdate(snapshot_id=5), {"action": "remove-statistics", "snapshot-id": 5}),
     (
-        SetPartitionStatisticsUpdate({"snapshot-id": 5, "statistics-path": "p", "file-size-in-bytes": 1}),
+        SetPartitionStatisticsUpdate(partition_statistics={"snapshot-id": 5, "statistics-path": "p", "file-size-in-bytes": 1}),
         {
             "action": "set-partition-statistics",
             "partition-statistics": {"snapshot-id": 5, "statistics-path": "p", "file-size-in-bytes": 1},
         },
     ),
-    (RemovePartitionStatisticsUpdate(5), {"action": "remove-partition-statistics", "snapshot-id": 5}),
-    (RemovePartitionSpecsUpdate((1,)), {"action": "remove-partition-specs", "spec-ids": [1]}),
-    (RemoveSchemasUpdate((1,)), {"action": "remove-schemas", "schema-ids": [1]}),
+    (RemovePartitionStatisticsUpdate(snapshot_id=5), {"action": "remove-partition-statistics", "snapshot-id": 5}),
+    (RemovePartitionSpecsUpdate(spec_ids=(1,)), {"action": "remove-partition-specs", "spec-ids": [1]}),
+    (RemoveSchemasUpdate(schema_ids=(1,)), {"action": "remove-schemas", "schema-ids": [1]}),
 ]
 
 REQUIREMENTS: list[tuple[TableRequirement, dict[str, Any]]] = [
     (AssertCreate(), {"type": "assert-create"}),
-    (AssertTableUUID(UUID), {"type": "assert-table-uuid", "uuid": UUID}),
+    (AssertTableUUID(uuid=UUID), {"type": "assert-table-uuid", "uuid": UUID}),
     (
-        AssertRefSnapshotId("main", None),
+        AssertRefSnapshotId(ref="main", snapshot_id=None),
         {"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": None},
     ),
-    (AssertRefSnapshotId("main", 1), {"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": 1}),
-    (AssertLastAssignedFieldId(4), {"type": "assert-last-assigned-field-id", "last-assigned-field-id": 4}),
-    (AssertCurrentSchemaId(0), {"type": "assert-current-schema-id", "current-schema-id": 0}),
+    (AssertRefSnapshotId(ref="main", snapshot_id=1), {"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": 1}),
+    (AssertLastAssignedFieldId(last_assigned_field_id=4), {"type": "assert-last-assigned-field-id", "last-assigned-field-id": 4}),
+    (AssertCurrentSchemaId(current_schema_id=0), {"type": "assert-current-schema-id", "current-schema-id": 0}),
     (
-        AssertLastAssignedPartitionId(1000),
+        AssertLastAssignedPartitionId(last_assigned_partition_id=1000),
         {"type": "assert-last-assigned-partition-id", "last-assigned-partition-id": 1000},
     ),
-    (AssertDefaultSpecId(0), {"type": "assert-default-spec-id", "default-spec-id": 0}),
-    (AssertDefaultSortOrderId(0), {"type": "assert-default-sort-order-id", "default-sort-order-id": 0}),
+    (AssertDefaultSpecId(default_spec_id=0), {"type": "assert-default-spec-id", "default-spec-id": 0}),
+    (AssertDefaultSortOrderId(default_sort_order_id=0), {"type": "assert-default-sort-order-id", "default-sort-order-id": 0}),
 ]
 
 
@@ -219,20 +219,32 @@ def test_bad_json() -> None:
         update_from_json({"action": "set-current-schema"})
     with pytest.raises(ValidationError, match="unknown table requirement"):
         requirement_from_json({"type": "assert-nothing"})
+    with pytest.raises(ValidationError, match="^requirement 'assert-table-uuid' is missing 'uuid'$"):
+        requirement_from_json({"type": "assert-table-uuid"})
+    # A value of the wrong type is named by its JSON path.
+    with pytest.raises(ValidationError, match=r"^update 'remove-snapshots': snapshot-ids\.1: Input should be a valid integer"):
+        update_from_json({"action": "remove-snapshots", "snapshot-ids": [1, "x"]})
+    # An object of the spec that rejects its JSON gives its own error, unwrapped.
+    sort_order = {"order-id": 1, "fields": [{"transform": "identity", "source-id": 1, "direction": "up", "null-order": "nulls-first"}]}
+    with pytest.raises(ValidationError, match="^unknown sort direction 'up'; use 'asc' or 'desc'$"):
+        update_from_json({"action": "add-sort-order", "sort-order": sort_order})
+    # JSON-required fields stay required though Python callers name every field anyway.
+    with pytest.raises(ValidationError, match="^update 'set-snapshot-ref' is missing 'type'$"):
+        update_from_json({"action": "set-snapshot-ref", "ref-name": "main", "snapshot-id": 1})
 
 
 def test_create_table_from_updates() -> None:
     updates: list[TableUpdate] = [
-        AssignUUIDUpdate(UUID),
-        UpgradeFormatVersionUpdate(2),
-        AddSchemaUpdate(SCHEMA, 2),
-        SetCurrentSchemaUpdate(-1),
-        AddPartitionSpecUpdate(SPEC),
-        SetDefaultSpecUpdate(-1),
-        AddSortOrderUpdate(UNSORTED_ORDER),
-        SetDefaultSortOrderUpdate(-1),
-        SetLocationUpdate("s3://b/t"),
-        SetPropertiesUpdate({"owner": "me"}),
+        AssignUUIDUpdate(uuid=UUID),
+        UpgradeFormatVersionUpdate(format_version=2),
+        AddSchemaUpdate(schema_=SCHEMA, last_column_id=2),
+        SetCurrentSchemaUpdate(schema_id=-1),
+        AddPartitionSpecUpdate(spec=SPEC),
+        SetDefaultSpecUpdate(spec_id=-1),
+        AddSortOrderUpdate(sort_order=UNSORTED_ORDER),
+        SetDefaultSortOrderUpdate(sort_order_id=-1),
+        SetLocationUpdate(location="s3://b/t"),
+        SetPropertiesUpdate(updates={"owner": "me"}),
     ]
     AssertCreate().validate(None)
     md = apply_updates(None, updates)
@@ -245,33 +257,33 @@ def test_create_table_from_updates() -> None:
         AssertCreate().validate(md)
     with pytest.raises(ValidationError, match="location"):
         apply_updates(None, updates[:-2])
-    v1 = apply_updates(None, [UpgradeFormatVersionUpdate(1), *updates[2:]])
+    v1 = apply_updates(None, [UpgradeFormatVersionUpdate(format_version=1), *updates[2:]])
     assert v1.format_version == 1 and len(v1.table_uuid) == 36
 
 
 def test_schema_evolution() -> None:
     md = _base()
     evolved = Schema((*SCHEMA.fields, NestedField(3, "n", LongType())), schema_id=0)
-    new = apply_updates(md, [AddSchemaUpdate(evolved, 3), SetCurrentSchemaUpdate(-1)])
+    new = apply_updates(md, [AddSchemaUpdate(schema_=evolved, last_column_id=3), SetCurrentSchemaUpdate(schema_id=-1)])
     assert new.current_schema_id == 1 and new.schema().schema_id == 1 and new.last_column_id == 3
     assert [s.schema_id for s in new.schemas] == [0, 1]
     assert new.last_updated_ms >= md.last_updated_ms
     # an identical schema is reused, not added again
-    again = apply_updates(new, [AddSchemaUpdate(SCHEMA), SetCurrentSchemaUpdate(-1)])
+    again = apply_updates(new, [AddSchemaUpdate(schema_=SCHEMA), SetCurrentSchemaUpdate(schema_id=-1)])
     assert again.current_schema_id == 0 and len(again.schemas) == 2
     with pytest.raises(ValidationError, match="unknown schema id 7"):
-        apply_updates(md, [SetCurrentSchemaUpdate(7)])
+        apply_updates(md, [SetCurrentSchemaUpdate(schema_id=7)])
     with pytest.raises(ValidationError, match="no current schema was added"):
-        apply_updates(md, [SetCurrentSchemaUpdate(-1)])
+        apply_updates(md, [SetCurrentSchemaUpdate(schema_id=-1)])
     # Java's rule: the deprecated last-column-id of AddSchema is not checked, and the table's
     # never goes down (a REPLACE TABLE with fewer columns sends the new schema's highest id).
     narrower = Schema((SCHEMA.fields[0],), schema_id=0)
-    replaced = apply_updates(new, [AddSchemaUpdate(narrower, 1), SetCurrentSchemaUpdate(-1)])
+    replaced = apply_updates(new, [AddSchemaUpdate(schema_=narrower, last_column_id=1), SetCurrentSchemaUpdate(schema_id=-1)])
     assert replaced.schema().fields == (SCHEMA.fields[0],) and replaced.last_column_id == 3
-    assert apply_updates(md, [AddSchemaUpdate(evolved, 10**9)]).last_column_id == 3
+    assert apply_updates(md, [AddSchemaUpdate(schema_=evolved, last_column_id=10**9)]).last_column_id == 3
     with pytest.raises(ValidationError, match="cannot remove the current schema 1"):
-        apply_updates(new, [RemoveSchemasUpdate((1,))])
-    assert apply_updates(new, [RemoveSchemasUpdate((0,))]).schemas == (new.schema(),)
+        apply_updates(new, [RemoveSchemasUpdate(schema_ids=(1,))])
+    assert apply_updates(new, [RemoveSchemasUpdate(schema_ids=(0,))]).schemas == (new.schema(),)
 
 
 def test_spec_and_sort_order_evolution() -> None:
@@ -281,27 +293,27 @@ def test_spec_and_sort_order_evolution() -> None:
     new = apply_updates(
         md,
         [
-            AddPartitionSpecUpdate(spec),
-            SetDefaultSpecUpdate(-1),
-            AddSortOrderUpdate(order),
-            SetDefaultSortOrderUpdate(-1),
+            AddPartitionSpecUpdate(spec=spec),
+            SetDefaultSpecUpdate(spec_id=-1),
+            AddSortOrderUpdate(sort_order=order),
+            SetDefaultSortOrderUpdate(sort_order_id=-1),
         ],
     )
     assert new.default_spec_id == 1 and new.spec().fields == spec.fields and new.last_partition_id == 1001
     assert new.default_sort_order_id == 1 and new.sort_order() == order
-    same = apply_updates(new, [AddPartitionSpecUpdate(SPEC), SetDefaultSpecUpdate(-1)])
+    same = apply_updates(new, [AddPartitionSpecUpdate(spec=SPEC), SetDefaultSpecUpdate(spec_id=-1)])
     assert same.default_spec_id == 0 and len(same.partition_specs) == 2
     with pytest.raises(ValidationError, match="unknown spec id 9"):
-        apply_updates(md, [SetDefaultSpecUpdate(9)])
+        apply_updates(md, [SetDefaultSpecUpdate(spec_id=9)])
     with pytest.raises(ValidationError, match="unknown sort order id 4"):
-        apply_updates(md, [SetDefaultSortOrderUpdate(4)])
+        apply_updates(md, [SetDefaultSortOrderUpdate(sort_order_id=4)])
     with pytest.raises(ValidationError, match="column id 42"):
         apply_updates(
             md,
-            [AddPartitionSpecUpdate(PartitionSpec(0, (PartitionField(42, 1001, IdentityTransform(), "x"),)))],
+            [AddPartitionSpecUpdate(spec=PartitionSpec(0, (PartitionField(42, 1001, IdentityTransform(), "x"),)))],
         )
     with pytest.raises(ValidationError, match="cannot remove the default partition spec 1"):
-        apply_updates(new, [RemovePartitionSpecsUpdate((1,))])
+        apply_updates(new, [RemovePartitionSpecsUpdate(spec_ids=(1,))])
 
 
 def test_snapshots_refs_and_logs() -> None:
@@ -317,7 +329,7 @@ def test_snapshots_refs_and_logs() -> None:
 
     two = _commit(one, 2, location="s3://b/t/metadata/00001.metadata.json")
     assert [e.snapshot_id for e in two.snapshot_log] == [1, 2] and len(two.metadata_log) == 2
-    tagged = apply_updates(two, [SetSnapshotRefUpdate("v1", 1, "tag")])
+    tagged = apply_updates(two, [SetSnapshotRefUpdate(ref_name="v1", snapshot_id=1, type="tag")])
     assert tagged.refs["v1"] == SnapshotRef(1, "tag") and tagged.current_snapshot_id == 2
     assert tagged.snapshot_log == two.snapshot_log  # only main moves the log
 
@@ -325,21 +337,21 @@ def test_snapshots_refs_and_logs() -> None:
     with pytest.raises(
         CommitConflictError, match="sequence number 2: it must be greater than the last sequence number 2"
     ):
-        apply_updates(two, [AddSnapshotUpdate(_snap(3, 2, 2))])
+        apply_updates(two, [AddSnapshotUpdate(snapshot=_snap(3, 2, 2))])
     with pytest.raises(ValidationError, match="already exists"):
-        apply_updates(two, [AddSnapshotUpdate(_snap(2, 1, 3))])
+        apply_updates(two, [AddSnapshotUpdate(snapshot=_snap(2, 1, 3))])
     with pytest.raises(ValidationError, match="unknown snapshot 9"):
-        apply_updates(two, [SetSnapshotRefUpdate("main", 9)])
+        apply_updates(two, [SetSnapshotRefUpdate(ref_name="main", snapshot_id=9, type="branch")])
 
     # expiring snapshot 1 drops the tag on it and the log before it
-    expired = apply_updates(tagged, [RemoveSnapshotsUpdate((1,))])
+    expired = apply_updates(tagged, [RemoveSnapshotsUpdate(snapshot_ids=(1,))])
     assert [s.snapshot_id for s in expired.snapshots] == [2]
     assert "v1" not in expired.refs and expired.refs["main"].snapshot_id == 2
     assert [e.snapshot_id for e in expired.snapshot_log] == [2]
     # removing the current snapshot removes main
-    gone = apply_updates(two, [RemoveSnapshotsUpdate((2,))])
+    gone = apply_updates(two, [RemoveSnapshotsUpdate(snapshot_ids=(2,))])
     assert gone.current_snapshot_id is None and "main" not in gone.refs
-    removed = apply_updates(tagged, [RemoveSnapshotRefUpdate("v1")])
+    removed = apply_updates(tagged, [RemoveSnapshotRefUpdate(ref_name="v1")])
     assert "v1" not in removed.refs
 
 
@@ -349,10 +361,10 @@ def test_intermediate_snapshots_are_not_logged() -> None:
     new = apply_updates(
         md,
         [
-            AddSnapshotUpdate(a),
-            SetSnapshotRefUpdate("main", 1),
-            AddSnapshotUpdate(b),
-            SetSnapshotRefUpdate("main", 2),
+            AddSnapshotUpdate(snapshot=a),
+            SetSnapshotRefUpdate(ref_name="main", snapshot_id=1, type="branch"),
+            AddSnapshotUpdate(snapshot=b),
+            SetSnapshotRefUpdate(ref_name="main", snapshot_id=2, type="branch"),
         ],
     )
     assert [e.snapshot_id for e in new.snapshot_log] == [2]
@@ -367,22 +379,22 @@ def test_metadata_log_is_trimmed() -> None:
 
 def test_properties_location_uuid_and_versions() -> None:
     md = _base(a="1", b="2")
-    new = apply_updates(md, [SetPropertiesUpdate({"c": "3"}), RemovePropertiesUpdate(("a", "missing"))])
+    new = apply_updates(md, [SetPropertiesUpdate(updates={"c": "3"}), RemovePropertiesUpdate(removals=("a", "missing"))])
     assert new.properties == {"b": "2", "c": "3"}
-    assert apply_updates(md, [SetLocationUpdate("s3://other/t")]).location == "s3://other/t"
-    assert apply_updates(md, [AssignUUIDUpdate(md.table_uuid.upper())]) is md  # no change
+    assert apply_updates(md, [SetLocationUpdate(location="s3://other/t")]).location == "s3://other/t"
+    assert apply_updates(md, [AssignUUIDUpdate(uuid=md.table_uuid.upper())]) is md  # no change
     with pytest.raises(ValidationError, match="cannot reassign the table uuid"):
-        apply_updates(md, [AssignUUIDUpdate(str(uuid.uuid4()))])
+        apply_updates(md, [AssignUUIDUpdate(uuid=str(uuid.uuid4()))])
     v1 = new_table_metadata(SCHEMA, SPEC, UNSORTED_ORDER, "/t", format_version=1)
-    assert apply_updates(v1, [UpgradeFormatVersionUpdate(2)]).format_version == 2
+    assert apply_updates(v1, [UpgradeFormatVersionUpdate(format_version=2)]).format_version == 2
     with pytest.raises(ValidationError, match="cannot downgrade a v2 table to v1"):
-        apply_updates(md, [UpgradeFormatVersionUpdate(1)])
-    v3 = apply_updates(md, [UpgradeFormatVersionUpdate(3)])
+        apply_updates(md, [UpgradeFormatVersionUpdate(format_version=1)])
+    v3 = apply_updates(md, [UpgradeFormatVersionUpdate(format_version=3)])
     # Spec, "Row Lineage for Upgraded Tables": next-row-id starts at 0 on the upgrade.
     assert (v3.format_version, v3.next_row_id, md.next_row_id) == (3, 0, None)
     assert v3.to_json()["next-row-id"] == 0
     with pytest.raises(ValidationError, match="format versions 1, 2 and 3, not 4"):
-        apply_updates(md, [UpgradeFormatVersionUpdate(4)])
+        apply_updates(md, [UpgradeFormatVersionUpdate(format_version=4)])
 
 
 def test_no_op_returns_base() -> None:
@@ -390,7 +402,7 @@ def test_no_op_returns_base() -> None:
     assert (
         apply_updates(
             md,
-            [SetDefaultSpecUpdate(0), SetCurrentSchemaUpdate(0), RemovePropertiesUpdate(("x",))],
+            [SetDefaultSpecUpdate(spec_id=0), SetCurrentSchemaUpdate(schema_id=0), RemovePropertiesUpdate(removals=("x",))],
             metadata_location="old.json",
         )
         is md
@@ -409,43 +421,43 @@ def test_statistics_updates() -> None:
     new = apply_updates(
         md,
         [
-            SetStatisticsUpdate(stats),
-            SetPartitionStatisticsUpdate({"snapshot-id": 1, "statistics-path": "p", "file-size-in-bytes": 3}),
+            SetStatisticsUpdate(statistics=stats),
+            SetPartitionStatisticsUpdate(partition_statistics={"snapshot-id": 1, "statistics-path": "p", "file-size-in-bytes": 3}),
         ],
     )
     assert new.statistics == (stats,) and len(new.partition_statistics) == 1
     assert (
-        apply_updates(new, [RemoveStatisticsUpdate(1), RemovePartitionStatisticsUpdate(1)]).statistics == ()
+        apply_updates(new, [RemoveStatisticsUpdate(snapshot_id=1), RemovePartitionStatisticsUpdate(snapshot_id=1)]).statistics == ()
     )
     # expiring the snapshot drops its statistics too
     later = _commit(new, 2)
-    assert apply_updates(later, [RemoveSnapshotsUpdate((1,))]).partition_statistics == ()
+    assert apply_updates(later, [RemoveSnapshotsUpdate(snapshot_ids=(1,))]).partition_statistics == ()
 
 
 def test_requirements() -> None:
     md = _commit(_commit(_base(), 1), 2)
     for ok in (
-        AssertTableUUID(md.table_uuid),
-        AssertRefSnapshotId("main", 2),
-        AssertRefSnapshotId("dev", None),
-        AssertLastAssignedFieldId(2),
-        AssertCurrentSchemaId(0),
-        AssertLastAssignedPartitionId(1000),
-        AssertDefaultSpecId(0),
-        AssertDefaultSortOrderId(0),
+        AssertTableUUID(uuid=md.table_uuid),
+        AssertRefSnapshotId(ref="main", snapshot_id=2),
+        AssertRefSnapshotId(ref="dev", snapshot_id=None),
+        AssertLastAssignedFieldId(last_assigned_field_id=2),
+        AssertCurrentSchemaId(current_schema_id=0),
+        AssertLastAssignedPartitionId(last_assigned_partition_id=1000),
+        AssertDefaultSpecId(default_spec_id=0),
+        AssertDefaultSortOrderId(default_sort_order_id=0),
     ):
         ok.validate(md)
     failures: list[tuple[TableRequirement, str]] = [
-        (AssertRefSnapshotId("main", 1), "Requirement failed: branch main has changed: expected id 1 != 2"),
-        (AssertRefSnapshotId("main", None), "Requirement failed: branch main was created concurrently"),
-        (AssertRefSnapshotId("dev", 1), "Requirement failed: branch or tag dev is missing, expected 1"),
-        (AssertTableUUID(UUID), f"Requirement failed: UUID does not match: expected {UUID} != {md.table_uuid}"),
-        (AssertLastAssignedFieldId(5), "Requirement failed: last assigned field id changed: expected id 5 != 2"),
-        (AssertCurrentSchemaId(3), "Requirement failed: current schema changed: expected id 3 != 0"),
-        (AssertLastAssignedPartitionId(1001),
+        (AssertRefSnapshotId(ref="main", snapshot_id=1), "Requirement failed: branch main has changed: expected id 1 != 2"),
+        (AssertRefSnapshotId(ref="main", snapshot_id=None), "Requirement failed: branch main was created concurrently"),
+        (AssertRefSnapshotId(ref="dev", snapshot_id=1), "Requirement failed: branch or tag dev is missing, expected 1"),
+        (AssertTableUUID(uuid=UUID), f"Requirement failed: UUID does not match: expected {UUID} != {md.table_uuid}"),
+        (AssertLastAssignedFieldId(last_assigned_field_id=5), "Requirement failed: last assigned field id changed: expected id 5 != 2"),
+        (AssertCurrentSchemaId(current_schema_id=3), "Requirement failed: current schema changed: expected id 3 != 0"),
+        (AssertLastAssignedPartitionId(last_assigned_partition_id=1001),
          "Requirement failed: last assigned partition id changed: expected id 1001 != 1000"),
-        (AssertDefaultSpecId(1), "Requirement failed: default partition spec changed: expected id 1 != 0"),
-        (AssertDefaultSortOrderId(1), "Requirement failed: default sort order changed: expected id 1 != 0"),
+        (AssertDefaultSpecId(default_spec_id=1), "Requirement failed: default partition spec changed: expected id 1 != 0"),
+        (AssertDefaultSortOrderId(default_sort_order_id=1), "Requirement failed: default sort order changed: expected id 1 != 0"),
     ]
     # Java's UpdateRequirement messages, word for word (the REST compatibility kit matches them).
     for requirement, message in failures:
@@ -453,7 +465,7 @@ def test_requirements() -> None:
             requirement.validate(md)
         assert str(info.value) == message
     with pytest.raises(CommitConflictError, match="does not exist"):
-        AssertRefSnapshotId("main", 1).validate(None)
+        AssertRefSnapshotId(ref="main", snapshot_id=1).validate(None)
 
 
 def test_matches_pyiceberg_semantics() -> None:
@@ -467,7 +479,7 @@ def test_matches_pyiceberg_semantics() -> None:
     snap = _snap(2, 1, 2, md.last_updated_ms + 5)
     ours = apply_updates(
         md,
-        [AddSnapshotUpdate(snap), SetSnapshotRefUpdate("main", 2), SetPropertiesUpdate({"x": "y"})],
+        [AddSnapshotUpdate(snapshot=snap), SetSnapshotRefUpdate(ref_name="main", snapshot_id=2, type="branch"), SetPropertiesUpdate(updates={"x": "y"})],
         metadata_location="prev.json",
     )
     py_base = TableMetadataUtil.parse_raw(serialize_metadata(md).decode())
