@@ -51,7 +51,7 @@ lint: install
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/dagster definitions validate -w infra/dagster/workspace.local.yaml
-	$(PY) -m pytest -q -p no:cacheprovider tests/test_layers.py -k "import_cycle or cycle_check or private"
+	$(PY) -m pytest -q -p no:cacheprovider tests/test_layers.py -k "import_cycle or cycle_check or private or import_path"
 
 bench: install
 	$(PY) -m bench.run $(BENCH_ARGS)

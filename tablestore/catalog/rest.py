@@ -59,18 +59,18 @@ from tablestore.errors import (
     ViewAlreadyExistsError,
 )
 from tablestore.io import FileIO, load_file_io
-from tablestore.spec.metadata import TableMetadata
-from tablestore.spec.partitioning import PartitionSpec, build_partition_spec
-from tablestore.spec.schema import to_schema
-from tablestore.spec.view import COMMENT_PROPERTY, View, ViewMetadata, new_view_metadata
+from tablestore.spec.metadata.table_metadata import TableMetadata
+from tablestore.spec.metadata.view import COMMENT_PROPERTY, View, ViewMetadata, new_view_metadata
+from tablestore.spec.partitioning.partition_spec import PartitionSpec, build_partition_spec
+from tablestore.spec.schemas.schema import to_schema
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from tablestore.spec.partitioning import PartitionSpec
-    from tablestore.spec.schema import Schema
-    from tablestore.spec.sorting import SortOrder
-    from tablestore.spec.updates import TableRequirement, TableUpdate
+    from tablestore.spec.metadata.update_models import TableRequirement, TableUpdate
+    from tablestore.spec.partitioning.partition_spec import PartitionSpec
+    from tablestore.spec.partitioning.sort_order import SortOrder
+    from tablestore.spec.schemas.schema import Schema
     from tablestore.table import Table
 
 URI = "uri"

@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 from tablestore.errors import ValidationError
 from tablestore.maintenance.reachable import snapshot_files, statistics_files
-from tablestore.spec.manifest import DataFileContent
-from tablestore.spec.metadata import TableMetadata, int_property
-from tablestore.spec.updates import (
+from tablestore.spec.manifests.manifest import DataFileContent
+from tablestore.spec.metadata.table_metadata import TableMetadata, int_property
+from tablestore.spec.metadata.update_models import (
     AssertRefSnapshotId,
     AssertTableUUID,
     RemoveSnapshotRefUpdate,
@@ -183,11 +183,11 @@ def expire_snapshots(
         result.removed_refs = removed_refs
         if (not expired and not removed_refs) or dry_run:
             raise _NothingToCommit()
-        requirements: list[TableRequirement] = [AssertTableUUID(base.table_uuid)]
-        requirements += [AssertRefSnapshotId(name, ref.snapshot_id) for name, ref in base.refs.items()]
-        updates: list[TableUpdate] = [RemoveSnapshotRefUpdate(name) for name in removed_refs]
+        requirements: list[TableRequirement] = [AssertTableUUID(uuid=base.table_uuid)]
+        requirements += [AssertRefSnapshotId(ref=name, snapshot_id=ref.snapshot_id) for name, ref in base.refs.items()]
+        updates: list[TableUpdate] = [RemoveSnapshotRefUpdate(ref_name=name) for name in removed_refs]
         if expired:
-            updates.append(RemoveSnapshotsUpdate(tuple(result.expired_snapshot_ids)))
+            updates.append(RemoveSnapshotsUpdate(snapshot_ids=tuple(result.expired_snapshot_ids)))
         return requirements, updates
 
     table.refresh()

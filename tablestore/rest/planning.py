@@ -32,14 +32,15 @@ from tablestore.rest.access import Access, ReadAccess
 from tablestore.rest.models import FetchScanTasksRequest, PlanTableScanRequest
 from tablestore.rest.plan_store import PlanStore, StoredPlan
 from tablestore.rest.stats import SCAN_FILE_TASKS, SCAN_PLAN_TASKS, SCAN_PLANS
-from tablestore.spec.content_file_json import content_file_to_json
-from tablestore.spec.evaluators import ResidualEvaluator
-from tablestore.spec.expression_json import expression_from_json, expression_to_json
-from tablestore.spec.expressions import AlwaysTrue, BoundExpression, bind
-from tablestore.spec.metadata import TableMetadata
-from tablestore.spec.partitioning import PartitionSpec
-from tablestore.spec.schema import Schema
-from tablestore.spec.types import IcebergType, StructType
+from tablestore.spec.expressions.binding import bind
+from tablestore.spec.expressions.evaluators import ResidualEvaluator
+from tablestore.spec.expressions.expression_json import expression_from_json, expression_to_json
+from tablestore.spec.expressions.expression_tree import AlwaysTrue, BoundExpression
+from tablestore.spec.manifests.content_file_json import content_file_to_json
+from tablestore.spec.metadata.table_metadata import TableMetadata
+from tablestore.spec.partitioning.partition_spec import PartitionSpec
+from tablestore.spec.schemas.schema import Schema
+from tablestore.spec.schemas.types import IcebergType, StructType
 from tablestore.table.read.scan import FileTask, plan_appended_files, plan_files, select_snapshot
 
 router = APIRouter(prefix="/v1/{prefix}/namespaces/{namespace}/tables/{table}", tags=["scan planning"])

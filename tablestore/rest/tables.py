@@ -33,11 +33,8 @@ from tablestore.rest.models import (
 from tablestore.rest.namespaces import page
 from tablestore.rest.security import LOCATION_PROPERTIES
 from tablestore.rest.served_catalog import ServedSqlCatalog
-from tablestore.spec.metadata import TableMetadata, new_table_metadata
-from tablestore.spec.partitioning import UNPARTITIONED_SPEC, PartitionSpec
-from tablestore.spec.schema import Schema
-from tablestore.spec.sorting import UNSORTED_ORDER, SortOrder
-from tablestore.spec.updates import (
+from tablestore.spec.metadata.table_metadata import TableMetadata, new_table_metadata
+from tablestore.spec.metadata.update_models import (
     SetLocationUpdate,
     SetPropertiesUpdate,
     TableRequirement,
@@ -45,6 +42,9 @@ from tablestore.spec.updates import (
     requirement_from_json,
     update_from_json,
 )
+from tablestore.spec.partitioning.partition_spec import UNPARTITIONED_SPEC, PartitionSpec
+from tablestore.spec.partitioning.sort_order import UNSORTED_ORDER, SortOrder
+from tablestore.spec.schemas.schema import Schema
 
 router = APIRouter(prefix="/v1/{prefix}", tags=["tables"])
 T = TypeVar("T")

@@ -23,7 +23,7 @@ from tablestore.rest.models import CommitViewRequest, CreateViewRequest, Registe
 from tablestore.rest.namespaces import page
 from tablestore.rest.tables import parsed
 from tablestore.rest.view_updates import apply_view_updates, check_view_requirements, new_view_from_request
-from tablestore.spec.view import ViewMetadata
+from tablestore.spec.metadata.view import ViewMetadata
 
 router = APIRouter(prefix="/v1/{prefix}", tags=["views"])
 

@@ -25,10 +25,10 @@ from tablestore.errors import SchemaError, ValidationError
 from tablestore.spark.commit import OVERWRITE, REPLACE_PARTITIONS, FilesCommit
 from tablestore.spark.table_types import static_column, typed_for_table
 from tablestore.spark.tasks.write_files import WrittenFiles, commit_written, table_target, write_files
-from tablestore.spec import conversions
-from tablestore.spec.expressions import And, EqualTo, Expression, IsNull, Reference
-from tablestore.spec.transforms import IdentityTransform
-from tablestore.spec.types import sql_type_name
+from tablestore.spec.expressions.expression_tree import And, EqualTo, Expression, IsNull, Reference
+from tablestore.spec.partitioning.transforms import IdentityTransform
+from tablestore.spec.schemas import conversions
+from tablestore.spec.schemas.types import sql_type_name
 from tablestore.sql import statements as st
 from tablestore.sql.options import COMMIT_ID, INSERT_OVERWRITE_MODE
 from tablestore.sql.query import spark_errors

@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlglot.tokens import TokenType
 
 from tablestore.errors import ParseError, SchemaError
-from tablestore.spec.types import parse_sql_type
+from tablestore.spec.schemas.types import parse_sql_type
 from tablestore.sql import (
     parse_external,
     parse_partition,

@@ -34,8 +34,8 @@ from tablestore.errors import (
 )
 from tablestore.spark.datasource.source_read import resolve_ref
 from tablestore.spark.native.native_read import read_with_options
-from tablestore.spec.row_lineage import ROW_LINEAGE_BY_NAME
-from tablestore.spec.view import DEFAULT_DIALECT, SQLViewRepresentation, View
+from tablestore.spec.metadata.view import DEFAULT_DIALECT, SQLViewRepresentation, View
+from tablestore.spec.schemas.row_lineage import ROW_LINEAGE_BY_NAME
 from tablestore.sql.lineage_columns import LINEAGE_OPTION, hide_from_stars, references_row_lineage
 
 if TYPE_CHECKING:

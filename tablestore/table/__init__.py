@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from tablestore.errors import TableStoreError, ValidationError
 from tablestore.io import FileIO
 from tablestore.names import metadata_directory
-from tablestore.spec.expressions import Expression
-from tablestore.spec.manifest import DataFile
-from tablestore.spec.metadata import MAIN_BRANCH, Snapshot, SnapshotRef, TableMetadata
-from tablestore.spec.partitioning import PartitionSpec
-from tablestore.spec.schema import Schema
+from tablestore.spec.expressions.expression_tree import Expression
+from tablestore.spec.manifests.manifest import DataFile
+from tablestore.spec.metadata.table_metadata import MAIN_BRANCH, Snapshot, SnapshotRef, TableMetadata
+from tablestore.spec.partitioning.partition_spec import PartitionSpec
+from tablestore.spec.schemas.schema import Schema
 from tablestore.table.ops.data import TableTransaction, write_files
 from tablestore.table.ops.overwrite import replace_partitions_producer
 from tablestore.table.read.scan import FileTask, TableScan

@@ -28,8 +28,8 @@ from typing import Any
 from infra.compose_stack import Stack
 from infra.dagster_client import DONE, STATUS, DagsterClient, RunResult
 from pipelines.run import PlanStep
-from tablestore.spec.manifest import read_manifest, read_manifest_list
-from tablestore.spec.metadata import TableMetadata
+from tablestore.spec.manifests.manifest import read_manifest, read_manifest_list
+from tablestore.spec.metadata.table_metadata import TableMetadata
 
 BUCKET = "lakehouse"
 EVENT_PAGE = """query($id: ID!, $cursor: String) { logsForRun(runId: $id, afterCursor: $cursor) { __typename

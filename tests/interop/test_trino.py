@@ -23,7 +23,7 @@ import pytest
 
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import UnsupportedError
-from tablestore.spec.schema import Schema
+from tablestore.spec.schemas.schema import Schema
 from tests.interop.built import BuiltTable, build_table
 from tests.interop.fixture_tables import FIXTURES, NAMESPACE
 from tests.interop.rows import canonical, canonical_rows, sort_rows

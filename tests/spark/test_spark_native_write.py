@@ -19,7 +19,7 @@ import pytest
 
 from tablestore.catalog import Catalog
 from tablestore.config import LakehouseConfig, SparkConfig, SqlCatalogConfig
-from tablestore.spec.manifest import DataFile
+from tablestore.spec.manifests.manifest import DataFile
 from tablestore.table import Table
 from tests.values import oracle_rows
 

@@ -8,8 +8,8 @@ import pyarrow as pa
 import pytest
 
 from tablestore.errors import QueryError, SchemaError, UnsupportedError, ValidationError
-from tablestore.spec.schema import Schema
-from tablestore.spec.types import LongType, NestedField, StringType
+from tablestore.spec.schemas.schema import Schema
+from tablestore.spec.schemas.types import LongType, NestedField, StringType
 from tablestore.sql.session import SqlSession
 
 pytestmark = pytest.mark.spark

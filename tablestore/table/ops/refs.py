@@ -30,8 +30,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Self
 
 from tablestore.errors import NoSuchSnapshotError, ValidationError
-from tablestore.spec.metadata import MAIN_BRANCH, SnapshotRef, TableMetadata
-from tablestore.spec.updates import (
+from tablestore.spec.metadata.table_metadata import MAIN_BRANCH, SnapshotRef, TableMetadata
+from tablestore.spec.metadata.update_models import (
     AssertRefSnapshotId,
     AssertTableUUID,
     RemoveSnapshotRefUpdate,
@@ -348,21 +348,22 @@ class ManageSnapshots:
         state = RefState(base, dict(base.refs))
         for operation in self._operations:
             operation(state)
-        requirements: list[TableRequirement] = [AssertTableUUID(base.table_uuid)]
+        requirements: list[TableRequirement] = [AssertTableUUID(uuid=base.table_uuid)]
         updates: list[TableUpdate] = []
         for name in sorted(set(base.refs) | set(state.refs) | state.read):
             before, after = base.refs.get(name), state.refs.get(name)
             if before == after:
                 if name in state.read:
-                    requirements.append(AssertRefSnapshotId(name, before.snapshot_id if before else None))
+                    requirements.append(
+                        AssertRefSnapshotId(ref=name, snapshot_id=before.snapshot_id if before else None))
                 continue
-            requirements.append(AssertRefSnapshotId(name, before.snapshot_id if before else None))
+            requirements.append(AssertRefSnapshotId(ref=name, snapshot_id=before.snapshot_id if before else None))
             if after is None:
-                updates.append(RemoveSnapshotRefUpdate(name))
+                updates.append(RemoveSnapshotRefUpdate(ref_name=name))
             else:
                 updates.append(SetSnapshotRefUpdate(
-                    name, after.snapshot_id, after.type, after.max_ref_age_ms,
-                    after.max_snapshot_age_ms, after.min_snapshots_to_keep,
+                    ref_name=name, snapshot_id=after.snapshot_id, type=after.type, max_ref_age_ms=after.max_ref_age_ms,
+                    max_snapshot_age_ms=after.max_snapshot_age_ms, min_snapshots_to_keep=after.min_snapshots_to_keep,
                 ))
         return StagedCommit(requirements, updates)
 
