@@ -4,10 +4,10 @@ sqlglot's Spark tokenizer does the lexing, so quoting, comments and string escap
 Spark SQL; every token keeps its line, column and offsets, so errors point at the user's text.
 
 A script is lexed once. Each statement gets its run of the script's tokens, moved to count
-from the statement's own start (:func:`relocate`), and a query inside a statement gets its run
-moved to count from the query's start, which is what lexing that text alone would give. So
-sqlglot's parser reads a query from these tokens (:func:`parse_tokens`) instead of lexing it
-again, and its errors keep the positions they had.
+from the statement's own start (:func:`relocate`), which is what lexing its text alone would
+give; a query inside a statement keeps its run of the statement's tokens, and sqlglot's parser
+reads the query from them, moved to count from the query's start (:func:`parse_tokens`),
+instead of lexing it again, so its errors keep the positions they had.
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ def split_statements(script: str) -> list[StatementText]:
                 start, end = current[0].start, current[-1].end + 1
                 text = script[start:end]
                 following = token.start if token is not None else len(script)
-                lexed = lexed_alone(script, current, after_separator, following)
-                out.append(StatementText(text, current[0].line, lexed if lexed is not None else tuple(tokenize(text))))
+                lexed = relocate(current) if lexed_alone(script, current, after_separator, following) else None
+                out.append(StatementText(text, current[0].line, lexed or tuple(tokenize(text))))
             current = []
             after_separator = token.end + 1 if token is not None else len(script)
         else:
@@ -68,10 +68,10 @@ def split_statements(script: str) -> list[StatementText]:
     return out
 
 
-def lexed_alone(sql: str, run: Sequence[Token], before: int, after: int) -> tuple[Token, ...] | None:
-    """The tokens lexing ``run``'s own text alone would give, made from ``run`` (a run of the
-    tokens of ``sql``, with nothing but ``sql[before:after]`` around it that lexing saw), or
-    None when only lexing that text again can tell.
+def lexed_alone(sql: str, run: Sequence[Token], before: int, after: int) -> bool:
+    """Whether lexing ``run``'s own text alone gives ``run`` again, moved (:func:`relocate`):
+    ``run`` is a run of the tokens of ``sql`` with nothing but ``sql[before:after]`` around it
+    that lexing saw. When not, only lexing that text again can tell its tokens.
 
     sqlglot attaches a comment to the token before it on the same line, else to the next
     token, so a comment next to the run (between ``before`` and its first token, or between
@@ -80,12 +80,10 @@ def lexed_alone(sql: str, run: Sequence[Token], before: int, after: int) -> tupl
     """
     first, last = run[0], run[-1]
     if before > first.start:
-        return None  # the run starts inside a token (sqlglot reads 21L as the tokens 21 :: L)
+        return False  # the run starts inside a token (sqlglot reads 21L as the tokens 21 :: L)
     if sql[before:first.start].strip() or sql[last.end + 1:after].strip():
-        return None
-    if "\n" in sql[first.start:first.end + 1] or "\r" in sql[first.start:first.end + 1]:
-        return None
-    return relocate(run)
+        return False
+    return "\n" not in sql[first.start:first.end + 1] and "\r" not in sql[first.start:first.end + 1]
 
 
 def relocate(run: Sequence[Token]) -> tuple[Token, ...]:
@@ -106,7 +104,8 @@ def relocate(run: Sequence[Token]) -> tuple[Token, ...]:
 
 
 def parse_tokens(sql: str, tokens: Sequence[Token]) -> exp.Expr:
-    """sqlglot's Spark parse of ``sql`` from its ``tokens`` (as :func:`lexed_alone` gives them),
+    """sqlglot's Spark parse of ``sql`` from its ``tokens`` (a run of tokens whose own text is
+    ``sql`` and that :func:`lexed_alone` accepts; moved here to count from ``sql``'s start),
     with what ``sqlglot.parse_one(sql, read="spark")`` returns or raises: a statement, a Block of
     several, or sqlglot's ParseError."""
     # The parser may keep a token's comment list in the tree it builds: it gets copies, so the
@@ -280,14 +279,15 @@ class Cursor:
         return self.sql[token.start:]
 
     def rest_tokens(self) -> tuple[Token, ...]:
-        """The tokens of :meth:`rest_text` as lexing it alone with sqlglot's Spark tokenizer
-        would give them, taken from this statement's tokens; () when only lexing it again can
-        tell (a comment just before it; a first word that Spark's tokenizer reads as a command,
-        such as EXPLAIN, and so takes the rest of the text as one string)."""
+        """The statement's tokens from the current one on, the tokens of :meth:`rest_text`, for
+        :func:`parse_tokens`; () when only lexing that text again can tell its tokens (a comment
+        just before it; a first word that Spark's tokenizer reads as a command, such as EXPLAIN,
+        and so takes the rest of the text as one string)."""
         if self.at_end() or self.tokens[self.pos].token_type in Spark.Tokenizer.COMMANDS:
             return ()
         before = self.tokens[self.pos - 1].end + 1 if self.pos > 0 else 0
-        return lexed_alone(self.sql, self.tokens[self.pos:], before, len(self.sql)) or ()
+        rest = self.tokens[self.pos:]
+        return tuple(rest) if lexed_alone(self.sql, rest, before, len(self.sql)) else ()
 
     def text_between(self, first: Token, last: Token) -> str:
         return self.sql[first.start:last.end + 1]
