@@ -3,12 +3,12 @@
 Runs benchmarks of ``bench.run`` (by default ``core_append`` and ``core_scan``) for the base
 commit (where this checkout's branch left ``main``, unless ``--base`` names another) and for
 this checkout, alternating whole runs (before, after, after, before, ...), each in a process of
-its own that imports the code of its checkout. The base is a detached git worktree in a temporary directory, removed at the end; both
-sides use this interpreter, so the same packages. Each run appends its JSON lines to its own
-checkout's ``bench/results/``; this script reads the lines each run added and prints, per case,
-tablestore's ratio to the floor (seconds and CPU) for every run, their medians per side and
-after/before. Ratios to a floor that runs interleaved in the same process cancel most of what
-other work on the machine does; compare those, not seconds.
+its own that imports the code of its checkout. The base is a detached git worktree in a
+temporary directory, removed at the end; both sides use this interpreter, so the same packages.
+Each run appends its JSON lines to its own checkout's ``bench/results/``; this script reads the
+lines each run added and prints, per case, tablestore's ratio to the floor (seconds and CPU) for
+every run, their medians per side and after/before. Ratios to a floor that runs interleaved in
+the same process cancel most of what other work on the machine does; compare those, not seconds.
 
     python -m bench.against_base --rows 1000000 --runs 4 -- --rounds 3
 """
