@@ -9,7 +9,7 @@ from sqlglot.tokens import Token
 from tablestore.errors import ParseError
 from tablestore.sql import statements as st
 from tablestore.sql.parser import parse_script, parse_statement
-from tablestore.sql.query import parse_query
+from tablestore.sql.query import QueryPlanner, parse_query
 from tablestore.sql.tokens import relocate, split_statements, tokenize
 
 # Statements mid-line and over lines, CRLF and a lone CR, a string over two lines, quoted names,
@@ -84,3 +84,15 @@ def test_a_row_level_statement_parses_from_its_tokens_with_the_scripts_line() ->
     with pytest.raises(ParseError) as info:
         parse_script("SELECT 1;\n\nDELETE FROM t WHERE (")
     assert "syntax error" in str(info.value) and info.value.line == 3
+
+
+def test_the_planner_writes_the_same_spark_sql_from_the_tokens_as_from_the_text() -> None:
+    insert = parse_statement("INSERT INTO t WITH a AS (SELECT id FROM u) SELECT a.id FROM a JOIN v ON v.id = a.id")
+    assert isinstance(insert, st.Insert) and insert.query_tokens
+    # The names are bound to views up front, so neither a catalog nor Spark is asked.
+    planner = QueryPlanner(None, None, "{}")  # type: ignore[arg-type]
+    planner.bind("u", "view_u")
+    planner.bind("v", "view_v")
+    expected = "WITH a AS (SELECT id FROM view_u AS u) SELECT a.id FROM a JOIN view_v AS v ON v.id = a.id"
+    assert planner.rewrite(insert.query, insert.query_tokens) == expected
+    assert planner.rewrite(insert.query) == expected
