@@ -153,7 +153,7 @@ def run_insert(context: SessionContext, table: Table, s: st.Insert) -> Statement
     clause = resolve_partition_clause(table, s.partition)
     static = clause.static
     targets = _targets(table, s, clause)
-    df = context.planner().dataframe(s.query)
+    df = context.planner().dataframe(s.query, s.query_tokens)
     if len(df.columns) != len(targets):
         raise _column_count_error(table, len(df.columns), targets, clause)
     df = typed_for_table(table, df, targets)
