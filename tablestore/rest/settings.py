@@ -32,6 +32,7 @@
       namespace-separator: "%1F"       # joins namespace levels in URLs, url-encoded (the spec's default)
       metrics-auth: required           # GET /metrics needs a bearer token; none: open (a private port)
       access-log: true                 # one JSON line per request on stderr (tablestore.rest.access_log)
+      authorization: grants            # roles (default) | grants, or a mapping (tablestore.rest.grants)
 
 Each served catalog is one REST ``prefix`` (its name). The non-secret ``s3.*`` properties of a
 served catalog (endpoint, region, path style) are handed out in ``/v1/config`` and in every
@@ -54,6 +55,7 @@ from pydantic_core import PydanticCustomError
 from tablestore.config import LakehouseConfig, problem_message
 from tablestore.errors import ConfigError
 from tablestore.rest.credentials import VendingSettings
+from tablestore.rest.grants import AuthorizationField, AuthorizationSettings
 from tablestore.rest.limits import DEFAULT_MAX_REQUEST_BYTES
 
 READ = "read"
@@ -212,6 +214,7 @@ class _ServerSection(BaseModel):
     metrics_auth: Annotated[Literal["required", "none"], BeforeValidator(lambda v: str(v).lower())] = Field(
         default="required", alias="metrics-auth", description="'required' or 'none'")
     access_log: Annotated[bool, BeforeValidator(_flag)] = Field(default=True, alias="access-log")
+    authorization: AuthorizationField = Field(default_factory=AuthorizationSettings)
 
 
 # -- the settings the service runs with --------------------------------------------------------------
@@ -245,6 +248,7 @@ class ServerSettings(BaseModel):
         return unquote(self.namespace_separator_encoded)
     metrics_auth_required: bool = True
     access_log: bool = True
+    authorization: AuthorizationSettings = Field(default_factory=AuthorizationSettings)
 
     def __repr__(self) -> str:
         # Tokens and secrets are never shown; only who they belong to.
@@ -313,6 +317,7 @@ def server_settings(config: LakehouseConfig, overrides: Mapping[str, Any] | None
         vending=section.storage_credentials,
         metrics_auth_required=section.metrics_auth == "required",
         access_log=section.access_log,
+        authorization=section.authorization,
     )
 
 
