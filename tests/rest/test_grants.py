@@ -445,3 +445,33 @@ def test_grants_live_in_the_catalog_database(lake: Lake) -> None:
         assert [tuple(r) for r in rows] == [(CATALOG, "table", '["sales","t"]', "READ", "principal", "alice", "admin")]
     finally:
         lake.admin.revoke_all("alice")
+
+
+def _authorization(section: str) -> Any:
+    from tablestore.config import parse_config
+    from tablestore.rest.settings import server_settings
+
+    config = parse_config(f"""
+catalogs:
+  - {{name: lake, type: sql, uri: "sqlite:////tmp/x.db", warehouse: /tmp/wh}}
+server:
+  tokens: [{{token: aaaaaaaaaaaaaaaaaaaa, role: read}}]
+{section}
+""")
+    return server_settings(config).authorization
+
+
+def test_the_authorization_setting_is_roles_by_default_and_reports_mistakes() -> None:
+    from tablestore.errors import ConfigError
+
+    assert _authorization("").mode == "roles"
+    assert _authorization("  authorization: grants").mode == "grants"
+    full = _authorization("  authorization: {mode: grants, admins: ops, roles: {analysts: [bob, trino]}}")
+    assert (full.admins, full.roles) == (("ops",), {"analysts": ("bob", "trino")})
+    assert [(g.kind, g.name) for g in full.grantees("bob")] == [("principal", "bob"), ("role", "analysts")]
+    for section, message in (
+            ("  authorization: everyone", "server.authorization.mode must be 'roles' or 'grants', got 'everyone'"),
+            ("  authorization: {mode: grants, owners: [x]}", "unknown key server.authorization.owners"),
+            ("  authorization: {roles: [x]}", "server.authorization.roles must be a mapping of role names")):
+        with pytest.raises(ConfigError, match=message):
+            _authorization(section)
