@@ -73,11 +73,9 @@ def test_each_trino_catalog_sees_and_reads_only_its_namespace(teams: Teams, cata
                                                               rows: list[list[int]]) -> None:
     schemas = {row[0] for row in teams.trino.query("SHOW SCHEMAS", catalog)}
     assert mine in schemas and theirs not in schemas, schemas
-    assert teams.trino.query(f"SHOW TABLES FROM {mine}", catalog) == [["orders"]]
     assert sorted(teams.trino.query(f"SELECT id FROM {mine}.orders", catalog)) == rows
     # The other team's namespace and table: the service refuses them (403: LIST, READ), and Trino
     # reports its catalog call failed (it asks for a view of that name first, then a table).
     for sql in (f"SELECT id FROM {theirs}.orders", f"SHOW TABLES FROM {theirs}"):
         message = _refused(teams, sql, catalog)
         assert "ICEBERG_CATALOG_ERROR" in message or "Forbidden" in message, message
-    assert teams.trino.query(f"SHOW SCHEMAS LIKE '{theirs}'", catalog) == []

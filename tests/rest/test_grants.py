@@ -1,9 +1,10 @@
 """Grants enforced by every endpoint of the catalog service (``server.authorization: grants``).
 
-One service per catalog database (SQLite, PostgreSQL) for the module. Each endpoint is called
-by ``alice`` three times: holding nothing (403 naming the privilege and the object), holding
+One service per catalog database (SQLite, PostgreSQL) for the module. Each endpoint (on SQLite)
+is called by ``alice`` three times: holding nothing (403 naming the privilege and the object), holding
 every other privilege on the object (still 403: the one named is the one needed), and holding
-just the privilege it needs (the endpoint's own answer).
+just the privilege it needs (the endpoint's own answer). Inheritance, roles, listings, the admin
+API and the grants table run on both databases.
 """
 
 from __future__ import annotations
@@ -55,8 +56,9 @@ class Lake:
         return self.service.client(ADMIN_TOKEN)
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
+@pytest.fixture(scope="module")
 def lake(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
+    """One service per catalog database for the module: tests name theirs (``indirect``)."""
     workdir = tmp_path_factory.mktemp("grants")
     uri = f"sqlite:///{workdir / 'catalog.db'}" if request.param == "sqlite" else \
         request.getfixturevalue("postgres_server").create_database()
@@ -275,6 +277,9 @@ def _describe(kind: str, name: tuple[str, ...]) -> str:
     return f"catalog '{CATALOG}'" if kind == "catalog" else f"{kind} '{'.'.join(name)}' of catalog '{CATALOG}'"
 
 
+# The matrix runs on SQLite: the endpoints decide the same on either database, and the tests
+# below run the grants table's queries on both.
+@pytest.mark.parametrize("lake", ["sqlite"], indirect=True)
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_each_endpoint_needs_its_privilege_on_its_object(lake: Lake, case: Case) -> None:
     names = case.setup(lake)
@@ -309,6 +314,7 @@ def test_each_endpoint_needs_its_privilege_on_its_object(lake: Lake, case: Case)
         lake.clear()
 
 
+@pytest.mark.parametrize("lake", BACKENDS, indirect=True)
 def test_privileges_are_inherited_from_the_catalog_and_namespaces_and_held_through_roles(lake: Lake) -> None:
     table = f"namespaces/{NS}/tables/t"
     for kind, name in (("catalog", ()), ("namespace", (NS,))):
@@ -343,6 +349,7 @@ def test_privileges_are_inherited_from_the_catalog_and_namespaces_and_held_throu
     assert lake.call("GET", table, token=BOB_TOKEN).status_code == 403
 
 
+@pytest.mark.parametrize("lake", BACKENDS, indirect=True)
 def test_listings_show_what_the_principals_privileges_reach(lake: Lake) -> None:
     client = lake.as_admin()
     other = _fresh("other")
@@ -378,6 +385,7 @@ def test_listings_show_what_the_principals_privileges_reach(lake: Lake) -> None:
         lake.admin.revoke_all("alice")
 
 
+@pytest.mark.parametrize("lake", BACKENDS, indirect=True)
 def test_config_needs_some_privilege_and_the_admin_api_needs_manage_grants(lake: Lake) -> None:
     config = requests.get(f"{lake.service.uri}/v1/config", headers={"Authorization": f"Bearer {ALICE_TOKEN}"},
                           timeout=30)
@@ -416,6 +424,7 @@ def test_config_needs_some_privilege_and_the_admin_api_needs_manage_grants(lake:
     assert missing.status_code == 404 and "no table, view or function has that name" in missing.text
 
 
+@pytest.mark.parametrize("lake", BACKENDS, indirect=True)
 def test_a_dropped_table_takes_its_grants_and_a_renamed_one_keeps_them(lake: Lake) -> None:
     name = _new_table(lake)["name"]
     lake.admin.grant("READ", "table", (NS, name), "alice")
@@ -442,6 +451,7 @@ def test_a_dropped_table_takes_its_grants_and_a_renamed_one_keeps_them(lake: Lak
         lake.admin.revoke_all("alice")
 
 
+@pytest.mark.parametrize("lake", BACKENDS, indirect=True)
 def test_grants_live_in_the_catalog_database(lake: Lake) -> None:
     """A second service on the same database decides alike: the grants are in its table."""
     from sqlalchemy import create_engine, text
