@@ -145,6 +145,7 @@ class RestCatalog(Catalog):
         self._endpoints = {str(e) for e in config.get("endpoints") or []}
         overrides = dict(config.get("overrides") or {})
         prefix = overrides.get("prefix") or props.get("prefix") or ""
+        self.prefix = prefix  # the served catalog's name on the service
         self._base = f"{self.uri}/v1/{prefix}".rstrip("/")
         merged = {**dict(config.get("defaults") or {}), **props, **overrides}
         # The server owns the warehouse; locally the name would read as a path.
@@ -224,6 +225,12 @@ class RestCatalog(Catalog):
         if response.status_code in (200, 204) or (method == "HEAD" and response.status_code < 300):
             return response.json() if response.content else None
         self._raise(response, conflict, commit)
+
+    def service_request(self, method: str, path: str, json: Any = None,
+                        params: Mapping[str, str] | None = None) -> Any:
+        """A request to the service's own API beside the Iceberg protocol (such as the grants'
+        ``/v1/admin/grants``), authenticated as this catalog is; its JSON answer."""
+        return self._request(method, f"{self.uri}{path}", json=json, params=params)
 
     def _raise(self, response: requests.Response, conflict: type[TableStoreError], commit: bool) -> NoReturn:
         status = response.status_code

@@ -24,8 +24,19 @@ from fastapi.responses import JSONResponse
 from tablestore.catalog import Catalog
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.config import LakehouseConfig
-from tablestore.errors import NoSuchCatalogError, NotAuthorizedError
-from tablestore.rest import functions, health, metrics, namespaces, planning, signing, tables, vending, views
+from tablestore.errors import ForbiddenError, NoSuchCatalogError, NotAuthorizedError
+from tablestore.rest import (
+    functions,
+    grants_api,
+    health,
+    metrics,
+    namespaces,
+    planning,
+    signing,
+    tables,
+    vending,
+    views,
+)
 from tablestore.rest.access import NAMESPACE_SEPARATOR, Service, authenticate, declare_bearer_auth, service_of
 from tablestore.rest.access_log import AccessLog, configure_access_log
 from tablestore.rest.credentials import VendingError
@@ -138,7 +149,12 @@ def create_app(
             raise NoSuchCatalogError(
                 f"this server serves no catalog {name!r}; it serves {', '.join(svc.catalogs)}"
             )
-        svc.auth.authorize(principal, name, READ)
+        if not svc.settings.authorization.grants:
+            svc.auth.authorize(principal, name, READ)
+        elif not svc.held(principal, name).any():
+            # Under grants, a principal holding nothing in the catalog is told so at once.
+            raise ForbiddenError(f"{principal.name!r} holds no privilege in catalog {name!r}; "
+                                 "a holder of MANAGE_GRANTS there can grant some")
         config: dict[str, Any] = {
             "defaults": svc.client_config(catalog),
             "overrides": {"prefix": name, "namespace-separator": svc.settings.namespace_separator_encoded},
@@ -203,7 +219,7 @@ def create_app(
         # STS down or refusing: the service cannot give access now, the request was fine.
         return error_response(503, "ServiceUnavailableException", str(exc))
 
-    for module in (namespaces, tables, vending, signing, views, functions, planning, health, metrics):
+    for module in (namespaces, tables, vending, signing, views, functions, planning, grants_api, health, metrics):
         app.include_router(module.router)
     _document_prefixes(app, list(served))
     app.add_middleware(IdempotencyMiddleware, stores=stores,

@@ -6,6 +6,7 @@
       catalogs: [lakehouse]            # the catalogs served (default: the default catalog)
       tokens: [{name: trino, token: "${TRINO_TOKEN}", role: read}]   # or roles: {lakehouse: write}
       clients: [{client-id: dagster, client-secret: "${DAGSTER_SECRET}", role: write}]
+      authorization: grants            # roles (default) | grants (tablestore.rest.grants)
 
 Every key, with its default and what it does, is in docs/catalog-service.md (Configuration);
 :class:`ServerSettings` declares them in the same order, each field the key with hyphens.
@@ -30,6 +31,7 @@ from pydantic_core import PydanticCustomError
 from tablestore.config import LakehouseConfig, SqlCatalogConfig
 from tablestore.config_problems import FILE_SPELLING, validated
 from tablestore.rest.credentials import VendingSettings
+from tablestore.rest.grants import AuthorizationField, AuthorizationSettings
 from tablestore.rest.limits import DEFAULT_MAX_REQUEST_BYTES
 
 READ = "read"
@@ -193,6 +195,7 @@ class ServerSettings(pydantic.BaseModel):
         description="url-encoded, like %1F; not '.', which names may contain")
     metrics_auth_required: _Switch = Field(True, alias="metrics-auth", description="'required' or 'none'")
     access_log: _Flag = True
+    authorization: AuthorizationField = Field(default_factory=AuthorizationSettings)
 
     @pydantic.field_validator("catalogs")
     @classmethod
