@@ -32,6 +32,7 @@
       namespace-separator: "%1F"       # joins namespace levels in URLs, url-encoded (the spec's default)
       metrics-auth: required           # GET /metrics needs a bearer token; none: open (a private port)
       access-log: true                 # one JSON line per request on stderr (tablestore.rest.access_log)
+      oidc: []                         # external OpenID Connect issuers (tablestore.rest.oidc_settings)
 
 Each served catalog is one REST ``prefix`` (its name). The non-secret ``s3.*`` properties of a
 served catalog (endpoint, region, path style) are handed out in ``/v1/config`` and in every
@@ -55,6 +56,7 @@ from tablestore.config import LakehouseConfig, problem_message
 from tablestore.errors import ConfigError
 from tablestore.rest.credentials import VendingSettings
 from tablestore.rest.limits import DEFAULT_MAX_REQUEST_BYTES
+from tablestore.rest.oidc_settings import OidcIssuer, OidcIssuers, issuers_problem
 
 READ = "read"
 WRITE = "write"
@@ -212,6 +214,7 @@ class _ServerSection(BaseModel):
     metrics_auth: Annotated[Literal["required", "none"], BeforeValidator(lambda v: str(v).lower())] = Field(
         default="required", alias="metrics-auth", description="'required' or 'none'")
     access_log: Annotated[bool, BeforeValidator(_flag)] = Field(default=True, alias="access-log")
+    oidc: OidcIssuers = Field(default_factory=list, description="a list of issuers ({issuer: ..., audience: ...})")
 
 
 # -- the settings the service runs with --------------------------------------------------------------
@@ -245,6 +248,7 @@ class ServerSettings(BaseModel):
         return unquote(self.namespace_separator_encoded)
     metrics_auth_required: bool = True
     access_log: bool = True
+    oidc: tuple[OidcIssuer, ...] = ()
 
     def __repr__(self) -> str:
         # Tokens and secrets are never shown; only who they belong to.
@@ -291,9 +295,12 @@ def server_settings(config: LakehouseConfig, overrides: Mapping[str, Any] | None
             entry.client_id, _principal_roles(entry, catalogs, f"{src}: server.clients[{i}]")))
         for i, entry in enumerate(section.clients)
     }
-    if section.auth == "required" and not tokens and not clients:
-        raise ConfigError(f"{src}: the server has no tokens and no clients; add some under server.tokens "
-                          "or server.clients (or set server.auth: none for local use)")
+    problem = issuers_problem(section.oidc, catalogs)
+    if problem:
+        raise ConfigError(f"{src}: {problem}")
+    if section.auth == "required" and not tokens and not clients and not section.oidc:
+        raise ConfigError(f"{src}: the server has no tokens, no clients and no OIDC issuer; add some under "
+                          "server.tokens, server.clients or server.oidc (or set server.auth: none for local use)")
     return ServerSettings(
         catalogs=catalogs,
         host=section.host,
@@ -313,6 +320,7 @@ def server_settings(config: LakehouseConfig, overrides: Mapping[str, Any] | None
         vending=section.storage_credentials,
         metrics_auth_required=section.metrics_auth == "required",
         access_log=section.access_log,
+        oidc=tuple(section.oidc),
     )
 
 
