@@ -28,7 +28,7 @@ This module is only the section's model; :mod:`tablestore.rest.oidc` verifies th
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
@@ -41,26 +41,27 @@ ASYMMETRIC_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "
 WELL_KNOWN = "/.well-known/openid-configuration"
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 
-Role = Literal["read", "write"]
-
-
-def _role(value: Any) -> Any:
-    return str(value).lower() if isinstance(value, str) else value
+ROLES = ("read", "write")  # tablestore.rest.settings' READ and WRITE
 
 
 def _grant(value: Any) -> Any:
     # ``write`` means every served catalog, as a static token's ``role``.
-    if isinstance(value, str):
-        return {"*": value.lower()}
-    if isinstance(value, dict):
-        if not value:
-            raise PydanticCustomError("config_must", "must map catalog names to read or write, got an empty mapping")
-        return {str(k): _role(v) for k, v in value.items()}
-    raise PydanticCustomError("config_value", "must be read, write or a mapping of catalog names to them, got {v}",
-                              {"v": repr(value)})
+    if isinstance(value, dict) and not value:
+        raise PydanticCustomError("config_must", "must map catalog names to read or write, got an empty mapping")
+    if not isinstance(value, str | dict):
+        raise PydanticCustomError("config_value", "must be read, write or a mapping of catalog names to them, got {v}",
+                                  {"v": repr(value)})
+    grant = {"*": value} if isinstance(value, str) else value
+    out = {}
+    for catalog, role in grant.items():
+        if str(role).lower() not in ROLES:
+            raise PydanticCustomError("config_value", "role {role} for {catalog} is not one of read, write",
+                                      {"role": repr(role), "catalog": repr(str(catalog))})
+        out[str(catalog)] = str(role).lower()
+    return out
 
 
-Grant = Annotated[dict[str, Role], BeforeValidator(_grant)]
+Grant = Annotated[dict[str, str], BeforeValidator(_grant)]
 
 
 def _url(value: Any) -> Any:
@@ -92,13 +93,13 @@ class OidcIssuer(BaseModel):
     @classmethod
     def _has_essentials(cls, entry: Any) -> Any:
         if not isinstance(entry, dict):
-            raise PydanticCustomError("config_missing", "entries need issuer, audience, roles-claim and roles")
+            raise PydanticCustomError("config_missing", "needs issuer, audience, roles-claim and roles")
         missing = [k for k in ("issuer", "audience", "roles-claim", "roles") if not entry.get(k)]
         if missing:
             raise PydanticCustomError(
-                "config_missing", "entries need {missing} (for example issuer: https://sso.example.com/realms/data, "
-                "audience: tablestore, roles-claim: realm_access.roles, roles: {{lakehouse-writer: write}})",
-                {"missing": ", ".join(missing)})
+                "config_missing", "needs {missing} (for example issuer: https://sso.example.com/realms/data, "
+                "audience: tablestore, roles-claim: realm_access.roles, roles: {example})",
+                {"missing": ", ".join(missing), "example": "{lakehouse-writer: write}"})
         return entry
 
     @field_validator("algorithms", mode="before")
