@@ -157,12 +157,17 @@ class Authenticator:
         return self.oidc.fetch_needed(token)
 
     def token_endpoint(self, authorization: str | None) -> str | None:
-        """Where clients should get their tokens when external issuers are configured (that of
-        the caller's issuer, else the first configured one); None when there is none."""
+        """Where clients should get their tokens when external issuers are configured: that of
+        the caller's issuer, or the first configured one for a static token. None without
+        issuers, and for a token this service issued: its client refreshes it here, and Java's
+        would send its refresh to an advertised endpoint."""
         if not self.oidc:
             return None
         _, _, token = (authorization or "").partition(" ")
-        return self.oidc.token_endpoint(token.strip() or None)
+        token = token.strip()
+        if token.count(".") == 2 and not self._external(token):
+            return None
+        return self.oidc.token_endpoint(token or None)
 
     def _verify_issued(self, token: str) -> Principal:
         claims = self.claims(token)

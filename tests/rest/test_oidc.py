@@ -40,6 +40,7 @@ pytestmark = [pytest.mark.s3]
 LOCAL = "lake"  # the served catalog with a local warehouse
 S3 = "lake_s3"  # and the one in S3
 AUDIENCE = "tablestore"
+BUILT_IN = "etl"  # a client of the service's own token endpoint
 SECRET = "keycloak-client-secret-0123456789"
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string())])
 
@@ -139,6 +140,8 @@ server:
   tokens:
     - {{name: writer, token: {WRITE_TOKEN}, role: write}}
     - {{name: reader, token: {READ_TOKEN}, role: read}}
+  clients:
+    - {{client-id: {BUILT_IN}, client-secret: {SECRET}, role: read}}
   oidc: {json.dumps(oidc)}
 """)
     return uri
@@ -172,6 +175,18 @@ def test_config_points_clients_at_the_callers_issuer_and_static_tokens_still_wor
     # A static token: the first issuer's.
     config = lake.get(f"/v1/config?warehouse={LOCAL}", WRITE_TOKEN)
     assert config.json()["defaults"]["oauth2-server-uri"] == lake.keycloak.token_endpoint("lakehouse")
+    # A token of the service's own endpoint: its client refreshes it there, so nothing is advertised.
+    issued = requests.post(f"{lake.service.uri}/v1/oauth/tokens", timeout=60, data={
+        "grant_type": "client_credentials", "client_id": BUILT_IN, "client_secret": SECRET}).json()["access_token"]
+    config = lake.get(f"/v1/config?warehouse={LOCAL}", issued)
+    assert config.status_code == 200 and "oauth2-server-uri" not in config.json()["defaults"]
+    # Unknown clients of that endpoint are told where tokens come from.
+    unknown = requests.post(f"{lake.service.uri}/v1/oauth/tokens", timeout=60, data={
+        "grant_type": "client_credentials", "client_id": "writer", "client_secret": SECRET})
+    assert (unknown.status_code, unknown.json()) == (401, {
+        "error": "invalid_client",
+        "error_description": f"invalid client credentials; this service's users get their tokens from "
+                             f"{lake.realms.lakehouse}"})
     # Mapped by sub, per catalog: the partner reads the local catalog and nothing of the other.
     assert lake.get(f"/v1/{LOCAL}/namespaces", partner).status_code == 200
     refused = lake.get(f"/v1/{S3}/namespaces", partner)
