@@ -389,3 +389,31 @@ def test_claim_paths_and_role_mapping() -> None:
     assert roles_of(issuer, claims) == {"lake": "write", "other": "write", "*": "write"}
     assert roles_of(issuer, {"realm_access": {"roles": ["catalog-reader"]}}) == {"lake": "read", "other": "read"}
     assert roles_of(issuer, {"sub": "u1"}) == {}
+
+
+def test_the_stacks_realm_file_gives_tokens_the_stacks_catalog_maps_to_roles(realms: Realms) -> None:
+    """infra/keycloak/lakehouse-realm.json (the compose profile imports it), imported into this
+    Keycloak under another name: its clients' tokens carry the audience and the realm roles that
+    the stack's server.oidc entry (infra/tablestore.stack.yaml) maps to write and read."""
+    import re
+
+    from tablestore.config import parse_config
+    from tablestore.rest.oidc import roles_of
+    from tablestore.rest.settings import server_settings
+
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "infra" / "keycloak" / "lakehouse-realm.json").read_text()
+    realm = json.loads(re.sub(r"\$\{(\w+)\}", SECRET, text))
+    realm["realm"] = "stack"
+    realms.keycloak.admin("POST", "", realm)
+    stack = (root / "infra" / "tablestore.stack.yaml").read_text()
+    (issuer,) = server_settings(parse_config(re.sub(r"\$\{(\w+)(:-)?\}", "x" * 20, stack), "stack.yaml")).oidc
+    for client, roles in (("engineer", {"*": "write"}), ("analyst", {"metastore": "read"})):
+        # The scope Iceberg's clients ask for by default.
+        answer = requests.post(realms.keycloak.token_endpoint("stack"), timeout=60, data={
+            "grant_type": "client_credentials", "client_id": client, "client_secret": SECRET, "scope": "catalog"})
+        assert answer.status_code == 200, answer.text
+        claims = jwt.decode(answer.json()["access_token"], options={"verify_signature": False})
+        assert issuer.audience in ([claims["aud"]] if isinstance(claims["aud"], str) else claims["aud"])
+        assert claims["azp"] == client and claims["sub"]
+        assert roles_of(issuer, claims) == roles, claims
