@@ -326,7 +326,8 @@ def test_expired_untrusted_forged_and_misaddressed_tokens_are_refused_with_401(l
     assert len(refusals) >= 6 and {(r["principal"], r["error"]) for r in refusals} == {
         ("-", "NotAuthorizedException")}
     for token in (brief, stranger, real, forged, confused, unsigned, other):
-        assert token not in log and token.split(".")[2][:40] not in log
+        _, claims_part, signature = token.split(".")
+        assert token not in log and (signature or claims_part)[:40] not in log
 
 
 def test_a_rotated_signing_key_is_fetched_on_its_first_token(lake: Lake) -> None:

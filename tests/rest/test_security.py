@@ -211,7 +211,7 @@ server:
 
 
 @pytest.mark.parametrize(("server", "message"), [
-    ("  port: 1", "no tokens and no clients"),
+    ("  port: 1", "no tokens, no clients and no OIDC issuer"),
     ("  tokens: [{token: short, role: write}]", "shorter than 16"),
     ("  tokens: [{token: aaaaaaaaaaaaaaaaaaaa, role: admin}]", "not one of read, write"),
     ("  tokens: [{token: aaaaaaaaaaaaaaaaaaaa, roles: {other: read}}]", "not served"),
