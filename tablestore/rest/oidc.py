@@ -158,6 +158,9 @@ class IssuerKeys:
         if found is not None:
             return found
         jwk = self._jwks.get(kid)
+        if jwk is None and not self._jwks:
+            raise NotAuthorizedError(f"the signing keys of {self.issuer.issuer} could not be fetched "
+                                     f"({self.issuer.discovery_url}); the service's log says why; try again later")
         if jwk is None:
             raise NotAuthorizedError(f"the bearer token names a key ({_shown(kid, 60)}) that {self.issuer.issuer} "
                                      "does not publish; request a new token")

@@ -427,3 +427,20 @@ def test_the_stacks_realm_file_gives_tokens_the_stacks_catalog_maps_to_roles(rea
         assert issuer.audience in ([claims["aud"]] if isinstance(claims["aud"], str) else claims["aud"])
         assert claims["azp"] == client and claims["sub"]
         assert roles_of(issuer, claims) == roles, claims
+
+
+def test_an_issuer_whose_keys_cannot_be_fetched_refuses_its_tokens_saying_so() -> None:
+    from infra.local.processes import free_port
+    from tablestore.errors import NotAuthorizedError
+    from tablestore.rest.oidc import IssuerKeys
+    from tablestore.rest.oidc_settings import OidcIssuer
+
+    issuer = f"http://127.0.0.1:{free_port()}/realms/gone"  # nothing listens there
+    keys = IssuerKeys(OidcIssuer.model_validate({"issuer": issuer, "audience": AUDIENCE, "roles-claim": "sub",
+                                                 "roles": {"x": "read"}}))
+    with pytest.raises(NotAuthorizedError) as refused:
+        keys.key("any", "RS256")
+    assert str(refused.value) == (f"the signing keys of {issuer} could not be fetched "
+                                  f"({issuer}/.well-known/openid-configuration); the service's log says why; "
+                                  "try again later")
+    assert keys.fetches == 1 and keys.token_endpoint is None
