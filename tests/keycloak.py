@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,30 @@ from infra import keycloak_server
 from infra.local.processes import child_pids, free_port, kill_pids, spawn, stop_process, wait_until
 
 START_TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True)
+class Client:
+    """A confidential client of the client credentials grant: its service account (whose id,
+    the tokens' ``sub``, is ``account_id``) holds realm ``roles``; its tokens' ``aud`` holds
+    ``audience``; ``attributes`` such as ``access.token.lifespan``."""
+
+    client_id: str
+    secret: str
+    roles: tuple[str, ...] = ()
+    audience: str | None = None
+    attributes: tuple[tuple[str, str], ...] = ()
+    account_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+
+    def representation(self) -> dict[str, Any]:
+        mappers = [{"name": "audience", "protocol": "openid-connect", "protocolMapper": "oidc-audience-mapper",
+                    "config": {"included.custom.audience": self.audience, "access.token.claim": "true",
+                               "id.token.claim": "false"}}] if self.audience else []
+        return {"clientId": self.client_id, "secret": self.secret, "enabled": True, "protocol": "openid-connect",
+                "publicClient": False, "clientAuthenticatorType": "client-secret", "serviceAccountsEnabled": True,
+                "standardFlowEnabled": False, "directAccessGrantsEnabled": False,
+                "attributes": dict(self.attributes), "protocolMappers": mappers,
+                "defaultClientScopes": ["catalog", "roles", "basic"]}
 
 
 @dataclass
@@ -61,6 +86,39 @@ class KeycloakServer:
                                     headers={"Authorization": f"Bearer {self._admin_token}"})
         assert response.status_code in expect, (method, path, response.status_code, response.text[:1000])
         return response.json() if response.content and "json" in response.headers.get("content-type", "") else None
+
+    def import_realm(self, realm: str, roles: Sequence[str], clients: Sequence[Client]) -> str:
+        """A realm (an issuer) made in one call, as a realm file is imported: realm ``roles``, the
+        client scope ``catalog`` that Iceberg's clients ask for (Keycloak refuses unknown scopes),
+        and ``clients``; its issuer URL. One call instead of one per object: on two loaded cores
+        each admin call costs seconds."""
+        self.admin("POST", "", {
+            "realm": realm, "enabled": True,
+            "roles": {"realm": [{"name": role} for role in roles]},
+            "clientScopes": [
+                {"name": "catalog", "protocol": "openid-connect", "attributes": {"include.in.token.scope": "true"}},
+                {"name": "roles", "protocol": "openid-connect", "attributes": {"include.in.token.scope": "false"},
+                 "protocolMappers": [{"name": "realm roles", "protocol": "openid-connect",
+                                      "protocolMapper": "oidc-usermodel-realm-role-mapper",
+                                      "config": {"claim.name": "realm_access.roles", "multivalued": "true",
+                                                 "access.token.claim": "true", "jsonType.label": "String"}}]},
+                {"name": "basic", "protocol": "openid-connect", "attributes": {"include.in.token.scope": "false"},
+                 "protocolMappers": [{"name": "sub", "protocol": "openid-connect",
+                                      "protocolMapper": "oidc-sub-mapper",
+                                      "config": {"access.token.claim": "true"}}]}],
+            "clients": [client.representation() for client in clients],
+            "users": [{"id": client.account_id, "username": f"service-account-{client.client_id}", "enabled": True,
+                       "serviceAccountClientId": client.client_id, "realmRoles": list(client.roles)}
+                      for client in clients],
+        })
+        return self.issuer(realm)
+
+    def import_client(self, realm: str, client: Client, roles: Sequence[str] = ()) -> None:
+        """``client`` added to an existing realm, with realm ``roles`` created first."""
+        for role in roles:
+            self.admin("POST", f"/{realm}/roles", {"name": role})
+        self.create_client(realm, client.client_id, client.secret, client.roles, client.audience,
+                           dict(client.attributes))
 
     def create_realm(self, realm: str, roles: Sequence[str] = (), **settings: Any) -> str:
         """A realm (an issuer) with realm ``roles``; its issuer URL."""
@@ -127,4 +185,4 @@ def start_keycloak(workdir: Path, timeout_s: float = START_TIMEOUT_S) -> Keycloa
     return server
 
 
-__all__ = ["KeycloakServer", "start_keycloak"]
+__all__ = ["Client", "KeycloakServer", "start_keycloak"]

@@ -2,8 +2,8 @@
 
 One Keycloak and one service per module. Keycloak holds three realms, each an issuer:
 ``lakehouse`` (trusted; its realm roles ``catalog-writer`` and ``catalog-reader`` map to the
-service's roles), ``partners`` (trusted; a client's ``sub`` maps to read) and ``elsewhere``
-(not trusted). The service serves a local catalog (for Java's client, which has no S3 FileIO
+service's roles), ``partners`` (trusted; a client's ``sub`` maps to read) and ``master``
+(Keycloak's own, not trusted). The service serves a local catalog (for Java's client, which has no S3 FileIO
 here) and an S3 one (for Trino, with vended credentials), and keeps its static tokens.
 
 pyiceberg, Java's REST client (``oracle rest-sql``) and Trino 476 each get their token from
@@ -30,7 +30,7 @@ import requests
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from tests.keycloak import KeycloakServer, start_keycloak
+from tests.keycloak import Client, KeycloakServer, start_keycloak
 from tests.oracle import ORACLE_DIR, _ensure_built
 from tests.services import READ_TOKEN, WRITE_TOKEN, RestService, S3Server
 from tests.trino import TrinoServer, rest_catalog_properties
@@ -77,15 +77,6 @@ class Lake:
                            **{"oauth2-server-uri": self.keycloak.token_endpoint("lakehouse")})
 
 
-def _catalog_scope(keycloak: KeycloakServer, realm: str) -> None:
-    # Iceberg's clients ask for the scope "catalog" (Java's, Trino's and pyiceberg's default),
-    # which Keycloak refuses unless the realm has a client scope of that name.
-    keycloak.admin("POST", f"/{realm}/client-scopes", {"name": "catalog", "protocol": "openid-connect",
-                                                      "attributes": {"include.in.token.scope": "true"}})
-    scope = next(s for s in keycloak.admin("GET", f"/{realm}/client-scopes") if s["name"] == "catalog")
-    keycloak.admin("PUT", f"/{realm}/default-default-client-scopes/{scope['id']}")
-
-
 @pytest.fixture(scope="module")
 def realms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Realms]:
     started = time.monotonic()
@@ -93,22 +84,20 @@ def realms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Realms]:
     print(f"Keycloak answered after {time.monotonic() - started:.1f} s")  # shown with -s
     try:
         roles = ("catalog-writer", "catalog-reader")
-        lakehouse = keycloak.create_realm("lakehouse", roles)
-        _catalog_scope(keycloak, "lakehouse")
-        for client, role in (("writer", "catalog-writer"), ("reader", "catalog-reader"), ("nobody", None)):
-            keycloak.create_client("lakehouse", client, SECRET, [role] if role else [], audience=AUDIENCE)
-        # Tokens that live 2 s, for the expiry test; and tokens for another audience.
-        keycloak.create_client("lakehouse", "brief", SECRET, ["catalog-writer"], audience=AUDIENCE,
-                               attributes={"access.token.lifespan": "2"})
-        keycloak.create_client("lakehouse", "other-service", SECRET, ["catalog-writer"], audience="billing")
-        partners = keycloak.create_realm("partners")
-        partner = keycloak.create_client("partners", "partner", SECRET, audience=AUDIENCE)
-        partner_sub = keycloak.service_account("partners", partner)["id"]
-        # Another issuer holding a client of the same name and role: trusted nowhere.
-        elsewhere = keycloak.create_realm("elsewhere", roles)
-        keycloak.create_client("elsewhere", "writer", SECRET, ["catalog-writer"], audience=AUDIENCE)
+        lakehouse = keycloak.import_realm("lakehouse", roles, [
+            Client("writer", SECRET, ("catalog-writer",), AUDIENCE),
+            Client("reader", SECRET, ("catalog-reader",), AUDIENCE),
+            Client("nobody", SECRET, (), AUDIENCE),
+            # Tokens that live 2 s, for the expiry test; and tokens for another audience.
+            Client("brief", SECRET, ("catalog-writer",), AUDIENCE, (("access.token.lifespan", "2"),)),
+            Client("other-service", SECRET, ("catalog-writer",), "billing")])
+        partner = Client("partner", SECRET, (), AUDIENCE)
+        partners = keycloak.import_realm("partners", (), [partner])
+        # Another issuer holding a client of the same name and role, trusted nowhere: the
+        # master realm, which every Keycloak has.
+        keycloak.import_client("master", Client("writer", SECRET, ("catalog-writer",), AUDIENCE), roles)
         print(f"Keycloak and its realms ready after {time.monotonic() - started:.1f} s")
-        yield Realms(keycloak, lakehouse, partners, elsewhere, partner_sub)
+        yield Realms(keycloak, lakehouse, partners, keycloak.issuer("master"), partner.account_id)
     finally:
         keycloak.stop()
 
@@ -294,7 +283,7 @@ def test_expired_untrusted_forged_and_misaddressed_tokens_are_refused_with_401(l
     _refused(lake, brief, f"the bearer token has expired; request a new one at "
                           f"{lake.keycloak.token_endpoint('lakehouse')}")
 
-    stranger = realms.token("elsewhere", "writer")
+    stranger = realms.token("master", "writer")
     _refused(lake, stranger, f"the bearer token was issued by '{realms.elsewhere}', which this service does not "
                              f"trust; it accepts tokens of {realms.lakehouse}, {realms.partners}")
 
