@@ -12,7 +12,8 @@ Keycloak's server distribution is published as ``org.keycloak:keycloak-quarkus-d
   the schema creation (another minute on a loaded machine);
 - on Java 25 or later, a second start records an ahead-of-time cache of the classes it loads
   and links (JEP 514, ``-XX:AOTCacheOutput``), which every later start reads: on this project's
-  two loaded cores it more than halves the start (122 s to 55 s measured).
+  two loaded cores it more than halved the start (122 s without it, 55 s with it under a heavier
+  load).
 
 ``java_home()`` finds a Java runtime Keycloak 26 accepts (21 or later). The test fixture
 (``tests/keycloak.py``) and the image builder (``infra/images/keycloak.py``) both start here.
