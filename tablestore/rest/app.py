@@ -155,8 +155,15 @@ def create_app(
             # Under grants, a principal holding nothing in the catalog is told so at once.
             raise ForbiddenError(f"{principal.name!r} holds no privilege in catalog {name!r}; "
                                  "a holder of MANAGE_GRANTS there can grant some")
+        defaults = svc.client_config(catalog)
+        # With external issuers, tokens come from the identity provider: the caller's issuer's
+        # token endpoint (else the first issuer's), where Java's, Trino's and pyiceberg's OAuth2
+        # clients refresh. A default, not an override: a client's own setting wins.
+        token_endpoint = svc.auth.token_endpoint(request.headers.get("authorization"))
+        if token_endpoint:
+            defaults["oauth2-server-uri"] = token_endpoint
         config: dict[str, Any] = {
-            "defaults": svc.client_config(catalog),
+            "defaults": defaults,
             "overrides": {"prefix": name, "namespace-separator": svc.settings.namespace_separator_encoded},
             "endpoints": ENDPOINTS,
         }
@@ -186,7 +193,9 @@ def create_app(
             # RFC 6749 5.2: a client that authenticated with the Authorization header is answered
             # with 401 and a challenge in the scheme it used.
             headers = {"WWW-Authenticate": f'Basic realm="{TOKEN_REALM}"'} if basic else None
-            return oauth_error(401, "invalid_client", "invalid client credentials", headers)
+            issuers = service_of(request).settings.oidc
+            hint = f"; this service's users get their tokens from {issuers[0].issuer}" if issuers else ""
+            return oauth_error(401, "invalid_client", f"invalid client credentials{hint}", headers)
         return JSONResponse({
             "access_token": token,
             "token_type": "bearer",

@@ -9,6 +9,10 @@ issues tokens only for itself), ``scope`` (``catalog``, the Iceberg REST clients
 ``kind`` for a token exchanged from a static one. Tokens of the format used before
 (``ts1.<claims>.<hmac>``) are refused with a 401 that says to request a new token. Tokens are
 compared in constant time and never logged.
+
+Tokens of the external OpenID Connect issuers of ``server.oidc`` (their ``iss`` is one of them)
+are verified by :mod:`tablestore.rest.oidc`; the static tokens and the service's own keep working
+beside them.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 import jwt
 
 from tablestore.errors import ForbiddenError, NotAuthorizedError, ValidationError
+from tablestore.rest.oidc import OidcVerifier
 from tablestore.rest.settings import WRITE, Principal, ServerSettings
 
 ANONYMOUS = Principal(name="anonymous", roles={"*": WRITE})
@@ -53,6 +58,7 @@ class Authenticator:
     def __init__(self, settings: ServerSettings) -> None:
         self.settings = settings
         self._key = signing_key(settings.token_secret)
+        self.oidc = OidcVerifier(settings.oidc)
         # Whether an issued token was revoked (POST /v1/oauth/revoke, on any replica:
         # tablestore.rest.replicas); set by the app.
         self.revoked: Callable[[str], bool] = lambda _token: False
@@ -73,6 +79,10 @@ class Authenticator:
         NotAuthorizedError when ``subject_token`` is not a valid token of this server.
         """
         principal = self.authenticate(f"Bearer {subject_token}")
+        external = self.oidc.issuer_of(subject_token)
+        if external is not None:
+            raise NotAuthorizedError(f"tokens of {external.issuer.issuer} are refreshed by their issuer, at "
+                                     f"{external.token_endpoint or external.issuer.issuer}")
         if principal is ANONYMOUS:
             raise NotAuthorizedError("this server runs without authentication: it issues no tokens")
         # A static token, or a signed one exchanged from one, stays a static principal's: a
@@ -121,9 +131,43 @@ class Authenticator:
         principal = self.settings.token_principal(token)
         if principal is not None:
             return principal
-        if token.startswith(LEGACY_PREFIX) or token.count(".") == 2:
+        if token.startswith(LEGACY_PREFIX):
+            return self._verify_issued(token)
+        if token.count(".") == 2:
+            if self.oidc and self._external(token):
+                return self.oidc.authenticate(token)
             return self._verify_issued(token)
         raise NotAuthorizedError("the bearer token is not valid")
+
+    def _external(self, token: str) -> bool:
+        # Ours carry iss "tablestore"; any other issuer is answered by the OIDC verifier, which
+        # says whether it trusts it.
+        parts = self.oidc.unverified(token)
+        return parts is not None and parts[1].get("iss") != ISSUER
+
+    def key_fetch(self, authorization: str | None) -> Callable[[], None] | None:
+        """The blocking fetch of an issuer's keys that authenticating ``authorization`` would make
+        now (for the request guard to run in a worker thread first), or None."""
+        if not self.oidc or not authorization:
+            return None
+        scheme, _, token = authorization.partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or token.count(".") != 2:
+            return None
+        return self.oidc.fetch_needed(token)
+
+    def token_endpoint(self, authorization: str | None) -> str | None:
+        """Where clients should get their tokens when external issuers are configured: that of
+        the caller's issuer, or the first configured one for a static token. None without
+        issuers, and for a token this service issued: its client refreshes it here, and Java's
+        would send its refresh to an advertised endpoint."""
+        if not self.oidc:
+            return None
+        _, _, token = (authorization or "").partition(" ")
+        token = token.strip()
+        if token.count(".") == 2 and not self._external(token):
+            return None
+        return self.oidc.token_endpoint(token or None)
 
     def _verify_issued(self, token: str) -> Principal:
         claims = self.claims(token)

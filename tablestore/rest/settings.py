@@ -7,6 +7,7 @@
       tokens: [{name: trino, token: "${TRINO_TOKEN}", role: read}]   # or roles: {lakehouse: write}
       clients: [{client-id: dagster, client-secret: "${DAGSTER_SECRET}", role: write}]
       authorization: grants            # roles (default) | grants (tablestore.rest.grants)
+      oidc: [{issuer: "https://idp.example/realms/lake", audience: lakehouse}]  # tablestore.rest.oidc_settings
 
 Every key, with its default and what it does, is in docs/catalog-service.md (Configuration);
 :class:`ServerSettings` declares them in the same order, each field the key with hyphens.
@@ -33,6 +34,7 @@ from tablestore.config_problems import FILE_SPELLING, validated
 from tablestore.rest.credentials import VendingSettings
 from tablestore.rest.grants import AuthorizationField, AuthorizationSettings
 from tablestore.rest.limits import DEFAULT_MAX_REQUEST_BYTES
+from tablestore.rest.oidc_settings import OidcIssuer, issuers_problem
 
 READ = "read"
 WRITE = "write"
@@ -196,6 +198,8 @@ class ServerSettings(pydantic.BaseModel):
     metrics_auth_required: _Switch = Field(True, alias="metrics-auth", description="'required' or 'none'")
     access_log: _Flag = True
     authorization: AuthorizationField = Field(default_factory=AuthorizationSettings)
+    oidc: Annotated[tuple[OidcIssuer, ...], BeforeValidator(_listed)] = Field(
+        (), description="a list of issuers ({issuer: ..., audience: ...})")
 
     @pydantic.field_validator("catalogs")
     @classmethod
@@ -221,9 +225,12 @@ class ServerSettings(pydantic.BaseModel):
                 if unserved:
                     raise _problem(f"server.{key}[{i}]: roles name catalog {unserved[0]!r}, which is not served "
                                    f"({list(self.catalogs)})")
-        if self.auth_required and not self.tokens and not self.clients:
-            raise _problem("the server has no tokens and no clients; add some under server.tokens "
-                           "or server.clients (or set server.auth: none for local use)")
+        problem = issuers_problem(list(self.oidc), self.catalogs)
+        if problem:
+            raise _problem(problem)
+        if self.auth_required and not self.tokens and not self.clients and not self.oidc:
+            raise _problem("the server has no tokens, no clients and no OIDC issuer; add some under "
+                           "server.tokens, server.clients or server.oidc (or set server.auth: none for local use)")
         return self
 
     @property
