@@ -32,7 +32,7 @@ from pipelines.defs.ingest.landing import day_directory, events_for_day, write_l
 from pipelines.defs.publish import AUDIT_PREFIX, audit_branch
 from pipelines.defs.resources import resources
 from pipelines.settings import CONFIG_DIR, DATABASE, PipelineSettings, load_settings
-from tests.interop.readers import S3Access, duckdb_connect
+from tests.interop.readers import S3Access, duckdb_connect, duckdb_read
 from tests.services import CATALOG, CLIENT_ID, CLIENT_SECRET, WRITE_TOKEN, RestService, S3Server, write_config
 from tests.trino import TrinoServer, rest_catalog_properties
 
@@ -57,18 +57,17 @@ class Lake:
     trino: TrinoServer
     s3: S3Access
 
-    def trino_rows(self, where: str = "", version: str | int | None = None) -> list[tuple[Any, ...]]:
-        """Trino's rows of ``events`` (at ``version``: a snapshot id or a ref's name), by event id."""
-        travel = "" if version is None else f" FOR VERSION AS OF {version!r}" if isinstance(version, str) \
-            else f" FOR VERSION AS OF {version}"
-        sql = f"SELECT {TRINO_COLUMNS} FROM {TRINO_CATALOG}.{DATABASE}.events{travel} {where} ORDER BY event_id"
+    def trino_rows(self, version: str | int | None = None) -> list[tuple[Any, ...]]:
+        """Trino's rows of ``events`` (at ``version``: a snapshot id, or a ref by name), by event id."""
+        travel = "" if version is None else f" FOR VERSION AS OF {version!r}"  # a name is quoted: 'audit_...'
+        sql = f"SELECT {TRINO_COLUMNS} FROM {TRINO_CATALOG}.{DATABASE}.events{travel} ORDER BY event_id"
         return [tuple(r) for r in self.trino.query(sql, TRINO_CATALOG)]
 
-    def trino_ref(self, name: str) -> int | None:
-        """The snapshot id Trino finds for ref ``name`` in the table's ``$refs``."""
-        rows = self.trino.query(f"SELECT snapshot_id FROM {TRINO_CATALOG}.{DATABASE}.\"events$refs\" "
-                                f"WHERE name = '{name}'", TRINO_CATALOG)
-        return rows[0][0] if rows else None
+    def trino_refs(self) -> dict[str, int]:
+        """The table's refs as Trino finds them (``$refs``): name to snapshot id."""
+        rows = self.trino.query(f'SELECT name, snapshot_id FROM {TRINO_CATALOG}.{DATABASE}."events$refs"',
+                                TRINO_CATALOG)
+        return {name: snapshot_id for name, snapshot_id in rows}
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +154,6 @@ def test_a_batch_that_breaks_its_check_is_never_seen_on_main_by_trino_or_duckdb_
     main_before = head.snapshot_id
     rows_before = rows_of(table.scan().to_arrow())
     assert rows_before == rows_of(events_for_day(settings, first_day))  # the landing day, value for value
-    assert lake.trino_rows() == rows_before
 
     write_bad_landing_day(settings, bad_day)
     bad = dg.materialize(assets, selection=[EVENTS_KEY], partition_key=bad_day.isoformat(), resources=res,
@@ -173,7 +171,7 @@ def test_a_batch_that_breaks_its_check_is_never_seen_on_main_by_trino_or_duckdb_
     assert table.current_snapshot().snapshot_id == main_before
     assert rows_of(table.scan().to_arrow()) == rows_before
     # Trino reads main, and main's snapshot by id, exactly as before the batch.
-    assert lake.trino_ref("main") == main_before
+    assert lake.trino_refs() == {"main": main_before, branch: table.refs()[branch].snapshot_id}
     assert lake.trino_rows() == rows_before
     assert lake.trino_rows(version=main_before) == rows_before
     # DuckDB, which knows no refs, reads the table's current snapshot from the metadata file the
@@ -181,15 +179,15 @@ def test_a_batch_that_breaks_its_check_is_never_seen_on_main_by_trino_or_duckdb_
     con = duckdb_connect(tmp_path / "duckdb-extensions", lake.s3)
     seen = con.execute("SELECT * FROM iceberg_scan(?)", [table.metadata_location]).to_arrow_table()
     assert rows_of(seen) == rows_before
-    # The batch waits on its branch for inspection, and Trino reading the branch by name sees the
-    # bad rows: the reads of main above could have seen them.
+    # The batch waits on its branch for inspection. Trino reading the branch by name, and DuckDB
+    # reading the branch's head snapshot from the same metadata file, see the bad rows: the reads
+    # of main above could have seen them.
     bad_rows = rows_of(pq.read_table(day_directory(settings, bad_day) / "part-00000.parquet"))
-    assert lake.trino_ref(branch) == table.refs()[branch].snapshot_id
-    on_branch = lake.trino_rows(version=branch)
-    assert on_branch == sorted(rows_before + bad_rows)
-    broken = [r for r in on_branch if r[COLUMNS.index("user_id")] is None or r[COLUMNS.index("quantity")] > 1_000]
-    assert [(r[COLUMNS.index("user_id")], r[COLUMNS.index("quantity")]) for r in broken] == [
-        (None, 50_000), (None, bad_rows[1][COLUMNS.index("quantity")]), (None, bad_rows[2][COLUMNS.index("quantity")])]
+    quantity, user = COLUMNS.index("quantity"), COLUMNS.index("user_id")
+    assert max(r[quantity] for r in bad_rows) == 50_000 and sum(r[user] is None for r in bad_rows) == 3
+    assert lake.trino_rows(version=branch) == sorted(rows_before + bad_rows)
+    assert rows_of(duckdb_read(con, table.metadata_location, table.refs()[branch].snapshot_id)) == \
+        sorted(rows_before + bad_rows)
 
     write_landing_day(settings, bad_day)  # the source system sends the day again, whole
     good = dg.materialize(assets, selection=[EVENTS_KEY], partition_key=bad_day.isoformat(), resources=res,
@@ -203,5 +201,5 @@ def test_a_batch_that_breaks_its_check_is_never_seen_on_main_by_trino_or_duckdb_
     assert now.parent_snapshot_id == main_before
     assert sorted(table.refs()) == ["main"]
     # Trino reads the published day on main, whose snapshot is the one the check audited.
-    assert lake.trino_ref("main") == published["audited_snapshot_id"]
+    assert lake.trino_refs() == {"main": published["audited_snapshot_id"]}
     assert lake.trino_rows() == sorted(rows_before + rows_of(events_for_day(settings, bad_day)))
