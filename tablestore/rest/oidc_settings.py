@@ -93,11 +93,11 @@ class OidcIssuer(BaseModel):
     @classmethod
     def _has_essentials(cls, entry: Any) -> Any:
         if not isinstance(entry, dict):
-            raise PydanticCustomError("config_missing", "needs issuer, audience, roles-claim and roles")
+            raise PydanticCustomError("config_must", "needs issuer, audience, roles-claim and roles")
         missing = [k for k in ("issuer", "audience", "roles-claim", "roles") if not entry.get(k)]
         if missing:
             raise PydanticCustomError(
-                "config_missing", "needs {missing} (for example issuer: https://sso.example.com/realms/data, "
+                "config_must", "needs {missing} (for example issuer: https://sso.example.com/realms/data, "
                 "audience: tablestore, roles-claim: realm_access.roles, roles: {example})",
                 {"missing": ", ".join(missing), "example": "{lakehouse-writer: write}"})
         return entry
