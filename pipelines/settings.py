@@ -168,6 +168,11 @@ class PipelineSettings(_Section):
         return self.landing / "erasure_requests"
 
     @property
+    def data_docs(self) -> Path:
+        """GX's Data Docs site, which every validation of the pipeline's checks adds its page to."""
+        return self.root / "data_docs"
+
+    @property
     def daily_dates(self) -> list[datetime.date]:
         """Days the daily asset ingests: from the first landing day up to the cut-over."""
         return [d for d in self.data.dates if d < self.cutover]

@@ -9,7 +9,19 @@ from quality.suites import SUITES, Lakehouse, SuiteRun
 
 
 def lakehouse(tablestore: TableStoreResource, spark: SparkResource) -> Lakehouse:
-    return Lakehouse(tablestore.settings, tablestore.manager, spark.session(), CATALOG, DATABASE)
+    settings = tablestore.settings
+    return Lakehouse(settings, tablestore.manager, spark.session(), CATALOG, DATABASE, data_docs=settings.data_docs)
+
+
+def data_docs_metadata(run: SuiteRun) -> dict[str, dg.MetadataValue]:
+    """The link from a check's result to the Data Docs page of its validation (the UI shows it as
+    a link on the check's page), and the pages of a suite made of several validations."""
+    if not run.data_docs:
+        return {}
+    links: dict[str, dg.MetadataValue] = {"data_docs": dg.MetadataValue.url(run.data_docs[0])}
+    if len(run.data_docs) > 1:
+        links["data_docs_pages"] = dg.MetadataValue.md("\n".join(f"- <{page}>" for page in run.data_docs))
+    return links
 
 
 def check_result(run: SuiteRun) -> dg.AssetCheckResult:
@@ -25,6 +37,7 @@ def check_result(run: SuiteRun) -> dg.AssetCheckResult:
             "failed": dg.MetadataValue.json(failed),
             "observed": dg.MetadataValue.json({k: v if isinstance(v, int | str | list | dict) else str(v)
                                                for k, v in run.observed.items()}),
+            **data_docs_metadata(run),
         },
     )
 

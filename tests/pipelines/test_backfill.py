@@ -18,6 +18,8 @@ end: an INSERT whose commit id is already in the history commits nothing.
 from __future__ import annotations
 
 import logging
+import re
+import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -103,6 +105,9 @@ def backfill(home: Path, days: list[str]) -> tuple[Any, list[Any]]:
             if done.status != BulkActionStatus.REQUESTED:
                 break
         runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
+        failures = [str(e.dagster_event.event_specific_data)[:3000] for r in runs for e in instance.all_logs(r.run_id)
+                    if e.dagster_event is not None and e.dagster_event.is_step_failure]
+        assert done.status == BulkActionStatus.COMPLETED_SUCCESS, (done.status, failures)
         return done, runs
 
 
@@ -112,6 +117,19 @@ def events_metadata(instance: dg.DagsterInstance, run_id: str, partitions: int) 
     mine = [m for m in events if m is not None and m.asset_key == EVENTS_KEY]
     assert len({m.partition for m in mine}) == len(mine) == partitions
     return {k: getattr(v, "value", v) for k, v in mine[0].metadata.items()}
+
+
+def check_evaluation(instance: dg.DagsterInstance, run_id: str) -> Any:
+    """The run's one evaluation of the batch check of ``events``."""
+    (entry,) = instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+    assert entry.dagster_event is not None
+    return entry.dagster_event.event_specific_data
+
+
+def page_text(path: Path) -> str:
+    """The text a reader sees on an HTML page (no markup, scripts or styles)."""
+    html = re.sub(r"<(script|style)\b.*?</\1>", " ", path.read_text(), flags=re.S)
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
 
 
 def snapshot_ids(table: Table) -> list[int]:
@@ -169,6 +187,18 @@ def test_a_backfill_of_7_days_is_one_run_and_one_snapshot_and_a_backfill_of_2_of
     assert head.summary["tablestore.commit-id"] == written["commit_id"]
     # Spark tasks wrote the files, not the run's process.
     assert int(str(written["write_tasks"])) >= 1
+
+    # The batch check's GX validation built its Data Docs page, and the check's result links to it.
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        checked = check_evaluation(instance, run.run_id)
+    assert (checked.check_name, checked.passed) == ("events_batch_valid", True)
+    link = checked.metadata["data_docs"]
+    assert isinstance(link, dg.UrlMetadataValue) and link.url.startswith("file://")
+    page = Path(urllib.parse.unquote(urllib.parse.urlparse(link.url).path))
+    assert page.is_file() and page.is_relative_to(settings.data_docs / "validations" / "events_batch_valid")
+    text = page_text(page)
+    assert re.search(r"Expectation Suite: events_batch_valid .{0,80}Status: Succeeded", text), text[:2000]
+    assert "Evaluated Expectations 7 Successful Expectations 7 Unsuccessful Expectations 0" in text, text[:2000]
 
     # A second backfill of 2 of the days: their landing rows are what main holds, nothing is written.
     second, (rerun,) = backfill(home, days[2:4])
