@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from types import ModuleType
 
+    from great_expectations.data_context.store.store import DataDocsSiteConfigTypedDict
     from pyspark.sql import DataFrame, SparkSession
 
 # GX logs every data source and suite it adds at INFO; the results are what matters here.
@@ -130,7 +131,7 @@ class SuiteRun:
 DATA_DOCS_SITE = "lakehouse"
 
 
-def _data_docs_site(directory: Path) -> dict[str, Any]:
+def _data_docs_site(directory: Path) -> DataDocsSiteConfigTypedDict:
     """A GX Data Docs site on the local filesystem (what ``great_expectations.yml`` would declare)."""
     return {
         "class_name": "SiteBuilder",
