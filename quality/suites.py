@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from pathlib import Path
     from types import ModuleType
 
-    from great_expectations.data_context.store.store import DataDocsSiteConfigTypedDict
     from pyspark.sql import DataFrame, SparkSession
 
 # GX logs every data source and suite it adds at INFO; the results are what matters here.
@@ -131,15 +130,6 @@ class SuiteRun:
 DATA_DOCS_SITE = "lakehouse"
 
 
-def _data_docs_site(directory: Path) -> DataDocsSiteConfigTypedDict:
-    """A GX Data Docs site on the local filesystem (what ``great_expectations.yml`` would declare)."""
-    return {
-        "class_name": "SiteBuilder",
-        "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(directory)},
-        "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
-    }
-
-
 def validate(lake: Lakehouse, name: str, df: DataFrame, expectations: list[Any],
              observed: dict[str, Any] | None = None) -> SuiteRun:
     """Validate ``df`` against ``expectations`` as the GX suite ``name`` (an ephemeral context).
@@ -160,7 +150,9 @@ def validate(lake: Lakehouse, name: str, df: DataFrame, expectations: list[Any],
         result = batch_definition.get_batch(batch_parameters={"dataframe": df}).validate(suite)
         return SuiteRun(name, bool(result.success), result, observed or {})
     lake.data_docs.mkdir(parents=True, exist_ok=True)
-    context.add_data_docs_site(DATA_DOCS_SITE, _data_docs_site(lake.data_docs))
+    from quality.data_docs import data_docs_site
+
+    context.add_data_docs_site(DATA_DOCS_SITE, data_docs_site(lake.data_docs))
     definition = context.validation_definitions.add(gx.ValidationDefinition(name=name, data=batch_definition,
                                                                             suite=suite))
     checkpoint = context.checkpoints.add(gx.Checkpoint(

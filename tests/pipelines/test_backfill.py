@@ -237,6 +237,9 @@ def test_a_backfill_of_7_days_is_one_run_and_one_snapshot_and_a_backfill_of_2_of
     changed = rows(table)
     assert len(changed) == len(backfilled)
     assert sorted(set(changed) - set(backfilled)) == [(landed.column("event_id")[0].as_py(), 999.5)]
+    # Each run's check added its page to the site; the first run's page, which its result links to, stays.
+    assert page.is_file()
+    assert len(list((settings.data_docs / "validations" / "events_batch_valid").rglob("*.html"))) == 3
 
     # The SQL layer on its own: an INSERT whose commit id the history holds commits nothing.
     res = resources(file, root)
