@@ -115,6 +115,11 @@ class _Automation(_Section):
     running: bool = True
 
 
+class _DataDocs(_Section):
+    # Where GX's Data Docs site is served (e.g. http://127.0.0.1:3001); None: links are file:// URLs.
+    url: str | None = None
+
+
 def _section(value: Any) -> Any:
     return {} if value is None else value
 
@@ -134,6 +139,7 @@ class _Document(_Section):
     retention: Annotated[_Retention, BeforeValidator(_section)] = Field(default_factory=_Retention)
     events: Annotated[_Events, BeforeValidator(_section)] = Field(default_factory=_Events)
     automation: Annotated[_Automation, BeforeValidator(_section)] = Field(default_factory=_Automation)
+    data_docs: Annotated[_DataDocs, BeforeValidator(_section)] = Field(default_factory=_DataDocs, alias="data-docs")
 
 
 class PipelineSettings(_Section):
@@ -159,6 +165,9 @@ class PipelineSettings(_Section):
     # Whether the sensors and the maintenance schedule run by default (settings `automation:
     # {running: false}` leaves them stopped until someone starts them in the UI).
     automation_running: bool = True
+    # The URL the Data Docs site is served at (settings `data-docs: {url: ...}`); None: the checks
+    # link to the pages as files.
+    data_docs_url: str | None = None
 
     @property
     def events_landing(self) -> Path:
@@ -167,6 +176,11 @@ class PipelineSettings(_Section):
     @property
     def requests_landing(self) -> Path:
         return self.landing / "erasure_requests"
+
+    @property
+    def data_docs(self) -> Path:
+        """GX's Data Docs site, which every validation of the pipeline's checks adds its page to."""
+        return self.root / "data_docs"
 
     @property
     def daily_dates(self) -> list[datetime.date]:
@@ -220,6 +234,7 @@ def load_settings(
         retention_days=document.retention.days,
         events_format_version=document.events.format_version,
         automation_running=document.automation.running,
+        data_docs_url=document.data_docs.url.rstrip("/") if document.data_docs.url else None,
     )
     if not data.start < settings.evolution_at <= settings.cutover < data.end:
         raise ConfigError(
