@@ -244,8 +244,21 @@ def test_a_backfill_launched_from_the_assets_page_is_one_run_and_completes(
     # The UI asks first when an upstream (the landing files' asset) was never materialized.
     with contextlib.suppress(Exception):
         click(browser, "//button[normalize-space()='Confirm']", timeout=10)
-    dialog = browser.find_element(By.XPATH, "//*[@role='dialog'][.//button[normalize-space()='Launch backfill']]")
-    assert "Backfills all partitions in a single run." in dialog.text  # BackfillPolicy.single_run()
+    # The dialog is found before it has rendered its text (Selenium's text is the visible text
+    # only), so it is looked for until it says how it backfills: BackfillPolicy.single_run().
+    single_run = "Backfills all partitions in a single run."
+
+    def rendered() -> Any:
+        from selenium.common.exceptions import StaleElementReferenceException
+
+        with contextlib.suppress(StaleElementReferenceException):  # re-rendered meanwhile: look again
+            for found in browser.find_elements(
+                    By.XPATH, "//*[@role='dialog'][.//button[normalize-space()='Launch backfill']]"):
+                if single_run in found.text:
+                    return found
+        return None
+
+    dialog = wait(rendered, 60, lambda: body(browser), every=1)
     (selection,) = [i for i in dialog.find_elements(By.TAG_NAME, "input") if i.get_attribute("type") == "text"]
     selection.click()
     selection.send_keys(Keys.CONTROL, "a")
