@@ -22,10 +22,8 @@ Keycloak's server distribution is published as ``org.keycloak:keycloak-quarkus-d
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -33,6 +31,9 @@ import urllib.error
 import urllib.request
 import zipfile
 from pathlib import Path
+
+from infra.java_runtime import find_java, java_major
+from infra.local.processes import free_port
 
 VERSION = "26.7.3"
 ARTIFACT = f"org.keycloak:keycloak-quarkus-dist:{VERSION}:zip"
@@ -100,7 +101,7 @@ def unpack() -> Path:
 
 def aot_cache() -> Path:
     """The ahead-of-time class cache of this version on this machine's Java (see the module docstring)."""
-    return cache_dir() / f"keycloak-{VERSION}-java{_major(java_home())}.aot"
+    return cache_dir() / f"keycloak-{VERSION}-java{java_major(java_home())}.aot"
 
 
 def install() -> Path:
@@ -118,7 +119,7 @@ def install() -> Path:
             (workdir / "data" / "h2").rename(workdir / "seed" / "data" / "h2")
             (workdir / "seed").rename(seed)
     cache = aot_cache()
-    if (_major(java_home()) or 0) >= AOT_JAVA and not cache.exists():
+    if (java_major(java_home()) or 0) >= AOT_JAVA and not cache.exists():
         with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
             workdir = Path(tmp)
             (workdir / DB_FILE).parent.mkdir(parents=True)
@@ -133,7 +134,7 @@ def install() -> Path:
 
 def _start_and_stop(dist: Path, workdir: Path, java_options: str) -> None:
     """Start Keycloak with its database under ``workdir``, wait until it answers, stop it."""
-    port = _free_port()
+    port = free_port()
     log_path = workdir / "keycloak.log"
     env = environment(workdir, aot=False)
     env["JAVA_OPTS_APPEND"] += f" {java_options}"
@@ -197,36 +198,10 @@ def stop(process: subprocess.Popen[bytes], timeout_s: float = 60.0) -> None:
         pass
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _major(java: Path) -> int | None:
-    release = java / "release"
-    if not release.exists() or not (java / "bin" / "java").exists():
-        return None
-    found = re.search(r'^JAVA_VERSION="(\d+)', release.read_text(errors="replace"), re.MULTILINE)
-    return int(found.group(1)) if found else None
-
-
 def java_home() -> Path:
     """A Java runtime of version 21 or later: ``$KEYCLOAK_JAVA_HOME``, else the newest under
-    /usr/lib/jvm or /opt (the machines carry Temurin 25 beside Java 17)."""
-    explicit = os.environ.get("KEYCLOAK_JAVA_HOME")
-    if explicit:
-        major = _major(Path(explicit))
-        if major is None or major < MIN_JAVA:
-            raise RuntimeError(f"KEYCLOAK_JAVA_HOME={explicit} is not a Java {MIN_JAVA}+ runtime "
-                               f"(Keycloak {VERSION} needs one)")
-        return Path(explicit)
-    candidates = [p for root in ("/usr/lib/jvm", "/opt") if Path(root).is_dir() for p in Path(root).iterdir()]
-    found = sorted(((m, p) for p in candidates if (m := _major(p)) is not None and m >= MIN_JAVA), reverse=True)
-    if not found:
-        raise RuntimeError(f"Keycloak {VERSION} needs Java {MIN_JAVA} or later, and none is under /usr/lib/jvm or "
-                           "/opt: install one (for example Debian's openjdk-21-jre-headless) or set KEYCLOAK_JAVA_HOME")
-    return found[0][1]
+    /usr/lib/jvm or /opt."""
+    return find_java(MIN_JAVA, "KEYCLOAK_JAVA_HOME", f"Keycloak {VERSION}", "openjdk-21-jre-headless")
 
 
 __all__ = [
