@@ -28,6 +28,7 @@ This module is only the section's model; :mod:`tablestore.rest.oidc` verifies th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
@@ -149,10 +150,10 @@ def _listed(value: Any) -> Any:
     return [value] if isinstance(value, dict) else value
 
 
-OidcIssuers = Annotated[list[OidcIssuer], BeforeValidator(_listed)]
+OidcIssuers = Annotated[tuple[OidcIssuer, ...], BeforeValidator(_listed)]
 
 
-def issuers_problem(issuers: list[OidcIssuer], catalogs: tuple[str, ...]) -> str | None:
+def issuers_problem(issuers: Sequence[OidcIssuer], catalogs: tuple[str, ...]) -> str | None:
     """What is wrong with the section as a whole (each issuer once, only served catalogs named),
     or None."""
     seen: set[str] = set()

@@ -34,7 +34,7 @@ from tablestore.config_problems import FILE_SPELLING, validated
 from tablestore.rest.credentials import VendingSettings
 from tablestore.rest.grants import AuthorizationField, AuthorizationSettings
 from tablestore.rest.limits import DEFAULT_MAX_REQUEST_BYTES
-from tablestore.rest.oidc_settings import OidcIssuer, issuers_problem
+from tablestore.rest.oidc_settings import OidcIssuers, issuers_problem
 
 READ = "read"
 WRITE = "write"
@@ -198,7 +198,7 @@ class ServerSettings(pydantic.BaseModel):
     metrics_auth_required: _Switch = Field(True, alias="metrics-auth", description="'required' or 'none'")
     access_log: _Flag = True
     authorization: AuthorizationField = Field(default_factory=AuthorizationSettings)
-    oidc: Annotated[tuple[OidcIssuer, ...], BeforeValidator(_listed)] = Field(
+    oidc: OidcIssuers = Field(
         (), description="a list of issuers ({issuer: ..., audience: ...})")
 
     @pydantic.field_validator("catalogs")
@@ -225,7 +225,7 @@ class ServerSettings(pydantic.BaseModel):
                 if unserved:
                     raise _problem(f"server.{key}[{i}]: roles name catalog {unserved[0]!r}, which is not served "
                                    f"({list(self.catalogs)})")
-        problem = issuers_problem(list(self.oidc), self.catalogs)
+        problem = issuers_problem(self.oidc, self.catalogs)
         if problem:
             raise _problem(problem)
         if self.auth_required and not self.tokens and not self.clients and not self.oidc:
