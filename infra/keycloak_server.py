@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -33,7 +34,6 @@ import zipfile
 from pathlib import Path
 
 from infra.java_runtime import find_java, java_major
-from infra.local.processes import free_port
 
 VERSION = "26.7.3"
 ARTIFACT = f"org.keycloak:keycloak-quarkus-dist:{VERSION}:zip"
@@ -134,7 +134,7 @@ def install() -> Path:
 
 def _start_and_stop(dist: Path, workdir: Path, java_options: str) -> None:
     """Start Keycloak with its database under ``workdir``, wait until it answers, stop it."""
-    port = free_port()
+    port = _free_port()
     log_path = workdir / "keycloak.log"
     env = environment(workdir, aot=False)
     env["JAVA_OPTS_APPEND"] += f" {java_options}"
@@ -196,6 +196,13 @@ def stop(process: subprocess.Popen[bytes], timeout_s: float = 60.0) -> None:
         process.wait(timeout=30)
     except ProcessLookupError:
         pass
+
+
+def _free_port() -> int:
+    # Not infra.local.processes.free_port: infra.local imports infra.images, which imports this.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def java_home() -> Path:
