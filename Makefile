@@ -32,13 +32,14 @@ dagster: install
 quality: install
 	$(PY) -m pipelines.quality_run
 
-# The S3 tests run MinIO built from source (infra/images/minio.py) and the Trino tests Trino 476
-# from Maven Central (infra/trino_server.py), as Iceberg's jars (infra/iceberg_rck.py, infra/iceberg_aws.py):
-# each installed once per machine and pin, before the
-# suite rather than inside a test's time limit.
+# The S3 tests run MinIO built from source (infra/images/minio.py), the Trino tests Trino 476 and
+# the identity-provider tests Keycloak 26 from Maven Central (infra/trino_server.py,
+# infra/keycloak_server.py), as Iceberg's jars (infra/iceberg_rck.py, infra/iceberg_aws.py):
+# each installed once per machine and pin, before the suite rather than inside a test's time limit.
 test: install
 	$(PY) -m infra.images.minio
 	$(PY) -m infra.trino_server
+	$(PY) -m infra.keycloak_server
 	$(PY) -m infra.iceberg_rck
 	$(PY) -m infra.iceberg_aws
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -51,7 +52,7 @@ lint: install
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/dagster definitions validate -w infra/dagster/workspace.local.yaml
-	$(PY) -m pytest -q -p no:cacheprovider tests/test_layers.py -k "import_cycle or cycle_check or private"
+	$(PY) -m pytest -q -p no:cacheprovider tests/test_layers.py -k "import_cycle or cycle_check or private or import_path"
 
 bench: install
 	$(PY) -m bench.run $(BENCH_ARGS)

@@ -59,7 +59,7 @@ def _source(rows: int) -> pa.Table:
 def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
     import lance
 
-    from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
+    from tablestore.config import LakehouseConfig, SparkConfig, SqlCatalogConfig
     from tablestore.spark import SparkEngine, spark_session
 
     rows = ws.rows
@@ -69,7 +69,8 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
     per_file = -(-rows // FILES)
 
     # tablestore: 100 files, one commit.
-    catalog_config = CatalogConfig("cm", "sql", {"uri": f"sqlite:///{root}/catalog.db", "warehouse": str(root / "wh")})
+    catalog_config = SqlCatalogConfig(
+        name="cm", properties={"uri": f"sqlite:///{root}/catalog.db", "warehouse": str(root / "wh")})
     catalog = tablestore_catalog(root)
     catalog.create_namespace(NAMESPACE)
     table = catalog.create_table(f"{NAMESPACE}.base", schema=base.schema)
@@ -93,7 +94,7 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
     for i in range(8):
         step = -(-rows // 8)
         pq.write_table(source.slice(i * step, step), source_dir / f"part-{i}.parquet")
-    config = LakehouseConfig("cm", {"cm": catalog_config}, SparkConfig("local[2]", {
+    config = LakehouseConfig(default_catalog="cm", catalogs={"cm": catalog_config}, spark=SparkConfig(conf={
         "spark.driver.memory": "6g", "spark.sql.shuffle.partitions": "4",
     }))
     spark = spark_session(config, app_name="bench-column-merge")

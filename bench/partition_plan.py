@@ -60,9 +60,9 @@ def files_for(rows: int) -> int:
 
 def build_table(ws: Workspace) -> tuple[Any, int]:
     """The table of synthetic files; returns it and its file count."""
-    from tablestore.spec import conversions
-    from tablestore.spec.manifest import DataFile, DataFileContent, FileFormat
-    from tablestore.spec.types import DoubleType, LongType, StringType, TimestampType
+    from tablestore.spec.manifests.manifest import DataFile, DataFileContent, FileFormat
+    from tablestore.spec.schemas import conversions
+    from tablestore.spec.schemas.types import DoubleType, LongType, StringType, TimestampType
 
     directory = ws.fresh("partition_plan")
     catalog = tablestore_catalog(directory)

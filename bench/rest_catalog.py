@@ -142,7 +142,7 @@ def _start_service(workdir: Path, catalog_uri: str, warehouse: str) -> tuple[sub
 def measure_all(workdir: Path, commits: int, log: Callable[[str], None]) -> list[dict[str, Any]]:
     from tablestore.catalog.rest import RestCatalog
     from tablestore.catalog.sql_catalog import SqlCatalog
-    from tablestore.spec.updates import AssertTableUUID, SetPropertiesUpdate
+    from tablestore.spec.metadata.update_models import AssertTableUUID, SetPropertiesUpdate
     from tests.services import start_postgres
 
     pg_dir = Path(tempfile.mkdtemp(prefix="tablestore-bench-pg-"))
@@ -167,14 +167,14 @@ def measure_all(workdir: Path, commits: int, log: Callable[[str], None]) -> list
             clients_made.append(client)
 
             def call(i: int) -> None:
-                client.commit_table(("b", f"t{index}"), [AssertTableUUID(uuids[index])],
-                                    [SetPropertiesUpdate({"rest": str(i)})])
+                client.commit_table(("b", f"t{index}"), [AssertTableUUID(uuid=uuids[index])],
+                                    [SetPropertiesUpdate(updates={"rest": str(i)})])
             return call
 
         def direct_commit(index: int) -> Callable[[int], None]:
             def call(i: int) -> None:
-                direct.commit_table(("b", f"t{index}"), [AssertTableUUID(uuids[index])],
-                                    [SetPropertiesUpdate({"direct": str(i)})])
+                direct.commit_table(("b", f"t{index}"), [AssertTableUUID(uuid=uuids[index])],
+                                    [SetPropertiesUpdate(updates={"direct": str(i)})])
             return call
 
         def rest_load(index: int) -> Callable[[int], None]:

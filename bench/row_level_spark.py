@@ -44,15 +44,16 @@ class SparkSide:
     """The Spark session, the SQL session on it and the staging tables, made on first use."""
 
     def __init__(self, base_dir: Path, catalog: Any) -> None:
-        from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
+        from tablestore.config import LakehouseConfig, SparkConfig, SqlCatalogConfig
 
         self.catalog = catalog
-        catalog_config = CatalogConfig(CATALOG, "sql", {"uri": f"sqlite:///{base_dir}/rounds.db",
-                                                        "warehouse": str(base_dir / "wh")})
-        self.config = LakehouseConfig(CATALOG, {CATALOG: catalog_config}, SparkConfig("local[2]", {
+        catalog_config = SqlCatalogConfig(name=CATALOG, properties={"uri": f"sqlite:///{base_dir}/rounds.db",
+                                                                    "warehouse": str(base_dir / "wh")})
+        spark = SparkConfig(master="local[2]", conf={
             # A MERGE collects its changed rows (1M at full scale) through the driver's JVM.
             "spark.driver.memory": "4g",
-        }))
+        })
+        self.config = LakehouseConfig(default_catalog=CATALOG, catalogs={CATALOG: catalog_config}, spark=spark)
         self._spark: Any = None
         self._sql: Any = None
         self._frames: dict[str, Any] = {}

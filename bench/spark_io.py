@@ -57,7 +57,7 @@ def _aggregates() -> list[Any]:
 def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
     from pyspark.sql import DataFrame
 
-    from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
+    from tablestore.config import LakehouseConfig, SparkConfig, SqlCatalogConfig
     from tablestore.spark import read_table, spark_session, write_dataframe
 
     root = ws.fresh("spark-io")
@@ -68,10 +68,9 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
     for i in range(SOURCE_FILES):  # untimed: the input both writers read from Spark's cache
         pq.write_table(data.slice(i * step, step), source_dir / f"part-{i}.parquet", compression=CODEC)
 
-    catalog_config = CatalogConfig(
-        "bench", "sql", {"uri": f"sqlite:///{root}/catalog.db", "warehouse": str(root / "wh")}
-    )
-    config = LakehouseConfig("bench", {"bench": catalog_config}, SparkConfig("local[2]", {
+    catalog_config = SqlCatalogConfig(
+        name="bench", properties={"uri": f"sqlite:///{root}/catalog.db", "warehouse": str(root / "wh")})
+    config = LakehouseConfig(default_catalog="bench", catalogs={"bench": catalog_config}, spark=SparkConfig(conf={
         "spark.driver.memory": "6g",  # the cached 10M rows and both writers' buffers
         "spark.sql.parquet.compression.codec": CODEC,
         "spark.sql.shuffle.partitions": "4",

@@ -67,16 +67,15 @@ def _label(rows: int) -> str:
 
 
 def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
-    from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
+    from tablestore.config import LakehouseConfig, SparkConfig, SqlCatalogConfig
     from tablestore.spark import spark_session
     from tablestore.sql.session import SqlSession
 
     root = ws.fresh("sql-insert")
-    catalog_config = CatalogConfig(
-        "bench", "sql", {"uri": f"sqlite:///{root}/catalog.db", "warehouse": str(root / "wh")}
-    )
+    catalog_config = SqlCatalogConfig(
+        name="bench", properties={"uri": f"sqlite:///{root}/catalog.db", "warehouse": str(root / "wh")})
     # Spark's defaults otherwise (driver memory included): what a new user gets.
-    config = LakehouseConfig("bench", {"bench": catalog_config}, SparkConfig("local[2]", {
+    config = LakehouseConfig(default_catalog="bench", catalogs={"bench": catalog_config}, spark=SparkConfig(conf={
         "spark.sql.parquet.compression.codec": "zstd",
     }))
     spark = spark_session(config, app_name="bench-sql-insert")

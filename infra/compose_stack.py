@@ -31,7 +31,7 @@ COMPOSE_FILE = ROOT / "docker-compose.yml"
 ENGINE_HINT = ("check out ../shared beside the repository: ../shared/docker-stack/setup installs and starts "
                "the Docker engine and builds the stand-ins of the base images")
 PORT_VARIABLES = ("MINIO_PORT", "MINIO_CONSOLE_PORT", "POSTGRES_PORT", "CATALOG_PORT", "SPARK_MASTER_UI_PORT",
-                  "SPARK_WORKER_UI_PORT", "DAGSTER_PORT", "TRINO_PORT")
+                  "SPARK_WORKER_UI_PORT", "DAGSTER_PORT", "TRINO_PORT", "KEYCLOAK_PORT")
 
 
 class StackError(RuntimeError):
@@ -103,6 +103,10 @@ def write_env_file(path: Path, project: str) -> dict[str, str]:
         "CATALOG_TOKEN_DAGSTER": secrets.token_hex(16),
         "CATALOG_TOKEN_SECRET": secrets.token_hex(24),
         "CATALOG_CLIENT_SECRET_TRINO": secrets.token_hex(16),
+        # The keycloak profile is off here, but Compose checks every service's variables.
+        "KEYCLOAK_ADMIN_PASSWORD": secrets.token_hex(16),
+        "KEYCLOAK_CLIENT_SECRET_ENGINEER": secrets.token_hex(16),
+        "KEYCLOAK_CLIENT_SECRET_ANALYST": secrets.token_hex(16),
         "COMPOSE_PROJECT_NAME": project,
         # Trino runs: `make images` builds trinodb/trino:476 where it cannot be pulled.
         "COMPOSE_PROFILES": "trino",

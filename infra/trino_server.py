@@ -12,12 +12,13 @@ image builder (``infra/images/trino.py``) both start from here.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import tarfile
 import tempfile
 from pathlib import Path
+
+from infra.java_runtime import find_java
 
 VERSION = "476"
 ARTIFACT = f"io.trino:trino-server:{VERSION}:tar.gz"
@@ -86,30 +87,10 @@ def _wanted(relative: str) -> bool:
     return parts[1] in PLUGINS
 
 
-def _major(java_home: Path) -> int | None:
-    release = java_home / "release"
-    if not release.exists() or not (java_home / "bin" / "java").exists():
-        return None
-    found = re.search(r'^JAVA_VERSION="(\d+)', release.read_text(errors="replace"), re.MULTILINE)
-    return int(found.group(1)) if found else None
-
-
 def java_home() -> Path:
     """A Java runtime of version 24 or later: ``$TRINO_JAVA_HOME``, else the newest under
-    /usr/lib/jvm or /opt (the machines carry Temurin 25 beside Java 17)."""
-    explicit = os.environ.get("TRINO_JAVA_HOME")
-    if explicit:
-        major = _major(Path(explicit))
-        if major is None or major < MIN_JAVA:
-            raise RuntimeError(f"TRINO_JAVA_HOME={explicit} is not a Java {MIN_JAVA}+ runtime "
-                               f"(Trino {VERSION} needs one)")
-        return Path(explicit)
-    candidates = [p for root in ("/usr/lib/jvm", "/opt") if Path(root).is_dir() for p in Path(root).iterdir()]
-    found = sorted(((m, p) for p in candidates if (m := _major(p)) is not None and m >= MIN_JAVA), reverse=True)
-    if not found:
-        raise RuntimeError(f"Trino {VERSION} needs Java {MIN_JAVA} or later, and none is under /usr/lib/jvm or /opt: "
-                           "install one (for example Debian's openjdk-25-jre-headless) or set TRINO_JAVA_HOME")
-    return found[0][1]
+    /usr/lib/jvm or /opt."""
+    return find_java(MIN_JAVA, "TRINO_JAVA_HOME", f"Trino {VERSION}", "openjdk-25-jre-headless")
 
 
 __all__ = ["ARTIFACT", "CLI_ARTIFACT", "MIN_JAVA", "PLUGINS", "VERSION", "cache_dir", "cli_jar", "install", "java_home",

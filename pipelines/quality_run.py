@@ -21,12 +21,15 @@ def main(argv: list[str] | None = None) -> int:
     if not store.exists("events"):
         print(f"no lakehouse.shop.events under {args.root}: run `make demo` first", file=sys.stderr)
         return 2
-    lake = Lakehouse(store.settings, store.manager, res["spark"].session(), CATALOG, DATABASE)
+    lake = Lakehouse(store.settings, store.manager, res["spark"].session(), CATALOG, DATABASE,
+                     data_docs=store.settings.data_docs)
     failed = []
     for name in args.suites or list(SUITES):
         run = SUITES[name](lake)
         print(f"== {name}: {'passed' if run.success else 'FAILED'}")
         print(run.describe())
+        for page in run.data_docs:
+            print(f"Data Docs: {page}")
         if not run.success:
             failed.append(name)
     print(f"{len(SUITES) if not args.suites else len(args.suites)} suites, {len(failed)} failed"

@@ -21,7 +21,8 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
-from tablestore.config import LakehouseConfig, key_path, parse_config, problem_message
+from tablestore.config import LakehouseConfig, parse_config
+from tablestore.config_problems import problem_message
 from tablestore.errors import ConfigError
 
 CONFIG_DIR = Path(__file__).parent / "config"
@@ -124,6 +125,11 @@ class LandingBucket(_Section):
     region: str = "us-east-1"
 
 
+class _DataDocs(_Section):
+    # Where GX's Data Docs site is served (e.g. http://127.0.0.1:3001); None: links are file:// URLs.
+    url: str | None = None
+
+
 def _section(value: Any) -> Any:
     return {} if value is None else value
 
@@ -144,6 +150,7 @@ class _Document(_Section):
     events: Annotated[_Events, BeforeValidator(_section)] = Field(default_factory=_Events)
     automation: Annotated[_Automation, BeforeValidator(_section)] = Field(default_factory=_Automation)
     landing_bucket: LandingBucket | None = Field(default=None, alias="landing-bucket")
+    data_docs: Annotated[_DataDocs, BeforeValidator(_section)] = Field(default_factory=_DataDocs, alias="data-docs")
 
 
 class PipelineSettings(_Section):
@@ -174,6 +181,9 @@ class PipelineSettings(_Section):
     # Settings `landing-bucket`: the sensors watch this bucket, not the local landing folder, and
     # the runs copy what they ingest from it (pipelines/defs/ingest/landing_bucket.py).
     landing_bucket: LandingBucket | None = None
+    # The URL the Data Docs site is served at (settings `data-docs: {url: ...}`); None: the checks
+    # link to the pages as files.
+    data_docs_url: str | None = None
 
     @property
     def events_landing(self) -> Path:
@@ -182,6 +192,11 @@ class PipelineSettings(_Section):
     @property
     def requests_landing(self) -> Path:
         return self.landing / "erasure_requests"
+
+    @property
+    def data_docs(self) -> Path:
+        """GX's Data Docs site, which every validation of the pipeline's checks adds its page to."""
+        return self.root / "data_docs"
 
     @property
     def daily_dates(self) -> list[datetime.date]:
@@ -199,13 +214,6 @@ def settings_path(environment: str | None = None) -> Path:
     return CONFIG_DIR / f"{env}.yaml"
 
 
-def _problem(error: Any) -> str:
-    if error["type"] == "missing":
-        loc = tuple(error["loc"])
-        return f"the key {loc[0]!r} is missing" if len(loc) == 1 else f"{key_path(loc)} is missing"
-    return problem_message(error, _Document)
-
-
 def load_settings(
     path: str | os.PathLike[str] | None = None, root: str | os.PathLike[str] | None = None
 ) -> PipelineSettings:
@@ -221,7 +229,7 @@ def load_settings(
     try:
         document = _Document.model_validate(doc)
     except pydantic.ValidationError as e:
-        raise ConfigError(f"{source}: {_problem(e.errors()[0])}") from None
+        raise ConfigError(f"{source}: {problem_message(e.errors()[0], _Document)}") from None
     root_path = Path(root or os.environ.get("LAKEHOUSE_ROOT") or document.root).absolute()
     tablestore = parse_config(yaml.safe_dump(document.tablestore), source=f"{source} (tablestore)",
                               base_dir=root_path)
@@ -244,6 +252,7 @@ def load_settings(
         automation_running=document.automation.running,
         tick_seconds=document.automation.tick_seconds,
         landing_bucket=document.landing_bucket,
+        data_docs_url=document.data_docs.url.rstrip("/") if document.data_docs.url else None,
     )
     if not data.start < settings.evolution_at <= settings.cutover < data.end:
         raise ConfigError(

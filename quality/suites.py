@@ -66,6 +66,9 @@ class Lakehouse:
     refs: dict[str, str] = field(default_factory=dict)
     #: The window of event time a run wrote, which the batch suites look at (None: all rows).
     window: tuple[datetime.datetime, datetime.datetime] | None = None
+    #: The directory of GX's Data Docs site that every validation adds its page to (None: no
+    #: Data Docs are built).
+    data_docs: Path | None = None
 
     def table_df(self, name: str) -> DataFrame:
         view = f"quality_{name}_{uuid.uuid4().hex[:8]}"
@@ -106,6 +109,8 @@ class SuiteRun:
     success: bool
     result: Any  # great_expectations ExpectationSuiteValidationResult
     observed: dict[str, Any] = field(default_factory=dict)
+    #: The Data Docs pages of the suite's validations (``file://`` URLs), the suite's own first.
+    data_docs: list[str] = field(default_factory=list)
 
     def failed_expectations(self) -> list[str]:
         failed = []
@@ -121,8 +126,17 @@ class SuiteRun:
         return str(self.result.describe())
 
 
-def validate(name: str, df: DataFrame, expectations: list[Any], observed: dict[str, Any] | None = None) -> SuiteRun:
-    """Validate ``df`` against ``expectations`` as the GX suite ``name`` (an ephemeral context)."""
+# The name of the Data Docs site in each validation's GX context.
+DATA_DOCS_SITE = "lakehouse"
+
+
+def validate(lake: Lakehouse, name: str, df: DataFrame, expectations: list[Any],
+             observed: dict[str, Any] | None = None) -> SuiteRun:
+    """Validate ``df`` against ``expectations`` as the GX suite ``name`` (an ephemeral context).
+
+    With ``lake.data_docs`` set, the validation runs as a GX checkpoint whose
+    ``UpdateDataDocsAction`` renders the suite and this validation's result into the Data Docs
+    site there; the page is in the result's ``data_docs``."""
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
@@ -132,9 +146,24 @@ def validate(name: str, df: DataFrame, expectations: list[Any], observed: dict[s
     asset = source.add_dataframe_asset(name=name)
     batch_definition = asset.add_batch_definition_whole_dataframe(f"{name}_batch")
     suite = context.suites.add(gx.ExpectationSuite(name=name, expectations=expectations))
-    batch = batch_definition.get_batch(batch_parameters={"dataframe": df})
-    result = batch.validate(suite)
-    return SuiteRun(name, bool(result.success), result, observed or {})
+    if lake.data_docs is None:
+        result = batch_definition.get_batch(batch_parameters={"dataframe": df}).validate(suite)
+        return SuiteRun(name, bool(result.success), result, observed or {})
+    lake.data_docs.mkdir(parents=True, exist_ok=True)
+    from quality.data_docs import data_docs_site
+
+    context.add_data_docs_site(DATA_DOCS_SITE, data_docs_site(lake.data_docs))
+    definition = context.validation_definitions.add(gx.ValidationDefinition(name=name, data=batch_definition,
+                                                                            suite=suite))
+    checkpoint = context.checkpoints.add(gx.Checkpoint(
+        name=name, validation_definitions=[definition],
+        actions=[gx.checkpoint.UpdateDataDocsAction(name="data_docs", site_names=[DATA_DOCS_SITE])],
+    ))
+    outcome = checkpoint.run(batch_parameters={"dataframe": df})
+    ((identifier, result),) = outcome.run_results.items()
+    pages = [str(site["site_url"]) for site in context.get_docs_sites_urls(resource_identifier=identifier,
+                                                                           site_name=DATA_DOCS_SITE)]
+    return SuiteRun(name, bool(result.success), result, observed or {}, pages)
 
 
 # -- the suites --------------------------------------------------------------------------------------
@@ -145,7 +174,7 @@ def null_device_before_evolution(lake: Lakehouse) -> SuiteRun:
     gxe = _expectations()
     start = lake.settings.evolution_at
     df = lake.table_df("events").where(f"event_ts < TIMESTAMP '{start.isoformat()} 00:00:00'").select("device")
-    return validate("null_device_before_evolution", df, [
+    return validate(lake, "null_device_before_evolution", df, [
         gxe.ExpectTableRowCountToBeBetween(min_value=1),  # the suite must look at some rows
         gxe.ExpectColumnValuesToBeNull(column="device"),
     ], {"rows_before": start.isoformat()})
@@ -190,16 +219,16 @@ def evolved_types(lake: Lakehouse) -> SuiteRun:
          for name, expected in EVOLVED_TYPE_NAMES.items()],
         "column_name string, spark_type string, expected_type string",
     )
-    class_run = validate("evolved_types_classes", events.limit(1000), [
+    class_run = validate(lake, "evolved_types_classes", events.limit(1000), [
         gxe.ExpectColumnValuesToBeOfType(column=name, type_=spark_type) for name, spark_type in EVOLVED_TYPES.items()
     ])
-    names_run = validate("evolved_types_names", type_names, [
+    names_run = validate(lake, "evolved_types_names", type_names, [
         gxe.ExpectColumnPairValuesToBeEqual(column_A="spark_type", column_B="expected_type"),
     ])
     type_run = class_run
     type_run.result.results.extend(names_run.result.results)
     type_run.success = class_run.success and names_run.success
-    value_run = validate("evolved_types_values", joined, [
+    value_run = validate(lake, "evolved_types_values", joined, [
         gxe.ExpectTableRowCountToEqual(value=old_rows),  # every old row has its landing row
         gxe.ExpectColumnPairValuesToBeEqual(column_A="quantity", column_B="landing_quantity"),
         gxe.ExpectColumnPairValuesToBeEqual(column_A="price", column_B="landing_price"),
@@ -209,7 +238,8 @@ def evolved_types(lake: Lakehouse) -> SuiteRun:
     merged = type_run.result
     merged.results.extend(value_run.result.results)
     merged.success = type_run.success and value_run.success
-    return SuiteRun("evolved_types", type_run.success and value_run.success, merged, observed)
+    return SuiteRun("evolved_types", type_run.success and value_run.success, merged, observed,
+                    [*class_run.data_docs, *names_run.data_docs, *value_run.data_docs])
 
 
 ERASABLE_TABLES = ("events", "customers")
@@ -226,7 +256,7 @@ def erased_users_gone(lake: Lakehouse) -> SuiteRun:
     df = frames[0]
     for other in frames[1:]:
         df = df.unionByName(other)
-    return validate("erased_users_gone", df, [
+    return validate(lake, "erased_users_gone", df, [
         gxe.ExpectColumnValuesToNotBeInSet(column="user_id", value_set=erased),
     ], {"erased_users": erased, "tables": [t for t in ERASABLE_TABLES if lake.exists(t)]})
 
@@ -242,7 +272,7 @@ def landing_reconciles(lake: Lakehouse) -> SuiteRun:
     counts = lake.landing_df().agg(F.count(F.lit(1)).alias("rows"), F.count_if(kept).alias("kept")).collect()[0]
     landing_rows, expected = int(counts["rows"]), int(counts["kept"])
     events = lake.table_df("events").select("event_id")
-    return validate("landing_reconciles", events, [
+    return validate(lake, "landing_reconciles", events, [
         gxe.ExpectTableRowCountToEqual(value=expected),
         gxe.ExpectColumnValuesToBeUnique(column="event_id"),
     ], {"landing_rows": landing_rows, "erased_users": erased, "expected_events": expected})
@@ -278,7 +308,7 @@ def partition_specs_by_cutover(lake: Lakehouse) -> SuiteRun:
     ]))
     df = lake.spark.createDataFrame(arrow.to_pandas())
     counts = {k: sum(1 for r in rows if r["spec_kind"] == k) for k in ("day", "hour")}
-    return validate("partition_specs_by_cutover", df, [
+    return validate(lake, "partition_specs_by_cutover", df, [
         gxe.ExpectColumnPairValuesToBeEqual(column_A="spec_kind", column_B="expected_kind"),
         gxe.ExpectColumnDistinctValuesToEqualSet(column="spec_kind", value_set=["day", "hour"]),
     ], {"files_per_spec": counts, "cutover": lake.settings.cutover.isoformat()})
@@ -301,7 +331,7 @@ def events_batch_valid(lake: Lakehouse) -> SuiteRun:
                       f"AND event_ts < TIMESTAMP '{end:%Y-%m-%d %H:%M:%S}'")
         observed["window"] = f"{start:%Y-%m-%d %H:%M} .. {end:%Y-%m-%d %H:%M}"
     df = df.select("event_id", "user_id", "event_ts", "quantity", "amount")
-    return validate("events_batch_valid", df, [
+    return validate(lake, "events_batch_valid", df, [
         gxe.ExpectTableRowCountToBeBetween(min_value=1),
         gxe.ExpectColumnValuesToNotBeNull(column="event_id"),
         gxe.ExpectColumnValuesToBeUnique(column="event_id"),

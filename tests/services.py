@@ -244,6 +244,8 @@ class RestService:
             try:
                 with urllib.request.urlopen(request, timeout=2):
                     return
+            except urllib.error.HTTPError:
+                return  # it answers (a configuration without the read token refuses it)
             except (urllib.error.URLError, ConnectionError, OSError):
                 pass
             if time.monotonic() > deadline:

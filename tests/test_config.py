@@ -10,10 +10,11 @@ import pytest
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.config import (
     CONFIG_ENV,
-    CatalogConfig,
     ConfigError,
     LakehouseConfig,
+    RestCatalogConfig,
     SparkConfig,
+    SqlCatalogConfig,
     load_config,
     parse_config,
 )
@@ -64,13 +65,13 @@ def test_full_file_is_parsed_into_the_model(tmp_path: Path) -> None:
     assert config.source == str(path)
     assert config.default_catalog == "lakehouse"
     assert list(config.catalogs) == ["lakehouse", "local"]
-    assert config.catalogs["lakehouse"] == CatalogConfig(
-        "lakehouse", "rest", {"uri": "http://localhost:8181"}, "shop"
+    assert config.catalogs["lakehouse"] == RestCatalogConfig(
+        name="lakehouse", properties={"uri": "http://localhost:8181"}, default_database="shop"
     )
     # Relative paths are relative to the file's directory; s3 keys become s3.* properties and
     # booleans are written the way Iceberg clients parse them.
     warehouse = tmp_path / "conf" / "warehouse"
-    assert config.catalogs["local"] == CatalogConfig("local", "sql", {
+    assert config.catalogs["local"] == SqlCatalogConfig(name="local", properties={
         "uri": f"sqlite:///{warehouse}/catalog.db",
         "warehouse": str(warehouse),
         "s3.endpoint": "http://localhost:9000",
@@ -78,9 +79,9 @@ def test_full_file_is_parsed_into_the_model(tmp_path: Path) -> None:
         "s3.secret-access-key": "s3cr3t-value",
         "s3.path-style-access": "true",
         "s3.region": "eu-west-1",
-    }, "analytics")
+    }, default_database="analytics")
     assert config.spark == SparkConfig(
-        "spark://spark-master:7077", {"spark.sql.shuffle.partitions": "4", "spark.executor.memory": "2g"}
+        master="spark://spark-master:7077", conf={"spark.sql.shuffle.partitions": "4", "spark.executor.memory": "2g"}
     )
     assert config.catalog() is config.catalogs["lakehouse"]
     with pytest.raises(NoSuchCatalogError, match="'lakehouse', 'local'"):
@@ -95,7 +96,7 @@ def test_defaults_first_catalog_default_database_and_spark(tmp_path: Path) -> No
     assert config.catalogs["b"].type == "sql"
     assert config.catalogs["b"].properties == {"uri": "sqlite:////abs/b.db"}  # absolute: unchanged
     assert config.catalogs["b"].default_database == "default"
-    assert config.spark == SparkConfig("local[2]", {})
+    assert config.spark == SparkConfig(master="local[2]", conf={})
     assert config.source == "<string>"
 
 
@@ -167,9 +168,9 @@ def test_resolution_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     default = load_config()
     assert default.source == "<embedded default>"
     assert default.default_catalog == "local"
-    assert default.catalogs == {"local": CatalogConfig("local", "sql", {
+    assert default.catalogs == {"local": SqlCatalogConfig(name="local", properties={
         "uri": f"sqlite:///{empty}/warehouse/catalog.db", "warehouse": str(empty / "warehouse"),
-    }, "default")}
+    }, default_database="default")}
 
 
 def test_relative_file_in_the_working_directory_resolves_against_it(
@@ -282,13 +283,13 @@ def test_secrets_never_show_in_repr_or_str() -> None:
 
 def test_json_round_trip_keeps_everything(tmp_path: Path) -> None:
     config = load_config(_write(tmp_path, FULL))
-    text = config.to_json()
+    text = config.model_dump_json()
     assert isinstance(text, str)
     assert json.loads(text)["catalogs"][1]["properties"]["s3.secret-access-key"] == "s3cr3t-value"
     assert LakehouseConfig.from_json(text) == config
-    assert LakehouseConfig.from_json(config.to_dict()) == config
+    assert LakehouseConfig.from_json(config.model_dump()) == config
     assert LakehouseConfig.from_json(json.dumps(text)) == config  # encoded twice on its way
     with pytest.raises(ConfigError, match="not valid JSON"):
         LakehouseConfig.from_json("{")
     with pytest.raises(ConfigError, match="default-catalog 'x' is not defined"):
-        LakehouseConfig.from_json({**config.to_dict(), "default-catalog": "x"})
+        LakehouseConfig.from_json({**config.model_dump(), "default-catalog": "x"})

@@ -427,6 +427,86 @@ def test_the_package_cycle_check_finds_cycles_between_packages_made_of_acyclic_m
     assert import_cycles(("pkgcycle_pkg",)) == []
 
 
+def test_the_package_cycle_check_sees_subpackages_of_subpackages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check can fail two levels down, where the rooms of ``tablestore.spec`` are: two
+    subpackages of one package that import each other (one of them lazily) form a cycle."""
+    package = tmp_path / "deepcycle_pkg"
+    for sub in ("spec", "spec/schemas", "spec/manifests"):
+        (package / sub).mkdir(parents=True)
+        (package / sub / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "spec" / "schemas" / "types.py").write_text("def f() -> None:\n    from deepcycle_pkg.spec.manifests import avro\n")
+    (package / "spec" / "manifests" / "avro.py").write_text("from deepcycle_pkg.spec.schemas import types\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert package_cycles(("deepcycle_pkg",)) == [
+        "deepcycle_pkg.spec.manifests -> deepcycle_pkg.spec.schemas (deepcycle_pkg.spec.manifests.avro:1)"
+        " -> deepcycle_pkg.spec.manifests (deepcycle_pkg.spec.schemas.types:2)",
+    ]
+
+
+def top_level_names(tree: ast.Module) -> set[str]:
+    """The names a module defines at its top level (functions, classes, assignments); what it
+    imports is not among them."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                names.update(sub.id for sub in ast.walk(target) if isinstance(sub, ast.Name))
+    return names
+
+
+def imports_of_spec_names_not_from_their_module(root: Path = ROOT, packages: tuple[str, ...] = PROJECT) -> list[str]:
+    """``from tablestore.spec.X import name`` where ``name`` is neither defined by ``X`` nor a
+    module of ``X``: one ``path:line name from X`` per offence. The spec is in rooms with one
+    import path per name; a module that passes on names it imports would make a second one."""
+    spec = root / "tablestore" / "spec"
+    defined = {module_name(p, root): top_level_names(ast.parse(p.read_text(), str(p))) for p in spec.rglob("*.py")}
+    found = []
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")) if (root / package).is_dir() else []:
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith("tablestore.spec"):
+                    continue
+                source = node.module or ""
+                for alias in node.names:
+                    if alias.name not in defined.get(source, set()) and f"{source}.{alias.name}" not in defined:
+                        found.append(f"{path.relative_to(root)}:{node.lineno} {alias.name} from {source}")
+    return found
+
+
+def test_every_name_of_the_spec_has_one_import_path() -> None:
+    """spec/ holds only its rooms (subpackages with empty ``__init__.py``), and every import of a
+    spec name is from the module that defines it: no module of the spec re-exports another's."""
+    spec = PACKAGE / "spec"
+    assert sorted(p.name for p in spec.iterdir() if p.name != "__pycache__") == [
+        "__init__.py", "expressions", "manifests", "metadata", "partitioning", "schemas"]
+    assert [str(p.relative_to(ROOT)) for p in spec.rglob("__init__.py") if p.read_text().strip()] == []
+    assert imports_of_spec_names_not_from_their_module() == []
+
+
+def test_the_one_import_path_check_sees_a_name_passed_on(tmp_path: Path) -> None:
+    """The check can fail: a name imported from a module that only imports it is found; a name
+    the module defines, and a module of a package, are not."""
+    rooms = tmp_path / "tablestore" / "spec" / "schemas"
+    rooms.mkdir(parents=True)
+    for init in (tmp_path / "tablestore", tmp_path / "tablestore" / "spec", rooms):
+        (init / "__init__.py").write_text("")
+    (rooms / "types.py").write_text("class LongType: ...\nLIMIT: int = 3\n")
+    (rooms / "schema.py").write_text("from tablestore.spec.schemas.types import LongType\nclass Schema: ...\n")
+    (tmp_path / "tablestore" / "user.py").write_text(
+        "from tablestore.spec.schemas.schema import LongType, Schema\n"
+        "from tablestore.spec.schemas.types import LIMIT\n"
+        "from tablestore.spec.schemas import types\n"
+    )
+    assert imports_of_spec_names_not_from_their_module(tmp_path, ("tablestore",)) == [
+        "tablestore/user.py:1 LongType from tablestore.spec.schemas.schema",
+    ]
+
+
 def contract_modules() -> set[str]:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
     # Every layers contract of the project (one naming a container, as table/'s own layers do,

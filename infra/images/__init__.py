@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 # Module names of this package, each with a ``BUILD``; issues 30 (Trino) and 31 (MinIO) add theirs.
-BUILDERS: tuple[str, ...] = ("minio", "trino")
+BUILDERS: tuple[str, ...] = ("minio", "trino", "keycloak")
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tablestore.errors import ValidationError
-from tablestore.spec.metadata import MAIN_BRANCH
+from tablestore.spec.metadata.table_metadata import MAIN_BRANCH
 
 if TYPE_CHECKING:
     import dagster as dg

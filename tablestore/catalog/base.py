@@ -65,12 +65,9 @@ from tablestore.names import (
     to_view_identifier,
     validate_name,
 )
-from tablestore.spec.metadata import new_table_metadata, parse_metadata, serialize_metadata
-from tablestore.spec.partitioning import UNPARTITIONED_SPEC, PartitionSpec, build_partition_spec
-from tablestore.spec.schema import Schema, to_schema
-from tablestore.spec.sorting import UNSORTED_ORDER
-from tablestore.spec.updates import apply_updates
-from tablestore.spec.view import (
+from tablestore.spec.metadata.metadata_builder import apply_updates
+from tablestore.spec.metadata.table_metadata import new_table_metadata, parse_metadata, serialize_metadata
+from tablestore.spec.metadata.view import (
     COMMENT_PROPERTY,
     View,
     ViewMetadata,
@@ -78,13 +75,16 @@ from tablestore.spec.view import (
     parse_view_metadata,
     serialize_view_metadata,
 )
+from tablestore.spec.partitioning.partition_spec import UNPARTITIONED_SPEC, PartitionSpec, build_partition_spec
+from tablestore.spec.partitioning.sort_order import UNSORTED_ORDER
+from tablestore.spec.schemas.schema import Schema, to_schema
 from tablestore.table import Table
 
 if TYPE_CHECKING:
-    from tablestore.spec.metadata import TableMetadata
-    from tablestore.spec.partitioning import PartitionSpec
-    from tablestore.spec.sorting import SortOrder
-    from tablestore.spec.updates import TableRequirement, TableUpdate
+    from tablestore.spec.metadata.table_metadata import TableMetadata
+    from tablestore.spec.metadata.update_models import TableRequirement, TableUpdate
+    from tablestore.spec.partitioning.partition_spec import PartitionSpec
+    from tablestore.spec.partitioning.sort_order import SortOrder
     from tablestore.table import Table
     from tablestore.table.read.scan import ScanPlanner
 

@@ -28,7 +28,7 @@ from tablestore.maintenance.reachable import metadata_files, normalize_path, sna
 
 if TYPE_CHECKING:
     from tablestore.io import FileIO
-    from tablestore.spec.metadata import TableMetadata
+    from tablestore.spec.metadata.table_metadata import TableMetadata
 
 # A catalog property: "true" lets tables share or nest locations (purge stays safe either way,
 # since it deletes only referenced files; the rule keeps file listings per table meaningful).

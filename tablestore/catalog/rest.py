@@ -59,18 +59,18 @@ from tablestore.errors import (
     ViewAlreadyExistsError,
 )
 from tablestore.io import FileIO, load_file_io
-from tablestore.spec.metadata import TableMetadata
-from tablestore.spec.partitioning import PartitionSpec, build_partition_spec
-from tablestore.spec.schema import to_schema
-from tablestore.spec.view import COMMENT_PROPERTY, View, ViewMetadata, new_view_metadata
+from tablestore.spec.metadata.table_metadata import TableMetadata
+from tablestore.spec.metadata.view import COMMENT_PROPERTY, View, ViewMetadata, new_view_metadata
+from tablestore.spec.partitioning.partition_spec import PartitionSpec, build_partition_spec
+from tablestore.spec.schemas.schema import to_schema
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from tablestore.spec.partitioning import PartitionSpec
-    from tablestore.spec.schema import Schema
-    from tablestore.spec.sorting import SortOrder
-    from tablestore.spec.updates import TableRequirement, TableUpdate
+    from tablestore.spec.metadata.update_models import TableRequirement, TableUpdate
+    from tablestore.spec.partitioning.partition_spec import PartitionSpec
+    from tablestore.spec.partitioning.sort_order import SortOrder
+    from tablestore.spec.schemas.schema import Schema
     from tablestore.table import Table
 
 URI = "uri"
@@ -145,6 +145,7 @@ class RestCatalog(Catalog):
         self._endpoints = {str(e) for e in config.get("endpoints") or []}
         overrides = dict(config.get("overrides") or {})
         prefix = overrides.get("prefix") or props.get("prefix") or ""
+        self.prefix = prefix  # the served catalog's name on the service
         self._base = f"{self.uri}/v1/{prefix}".rstrip("/")
         merged = {**dict(config.get("defaults") or {}), **props, **overrides}
         # The server owns the warehouse; locally the name would read as a path.
@@ -224,6 +225,12 @@ class RestCatalog(Catalog):
         if response.status_code in (200, 204) or (method == "HEAD" and response.status_code < 300):
             return response.json() if response.content else None
         self._raise(response, conflict, commit)
+
+    def service_request(self, method: str, path: str, json: Any = None,
+                        params: Mapping[str, str] | None = None) -> Any:
+        """A request to the service's own API beside the Iceberg protocol (such as the grants'
+        ``/v1/admin/grants``), authenticated as this catalog is; its JSON answer."""
+        return self._request(method, f"{self.uri}{path}", json=json, params=params)
 
     def _raise(self, response: requests.Response, conflict: type[TableStoreError], commit: bool) -> NoReturn:
         status = response.status_code

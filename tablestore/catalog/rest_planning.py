@@ -19,11 +19,12 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tablestore.errors import TableStoreError
-from tablestore.spec.content_file_json import content_file_from_json
-from tablestore.spec.expression_json import expression_from_json, expression_to_json
-from tablestore.spec.expressions import BoundExpression, bind
-from tablestore.spec.manifest import DataFile
-from tablestore.spec.types import IcebergType, StructType
+from tablestore.spec.expressions.binding import bind
+from tablestore.spec.expressions.expression_json import expression_from_json, expression_to_json
+from tablestore.spec.expressions.expression_tree import BoundExpression
+from tablestore.spec.manifests.content_file_json import content_file_from_json
+from tablestore.spec.manifests.manifest import DataFile
+from tablestore.spec.schemas.types import IcebergType, StructType
 from tablestore.table.read.scan import FileTask
 
 if TYPE_CHECKING:

@@ -80,11 +80,11 @@ from tablestore.errors import (
     UnsupportedError,
     ValidationError,
 )
-from tablestore.spec.updates import AssertCreate
+from tablestore.spec.metadata.update_models import AssertCreate
 
 if TYPE_CHECKING:
-    from tablestore.spec.metadata import TableMetadata
-    from tablestore.spec.updates import TableRequirement, TableUpdate
+    from tablestore.spec.metadata.table_metadata import TableMetadata
+    from tablestore.spec.metadata.update_models import TableRequirement, TableUpdate
     from tablestore.table import Table
 
 logger = logging.getLogger(__name__)

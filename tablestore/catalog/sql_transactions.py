@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
     from tablestore.io import FileIO
-    from tablestore.spec.metadata import TableMetadata
-    from tablestore.spec.updates import TableRequirement, TableUpdate
+    from tablestore.spec.metadata.table_metadata import TableMetadata
+    from tablestore.spec.metadata.update_models import TableRequirement, TableUpdate
 
 TableChange = tuple[IdentifierLike, Sequence["TableRequirement"], Sequence["TableUpdate"]]
 

@@ -67,7 +67,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
     from tablestore.io import FileIO
-    from tablestore.spec.view import ViewMetadata
+    from tablestore.spec.metadata.view import ViewMetadata
 
 NAME_MAX_LENGTH = 255
 # Concurrent CREATE OR REPLACE FUNCTION calls can both find no row and both insert; the loser

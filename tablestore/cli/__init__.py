@@ -3,6 +3,8 @@
     tablestore sql [-e "STATEMENTS" | -f FILE] [--format table|json|csv] [--config PATH]
     tablestore table describe|history|files|partitions|snapshots NAME [--config PATH]
     tablestore catalog serve [--config PATH] [--host HOST] [--port 8181]
+    tablestore catalog grant|revoke PRIVILEGE --on catalog|namespace:NS|table:NS.T --to principal:P|role:R
+    tablestore catalog grants [--on ...] [--to ...] [--catalog NAME]
     tablestore table expire-snapshots|remove-orphans|compact NAME [options]
     tablestore table refs|branch|tag|rollback|fast-forward NAME [REF] [options]
     tablestore erase --table db.t --column user_id (--values 1,2 | --values-from db.requests) --request-id ID
@@ -17,6 +19,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from tablestore.cli.grants_args import GRANT_ACTIONS, add_grant_options
 from tablestore.cli.maintenance_args import MAINTENANCE_ACTIONS, add_erase_parser, add_table_options
 from tablestore.cli.refs_args import REF_ACTIONS, add_ref_options
 from tablestore.errors import ParseError, TableStoreError
@@ -71,9 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--format", choices=("table", "json", "csv"), default="table")
     catalog = sub.add_parser("catalog", help="the catalog service")
     _add_common(catalog)
-    catalog.add_argument("action", choices=("serve",), help="serve: run the Iceberg REST catalog service")
-    catalog.add_argument("--host", help="address to listen on (default: server.host, else 127.0.0.1)")
-    catalog.add_argument("--port", type=int, help="port (default: server.port, else 8181)")
+    catalog.add_argument("action", choices=("serve", *GRANT_ACTIONS),
+                         help="serve: run the Iceberg REST catalog service; grant, revoke, grants: manage and "
+                              "list privileges (server.authorization: grants)")
+    catalog.add_argument("--host", help="serve: address to listen on (default: server.host, else 127.0.0.1)")
+    catalog.add_argument("--port", type=int, help="serve: port (default: server.port, else 8181)")
+    add_grant_options(catalog)
     add_table_options(table)
     add_erase_parser(sub)
     return parser
@@ -105,6 +111,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from tablestore.cli.admin import run_table
 
             return run_table(args)
+        if args.command == "catalog" and args.action in GRANT_ACTIONS:
+            from tablestore.cli.grants import run_grants
+
+            return run_grants(args)
         if args.command == "catalog":
             from tablestore.config import load_config
             from tablestore.rest.app import serve

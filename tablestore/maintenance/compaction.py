@@ -25,8 +25,10 @@ import pyarrow.parquet as pq
 
 from tablestore.errors import UnsupportedError, ValidationError
 from tablestore.maintenance.expire import Progress
-from tablestore.spec.expressions import AlwaysTrue, bind, to_expression
-from tablestore.spec.manifest import (
+from tablestore.spec.expressions.binding import bind
+from tablestore.spec.expressions.expression_parser import to_expression
+from tablestore.spec.expressions.expression_tree import AlwaysTrue
+from tablestore.spec.manifests.manifest import (
     DataFile,
     DataFileContent,
     FileFormat,
@@ -36,9 +38,9 @@ from tablestore.spec.manifest import (
     read_manifest,
     snapshot_manifests,
 )
-from tablestore.spec.metadata import Snapshot
-from tablestore.spec.partitioning import PartitionSpec
-from tablestore.spec.schema import schema_to_arrow
+from tablestore.spec.metadata.table_metadata import Snapshot
+from tablestore.spec.partitioning.partition_spec import PartitionSpec
+from tablestore.spec.schemas.schema import schema_to_arrow
 from tablestore.table.ops.position_deletes import write_position_deletes
 from tablestore.table.read.deletion_vectors import delete_file_key
 from tablestore.table.read.file_rows import read_file_rows, rewrite_schema

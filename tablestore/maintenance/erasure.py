@@ -38,10 +38,15 @@ from tablestore.errors import TableStoreError, ValidationError
 from tablestore.maintenance.compaction import rewrite_data_files, rewrite_manifests
 from tablestore.maintenance.expire import Progress, expire_snapshots
 from tablestore.maintenance.orphans import list_table_files, remove_orphan_files
-from tablestore.spec.expressions import In
-from tablestore.spec.metadata import MAIN_BRANCH, TableMetadata
-from tablestore.spec.schema import type_to_arrow
-from tablestore.spec.updates import AssertTableUUID, RemoveSnapshotRefUpdate, TableRequirement, TableUpdate
+from tablestore.spec.expressions.expression_tree import In
+from tablestore.spec.metadata.table_metadata import MAIN_BRANCH, TableMetadata
+from tablestore.spec.metadata.update_models import (
+    AssertTableUUID,
+    RemoveSnapshotRefUpdate,
+    TableRequirement,
+    TableUpdate,
+)
+from tablestore.spec.schemas.schema import type_to_arrow
 from tablestore.table.ops.row_level import MERGE_ON_READ, delete_rows
 
 if TYPE_CHECKING:
@@ -221,7 +226,7 @@ def _drop_tags(table: Table) -> list[str]:
     """Remove the table's tags (they pin pre-erasure snapshots and never move); their names."""
     def stage(base: TableMetadata) -> tuple[list[TableRequirement], list[TableUpdate]]:
         # Recomputed on every attempt: a tag created meanwhile goes too.
-        return [AssertTableUUID(base.table_uuid)], [RemoveSnapshotRefUpdate(n) for n in _tags(base)]
+        return [AssertTableUUID(uuid=base.table_uuid)], [RemoveSnapshotRefUpdate(ref_name=n) for n in _tags(base)]
 
     tags = _tags(table.refresh().metadata)
     if tags:

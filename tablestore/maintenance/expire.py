@@ -18,7 +18,6 @@ that no snapshot retained by the committed metadata references.
 
 from __future__ import annotations
 
-import datetime
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -27,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 from tablestore.errors import ValidationError
 from tablestore.maintenance.reachable import snapshot_files, statistics_files
-from tablestore.spec.manifest import DataFileContent
-from tablestore.spec.metadata import TableMetadata, int_property
-from tablestore.spec.updates import (
+from tablestore.spec.manifests.manifest import DataFileContent
+from tablestore.spec.metadata.table_metadata import TableMetadata, int_property
+from tablestore.spec.metadata.update_models import (
     AssertRefSnapshotId,
     AssertTableUUID,
     RemoveSnapshotRefUpdate,
@@ -37,7 +36,7 @@ from tablestore.spec.updates import (
     TableRequirement,
     TableUpdate,
 )
-from tablestore.table import parse_timestamp_ms
+from tablestore.table.timestamps import PointInTime, epoch_ms
 
 if TYPE_CHECKING:
     from tablestore.table import Table
@@ -68,12 +67,6 @@ class ExpireResult:
     @property
     def deleted_files_count(self) -> int:
         return len(self.deleted_paths)
-
-
-def to_epoch_ms(value: int | float | str | datetime.datetime | datetime.date | None) -> int | None:
-    if value is None:
-        return None
-    return parse_timestamp_ms(value)
 
 
 def snapshots_to_retain(
@@ -150,7 +143,7 @@ class _NothingToCommit(Exception):
 
 def expire_snapshots(
     table: Table,
-    older_than: int | str | datetime.datetime | None = None,
+    older_than: PointInTime | None = None,
     retain_last: int | None = None,
     snapshot_ids: Iterable[int] | None = None,
     override_retention: bool = False,
@@ -163,7 +156,7 @@ def expire_snapshots(
     if retain_last is not None and (isinstance(retain_last, bool) or int(retain_last) < 1):
         raise ValidationError(f"retain_last must be at least 1, got {retain_last!r}")
     explicit = {int(i) for i in snapshot_ids or ()}
-    older_than_ms = to_epoch_ms(older_than)
+    older_than_ms = epoch_ms(older_than, "older_than") if older_than is not None else None
     result = ExpireResult()
     planned: list[TableMetadata] = []
 
@@ -190,11 +183,11 @@ def expire_snapshots(
         result.removed_refs = removed_refs
         if (not expired and not removed_refs) or dry_run:
             raise _NothingToCommit()
-        requirements: list[TableRequirement] = [AssertTableUUID(base.table_uuid)]
-        requirements += [AssertRefSnapshotId(name, ref.snapshot_id) for name, ref in base.refs.items()]
-        updates: list[TableUpdate] = [RemoveSnapshotRefUpdate(name) for name in removed_refs]
+        requirements: list[TableRequirement] = [AssertTableUUID(uuid=base.table_uuid)]
+        requirements += [AssertRefSnapshotId(ref=name, snapshot_id=ref.snapshot_id) for name, ref in base.refs.items()]
+        updates: list[TableUpdate] = [RemoveSnapshotRefUpdate(ref_name=name) for name in removed_refs]
         if expired:
-            updates.append(RemoveSnapshotsUpdate(tuple(result.expired_snapshot_ids)))
+            updates.append(RemoveSnapshotsUpdate(snapshot_ids=tuple(result.expired_snapshot_ids)))
         return requirements, updates
 
     table.refresh()

@@ -8,14 +8,14 @@ metadata file and the metadata log, statistics files and the version hint.
 
 from __future__ import annotations
 
-import datetime
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tablestore.errors import ValidationError
-from tablestore.maintenance.expire import Progress, delete_files, to_epoch_ms
+from tablestore.maintenance.expire import Progress, delete_files
 from tablestore.maintenance.reachable import metadata_files, normalize_path, snapshot_files
+from tablestore.table.timestamps import PointInTime, epoch_ms
 
 if TYPE_CHECKING:
     from tablestore.io import FileInfo
@@ -62,14 +62,14 @@ def referenced_files(table: Table, include_deleted_entries: bool = True) -> set[
 
 def remove_orphan_files(
     table: Table,
-    older_than: int | str | datetime.datetime | None = None,
+    older_than: PointInTime | None = None,
     location: str | None = None,
     dry_run: bool = False,
     max_concurrent_deletes: int | None = None,
     progress: Progress | None = None,
 ) -> OrphanResult:
     """Delete (or with ``dry_run`` only list) unreferenced files older than ``older_than``."""
-    threshold = to_epoch_ms(older_than)
+    threshold = epoch_ms(older_than, "older_than") if older_than is not None else None
     if threshold is None:
         threshold = int(time.time() * 1000) - DEFAULT_ORPHAN_AGE_MS
     if location is not None and not normalize_path(location).startswith(normalize_path(table.location)):

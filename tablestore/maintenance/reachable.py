@@ -10,14 +10,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tablestore.spec.manifest import (
+from tablestore.spec.manifests.manifest import (
     DataFileContent,
     ManifestEntryStatus,
     ManifestFile,
     read_manifest,
     snapshot_manifests,
 )
-from tablestore.spec.metadata import Snapshot, TableMetadata
+from tablestore.spec.metadata.table_metadata import Snapshot, TableMetadata
 
 if TYPE_CHECKING:
     from tablestore.io import FileIO

@@ -1,12 +1,18 @@
-"""Per-request access: the served catalog named by ``{prefix}``, checked against the caller's role.
+"""Per-request access: the served catalog named by ``{prefix}``, checked against the caller's role
+or, with ``server.authorization: grants``, against its grants (:mod:`tablestore.rest.grants`).
 
 Authentication comes before the catalog lookup, so an unauthenticated caller learns nothing
-about which catalogs exist (401, not 404).
+about which catalogs exist (401, not 404). Every endpoint then names the privilege it needs on
+the object it touches (``Access.require``); under the two roles, LIST and READ need the read
+role and the other privileges the write role, so both models run through the same checks.
+Privileges are checked by name before the object is looked up: a caller without READ on a
+table learns nothing of whether it exists (403 either way).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import threading
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -14,9 +20,18 @@ from fastapi import Depends, Request
 
 from tablestore.catalog import Catalog
 from tablestore.catalog.sql_catalog import SqlCatalog
-from tablestore.errors import NoSuchCatalogError, ValidationError
+from tablestore.errors import ConfigError, ForbiddenError, NoSuchCatalogError, ValidationError
 from tablestore.names import Identifier, to_namespace, validate_name
 from tablestore.rest.credentials import DELEGATION_HEADER, VENDED, CredentialVendor, public_properties
+from tablestore.rest.grants import (
+    GrantStore,
+    Held,
+    Privilege,
+    Securable,
+    catalog_securable,
+    namespace_securable,
+    table_securable,
+)
 from tablestore.rest.plan_store import PlanStore
 from tablestore.rest.s3_signing import REMOTE_SIGNING, RequestSigner, S3Location, signer_config
 from tablestore.rest.security import LOCATION_PROPERTIES, Authenticator, check_location
@@ -65,6 +80,34 @@ class Service:
         self.plans = PlanStore(self.settings.scan_plan_ttl_s, engines={
             name: catalog.engine for name, catalog in self.catalogs.items() if isinstance(catalog, SqlCatalog)})
         self.stats = Stats()
+        self._grant_stores: dict[str, GrantStore] = {}
+        self._grant_lock = threading.Lock()
+        if self.settings.authorization.grants:
+            others = [name for name, catalog in self.catalogs.items() if not isinstance(catalog, SqlCatalog)]
+            if others:
+                raise ConfigError(f"server.authorization: grants are kept in a SQL catalog's database; "
+                                  f"{', '.join(others)} is not a SQL catalog")
+
+    def grant_store(self, prefix: str) -> GrantStore:
+        """The grants of a served catalog, its table created on first use (so a service that never
+        uses grants adds nothing to its database)."""
+        store = self._grant_stores.get(prefix)
+        if store is None:
+            catalog = self.catalogs[prefix]
+            if not isinstance(catalog, SqlCatalog):
+                raise ValidationError(f"catalog {prefix!r} keeps no grants: it is not a SQL catalog")
+            with self._grant_lock:
+                store = self._grant_stores.get(prefix)
+                if store is None:
+                    store = self._grant_stores[prefix] = GrantStore(catalog.engine, prefix)
+        return store
+
+    def held(self, principal: Principal, prefix: str) -> Held:
+        """What ``principal`` holds in a served catalog under grants: its grants and its roles'."""
+        authorization = self.settings.authorization
+        if principal.name in authorization.admins:
+            return Held((), admin=True)
+        return Held(tuple(self.grant_store(prefix).grants(authorization.grantees(principal.name))))
 
     def client_config(self, catalog: Catalog) -> dict[str, str]:
         """What every client may know about a catalog's files: its ``s3.*`` properties without
@@ -88,6 +131,74 @@ class Access:
     principal: Principal
     # The delegated access mechanisms the client asked for (X-Iceberg-Access-Delegation), in its order.
     delegation: tuple[str, ...] = ()
+    _held: Held | None = field(default=None, init=False, repr=False)
+
+    # -- authorization --------------------------------------------------------------------------
+    @property
+    def grants(self) -> bool:
+        """Whether grants decide (``server.authorization: grants``), not the two roles."""
+        return self.service.settings.authorization.grants
+
+    def held(self) -> Held:
+        """The caller's grants in this catalog, read once per request."""
+        if self._held is None:
+            self._held = self.service.held(self.principal, self.prefix)
+        return self._held
+
+    def may(self, privilege: Privilege, securable: Securable) -> bool:
+        if not self.grants:
+            role = READ if privilege in (Privilege.LIST, Privilege.READ) else WRITE
+            return self.principal.can(self.prefix, role)
+        return self.held().holds(privilege, securable)
+
+    def require(self, privilege: Privilege, securable: Securable) -> None:
+        """ForbiddenError (403) naming the privilege and the object unless the caller holds it."""
+        if self.may(privilege, securable):
+            return
+        if not self.grants:
+            role = READ if privilege in (Privilege.LIST, Privilege.READ) else WRITE
+            raise ForbiddenError(f"{self.principal.name!r} may not {role} in catalog {self.prefix!r}")
+        raise ForbiddenError(
+            f"{self.principal.name!r} lacks the {privilege} privilege on {securable.describe(self.prefix)} "
+            f"(or on a namespace or catalog above it); a holder of MANAGE_GRANTS there can grant it")
+
+    def require_table(self, privilege: Privilege, ident: Identifier) -> None:
+        self.require(privilege, table_securable(ident))
+
+    def require_namespace(self, privilege: Privilege, namespace: Identifier) -> None:
+        """``privilege`` on a namespace, or on the catalog for its top level (``()``)."""
+        self.require(privilege, namespace_securable(namespace) if namespace else catalog_securable())
+
+    def require_listing(self, namespace: Identifier) -> bool:
+        """Whether the caller may list everything in ``namespace`` (LIST there or above); False
+        when it may list only what its privileges reach (:meth:`visible`); ForbiddenError when
+        it holds nothing there at all. The catalog's top level is always listable so."""
+        securable = namespace_securable(namespace) if namespace else catalog_securable()
+        if self.may(Privilege.LIST, securable):
+            return True
+        if not self.grants or (namespace and not self.held().sees(securable)):
+            self.require(Privilege.LIST, securable)
+        return False
+
+    def visible(self, found: Iterable[Identifier], kind: str, whole: bool) -> list[Identifier]:
+        """The namespaces or tables of a listing the caller may see: all of them with LIST on
+        their namespace (``whole``), else those any of its privileges reaches."""
+        found = list(found)
+        if whole:
+            return found
+        held = self.held()
+        make = namespace_securable if kind == "namespace" else table_securable
+        return [ident for ident in found if held.sees(make(ident))]
+
+    def forget(self, securable: Securable) -> None:
+        """Drop the grants of a dropped object, so a new object of its name does not inherit them."""
+        if self.grants:
+            self.service.grant_store(self.prefix).forget(securable)
+
+    def moved(self, source: Identifier, destination: Identifier) -> None:
+        """A renamed table or view keeps its grants under the new name."""
+        if self.grants:
+            self.service.grant_store(self.prefix).move(table_securable(source), table_securable(destination))
 
     def parse_namespace(self, text: str) -> Identifier:
         """A namespace of a path or query parameter, split by the server's separator."""
@@ -99,14 +210,22 @@ class Access:
     def check_location(self, location: str, what: str) -> None:
         check_location(location, self.catalog.warehouse, self.service.settings.allow_external_locations, what)
 
-    def storage_credentials(self, location: str, properties: dict[str, str]) -> list[dict[str, Any]]:
+    def may_write(self, ident: Identifier | None) -> bool:
+        """Whether credentials and signatures for the table ``ident`` may write its files: the
+        write role, or under grants WRITE on the table (a staged create's table included)."""
+        if ident is None:
+            return not self.grants and self.principal.can(self.prefix, WRITE)
+        return self.may(Privilege.WRITE, table_securable(ident))
+
+    def storage_credentials(self, location: str, properties: dict[str, str],
+                            ident: Identifier | None) -> list[dict[str, Any]]:
         """Credentials for a table's files, scoped to its location (and data/metadata paths),
-        with writes only for the write role; ``[]`` when vending is off or not in S3."""
+        with writes only for who may write the table; ``[]`` when vending is off or not in S3."""
         vendor = self.service.vendors.get(self.prefix)
         if vendor is None:
             return []
         extra = [properties[k] for k in LOCATION_PROPERTIES if properties.get(k)]
-        return vendor.storage_credentials(location, extra, self.principal.can(self.prefix, WRITE))
+        return vendor.storage_credentials(location, extra, self.may_write(ident))
 
     def table_config(self, location: str, properties: dict[str, str], ident: Identifier | None = None
                      ) -> tuple[dict[str, str], list[dict[str, Any]]]:
@@ -121,7 +240,7 @@ class Access:
         config = self.service.client_config(self.catalog)
         for mechanism in self.delegation:
             if mechanism == VENDED:
-                credentials = self.storage_credentials(location, properties)
+                credentials = self.storage_credentials(location, properties, ident)
                 if credentials:
                     config.update(credentials[0]["config"])
                     return config, credentials
@@ -144,18 +263,26 @@ def _access(role: str) -> Callable[..., Awaitable[Access]]:
     # Async although it awaits nothing: it only checks the token and looks up the catalog, and a
     # sync dependency would cost a thread-pool hop per request (the endpoints need their own).
     async def dependency(request: Request, prefix: str) -> Access:
-        service = service_of(request)
-        principal = service.auth.authenticate(request.headers.get("authorization"))
-        catalog = service.catalogs.get(prefix)
-        if catalog is None:
-            raise NoSuchCatalogError(f"this server serves no catalog {prefix!r}; GET /v1/config lists the prefix")
-        service.auth.authorize(principal, prefix, role)
-        delegation = delegation_mechanisms(request.headers.get(DELEGATION_HEADER))
-        return Access(service, prefix, catalog, principal, delegation)
+        access = open_access(request, prefix)
+        if not access.grants:
+            access.service.auth.authorize(access.principal, prefix, role)
+        return access
 
     return dependency
 
 
+def open_access(request: Request, prefix: str) -> Access:
+    """The caller's access to the served catalog ``prefix``, authenticated and not yet authorized."""
+    service = service_of(request)
+    principal = service.auth.authenticate(request.headers.get("authorization"))
+    catalog = service.catalogs.get(prefix)
+    if catalog is None:
+        raise NoSuchCatalogError(f"this server serves no catalog {prefix!r}; GET /v1/config lists the prefix")
+    delegation = delegation_mechanisms(request.headers.get(DELEGATION_HEADER))
+    return Access(service, prefix, catalog, principal, delegation)
+
+
+# Under grants both only authenticate: each endpoint requires its privilege (Access.require).
 reader = _access(READ)
 writer = _access(WRITE)
 ReadAccess = Annotated[Access, Depends(reader)]
@@ -200,6 +327,7 @@ __all__ = [
     "declare_bearer_auth",
     "delegation_mechanisms",
     "identifier_of",
+    "open_access",
     "parse_identifier",
     "parse_namespace",
     "reader",

@@ -24,8 +24,19 @@ from fastapi.responses import JSONResponse
 from tablestore.catalog import Catalog
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.config import LakehouseConfig
-from tablestore.errors import NoSuchCatalogError, NotAuthorizedError
-from tablestore.rest import functions, health, metrics, namespaces, planning, signing, tables, vending, views
+from tablestore.errors import ForbiddenError, NoSuchCatalogError, NotAuthorizedError
+from tablestore.rest import (
+    functions,
+    grants_api,
+    health,
+    metrics,
+    namespaces,
+    planning,
+    signing,
+    tables,
+    vending,
+    views,
+)
 from tablestore.rest.access import NAMESPACE_SEPARATOR, Service, authenticate, declare_bearer_auth, service_of
 from tablestore.rest.access_log import AccessLog, configure_access_log
 from tablestore.rest.credentials import VendingError
@@ -138,9 +149,21 @@ def create_app(
             raise NoSuchCatalogError(
                 f"this server serves no catalog {name!r}; it serves {', '.join(svc.catalogs)}"
             )
-        svc.auth.authorize(principal, name, READ)
+        if not svc.settings.authorization.grants:
+            svc.auth.authorize(principal, name, READ)
+        elif not svc.held(principal, name).any():
+            # Under grants, a principal holding nothing in the catalog is told so at once.
+            raise ForbiddenError(f"{principal.name!r} holds no privilege in catalog {name!r}; "
+                                 "a holder of MANAGE_GRANTS there can grant some")
+        defaults = svc.client_config(catalog)
+        # With external issuers, tokens come from the identity provider: the caller's issuer's
+        # token endpoint (else the first issuer's), where Java's, Trino's and pyiceberg's OAuth2
+        # clients refresh. A default, not an override: a client's own setting wins.
+        token_endpoint = svc.auth.token_endpoint(request.headers.get("authorization"))
+        if token_endpoint:
+            defaults["oauth2-server-uri"] = token_endpoint
         config: dict[str, Any] = {
-            "defaults": svc.client_config(catalog),
+            "defaults": defaults,
             "overrides": {"prefix": name, "namespace-separator": svc.settings.namespace_separator_encoded},
             "endpoints": ENDPOINTS,
         }
@@ -170,7 +193,9 @@ def create_app(
             # RFC 6749 5.2: a client that authenticated with the Authorization header is answered
             # with 401 and a challenge in the scheme it used.
             headers = {"WWW-Authenticate": f'Basic realm="{TOKEN_REALM}"'} if basic else None
-            return oauth_error(401, "invalid_client", "invalid client credentials", headers)
+            issuers = service_of(request).settings.oidc
+            hint = f"; this service's users get their tokens from {issuers[0].issuer}" if issuers else ""
+            return oauth_error(401, "invalid_client", f"invalid client credentials{hint}", headers)
         return JSONResponse({
             "access_token": token,
             "token_type": "bearer",
@@ -187,7 +212,7 @@ def create_app(
         token = form.get("token", "")
         if not token:
             return oauth_error(400, "invalid_request", "send the token to revoke as the form field 'token'")
-        if token in settings.tokens:
+        if settings.token_principal(token) is not None:
             return oauth_error(400, "unsupported_token_type",
                                "static tokens come from the configuration: remove them there, on every replica")
         try:
@@ -203,7 +228,7 @@ def create_app(
         # STS down or refusing: the service cannot give access now, the request was fine.
         return error_response(503, "ServiceUnavailableException", str(exc))
 
-    for module in (namespaces, tables, vending, signing, views, functions, planning, health, metrics):
+    for module in (namespaces, tables, vending, signing, views, functions, planning, grants_api, health, metrics):
         app.include_router(module.router)
     _document_prefixes(app, list(served))
     app.add_middleware(IdempotencyMiddleware, stores=stores,

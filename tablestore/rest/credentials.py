@@ -39,12 +39,11 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-import pydantic
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
-from tablestore.config import problem_message
-from tablestore.errors import ConfigError, ForbiddenError, TableStoreError
+from tablestore.config_problems import validated
+from tablestore.errors import ForbiddenError, TableStoreError
 from tablestore.rest.stats import CACHE_HITS, CACHE_MISSES, CREDENTIALS_VENDED, Stats
 
 DELEGATION_HEADER = "x-iceberg-access-delegation"
@@ -96,11 +95,7 @@ def vending_settings(raw: Any, where: str) -> VendingSettings:
     """``server.storage-credentials`` as VendingSettings; ConfigError naming what is wrong."""
     if raw is None:
         return VendingSettings()
-    try:
-        return VendingSettings.model_validate(raw, by_alias=True, by_name=False)
-    except pydantic.ValidationError as e:
-        problem = problem_message(e.errors()[0], VendingSettings, ("server", "storage-credentials"))
-        raise ConfigError(f"{where}: {problem}") from None
+    return validated(VendingSettings, raw, where, prefix=("server", "storage-credentials"))
 
 
 def public_properties(properties: Mapping[str, str]) -> dict[str, str]:

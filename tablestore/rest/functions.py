@@ -12,6 +12,7 @@ from fastapi import APIRouter, Query, Response
 
 from tablestore.catalog import FunctionDef
 from tablestore.rest.access import ReadAccess, WriteAccess
+from tablestore.rest.grants import Privilege, table_securable
 from tablestore.rest.limits import check_properties
 from tablestore.rest.models import CreateFunctionRequest
 from tablestore.rest.namespaces import page
@@ -36,7 +37,9 @@ def list_functions(
     page_token: str | None = Query(default=None, alias="pageToken"),
     page_size: int | None = Query(default=None, alias="pageSize"),
 ) -> dict[str, Any]:
-    found, token = page(access.catalog.list_functions(access.parse_namespace(namespace)), page_token, page_size)
+    ns = access.parse_namespace(namespace)
+    whole = access.require_listing(ns)
+    found, token = page(access.visible(access.catalog.list_functions(ns), "table", whole), page_token, page_size)
     return {"identifiers": [{"namespace": list(i[:-1]), "name": i[-1]} for i in found], "next-page-token": token}
 
 
@@ -44,6 +47,9 @@ def list_functions(
 def create_function(namespace: str, body: CreateFunctionRequest, access: WriteAccess) -> dict[str, Any]:
     check_properties(body.properties, "function properties")
     ident = access.parse_identifier(namespace, body.name, "function")
+    access.require_namespace(Privilege.CREATE, ident[:-1])
+    if body.replace:
+        access.require_table(Privilege.DROP, ident)
     function = access.catalog.create_function(ident, body.class_name, body.return_type, body.replace,
                                               body.properties)
     return function_json(function)
@@ -51,12 +57,17 @@ def create_function(namespace: str, body: CreateFunctionRequest, access: WriteAc
 
 @router.get("/namespaces/{namespace}/functions/{name}")
 def load_function(namespace: str, name: str, access: ReadAccess) -> dict[str, Any]:
-    return function_json(access.catalog.load_function(access.parse_identifier(namespace, name, "function")))
+    ident = access.parse_identifier(namespace, name, "function")
+    access.require_table(Privilege.READ, ident)
+    return function_json(access.catalog.load_function(ident))
 
 
 @router.delete("/namespaces/{namespace}/functions/{name}", status_code=204)
 def drop_function(namespace: str, name: str, access: WriteAccess) -> Response:
-    access.catalog.drop_function(access.parse_identifier(namespace, name, "function"))
+    ident = access.parse_identifier(namespace, name, "function")
+    access.require_table(Privilege.DROP, ident)
+    access.catalog.drop_function(ident)
+    access.forget(table_securable(ident))
     return Response(status_code=204)
 
 

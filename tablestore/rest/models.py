@@ -93,7 +93,7 @@ class CreateFunctionRequest(_Model):
 class PlanTableScanRequest(_Model):
     snapshot_id: int | None = Field(default=None, alias="snapshot-id")
     select: list[str] | None = None
-    filter: Any = None  # the spec's Expression JSON, read by tablestore.spec.expression_json
+    filter: Any = None  # the spec's Expression JSON, read by tablestore.spec.expressions.expression_json
     min_rows_requested: int | None = Field(default=None, alias="min-rows-requested")
     case_sensitive: bool = Field(default=True, alias="case-sensitive")
     use_snapshot_schema: bool = Field(default=False, alias="use-snapshot-schema")

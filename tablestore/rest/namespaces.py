@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query, Response
 from tablestore.catalog import LOCATION
 from tablestore.errors import ValidationError
 from tablestore.rest.access import Access, ReadAccess, WriteAccess
+from tablestore.rest.grants import Privilege, namespace_securable
 from tablestore.rest.limits import check_properties, check_property_keys
 from tablestore.rest.models import CreateNamespaceRequest, UpdateNamespacePropertiesRequest
 
@@ -43,6 +44,14 @@ def with_location(access: Access, namespace: tuple[str, ...], properties: dict[s
     return {**properties, LOCATION: "/".join((warehouse.rstrip("/"), *namespace))}
 
 
+def require_seen(access: Access, namespace: tuple[str, ...]) -> None:
+    """Loading a namespace (or asking whether it exists) needs LIST on it, or any privilege that
+    reaches it or something inside it."""
+    if not access.grants or access.held().sees(namespace_securable(namespace)):
+        return
+    access.require_namespace(Privilege.LIST, namespace)
+
+
 @router.get("/namespaces")
 def list_namespaces(
     access: ReadAccess,
@@ -51,13 +60,16 @@ def list_namespaces(
     page_size: int | None = Query(default=None, alias="pageSize"),
 ) -> dict[str, Any]:
     parent_ns = access.parse_namespace(parent) if parent else ()
-    found, token = page(access.catalog.list_namespaces(parent_ns), page_token, page_size)
+    whole = access.require_listing(parent_ns)
+    listed = access.visible(access.catalog.list_namespaces(parent_ns), "namespace", whole)
+    found, token = page(listed, page_token, page_size)
     return {"namespaces": [list(ns) for ns in found], "next-page-token": token}
 
 
 @router.post("/namespaces")
 def create_namespace(body: CreateNamespaceRequest, access: WriteAccess) -> dict[str, Any]:
     namespace = tuple(body.namespace)
+    access.require_namespace(Privilege.CREATE, namespace[:-1])
     check_properties(body.properties, "namespace properties")
     if LOCATION in body.properties:
         access.check_location(body.properties[LOCATION], "namespace location")
@@ -69,19 +81,25 @@ def create_namespace(body: CreateNamespaceRequest, access: WriteAccess) -> dict[
 @router.get("/namespaces/{namespace}")
 def load_namespace(namespace: str, access: ReadAccess) -> dict[str, Any]:
     ns = access.parse_namespace(namespace)
+    require_seen(access, ns)
     properties = access.catalog.load_namespace_properties(ns)
     return {"namespace": list(ns), "properties": with_location(access, ns, properties)}
 
 
 @router.head("/namespaces/{namespace}", status_code=204)
 def namespace_exists(namespace: str, access: ReadAccess) -> Response:
-    exists = access.catalog.namespace_exists(access.parse_namespace(namespace))
+    ns = access.parse_namespace(namespace)
+    require_seen(access, ns)
+    exists = access.catalog.namespace_exists(ns)
     return Response(status_code=204 if exists else 404)
 
 
 @router.delete("/namespaces/{namespace}", status_code=204)
 def drop_namespace(namespace: str, access: WriteAccess) -> Response:
-    access.catalog.drop_namespace(access.parse_namespace(namespace))
+    ns = access.parse_namespace(namespace)
+    access.require_namespace(Privilege.DROP, ns)
+    access.catalog.drop_namespace(ns)
+    access.forget(namespace_securable(ns))
     return Response(status_code=204)
 
 
@@ -89,14 +107,14 @@ def drop_namespace(namespace: str, access: WriteAccess) -> Response:
 def update_namespace_properties(
     namespace: str, body: UpdateNamespacePropertiesRequest, access: WriteAccess
 ) -> dict[str, Any]:
+    ns = access.parse_namespace(namespace)
+    access.require_namespace(Privilege.WRITE, ns)
     check_properties(body.updates, "namespace properties")
     check_property_keys(body.removals, "namespace property removals")
     if LOCATION in body.updates:
         access.check_location(body.updates[LOCATION], "namespace location")
-    summary = access.catalog.update_namespace_properties(
-        access.parse_namespace(namespace), set(body.removals), body.updates
-    )
+    summary = access.catalog.update_namespace_properties(ns, set(body.removals), body.updates)
     return {"updated": summary.updated, "removed": summary.removed, "missing": summary.missing}
 
 
-__all__ = ["page", "router"]
+__all__ = ["page", "require_seen", "router"]

@@ -29,20 +29,31 @@ from fastapi.responses import JSONResponse
 from tablestore.errors import NoSuchSnapshotError, ValidationError
 from tablestore.names import Identifier
 from tablestore.rest.access import Access, ReadAccess
+from tablestore.rest.grants import Privilege
 from tablestore.rest.models import FetchScanTasksRequest, PlanTableScanRequest
 from tablestore.rest.plan_store import PlanStore, StoredPlan
 from tablestore.rest.stats import SCAN_FILE_TASKS, SCAN_PLAN_TASKS, SCAN_PLANS
-from tablestore.spec.content_file_json import content_file_to_json
-from tablestore.spec.evaluators import ResidualEvaluator
-from tablestore.spec.expression_json import expression_from_json, expression_to_json
-from tablestore.spec.expressions import AlwaysTrue, BoundExpression, bind
-from tablestore.spec.metadata import TableMetadata
-from tablestore.spec.partitioning import PartitionSpec
-from tablestore.spec.schema import Schema
-from tablestore.spec.types import IcebergType, StructType
+from tablestore.spec.expressions.binding import bind
+from tablestore.spec.expressions.evaluators import ResidualEvaluator
+from tablestore.spec.expressions.expression_json import expression_from_json, expression_to_json
+from tablestore.spec.expressions.expression_tree import AlwaysTrue, BoundExpression
+from tablestore.spec.manifests.content_file_json import content_file_to_json
+from tablestore.spec.metadata.table_metadata import TableMetadata
+from tablestore.spec.partitioning.partition_spec import PartitionSpec
+from tablestore.spec.schemas.schema import Schema
+from tablestore.spec.schemas.types import IcebergType, StructType
 from tablestore.table.read.scan import FileTask, plan_appended_files, plan_files, select_snapshot
 
 router = APIRouter(prefix="/v1/{prefix}/namespaces/{namespace}/tables/{table}", tags=["scan planning"])
+
+
+def readable(access: Access, namespace: str, table: str) -> Identifier:
+    """The table a planning request names, which the caller must be able to READ: planning, its
+    pages and its tasks hand out the table's file names and statistics."""
+    ident = access.parse_identifier(namespace, table)
+    access.require_table(Privilege.READ, ident)
+    return ident
+
 
 def plan_store(access: Access) -> PlanStore:
     return access.service.plans
@@ -177,7 +188,7 @@ def plan_table_scan(
     access: ReadAccess,
     body: Annotated[PlanTableScanRequest | None, Body()] = None,
 ) -> Response:
-    ident = access.parse_identifier(namespace, table)
+    ident = readable(access, namespace, table)
     request = body or PlanTableScanRequest()
     metadata, planned = plan_request(access, ident, request)
     writer = PageWriter(metadata, planned, _field_ids(planned.schema, request.stats_fields, request.case_sensitive,
@@ -198,7 +209,7 @@ def plan_table_scan(
 
 @router.get("/plan/{plan_id}")
 def fetch_planning_result(namespace: str, table: str, plan_id: str, access: ReadAccess) -> Response:
-    ident = access.parse_identifier(namespace, table)
+    ident = readable(access, namespace, table)
     plan = plan_store(access).get(plan_id, *_owner(access), ident)
     if plan.cancelled:
         return JSONResponse({"status": "cancelled"})
@@ -207,14 +218,14 @@ def fetch_planning_result(namespace: str, table: str, plan_id: str, access: Read
 
 @router.delete("/plan/{plan_id}", status_code=204)
 def cancel_planning(namespace: str, table: str, plan_id: str, access: ReadAccess) -> Response:
-    ident = access.parse_identifier(namespace, table)
+    ident = readable(access, namespace, table)
     plan_store(access).cancel(plan_id, *_owner(access), ident)
     return Response(status_code=204)
 
 
 @router.post("/tasks")
 def fetch_scan_tasks(namespace: str, table: str, body: FetchScanTasksRequest, access: ReadAccess) -> Response:
-    ident = access.parse_identifier(namespace, table)
+    ident = readable(access, namespace, table)
     if not access.catalog.table_exists(ident):
         access.catalog.load_table_metadata(ident)  # raises NoSuchTableError / NoSuchNamespaceError
     page = plan_store(access).take_page(body.plan_task, *_owner(access), ident)

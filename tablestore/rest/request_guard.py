@@ -7,6 +7,9 @@ For each HTTP request, before any handler or body parser runs:
 2. Requests under ``/v1/`` (the token endpoint excepted: it is how clients log in) are
    authenticated from their ``Authorization`` header alone. A caller without a valid token gets
    401 before a byte of its body is read, so a stranger's body costs nothing to parse or hold.
+   A refused token is answered with RFC 6750's challenge, ``WWW-Authenticate: Bearer
+   error="invalid_token", error_description="..."``; a missing one with ``Bearer`` alone. The
+   keys of an external OIDC issuer, when they must be fetched, are fetched in a worker thread.
 3. A body longer than ``server.max-request-bytes`` is refused with 413: at once when its
    ``Content-Length`` says so, else as soon as the bytes read pass the limit. The handler then
    sees a disconnected client, and the connection is closed after the answer, so the rest of
@@ -23,6 +26,7 @@ import logging
 import uuid
 from typing import Any
 
+import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tablestore.errors import NotAuthorizedError
@@ -55,11 +59,11 @@ class RequestGuard:
         outcome = _Outcome(request_id, scope["method"], scope["path"])
         limit = self.service.settings.max_request_bytes
 
-        async def answer(status: int, error_type: str, message: str) -> None:
+        async def answer(status: int, error_type: str, message: str, challenge: str = "Bearer") -> None:
             # Connection: close, so that uvicorn does not read the unread rest of the body.
             headers = {"content-type": "application/json", "connection": "close"}
             if status == 401:
-                headers["www-authenticate"] = "Bearer"
+                headers["www-authenticate"] = challenge
             await send_logged({"type": "http.response.start", "status": status,
                                "headers": [(k.encode(), v.encode()) for k, v in headers.items()]})
             await send_logged({"type": "http.response.body",
@@ -77,9 +81,9 @@ class RequestGuard:
             await send(message)
 
         try:
-            principal = self._authenticate(scope)
+            principal = await self._authenticate(scope)
         except NotAuthorizedError as e:
-            await answer(401, "NotAuthorizedException", str(e))
+            await answer(401, "NotAuthorizedException", str(e), _challenge(scope, str(e)))
             outcome.log()
             return
         outcome.principal = state["principal"] = principal
@@ -126,12 +130,29 @@ class RequestGuard:
         finally:
             outcome.sending_early = False
 
-    def _authenticate(self, scope: Scope) -> str:
+    async def _authenticate(self, scope: Scope) -> str:
         path: str = scope["path"]
         if not path.startswith("/v1/") or path in PUBLIC_PATHS:
             return "-"
-        header = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"authorization"), None)
+        header = _authorization(scope)
+        fetch = self.service.auth.key_fetch(header)
+        if fetch is not None:
+            await anyio.to_thread.run_sync(fetch)
         return self.service.auth.authenticate(header).name
+
+
+def _authorization(scope: Scope) -> str | None:
+    return next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"authorization"), None)
+
+
+def _challenge(scope: Scope, message: str) -> str:
+    """RFC 6750 3.1: no error code when the request had no credentials, ``invalid_token`` when
+    the token it had was refused."""
+    header = (_authorization(scope) or "").strip()
+    if not header.lower().startswith("bearer ") or not header[7:].strip():
+        return "Bearer"
+    text = "".join(c if 32 <= ord(c) < 127 and c not in '"\\' else "'" if c == '"' else " " for c in message)
+    return f'Bearer error="invalid_token", error_description="{text}"'
 
 
 def _content_length(scope: Scope) -> int | None:

@@ -304,7 +304,8 @@ def check_request(request: S3Request, locations: Sequence[S3Location], may_write
     ``locations``, and it only reads or the principal ``may_write``."""
     if request.write and not may_write:
         raise ForbiddenError(f"remote signing refused: {request.operation} writes, and this principal has only "
-                             f"the read role in the catalog; {table} is read-only for it")
+                             f"the read role in the catalog (or, under grants, READ without WRITE on {table}); "
+                             f"{table} is read-only for it")
     where = ", ".join(str(location) for location in locations) or "no S3 location"
     if request.key is None and not request.keys and not request.prefixes:
         # HeadBucket, GetBucketLocation: allowed for a bucket holding the table.

@@ -9,6 +9,10 @@ issues tokens only for itself), ``scope`` (``catalog``, the Iceberg REST clients
 ``kind`` for a token exchanged from a static one. Tokens of the format used before
 (``ts1.<claims>.<hmac>``) are refused with a 401 that says to request a new token. Tokens are
 compared in constant time and never logged.
+
+Tokens of the external OpenID Connect issuers of ``server.oidc`` (their ``iss`` is one of them)
+are verified by :mod:`tablestore.rest.oidc`; the static tokens and the service's own keep working
+beside them.
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ from typing import Any
 import jwt
 
 from tablestore.errors import ForbiddenError, NotAuthorizedError, ValidationError
+from tablestore.rest.oidc import OidcVerifier
 from tablestore.rest.settings import WRITE, Principal, ServerSettings
 
-ANONYMOUS = Principal("anonymous", {"*": WRITE})
+ANONYMOUS = Principal(name="anonymous", roles={"*": WRITE})
 # The location properties that decide where a table writes files besides its location.
 LOCATION_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path",
                        "write.folder-storage.path")
@@ -53,14 +58,15 @@ class Authenticator:
     def __init__(self, settings: ServerSettings) -> None:
         self.settings = settings
         self._key = signing_key(settings.token_secret)
+        self.oidc = OidcVerifier(settings.oidc)
         # Whether an issued token was revoked (POST /v1/oauth/revoke, on any replica:
         # tablestore.rest.replicas); set by the app.
         self.revoked: Callable[[str], bool] = lambda _token: False
 
     def issue(self, client_id: str, client_secret: str) -> tuple[str, int]:
         """A signed token for valid client credentials, and its lifetime in seconds."""
-        entry = self.settings.clients.get(client_id)
-        if entry is None or not hmac.compare_digest(entry[0].encode(), client_secret.encode()):
+        client = self.settings.client(client_id)
+        if client is None or not hmac.compare_digest(client.client_secret.encode(), client_secret.encode()):
             raise NotAuthorizedError("invalid client credentials")
         return self.signed(client_id, CLIENT_TOKEN)
 
@@ -73,12 +79,16 @@ class Authenticator:
         NotAuthorizedError when ``subject_token`` is not a valid token of this server.
         """
         principal = self.authenticate(f"Bearer {subject_token}")
+        external = self.oidc.issuer_of(subject_token)
+        if external is not None:
+            raise NotAuthorizedError(f"tokens of {external.issuer.issuer} are refreshed by their issuer, at "
+                                     f"{external.token_endpoint or external.issuer.issuer}")
         if principal is ANONYMOUS:
             raise NotAuthorizedError("this server runs without authentication: it issues no tokens")
         # A static token, or a signed one exchanged from one, stays a static principal's: a
         # client of the same name must not lend it its roles.
         kind = STATIC_TOKEN
-        if subject_token not in self.settings.tokens:
+        if self.settings.token_principal(subject_token) is None:
             kind = str(self.claims(subject_token).get("kind", CLIENT_TOKEN))
         token, ttl = self.signed(principal.name, kind)
         return token, ttl, principal
@@ -118,12 +128,46 @@ class Authenticator:
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             raise NotAuthorizedError("the Authorization header must be 'Bearer <token>'")
-        for known, principal in self.settings.tokens.items():
-            if hmac.compare_digest(known.encode(), token.encode()):
-                return principal
-        if token.startswith(LEGACY_PREFIX) or token.count(".") == 2:
+        principal = self.settings.token_principal(token)
+        if principal is not None:
+            return principal
+        if token.startswith(LEGACY_PREFIX):
+            return self._verify_issued(token)
+        if token.count(".") == 2:
+            if self.oidc and self._external(token):
+                return self.oidc.authenticate(token)
             return self._verify_issued(token)
         raise NotAuthorizedError("the bearer token is not valid")
+
+    def _external(self, token: str) -> bool:
+        # Ours carry iss "tablestore"; any other issuer is answered by the OIDC verifier, which
+        # says whether it trusts it.
+        parts = self.oidc.unverified(token)
+        return parts is not None and parts[1].get("iss") != ISSUER
+
+    def key_fetch(self, authorization: str | None) -> Callable[[], None] | None:
+        """The blocking fetch of an issuer's keys that authenticating ``authorization`` would make
+        now (for the request guard to run in a worker thread first), or None."""
+        if not self.oidc or not authorization:
+            return None
+        scheme, _, token = authorization.partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or token.count(".") != 2:
+            return None
+        return self.oidc.fetch_needed(token)
+
+    def token_endpoint(self, authorization: str | None) -> str | None:
+        """Where clients should get their tokens when external issuers are configured: that of
+        the caller's issuer, or the first configured one for a static token. None without
+        issuers, and for a token this service issued: its client refreshes it here, and Java's
+        would send its refresh to an advertised endpoint."""
+        if not self.oidc:
+            return None
+        _, _, token = (authorization or "").partition(" ")
+        token = token.strip()
+        if token.count(".") == 2 and not self._external(token):
+            return None
+        return self.oidc.token_endpoint(token or None)
 
     def _verify_issued(self, token: str) -> Principal:
         claims = self.claims(token)
@@ -132,14 +176,14 @@ class Authenticator:
         name, kind = str(claims["sub"]), str(claims.get("kind", CLIENT_TOKEN))
         if kind == STATIC_TOKEN:
             # Exchanged from a static token: valid while a static token of that name is configured.
-            found = next((p for p in self.settings.tokens.values() if p.name == name), None)
+            found = next((p for p in self.settings.tokens if p.name == name), None)
             if found is None:
                 raise NotAuthorizedError("the bearer token's principal is no longer configured")
             return found
-        entry = self.settings.clients.get(name)
-        if entry is None:
+        client = self.settings.client(name)
+        if client is None:
             raise NotAuthorizedError("the bearer token's client is no longer configured")
-        return entry[1]
+        return client
 
     @staticmethod
     def authorize(principal: Principal, catalog: str, role: str) -> None:

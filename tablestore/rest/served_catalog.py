@@ -53,16 +53,16 @@ from tablestore.errors import (
 )
 from tablestore.names import Identifier, IdentifierLike, identifier_str
 from tablestore.rest.stats import CACHE_HITS, CACHE_MISSES, COMMIT_CONFLICTS, COMMIT_RETRIES, COMMITS, Stats
-from tablestore.spec.updates import AssertCreate
+from tablestore.spec.metadata.update_models import AssertCreate
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from tablestore.spec.metadata import TableMetadata
-    from tablestore.spec.partitioning import PartitionSpec
-    from tablestore.spec.schema import Schema
-    from tablestore.spec.sorting import SortOrder
-    from tablestore.spec.updates import TableRequirement, TableUpdate
+    from tablestore.spec.metadata.table_metadata import TableMetadata
+    from tablestore.spec.metadata.update_models import TableRequirement, TableUpdate
+    from tablestore.spec.partitioning.partition_spec import PartitionSpec
+    from tablestore.spec.partitioning.sort_order import SortOrder
+    from tablestore.spec.schemas.schema import Schema
     from tablestore.table import Table
 
 CACHE_ENTRIES = 512

@@ -4,35 +4,13 @@
 
     server:
       catalogs: [lakehouse]            # the catalogs served (default: the default catalog)
-      host: 0.0.0.0                    # default 127.0.0.1
-      port: 8181
-      tokens:                          # static bearer tokens
-        - name: trino
-          token: ${TRINO_TOKEN}
-          role: read                   # read | write, for every served catalog ...
-        - name: spark
-          token: ${SPARK_TOKEN}
-          roles: {lakehouse: write}    # ... or per catalog
-      clients:                         # OAuth2 client credentials (POST /v1/oauth/tokens)
-        - client-id: dagster
-          client-secret: ${DAGSTER_SECRET}
-          role: write
-      token-ttl-seconds: 3600          # lifetime of tokens issued to clients
-      token-secret: ${TOKEN_SECRET}    # signs issued tokens (default: random per process)
-      allow-external-locations: false  # table locations outside the warehouse
-      table-config: {}                 # extra properties handed to clients with every table
-      idempotency-key-lifetime-seconds: 1800  # how long an Idempotency-Key is replayed
-      storage-credentials:             # scoped, short-lived S3 credentials (tablestore.rest.credentials)
-        vending: sts                   # sts (default for an s3:// warehouse) | none
-        duration-seconds: 900
-      scan-planning-page-size: 5000    # file scan tasks per page of a served scan plan
-      scan-plan-ttl-seconds: 600       # how long a paged plan's pages wait to be fetched
-      auth: required                   # or none: everyone may write (local use only)
-      max-request-bytes: 8388608       # larger request bodies are refused (413) while read
-      namespace-separator: "%1F"       # joins namespace levels in URLs, url-encoded (the spec's default)
-      metrics-auth: required           # GET /metrics needs a bearer token; none: open (a private port)
-      access-log: true                 # one JSON line per request on stderr (tablestore.rest.access_log)
+      tokens: [{name: trino, token: "${TRINO_TOKEN}", role: read}]   # or roles: {lakehouse: write}
+      clients: [{client-id: dagster, client-secret: "${DAGSTER_SECRET}", role: write}]
+      authorization: grants            # roles (default) | grants (tablestore.rest.grants)
+      oidc: [{issuer: "https://idp.example/realms/lake", audience: lakehouse}]  # tablestore.rest.oidc_settings
 
+Every key, with its default and what it does, is in docs/catalog-service.md (Configuration);
+:class:`ServerSettings` declares them in the same order, each field the key with hyphens.
 Each served catalog is one REST ``prefix`` (its name). The non-secret ``s3.*`` properties of a
 served catalog (endpoint, region, path style) are handed out in ``/v1/config`` and in every
 LoadTableResult ``config``; its keys never are: clients that ask get scoped, short-lived
@@ -41,20 +19,22 @@ credentials instead (:mod:`tablestore.rest.credentials`).
 
 from __future__ import annotations
 
+import hmac
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 from urllib.parse import unquote
 
 import pydantic
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, model_validator
 from pydantic_core import PydanticCustomError
 
-from tablestore.config import LakehouseConfig, problem_message
-from tablestore.errors import ConfigError
+from tablestore.config import LakehouseConfig, SqlCatalogConfig
+from tablestore.config_problems import FILE_SPELLING, validated
 from tablestore.rest.credentials import VendingSettings
+from tablestore.rest.grants import AuthorizationField, AuthorizationSettings
 from tablestore.rest.limits import DEFAULT_MAX_REQUEST_BYTES
+from tablestore.rest.oidc_settings import OidcIssuers, issuers_problem
 
 READ = "read"
 WRITE = "write"
@@ -65,9 +45,38 @@ DEFAULT_PORT = 8181
 DEFAULT_NAMESPACE_SEPARATOR = "%1F"
 
 
-@dataclass(frozen=True, repr=False)
-class Principal:
+def _text(value: Any) -> Any:
+    # A name or secret YAML read as a number is still meant as text.
+    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
+def _listed(value: Any) -> Any:
+    return [value] if isinstance(value, str) else ([] if value is None else value)
+
+
+def _required_or_none(value: str) -> bool:
+    if value not in ("required", "none"):
+        raise PydanticCustomError("literal_error", "'required' or 'none'")
+    return value == "required"
+
+
+def _separator(value: str) -> str:
+    decoded = unquote(value)
+    if not decoded or "." in decoded or "/" in decoded:
+        raise PydanticCustomError("separator", "url-encoded, not empty, '.' or '/'")
+    return value
+
+
+# `auth: required | none` as a flag (the error shows the value lower-cased, as compared).
+_Switch = Annotated[bool, BeforeValidator(_required_or_none), BeforeValidator(lambda v: str(v).lower())]
+_Flag = Annotated[bool, BeforeValidator(lambda v: str(v).lower() in ("true", "1", "yes"))]
+_Positive = Annotated[int, Field(ge=1)]
+
+
+class Principal(pydantic.BaseModel):
     """Who a token belongs to, and its role (``read`` or ``write``) in each served catalog."""
+
+    model_config = pydantic.ConfigDict(frozen=True)
 
     name: str
     roles: dict[str, str]
@@ -79,241 +88,179 @@ class Principal:
     def __repr__(self) -> str:
         return f"Principal(name={self.name!r}, roles={self.roles!r})"
 
-
-# -- the ``server:`` section as written ------------------------------------------------------------
-
-
-def _text(value: Any) -> Any:
-    # A name or secret YAML read as a number is still meant as text.
-    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+    __str__ = __repr__
 
 
-class _Grant(BaseModel):
-    """A token's or client's roles: ``role`` for every served catalog, or ``roles`` per catalog."""
+def _roles(roles: Any) -> Any:
+    if isinstance(roles, dict) and not roles:
+        raise PydanticCustomError("config_must", "must map catalog names to read or write, got an empty mapping")
+    return {str(k): str(v).lower() for k, v in roles.items()} if isinstance(roles, dict) else roles
 
-    role: Any = READ
-    roles: dict[Any, Any] | None = Field(default=None, description="a mapping of catalog names to read or write")
-    name: Annotated[str | None, BeforeValidator(_text)] = None
 
-    @field_validator("roles")
+class _Grant(Principal):
+    """A principal as a file grants it: ``role`` for every served catalog, or ``roles`` per catalog."""
+
+    model_config = FILE_SPELLING
+
+    name: Annotated[str, BeforeValidator(_text)]
+    roles: Annotated[dict[str, str], BeforeValidator(_roles)] = Field(
+        description="a mapping of catalog names to read or write")
+
+    @model_validator(mode="before")
     @classmethod
-    def _some_roles(cls, roles: dict[Any, Any] | None) -> dict[Any, Any] | None:
-        if roles is not None and not roles:
-            raise PydanticCustomError("config_must", "must map catalog names to read or write, got an empty mapping")
-        return roles
+    def _every_catalog(cls, entry: Any) -> Any:
+        if isinstance(entry, dict) and entry.get("roles") is None:
+            return {**entry, "roles": {"*": str(entry.get("role", READ)).lower()}}
+        return entry
 
     @model_validator(mode="after")
     def _known_roles(self) -> _Grant:
-        for catalog, role in self.granted().items():
+        for catalog, role in self.roles.items():
             if role not in ROLES:
-                raise PydanticCustomError("config_value", "role {role} for {catalog} is not one of read, write",
-                                          {"role": repr(role), "catalog": repr(catalog)})
+                raise PydanticCustomError("config_value", f"role {role!r} for {catalog!r} is not one of read, write")
         return self
 
-    def granted(self) -> dict[str, str]:
-        if self.roles is not None:
-            return {str(k): str(v).lower() for k, v in self.roles.items()}
-        return {"*": str(self.role).lower()}
 
+class TokenEntry(_Grant):
+    """A static bearer token and whose it is (``name``: ``token<i>`` unless named)."""
 
-def _required(value: Any, message: str) -> Any:
-    if not isinstance(value, dict):
-        raise PydanticCustomError("config_missing", message)
-    return value
-
-
-class _TokenEntry(_Grant):
     token: str
 
     @model_validator(mode="before")
     @classmethod
     def _has_token(cls, entry: Any) -> Any:
-        entry = _required(entry, "needs a 'token' (for example token: ${MY_TOKEN})")
-        token = str(entry.get("token") or "").strip()
-        if not token:
-            raise PydanticCustomError("config_missing", "needs a 'token' (for example token: ${MY_TOKEN})")
+        if not isinstance(entry, dict) or not str(entry.get("token") or "").strip():
+            raise PydanticCustomError("config_must", "needs a 'token' (for example token: ${MY_TOKEN})")
         if len(str(entry["token"])) < 16:
             raise PydanticCustomError("config_value", "the token is shorter than 16 characters; use a long random one")
         return {**entry, "token": str(entry["token"])}
 
 
-class _ClientEntry(_Grant):
-    client_id: str = Field(alias="client-id")
-    client_secret: str = Field(alias="client-secret")
+class ClientEntry(_Grant):
+    """OAuth2 client credentials; the client's principal is named by its id."""
+
+    client_id: str
+    client_secret: str
 
     @model_validator(mode="before")
     @classmethod
     def _has_credentials(cls, entry: Any) -> Any:
-        entry = _required(entry, "needs 'client-id' and 'client-secret'")
-        if not entry.get("client-id") or not entry.get("client-secret"):
-            raise PydanticCustomError("config_missing", "needs 'client-id' and 'client-secret'")
-        return {**entry, "client-id": str(entry["client-id"]), "client-secret": str(entry["client-secret"])}
+        if not isinstance(entry, dict) or not entry.get("client-id") or not entry.get("client-secret"):
+            raise PydanticCustomError("config_must", "needs 'client-id' and 'client-secret'")
+        client_id = str(entry["client-id"])
+        return {**entry, "name": client_id, "client-id": client_id, "client-secret": str(entry["client-secret"])}
 
 
-def _listed(value: Any) -> Any:
-    return [value] if isinstance(value, str) else ([] if value is None else value)
+def _tokens(value: Any) -> Any:
+    entries = _listed(value)
+    return [{**e, "name": f"token{i}"} if isinstance(e, dict) and e.get("name") in (None, "") else e
+            for i, e in enumerate(entries)] if isinstance(entries, list) else entries
 
 
-def _flag(value: Any) -> bool:
-    return str(value).lower() in ("true", "1", "yes")
+def _secret(value: Any) -> Any:
+    # Without one, a random secret: the tokens this process issues are valid only in it.
+    value = _text(value)
+    return (value.encode() if value else secrets.token_bytes(32)) if isinstance(value, str | None) else value
 
 
-def _at_least_one(value: int) -> int:
-    if value < 1:
-        raise PydanticCustomError("config_must", "must be at least 1")
-    return value
+class ServerSettings(pydantic.BaseModel):
+    """The ``server:`` section, as the file spells it and as the service uses it (see the module
+    docstring); :func:`server_settings` checks it against the catalogs of its configuration."""
 
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid", **FILE_SPELLING)
 
-_Positive = Annotated[int, AfterValidator(_at_least_one)]
-
-
-def _separator(value: str) -> str:
-    decoded = unquote(value)
-    if not decoded:
-        raise PydanticCustomError("separator", "the namespace separator cannot be empty")
-    if "." in decoded or "/" in decoded:
-        raise PydanticCustomError(
-            "separator", "the namespace separator cannot contain '.' (names may) or '/'; the default is %1F")
-    return value
-
-
-class _ServerSection(BaseModel):
-    """The ``server:`` section, key by key (see the module docstring)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    catalogs: Annotated[list[str], BeforeValidator(_listed)] = Field(
-        default_factory=list, description="a list of served catalog names")
+    catalogs: Annotated[tuple[str, ...], BeforeValidator(_listed)] = Field(
+        (), validate_default=True, description="a list of served catalog names")
     host: Annotated[str, BeforeValidator(_text)] = DEFAULT_HOST
     port: int = DEFAULT_PORT
-    tokens: Annotated[list[_TokenEntry], BeforeValidator(_listed)] = Field(
-        default_factory=list, description="a list of tokens ({token: ..., role: read})")
-    clients: Annotated[list[_ClientEntry], BeforeValidator(_listed)] = Field(
-        default_factory=list, description="a list of OAuth2 clients ({client-id: ..., client-secret: ...})")
-    token_ttl_seconds: int = Field(default=3600, alias="token-ttl-seconds")
-    token_secret: Annotated[str | None, BeforeValidator(_text)] = Field(default=None, alias="token-secret")
-    allow_external_locations: Annotated[bool, BeforeValidator(_flag)] = Field(
-        default=False, alias="allow-external-locations")
-    table_config: Annotated[dict[str, Any], BeforeValidator(lambda v: {} if v is None else v)] = Field(
-        default_factory=dict, alias="table-config", description="a mapping of properties")
-    auth: Annotated[Literal["required", "none"], BeforeValidator(lambda v: str(v).lower())] = Field(
-        default="required", description="'required' or 'none'")
-    idempotency_key_lifetime_seconds: _Positive = Field(default=1800, alias="idempotency-key-lifetime-seconds")
-    scan_planning_page_size: _Positive = Field(default=5000, alias="scan-planning-page-size")
-    scan_plan_ttl_seconds: _Positive = Field(default=600, alias="scan-plan-ttl-seconds")
-    storage_credentials: Annotated[VendingSettings, BeforeValidator(lambda v: {} if v is None else v)] = Field(
+    tokens: Annotated[tuple[TokenEntry, ...], BeforeValidator(_tokens)] = Field(
+        (), description="a list of tokens ({token: ..., role: read})")
+    clients: Annotated[tuple[ClientEntry, ...], BeforeValidator(_listed)] = Field(
+        (), description="a list of OAuth2 clients ({client-id: ..., client-secret: ...})")
+    token_ttl_s: int = Field(3600, alias="token-ttl-seconds")
+    token_secret: Annotated[bytes, BeforeValidator(_secret)] = Field(None, validate_default=True)
+    allow_external_locations: _Flag = False
+    table_config: Annotated[dict[str, str], BeforeValidator(
+        lambda v: {} if v is None else {str(k): str(x) for k, x in v.items()} if isinstance(v, dict) else v)] = Field(
+        default_factory=dict, description="a mapping of properties")
+    auth_required: _Switch = Field(True, alias="auth", description="'required' or 'none'")
+    idempotency_lifetime_s: _Positive = Field(1800, alias="idempotency-key-lifetime-seconds")
+    scan_planning_page_size: _Positive = 5000
+    scan_plan_ttl_s: _Positive = Field(600, alias="scan-plan-ttl-seconds")
+    vending: Annotated[VendingSettings, BeforeValidator(lambda v: {} if v is None else v)] = Field(
         default_factory=VendingSettings, alias="storage-credentials")
     max_request_bytes: int = Field(
-        default=DEFAULT_MAX_REQUEST_BYTES, alias="max-request-bytes", ge=64 * 1024,
-        description="smaller limits refuse ordinary commits")
-    namespace_separator: Annotated[str, AfterValidator(_separator)] = Field(
-        default=DEFAULT_NAMESPACE_SEPARATOR, alias="namespace-separator",
-        description="url-encoded, like %1F; not '.', which names may contain")
-    metrics_auth: Annotated[Literal["required", "none"], BeforeValidator(lambda v: str(v).lower())] = Field(
-        default="required", alias="metrics-auth", description="'required' or 'none'")
-    access_log: Annotated[bool, BeforeValidator(_flag)] = Field(default=True, alias="access-log")
-
-
-# -- the settings the service runs with --------------------------------------------------------------
-
-
-class ServerSettings(BaseModel):
-    """The validated ``server:`` section, as the service uses it (see the module docstring)."""
-
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-
-    catalogs: tuple[str, ...]
-    host: str = DEFAULT_HOST
-    port: int = DEFAULT_PORT
-    tokens: dict[str, Principal] = Field(default_factory=dict)  # token -> principal
-    clients: dict[str, tuple[str, Principal]] = Field(default_factory=dict)  # id -> (secret, principal)
-    token_ttl_s: int = 3600
-    token_secret: bytes = Field(default_factory=lambda: secrets.token_bytes(32))
-    allow_external_locations: bool = False
-    table_config: dict[str, str] = Field(default_factory=dict)
-    auth_required: bool = True
-    idempotency_lifetime_s: int = 1800
-    vending: VendingSettings = Field(default_factory=VendingSettings)
-    scan_planning_page_size: int = 5000
-    scan_plan_ttl_s: int = 600
-    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+        DEFAULT_MAX_REQUEST_BYTES, ge=64 * 1024, description="smaller limits refuse ordinary commits")
     # Advertised url-encoded in /v1/config; paths are split by the decoded one (and by %1F).
-    namespace_separator_encoded: str = DEFAULT_NAMESPACE_SEPARATOR
+    namespace_separator_encoded: Annotated[str, AfterValidator(_separator)] = Field(
+        DEFAULT_NAMESPACE_SEPARATOR, alias="namespace-separator",
+        description="url-encoded, like %1F; not '.', which names may contain")
+    metrics_auth_required: _Switch = Field(True, alias="metrics-auth", description="'required' or 'none'")
+    access_log: _Flag = True
+    authorization: AuthorizationField = Field(default_factory=AuthorizationSettings)
+    oidc: OidcIssuers = Field(
+        (), description="a list of issuers ({issuer: ..., audience: ...})")
+
+    @pydantic.field_validator("catalogs")
+    @classmethod
+    def _default_catalog(cls, catalogs: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        # Unless told, the service serves the default catalog.
+        config = info.context
+        return catalogs or ((config.default_catalog,) if isinstance(config, LakehouseConfig) else ())
+
+    @model_validator(mode="after")
+    def _serves(self, info: ValidationInfo) -> ServerSettings:
+        config = info.context
+        if not isinstance(config, LakehouseConfig):
+            return self  # made in code, not read from a configuration
+        for name in self.catalogs:
+            if name not in config.catalogs:
+                raise _problem(f"server.catalogs names {name!r}, which is not a defined catalog")
+            if not isinstance(config.catalogs[name], SqlCatalogConfig):
+                raise _problem(f"server.catalogs: {name!r} is a {config.catalogs[name].type} catalog; "
+                               "the server serves sql catalogs")
+        for key, entries in (("tokens", self.tokens), ("clients", self.clients)):
+            for i, entry in enumerate(entries):
+                unserved = [c for c in entry.roles if c not in ("*", *self.catalogs)]
+                if unserved:
+                    raise _problem(f"server.{key}[{i}]: roles name catalog {unserved[0]!r}, which is not served "
+                                   f"({list(self.catalogs)})")
+        problem = issuers_problem(self.oidc, self.catalogs)
+        if problem:
+            raise _problem(problem)
+        if self.auth_required and not self.tokens and not self.clients and not self.oidc:
+            raise _problem("the server has no tokens, no clients and no OIDC issuer; add some under "
+                           "server.tokens, server.clients or server.oidc (or set server.auth: none for local use)")
+        return self
 
     @property
     def namespace_separator(self) -> str:
         return unquote(self.namespace_separator_encoded)
-    metrics_auth_required: bool = True
-    access_log: bool = True
+
+    def token_principal(self, token: str) -> TokenEntry | None:
+        """The static token ``token`` (compared in constant time), if it is one."""
+        return next((e for e in self.tokens if hmac.compare_digest(e.token.encode(), token.encode())), None)
+
+    def client(self, client_id: str) -> ClientEntry | None:
+        return next((c for c in self.clients if c.client_id == client_id), None)
 
     def __repr__(self) -> str:
         # Tokens and secrets are never shown; only who they belong to.
-        return (
-            f"ServerSettings(catalogs={self.catalogs!r}, host={self.host!r}, port={self.port}, "
-            f"principals={sorted(p.name for p in self.tokens.values())!r}, "
-            f"clients={sorted(self.clients)!r}, auth_required={self.auth_required})"
-        )
+        return (f"ServerSettings(catalogs={self.catalogs!r}, host={self.host!r}, port={self.port}, "
+                f"principals={sorted(p.name for p in self.tokens)!r}, "
+                f"clients={sorted(c.client_id for c in self.clients)!r}, auth_required={self.auth_required})")
 
-    def __str__(self) -> str:
-        return repr(self)
+    __str__ = __repr__
 
 
-def _principal_roles(grant: _Grant, catalogs: tuple[str, ...], where: str) -> dict[str, str]:
-    roles = grant.granted()
-    for catalog in roles:
-        if catalog != "*" and catalog not in catalogs:
-            raise ConfigError(f"{where}: roles name catalog {catalog!r}, which is not served ({list(catalogs)})")
-    return roles
+def _problem(message: str) -> PydanticCustomError:
+    return PydanticCustomError("config", message)
 
 
 def server_settings(config: LakehouseConfig, overrides: Mapping[str, Any] | None = None) -> ServerSettings:
     """The server settings of ``config`` (``overrides`` such as host and port from the CLI win)."""
-    raw: dict[str, Any] = {**config.server, **{k: v for k, v in (overrides or {}).items() if v is not None}}
-    src = config.source
-    try:
-        section = _ServerSection.model_validate(raw)
-    except pydantic.ValidationError as e:
-        raise ConfigError(f"{src}: {problem_message(e.errors()[0], _ServerSection, ('server',))}") from None
-    catalogs = tuple(section.catalogs or [config.default_catalog])
-    for name in catalogs:
-        if name not in config.catalogs:
-            raise ConfigError(f"{src}: server.catalogs names {name!r}, which is not a defined catalog")
-        if config.catalogs[name].type != "sql":
-            raise ConfigError(f"{src}: server.catalogs: {name!r} is a {config.catalogs[name].type} catalog; "
-                              "the server serves sql catalogs")
-    tokens = {
-        entry.token: Principal(entry.name or f"token{i}",
-                               _principal_roles(entry, catalogs, f"{src}: server.tokens[{i}]"))
-        for i, entry in enumerate(section.tokens)
-    }
-    clients = {
-        entry.client_id: (entry.client_secret, Principal(
-            entry.client_id, _principal_roles(entry, catalogs, f"{src}: server.clients[{i}]")))
-        for i, entry in enumerate(section.clients)
-    }
-    if section.auth == "required" and not tokens and not clients:
-        raise ConfigError(f"{src}: the server has no tokens and no clients; add some under server.tokens "
-                          "or server.clients (or set server.auth: none for local use)")
-    return ServerSettings(
-        catalogs=catalogs,
-        host=section.host,
-        port=section.port,
-        tokens=tokens,
-        clients=clients,
-        token_ttl_s=section.token_ttl_seconds,
-        token_secret=section.token_secret.encode() if section.token_secret else secrets.token_bytes(32),
-        allow_external_locations=section.allow_external_locations,
-        table_config={str(k): str(v) for k, v in section.table_config.items()},
-        auth_required=section.auth == "required",
-        idempotency_lifetime_s=section.idempotency_key_lifetime_seconds,
-        scan_planning_page_size=section.scan_planning_page_size,
-        scan_plan_ttl_s=section.scan_plan_ttl_seconds,
-        max_request_bytes=section.max_request_bytes,
-        namespace_separator_encoded=section.namespace_separator,
-        vending=section.storage_credentials,
-        metrics_auth_required=section.metrics_auth == "required",
-        access_log=section.access_log,
-    )
+    raw = {**config.server, **{k: v for k, v in (overrides or {}).items() if v is not None}}
+    return validated(ServerSettings, raw, config.source, prefix=("server",), context=config)
 
 
-__all__ = ["READ", "WRITE", "Principal", "ServerSettings", "server_settings"]
+__all__ = ["READ", "WRITE", "ClientEntry", "Principal", "ServerSettings", "TokenEntry", "server_settings"]

@@ -4,7 +4,8 @@ A client that loaded the table with ``X-Iceberg-Access-Delegation: remote-signin
 S3 request it is about to make (``RemoteSignRequest``: region, uri, method, headers, and the body
 of a multi-object delete) and gets back the headers that sign it (``RemoteSignResult``: uri,
 headers). The request is signed only for the table this URL names, inside its locations, and
-writes only for the write role (:mod:`tablestore.rest.s3_signing`); anything else is 403.
+writes only for who may write the table (the write role, or WRITE under grants;
+:mod:`tablestore.rest.s3_signing`); anything else is 403.
 
 Reads are answered ``Cache-Control: private`` (Java's signer may reuse the signature of the
 same request for 30 seconds), writes ``no-cache``.
@@ -20,9 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tablestore.errors import ForbiddenError
 from tablestore.rest.access import ReadAccess
+from tablestore.rest.grants import Privilege
 from tablestore.rest.s3_signing import S3Location, check_request, parse_request
 from tablestore.rest.security import LOCATION_PROPERTIES
-from tablestore.rest.settings import WRITE
 
 router = APIRouter(prefix="/v1/{prefix}", tags=["tables"])
 
@@ -47,12 +48,13 @@ def sign_request(namespace: str, table: str, access: ReadAccess,
     if body.provider and body.provider.lower() != "s3":
         raise ForbiddenError(f"remote signing refused: this service signs S3 requests only, not {body.provider!r}")
     ident = access.parse_identifier(namespace, table)
+    access.require_table(Privilege.READ, ident)
     _location, metadata = access.catalog.load_table_metadata(ident)
     locations = [found for path in (metadata.location, *(metadata.properties.get(k) for k in LOCATION_PROPERTIES))
                  if path and (found := S3Location.parse(path)) is not None]
     signer = access.service.signers[access.prefix]
     request = parse_request(body.method, body.uri, body.headers, body.body, signer.endpoint)
-    check_request(request, locations, access.principal.can(access.prefix, WRITE), ".".join(ident))
+    check_request(request, locations, access.may_write(ident), ".".join(ident))
     headers = signer.sign(request.method, body.uri, body.region, body.headers)
     return JSONResponse({"uri": body.uri, "headers": headers},
                         headers={"Cache-Control": "no-cache" if request.write else "private"})

@@ -22,6 +22,7 @@ from tablestore.rest.access import (
     WriteAccess,
     identifier_of,
 )
+from tablestore.rest.grants import Privilege, table_securable
 from tablestore.rest.limits import check_properties
 from tablestore.rest.models import (
     CommitTableRequest,
@@ -33,11 +34,9 @@ from tablestore.rest.models import (
 from tablestore.rest.namespaces import page
 from tablestore.rest.security import LOCATION_PROPERTIES
 from tablestore.rest.served_catalog import ServedSqlCatalog
-from tablestore.spec.metadata import TableMetadata, new_table_metadata
-from tablestore.spec.partitioning import UNPARTITIONED_SPEC, PartitionSpec
-from tablestore.spec.schema import Schema
-from tablestore.spec.sorting import UNSORTED_ORDER, SortOrder
-from tablestore.spec.updates import (
+from tablestore.spec.metadata.table_metadata import TableMetadata, new_table_metadata
+from tablestore.spec.metadata.update_models import (
+    AssertCreate,
     SetLocationUpdate,
     SetPropertiesUpdate,
     TableRequirement,
@@ -45,6 +44,9 @@ from tablestore.spec.updates import (
     requirement_from_json,
     update_from_json,
 )
+from tablestore.spec.partitioning.partition_spec import UNPARTITIONED_SPEC, PartitionSpec
+from tablestore.spec.partitioning.sort_order import UNSORTED_ORDER, SortOrder
+from tablestore.spec.schemas.schema import Schema
 
 router = APIRouter(prefix="/v1/{prefix}", tags=["tables"])
 T = TypeVar("T")
@@ -108,6 +110,20 @@ def _changes(access: Access, change: CommitTableRequest) -> tuple[list[TableRequ
     return requirements, updates
 
 
+def require_commit(access: Access, ident: Identifier, requirements: list[TableRequirement]) -> None:
+    """A commit needs WRITE on the table; one that creates it (a staged create's assert-create)
+    needs CREATE on its namespace too."""
+    if any(isinstance(r, AssertCreate) for r in requirements):
+        access.require_namespace(Privilege.CREATE, ident[:-1])
+    access.require_table(Privilege.WRITE, ident)
+
+
+def require_rename(access: Access, source: Identifier, destination: Identifier) -> None:
+    """A rename drops the source and creates the destination."""
+    access.require_table(Privilege.DROP, source)
+    access.require_namespace(Privilege.CREATE, destination[:-1])
+
+
 @router.get("/namespaces/{namespace}/tables")
 def list_tables(
     namespace: str,
@@ -115,7 +131,9 @@ def list_tables(
     page_token: str | None = Query(default=None, alias="pageToken"),
     page_size: int | None = Query(default=None, alias="pageSize"),
 ) -> dict[str, Any]:
-    found, token = page(access.catalog.list_tables(access.parse_namespace(namespace)), page_token, page_size)
+    ns = access.parse_namespace(namespace)
+    whole = access.require_listing(ns)
+    found, token = page(access.visible(access.catalog.list_tables(ns), "table", whole), page_token, page_size)
     return {"identifiers": [{"namespace": list(i[:-1]), "name": i[-1]} for i in found], "next-page-token": token}
 
 
@@ -123,6 +141,7 @@ def list_tables(
 def create_table(namespace: str, body: CreateTableRequest, access: WriteAccess) -> Response:
     catalog = access.catalog
     ident = access.parse_identifier(namespace, body.name)
+    access.require_namespace(Privilege.CREATE, ident[:-1])
     schema = parsed("schema", lambda: Schema.from_json(body.schema_))
     spec = parsed("partition-spec", partial(PartitionSpec.from_json, body.partition_spec)) \
         if body.partition_spec else UNPARTITIONED_SPEC
@@ -151,6 +170,10 @@ def create_table(namespace: str, body: CreateTableRequest, access: WriteAccess) 
 @router.post("/namespaces/{namespace}/register")
 def register_table(namespace: str, body: RegisterTableRequest, access: WriteAccess) -> Response:
     ident = access.parse_identifier(namespace, body.name)
+    access.require_namespace(Privilege.CREATE, ident[:-1])
+    if body.overwrite:
+        # Overwriting replaces an existing table's metadata: a commit of it.
+        access.require_table(Privilege.WRITE, ident)
     access.check_location(body.metadata_location, "metadata location")
     # Checked before registering: a table whose files live elsewhere must not enter the catalog.
     access.check_location(read_metadata_file(access.catalog.io, body.metadata_location).location, "table location")
@@ -177,6 +200,7 @@ def load_table(
     if_none_match: str | None = Header(default=None),
 ) -> Response:
     ident = access.parse_identifier(namespace, table)
+    access.require_table(Privilege.READ, ident)
     location, metadata = access.catalog.load_table_metadata(ident)
     etag = _etag(location, snapshots)
     if if_none_match and (if_none_match.strip() == "*" or etag in [t.strip() for t in if_none_match.split(",")]):
@@ -190,7 +214,9 @@ def load_table(
 
 @router.head("/namespaces/{namespace}/tables/{table}", status_code=204)
 def table_exists(namespace: str, table: str, access: ReadAccess) -> Response:
-    exists = access.catalog.table_exists(access.parse_identifier(namespace, table))
+    ident = access.parse_identifier(namespace, table)
+    access.require_table(Privilege.READ, ident)
+    exists = access.catalog.table_exists(ident)
     return Response(status_code=204 if exists else 404)
 
 
@@ -198,6 +224,7 @@ def table_exists(namespace: str, table: str, access: ReadAccess) -> Response:
 def commit_table(namespace: str, table: str, body: CommitTableRequest, access: WriteAccess) -> Response:
     ident = access.parse_identifier(namespace, table)
     requirements, updates = _changes(access, body)
+    require_commit(access, ident, requirements)
     location, metadata = access.catalog.commit_table(ident, requirements, updates)
     # A response object skips FastAPI's jsonable_encoder, which costs more than the commit's SQL.
     return table_response(access, location, metadata, with_config=False)
@@ -210,7 +237,10 @@ def drop_table(
     access: WriteAccess,
     purge_requested: bool = Query(default=False, alias="purgeRequested"),
 ) -> Response:
-    access.catalog.drop_table(access.parse_identifier(namespace, table), purge=purge_requested)
+    ident = access.parse_identifier(namespace, table)
+    access.require_table(Privilege.DROP, ident)
+    access.catalog.drop_table(ident, purge=purge_requested)
+    access.forget(table_securable(ident))
     return Response(status_code=204)
 
 
@@ -218,7 +248,9 @@ def drop_table(
 def rename_table(body: RenameRequest, access: WriteAccess) -> Response:
     source = identifier_of(body.source.namespace, body.source.name)
     destination = identifier_of(body.destination.namespace, body.destination.name)
+    require_rename(access, source, destination)
     access.catalog.rename_table(source, destination)
+    access.moved(source, destination)
     return Response(status_code=204)
 
 
@@ -227,7 +259,7 @@ def report_metrics(
     namespace: str, table: str, access: ReadAccess, _body: Annotated[dict[str, Any] | None, Body()] = None
 ) -> Response:
     # Accepted and dropped: the spec makes reporting best-effort, and no one reads them here.
-    access.parse_identifier(namespace, table)
+    access.require_table(Privilege.READ, access.parse_identifier(namespace, table))
     return Response(status_code=204)
 
 
@@ -238,7 +270,9 @@ def commit_transaction(body: CommitTransactionRequest, access: WriteAccess) -> R
         if change.identifier is None:
             raise ValidationError("every table change of a transaction needs its 'identifier'")
         ident = identifier_of(change.identifier.namespace, change.identifier.name)
-        changes.append((ident, *_changes(access, change)))
+        requirements, updates = _changes(access, change)
+        require_commit(access, ident, requirements)
+        changes.append((ident, requirements, updates))
     if not changes:
         raise ValidationError("a transaction needs at least one table change")
     catalog: Catalog = access.catalog
@@ -246,4 +280,4 @@ def commit_transaction(body: CommitTransactionRequest, access: WriteAccess) -> R
     return Response(status_code=204)
 
 
-__all__ = ["load_result", "parsed", "router", "table_response"]
+__all__ = ["load_result", "parsed", "require_commit", "require_rename", "router", "table_response"]

@@ -17,14 +17,14 @@ from typing import Any
 
 from tablestore.errors import CommitConflictError, InvalidArgumentError, ValidationError
 from tablestore.rest.limits import check_properties
-from tablestore.spec.schema import Schema
-from tablestore.spec.view import (
+from tablestore.spec.metadata.view import (
     ViewHistoryEntry,
     ViewMetadata,
     ViewVersion,
     add_schema,
     expire_versions,
 )
+from tablestore.spec.schemas.schema import Schema
 
 
 def check_view_requirements(requirements: list[Any], metadata: ViewMetadata) -> None:

@@ -18,12 +18,13 @@ from tablestore.rest.access import (
     WriteAccess,
     identifier_of,
 )
+from tablestore.rest.grants import Privilege, table_securable
 from tablestore.rest.limits import check_properties
 from tablestore.rest.models import CommitViewRequest, CreateViewRequest, RegisterViewRequest, RenameRequest
 from tablestore.rest.namespaces import page
-from tablestore.rest.tables import parsed
+from tablestore.rest.tables import parsed, require_rename
 from tablestore.rest.view_updates import apply_view_updates, check_view_requirements, new_view_from_request
-from tablestore.spec.view import ViewMetadata
+from tablestore.spec.metadata.view import ViewMetadata
 
 router = APIRouter(prefix="/v1/{prefix}", tags=["views"])
 
@@ -40,7 +41,9 @@ def list_views(
     page_token: str | None = Query(default=None, alias="pageToken"),
     page_size: int | None = Query(default=None, alias="pageSize"),
 ) -> dict[str, Any]:
-    found, token = page(access.catalog.list_views(access.parse_namespace(namespace)), page_token, page_size)
+    ns = access.parse_namespace(namespace)
+    whole = access.require_listing(ns)
+    found, token = page(access.visible(access.catalog.list_views(ns), "table", whole), page_token, page_size)
     return {"identifiers": [{"namespace": list(i[:-1]), "name": i[-1]} for i in found], "next-page-token": token}
 
 
@@ -49,6 +52,7 @@ def create_view(namespace: str, body: CreateViewRequest, access: WriteAccess) ->
     check_properties(body.properties, "view properties")
     catalog = access.catalog
     ident = access.parse_identifier(namespace, body.name, "view")
+    access.require_namespace(Privilege.CREATE, ident[:-1])
     if not catalog.namespace_exists(ident[:-1]):
         raise NoSuchNamespaceError(f"Namespace does not exist: {'.'.join(ident[:-1])}")
     if catalog.table_exists(ident):
@@ -70,6 +74,7 @@ def register_view(namespace: str, body: RegisterViewRequest, access: WriteAccess
     dropped view), as register does for tables."""
     catalog = access.catalog
     ident = access.parse_identifier(namespace, body.name, "view")
+    access.require_namespace(Privilege.CREATE, ident[:-1])
     location = normalize_location(body.metadata_location)
     access.check_location(location, "metadata location")
     metadata = read_view_metadata_file(catalog.io, location)
@@ -85,13 +90,17 @@ def register_view(namespace: str, body: RegisterViewRequest, access: WriteAccess
 
 @router.get("/namespaces/{namespace}/views/{view}")
 def load_view(namespace: str, view: str, access: ReadAccess) -> dict[str, Any]:
-    location, metadata = access.catalog.load_view_metadata(access.parse_identifier(namespace, view, "view"))
+    ident = access.parse_identifier(namespace, view, "view")
+    access.require_table(Privilege.READ, ident)
+    location, metadata = access.catalog.load_view_metadata(ident)
     return _result(access, location, metadata)
 
 
 @router.head("/namespaces/{namespace}/views/{view}", status_code=204)
 def view_exists(namespace: str, view: str, access: ReadAccess) -> Response:
-    exists = access.catalog.view_exists(access.parse_identifier(namespace, view, "view"))
+    ident = access.parse_identifier(namespace, view, "view")
+    access.require_table(Privilege.READ, ident)
+    exists = access.catalog.view_exists(ident)
     return Response(status_code=204 if exists else 404)
 
 
@@ -99,6 +108,7 @@ def view_exists(namespace: str, view: str, access: ReadAccess) -> Response:
 def replace_view(namespace: str, view: str, body: CommitViewRequest, access: WriteAccess) -> Any:
     catalog = access.catalog
     ident = access.parse_identifier(namespace, view, "view")
+    access.require_table(Privilege.WRITE, ident)
     base_location, base = catalog.load_view_metadata(ident)
     check_view_requirements(body.requirements, base)
     metadata = parsed("view update", lambda: apply_view_updates(base, body.updates, time.time_ns() // 1_000_000))
@@ -112,16 +122,20 @@ def replace_view(namespace: str, view: str, body: CommitViewRequest, access: Wri
 
 @router.delete("/namespaces/{namespace}/views/{view}", status_code=204)
 def drop_view(namespace: str, view: str, access: WriteAccess) -> Response:
-    access.catalog.drop_view(access.parse_identifier(namespace, view, "view"))
+    ident = access.parse_identifier(namespace, view, "view")
+    access.require_table(Privilege.DROP, ident)
+    access.catalog.drop_view(ident)
+    access.forget(table_securable(ident))
     return Response(status_code=204)
 
 
 @router.post("/views/rename", status_code=204)
 def rename_view(body: RenameRequest, access: WriteAccess) -> Response:
-    access.catalog.rename_view(
-        identifier_of(body.source.namespace, body.source.name, "view"),
-        identifier_of(body.destination.namespace, body.destination.name, "view"),
-    )
+    source = identifier_of(body.source.namespace, body.source.name, "view")
+    destination = identifier_of(body.destination.namespace, body.destination.name, "view")
+    require_rename(access, source, destination)
+    access.catalog.rename_view(source, destination)
+    access.moved(source, destination)
     return Response(status_code=204)
 
 

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 from tablestore.errors import CommitConflictError, CommitStateUnknownError
 from tablestore.spark.write_task import delete_quietly
-from tablestore.spec.expressions import Expression
-from tablestore.spec.manifest import DataFile
-from tablestore.spec.metadata import Snapshot
+from tablestore.spec.expressions.expression_tree import Expression
+from tablestore.spec.manifests.manifest import DataFile
+from tablestore.spec.metadata.table_metadata import Snapshot
 from tablestore.table import CommitIdentity, Table, TableTransaction
 
 # Snapshot summary key naming the Spark write that produced a snapshot: a batch write's abort()

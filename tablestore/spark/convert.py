@@ -18,9 +18,10 @@ from pyspark.sql import types as st
 from pyspark.sql.datasource import Filter
 
 from tablestore.errors import SchemaError, TableStoreError
-from tablestore.spec import expressions as ex
-from tablestore.spec.schema import Schema
-from tablestore.spec.types import (
+from tablestore.spec.expressions import expression_tree as ex
+from tablestore.spec.expressions.binding import bind
+from tablestore.spec.schemas.schema import Schema
+from tablestore.spec.schemas.types import (
     BinaryType,
     BooleanType,
     DateType,
@@ -236,7 +237,7 @@ def filter_to_expression(f: Filter, schema: Schema) -> ex.BooleanExpression | No
         expr = _convert(f, schema)
         if expr is None:
             return None
-        ex.bind(schema, expr)  # literals that do not fit the column stay with Spark
+        bind(schema, expr)  # literals that do not fit the column stay with Spark
         return expr
     except (TableStoreError, TypeError, ValueError, OverflowError):
         return None

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -70,8 +69,7 @@ def load_config_from(config_json: str | None) -> LakehouseConfig:
 
 
 def config_to_json(config: LakehouseConfig) -> str:
-    text = config.to_json()
-    return text if isinstance(text, str) else json.dumps(text)
+    return config.model_dump_json()
 
 
 def table_options(name: str, config: LakehouseConfig | None, catalog: str | None) -> dict[str, str]:

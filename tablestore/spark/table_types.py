@@ -19,8 +19,8 @@ from pyspark.sql import types as T
 
 from tablestore.errors import SchemaError
 from tablestore.spark.convert import spark_type as spark_type_of
-from tablestore.spec.schema import type_to_arrow
-from tablestore.spec.types import (
+from tablestore.spec.schemas.schema import type_to_arrow
+from tablestore.spec.schemas.types import (
     BinaryType,
     BooleanType,
     DateType,

@@ -28,11 +28,11 @@ from tablestore.catalog_manager import CatalogManager
 from tablestore.io import FileIO, load_file_io
 from tablestore.spark.convert import from_spark_table, spark_arrow_schema
 from tablestore.spark.options import load_config_from
-from tablestore.spec.content_file_json import content_file_to_json
-from tablestore.spec.manifest import DataFile
-from tablestore.spec.partitioning import PartitionSpec
-from tablestore.spec.schema import Schema
-from tablestore.spec.types import IcebergType, StructType
+from tablestore.spec.manifests.content_file_json import content_file_to_json
+from tablestore.spec.manifests.manifest import DataFile
+from tablestore.spec.partitioning.partition_spec import PartitionSpec
+from tablestore.spec.schemas.schema import Schema
+from tablestore.spec.schemas.types import IcebergType, StructType
 from tablestore.table import Table
 from tablestore.table.write.conform import conform_to_schema
 from tablestore.table.write.data_files import WriteContext
@@ -137,7 +137,7 @@ def write_task(target: WriteTarget, iterator: Iterator[pa.RecordBatch]) -> Table
 
 def described_write_task(target: WriteTarget) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """:func:`write_task` as a ``mapInArrow`` function: one row per task, the JSON descriptions
-    of its files (:mod:`tablestore.spec.content_file_json`) and where it ran."""
+    of its files (:mod:`tablestore.spec.manifests.content_file_json`) and where it ran."""
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         context = TaskContext.get()

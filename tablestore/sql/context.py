@@ -46,7 +46,7 @@ class SessionContext:
 
     def planner(self) -> QueryPlanner:
         """A planner for one statement's queries (it registers the temporary views they read)."""
-        planner = QueryPlanner(self.spark, self.manager, self.config.to_json())
+        planner = QueryPlanner(self.spark, self.manager, self.config.model_dump_json())
         planner.options = self.options
         return planner
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tablestore.errors import NoSuchTableError, SchemaError
-from tablestore.spec.schema import IdCounter, Schema, assign_fresh_ids
-from tablestore.spec.types import NestedField, StructType, parse_sql_type, sql_type_name
-from tablestore.spec.view import SQLViewRepresentation, View
+from tablestore.spec.metadata.view import SQLViewRepresentation, View
+from tablestore.spec.schemas.schema import IdCounter, Schema, assign_fresh_ids
+from tablestore.spec.schemas.types import NestedField, StructType, parse_sql_type, sql_type_name
 from tablestore.sql import statements as st
 from tablestore.sql.result import StatementResult
 

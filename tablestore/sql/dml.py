@@ -25,10 +25,10 @@ from tablestore.errors import SchemaError, ValidationError
 from tablestore.spark.commit import OVERWRITE, REPLACE_PARTITIONS, FilesCommit
 from tablestore.spark.table_types import static_column, typed_for_table
 from tablestore.spark.tasks.write_files import WrittenFiles, commit_written, table_target, write_files
-from tablestore.spec import conversions
-from tablestore.spec.expressions import And, EqualTo, Expression, IsNull, Reference
-from tablestore.spec.transforms import IdentityTransform
-from tablestore.spec.types import sql_type_name
+from tablestore.spec.expressions.expression_tree import And, EqualTo, Expression, IsNull, Reference
+from tablestore.spec.partitioning.transforms import IdentityTransform
+from tablestore.spec.schemas import conversions
+from tablestore.spec.schemas.types import sql_type_name
 from tablestore.sql import statements as st
 from tablestore.sql.options import COMMIT_ID, INSERT_OVERWRITE_MODE
 from tablestore.sql.query import spark_errors
@@ -140,7 +140,7 @@ def overwrite_mode(context: SessionContext, table: Table) -> str:
 def write_query(context: SessionContext, table: Table, df: Any) -> WrittenFiles:
     """Spark tasks write the rows of ``df`` (typed for ``table``) as data files; nothing commits."""
     with spark_errors():
-        return write_files(df, table_target(table, context.config.to_json()))
+        return write_files(df, table_target(table, context.config.model_dump_json()))
 
 
 def insert(context: SessionContext, s: st.Insert) -> StatementResult:
@@ -153,7 +153,7 @@ def run_insert(context: SessionContext, table: Table, s: st.Insert) -> Statement
     clause = resolve_partition_clause(table, s.partition)
     static = clause.static
     targets = _targets(table, s, clause)
-    df = context.planner().dataframe(s.query)
+    df = context.planner().dataframe(s.query, s.query_tokens)
     if len(df.columns) != len(targets):
         raise _column_count_error(table, len(df.columns), targets, clause)
     df = typed_for_table(table, df, targets)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tablestore.errors import SchemaError, TableAlreadyExistsError, ValidationError
-from tablestore.spec.types import parse_sql_type
+from tablestore.spec.schemas.types import parse_sql_type
 from tablestore.sql import statements as st
 from tablestore.sql.ddl import table_schema_from_columns
 from tablestore.sql.parse_external import AddPartitions, MsckRepair, partition_column_def

@@ -1,7 +1,7 @@
 """The row lineage metadata columns in queries: ``SELECT _row_id, _last_updated_sequence_number FROM t``.
 
 As in Iceberg's Spark integration, the two columns of a format v3 table (see
-:mod:`tablestore.spec.row_lineage`) are hidden: selectable by name, never part of ``*``. A
+:mod:`tablestore.spec.schemas.row_lineage`) are hidden: selectable by name, never part of ``*``. A
 query that names one reads its tables through the ``tablestore`` source with the
 ``row-lineage`` option (the columns appended), and each ``*`` or ``t.*`` over such a table is
 spelled out as the table's own columns, so the hidden ones stay out of it.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from tablestore.spec.row_lineage import ROW_LINEAGE_BY_NAME
+from tablestore.spec.schemas.row_lineage import ROW_LINEAGE_BY_NAME
 
 LINEAGE_OPTION = "row-lineage"
 

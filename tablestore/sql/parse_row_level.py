@@ -16,14 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError as SqlglotParseError
-from sqlglot.errors import TokenError
 
 from tablestore.errors import ParseError
 from tablestore.sql import statements as st
-from tablestore.sql.tokens import Cursor
+from tablestore.sql.tokens import Cursor, parse_tokens
 
 
 @dataclass(frozen=True)
@@ -67,15 +65,14 @@ def parse_alter_table(c: Cursor, name: st.Name, is_view: bool) -> st.Statement |
 
 
 def _tree(c: Cursor, kind: type[exp.Expr]) -> exp.Expr:
+    # sqlglot parses the whole statement from the tokens the script was lexed into once.
     try:
-        tree = sqlglot.parse_one(c.sql, read="spark")
+        tree = parse_tokens(c.sql, c.tokens)
     except SqlglotParseError as e:
         err = e.errors[0] if e.errors else {}
         line = err.get("line")
         raise ParseError(f"syntax error: {err.get('description', str(e))}",
                          (line + c.line_offset) if line is not None else None, err.get("col"), c.sql) from None
-    except TokenError as e:
-        raise ParseError(f"syntax error: {e}", sql=c.sql) from None
     if not isinstance(tree, kind):
         raise c.error(f"cannot parse this as a {kind.__name__.upper()} statement")
     c.pos = len(c.tokens)

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from sqlglot.tokens import TokenType
 
 from tablestore.errors import SchemaError
-from tablestore.spec.types import parse_sql_type
+from tablestore.spec.schemas.types import parse_sql_type
 from tablestore.sql import statements as st
 from tablestore.sql.tokens import Cursor
 

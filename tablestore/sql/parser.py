@@ -1,16 +1,17 @@
 """The statement parser: catalog, DDL and DML statements in Spark SQL syntax.
 
-Queries are not parsed here: their text goes to Spark SQL after table names are resolved
-(see :mod:`tablestore.sql.query`). Everything else is parsed by a small recursive-descent
+Queries are not parsed here: their text and their tokens, lexed once with the script, go to
+the query planner (:mod:`tablestore.sql.query`), whose sqlglot parse resolves their table
+names before Spark SQL runs them. Everything else is parsed by a small recursive-descent
 parser over sqlglot's tokens, so an error points at the line and column of the mistake.
 """
 
 from __future__ import annotations
 
-from sqlglot.tokens import TokenType
+from sqlglot.tokens import Token, TokenType
 
 from tablestore.errors import ParseError, SchemaError
-from tablestore.spec.types import parse_sql_type
+from tablestore.spec.schemas.types import parse_sql_type
 from tablestore.sql import (
     parse_external,
     parse_partition,
@@ -40,7 +41,7 @@ def parse_statement(statement: StatementText | str) -> st.Statement:
     cursor = Cursor(statement)
     first = cursor.word()
     if first in _QUERY_STARTS:
-        return st.Query(statement.text)
+        return st.Query(statement.text, cursor.rest_tokens())
     handler = _HANDLERS.get(first)
     if handler is None:
         token = cursor.peek()
@@ -217,6 +218,7 @@ def _create_table(c: Cursor, or_replace: bool, external: bool) -> st.Statement:
     partitioned: tuple[str, ...] = ()
     properties: dict[str, str] = {}
     query = None
+    query_tokens: tuple[Token, ...] = ()
     while not c.at_end():
         if c.accept("USING") or c.accept("STORED", "AS"):
             using = c.identifier("a format name").lower()
@@ -232,13 +234,14 @@ def _create_table(c: Cursor, or_replace: bool, external: bool) -> st.Statement:
             query = c.rest_text()
             if not query:
                 raise c.error("expected a query after AS")
+            query_tokens = c.rest_tokens()
             c.pos = len(c.tokens)
         else:
             raise c.error(f"unexpected {c.next_text()!r} in CREATE TABLE")
     if not columns and query is None and not external:
         raise c.error("CREATE TABLE needs a column list or AS SELECT ...")
     return st.CreateTable(c.sql, name, columns, if_not_exists, or_replace, external, using, partitioned,
-                          comment, location, properties, query)
+                          comment, location, properties, query, query_tokens)
 
 
 def _create_view(c: Cursor, or_replace: bool) -> st.Statement:
@@ -267,8 +270,10 @@ def _create_view(c: Cursor, or_replace: bool) -> st.Statement:
     query = c.rest_text()
     if not query:
         raise c.error("expected a query after AS")
+    query_tokens = c.rest_tokens()
     c.pos = len(c.tokens)
-    return st.CreateView(c.sql, name, query, or_replace, if_not_exists, tuple(columns), comment, properties)
+    return st.CreateView(c.sql, name, query, or_replace, if_not_exists, tuple(columns), comment, properties,
+                         query_tokens)
 
 
 def _create_function(c: Cursor, or_replace: bool) -> st.Statement:
@@ -377,8 +382,9 @@ def _insert(c: Cursor) -> st.Statement:
         raise c.error("expected VALUES or a query")
     if c.word() not in _QUERY_STARTS:
         raise c.error(f"expected VALUES or SELECT but found {c.next_text()!r}")
+    query_tokens = c.rest_tokens()
     c.pos = len(c.tokens)
-    return st.Insert(c.sql, name, overwrite, tuple(partition), tuple(columns), query)
+    return st.Insert(c.sql, name, overwrite, tuple(partition), tuple(columns), query, query_tokens)
 
 
 _HANDLERS = {

@@ -67,7 +67,7 @@ def _run(session: SessionContext, catalog: Catalog, args: dict[str, Any], mode: 
     from tablestore.sql.query import spark_errors
 
     with spark_errors():
-        source = table_source(session.spark, source_table, [*on, *columns], session.config.to_json())
+        source = table_source(session.spark, source_table, [*on, *columns], session.config.model_dump_json())
         outcome = merge_in_tasks(target, source, on, columns, mode, policy, duplicates)
     snapshot = outcome.snapshot
     return StatementResult(

@@ -24,7 +24,7 @@ import datetime
 from typing import TYPE_CHECKING, Any
 
 from tablestore.errors import NoSuchSnapshotError, ValidationError
-from tablestore.spec.metadata import MAIN_BRANCH, WAP_ID_PROPERTY
+from tablestore.spec.metadata.table_metadata import MAIN_BRANCH, WAP_ID_PROPERTY
 from tablestore.sql.procedures import Parameter, procedure
 from tablestore.sql.result import StatementResult
 

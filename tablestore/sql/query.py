@@ -13,13 +13,14 @@ import importlib
 import itertools
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError as SqlglotParseError
+from sqlglot.tokens import Token
 
 from tablestore import errors
 from tablestore.errors import (
@@ -34,9 +35,10 @@ from tablestore.errors import (
 )
 from tablestore.spark.datasource.source_read import resolve_ref
 from tablestore.spark.native.native_read import read_with_options
-from tablestore.spec.row_lineage import ROW_LINEAGE_BY_NAME
-from tablestore.spec.view import DEFAULT_DIALECT, SQLViewRepresentation, View
+from tablestore.spec.metadata.view import DEFAULT_DIALECT, SQLViewRepresentation, View
+from tablestore.spec.schemas.row_lineage import ROW_LINEAGE_BY_NAME
 from tablestore.sql.lineage_columns import LINEAGE_OPTION, hide_from_stars, references_row_lineage
+from tablestore.sql.tokens import parse_tokens
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -56,9 +58,11 @@ _view_ids = itertools.count(1)
 logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
 
 
-def parse_query(sql: str) -> exp.Expression:
+def parse_query(sql: str, tokens: Sequence[Token] = ()) -> exp.Expression:
+    """sqlglot's Spark parse of a query, from the ``tokens`` the statement parser lexed when it
+    has them (a statement's ``query_tokens``), else from the text."""
     try:
-        tree = sqlglot.parse_one(sql, read="spark")
+        tree = parse_tokens(sql, tokens) if tokens else sqlglot.parse_one(sql, read="spark")
     except SqlglotParseError as e:
         err = e.errors[0] if e.errors else {}
         raise ParseError(f"syntax error: {err.get('description', str(e))}", err.get("line"), err.get("col"),
@@ -105,13 +109,16 @@ class QueryPlanner:
         self._bound[(name,)] = view
 
     # -- the entry point -----------------------------------------------------------------------
-    def dataframe(self, sql: str) -> DataFrame:
-        rewritten = self.rewrite(sql)
+    def dataframe(self, sql: str, tokens: Sequence[Token] = ()) -> DataFrame:
+        """The query as a Spark DataFrame; ``tokens``, when given, are the query's tokens as the
+        statement parser lexed them (a statement's ``query_tokens``), so it is not lexed again."""
+        rewritten = self.rewrite(sql, tokens)
         with spark_errors():
             return self.spark.sql(rewritten)
 
-    def rewrite(self, sql: str) -> str:
-        tree = parse_query(sql)
+    def rewrite(self, sql: str, tokens: Sequence[Token] = ()) -> str:
+        """The query in Spark SQL over the temporary views it reads (registered here)."""
+        tree = parse_query(sql, tokens)
         outer, self._row_lineage = self._row_lineage, references_row_lineage(tree)
         try:
             return self._rewrite(tree)
@@ -326,8 +333,8 @@ class QueryPlanner:
 def _version_snapshot(table: Any, version: exp.Version) -> int:
     """The snapshot id a metadata table's ``VERSION AS OF`` (a snapshot id, branch or tag) or
     ``TIMESTAMP AS OF`` (a timestamp string) selects."""
-    from tablestore.table import parse_timestamp_ms
     from tablestore.table.read.scan import select_snapshot
+    from tablestore.table.timestamps import epoch_ms
 
     value = version.expression
     if not isinstance(value, exp.Literal):
@@ -339,7 +346,7 @@ def _version_snapshot(table: Any, version: exp.Version) -> int:
         else:
             snapshot = select_snapshot(table.metadata, int(value.this))
     else:
-        snapshot = select_snapshot(table.metadata, None, parse_timestamp_ms(str(value.this)))
+        snapshot = select_snapshot(table.metadata, None, epoch_ms(str(value.this)))
     if snapshot is None:
         raise ValidationError(f"table {table.name} has no snapshot at {version.sql('spark')}")
     return int(snapshot.snapshot_id)

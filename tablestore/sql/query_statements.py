@@ -3,7 +3,7 @@ the client a partition at a time."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -13,15 +13,17 @@ from tablestore.sql.query import spark_errors
 from tablestore.sql.result import StatementResult
 
 if TYPE_CHECKING:
+    from sqlglot.tokens import Token
+
     from tablestore.sql.context import SessionContext
 
 
-def query_arrow(context: SessionContext, sql: str) -> pa.RecordBatchReader:
+def query_arrow(context: SessionContext, sql: str, tokens: Sequence[Token] = ()) -> pa.RecordBatchReader:
     """The rows of a query as a RecordBatchReader, fetched from Spark a partition at a time
-    (``.read_all()`` collects them into one table)."""
+    (``.read_all()`` collects them into one table); ``tokens`` as the statement parser lexed it."""
     from tablestore.spark.result_stream import result_stream
 
-    df = context.planner().dataframe(sql)
+    df = context.planner().dataframe(sql, tokens)
     with spark_errors():
         reader = result_stream(df)
 
@@ -33,4 +35,4 @@ def query_arrow(context: SessionContext, sql: str) -> pa.RecordBatchReader:
 
 
 def query(context: SessionContext, s: st.Query) -> StatementResult:
-    return StatementResult.from_stream(query_arrow(context, s.sql))
+    return StatementResult.from_stream(query_arrow(context, s.sql, s.query_tokens))

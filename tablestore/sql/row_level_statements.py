@@ -40,8 +40,9 @@ from tablestore.spark.options import quote_name
 from tablestore.spark.table_types import typed_assignments
 from tablestore.spark.tasks.row_level_tasks import DELETE, INSERT, UPDATE, RowLevelOutcome, apply_changes
 from tablestore.spark.tasks.row_source import SOURCE_NAME, native_row_positions, register
-from tablestore.spec.expression_parser import parse_filter
-from tablestore.spec.expressions import AlwaysTrue, BooleanExpression, bind
+from tablestore.spec.expressions.binding import bind
+from tablestore.spec.expressions.expression_parser import parse_filter
+from tablestore.spec.expressions.expression_tree import AlwaysTrue, BooleanExpression
 from tablestore.sql.parse_row_level import DeleteFrom, MergeClause, MergeInto, UpdateTable
 from tablestore.sql.query import METADATA_TABLES, QueryPlanner, parse_query, spark_errors
 from tablestore.sql.result import StatementResult
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from tablestore.catalog import Catalog
-    from tablestore.spec.metadata import Snapshot
+    from tablestore.spec.metadata.table_metadata import Snapshot
     from tablestore.sql.context import SessionContext
     from tablestore.table import Table
 

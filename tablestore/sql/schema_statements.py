@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tablestore.spec.types import parse_sql_type
+from tablestore.spec.schemas.types import parse_sql_type
 from tablestore.sql.parse_schema import (
     AddColumnAction,
     AlterColumnAction,

@@ -1,8 +1,18 @@
-"""The statements the SQL layer understands, as plain data produced by the parser."""
+"""The statements the SQL layer understands, as plain data produced by the parser.
+
+A statement that holds a query keeps the query's tokens too (``query_tokens``, lexed once with
+the script, see :mod:`tablestore.sql.tokens`), so the query planner parses the query from them
+without lexing it again; () means the planner lexes the text. They take no part in comparing
+statements: two statements are equal when their text and their parts are.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sqlglot.tokens import Token
 
 Name = tuple[str, ...]
 
@@ -15,6 +25,8 @@ class Statement:
 @dataclass(frozen=True)
 class Query(Statement):
     """A query run by Spark SQL (SELECT, WITH, VALUES, TABLE, FROM ...)."""
+
+    query_tokens: tuple[Token, ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -102,6 +114,7 @@ class CreateTable(Statement):
     location: str | None = None
     properties: dict[str, str] = field(default_factory=dict)
     query: str | None = None
+    query_tokens: tuple[Token, ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -144,6 +157,7 @@ class Insert(Statement):
     partition: tuple[tuple[str, str | None], ...] = ()
     columns: tuple[str, ...] = ()
     query: str = ""
+    query_tokens: tuple[Token, ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -155,6 +169,7 @@ class CreateView(Statement):
     columns: tuple[tuple[str, str | None], ...] = ()
     comment: str | None = None
     properties: dict[str, str] = field(default_factory=dict)
+    query_tokens: tuple[Token, ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ def _create_table_as(context: SessionContext, s: st.CreateTable, query: str, cat
     is dropped again and a replaced table is registered back, as it was."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    df = context.planner().dataframe(query)  # resolves every name and type before anything changes
+    df = context.planner().dataframe(query, s.query_tokens)  # resolves every name and type before anything changes
     # The Arrow schema toArrow() would give the rows (UTC timestamps), without running the query.
     schema = to_arrow_schema(df.schema, timezone="UTC")
     replaced = catalog.load_table_metadata(identifier)[0] if exists else None

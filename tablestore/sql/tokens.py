@@ -2,13 +2,22 @@
 
 sqlglot's Spark tokenizer does the lexing, so quoting, comments and string escapes follow
 Spark SQL; every token keeps its line, column and offsets, so errors point at the user's text.
+
+A script is lexed once. Each statement gets its run of the script's tokens, moved to count
+from the statement's own start (:func:`relocate`), which is what lexing its text alone would
+give; a query inside a statement keeps its run of the statement's tokens, and sqlglot's parser
+reads the query from them, moved to count from the query's start (:func:`parse_tokens`),
+instead of lexing it again, so its errors keep the positions they had.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sqlglot import exp
 from sqlglot.dialects.spark import Spark
+from sqlglot.errors import ParseError as SqlglotParseError
 from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
@@ -43,17 +52,68 @@ def split_statements(script: str) -> list[StatementText]:
     tokens = tokenize(script)
     out: list[StatementText] = []
     current: list[Token] = []
+    after_separator = 0  # where the text before the current statement begins
     for token in [*tokens, None]:
         if token is None or token.token_type == TokenType.SEMICOLON:
             if current:
                 start, end = current[0].start, current[-1].end + 1
                 text = script[start:end]
-                relocated = tokenize(text)
-                out.append(StatementText(text, current[0].line, tuple(relocated)))
+                following = token.start if token is not None else len(script)
+                lexed = relocate(current) if lexed_alone(script, current, after_separator, following) else None
+                out.append(StatementText(text, current[0].line, lexed or tuple(tokenize(text))))
             current = []
+            after_separator = token.end + 1 if token is not None else len(script)
         else:
             current.append(token)
     return out
+
+
+def lexed_alone(sql: str, run: Sequence[Token], before: int, after: int) -> bool:
+    """Whether lexing ``run``'s own text alone gives ``run`` again, moved (:func:`relocate`):
+    ``run`` is a run of the tokens of ``sql`` with nothing but ``sql[before:after]`` around it
+    that lexing saw. When not, only lexing that text again can tell its tokens.
+
+    sqlglot attaches a comment to the token before it on the same line, else to the next
+    token, so a comment next to the run (between ``before`` and its first token, or between
+    its last token and ``after``) may sit on a token of the run; its own text would not have
+    it. A first token spanning lines would leave the columns of the first line unknown.
+    """
+    first, last = run[0], run[-1]
+    if before > first.start:
+        return False  # the run starts inside a token (sqlglot reads 21L as the tokens 21 :: L)
+    if sql[before:first.start].strip() or sql[last.end + 1:after].strip():
+        return False
+    return "\n" not in sql[first.start:first.end + 1] and "\r" not in sql[first.start:first.end + 1]
+
+
+def relocate(run: Sequence[Token]) -> tuple[Token, ...]:
+    """Copies of ``run`` with offsets counted from its first token's start, lines from that
+    token's line and, on that line, columns from its column.
+
+    A token's line and column are those of its last character (sqlglot's), so the first
+    token's column less its length is how far into its line the run begins.
+    """
+    first = run[0]
+    lines_before = first.line - 1
+    shift = first.col - (first.end - first.start + 1)
+    return tuple(
+        Token(t.token_type, t.text, t.line - lines_before, t.col - shift if t.line == first.line else t.col,
+              t.start - first.start, t.end - first.start, list(t.comments))
+        for t in run
+    )
+
+
+def parse_tokens(sql: str, tokens: Sequence[Token]) -> exp.Expr:
+    """sqlglot's Spark parse of ``sql`` from its ``tokens`` (a run of tokens whose own text is
+    ``sql`` and that :func:`lexed_alone` accepts; moved here to count from ``sql``'s start),
+    with what ``sqlglot.parse_one(sql, read="spark")`` returns or raises: a statement, a Block of
+    several, or sqlglot's ParseError."""
+    # The parser may keep a token's comment list in the tree it builds: it gets copies, so the
+    # tokens a statement carries stay as they are however often the statement runs.
+    result = _DIALECT.parser().parse(list(relocate(tokens)), sql)
+    if not result or result[0] is None:
+        raise SqlglotParseError(f"No expression was parsed from '{sql}'")
+    return exp.Block(expressions=result) if len(result) > 1 else result[0]
 
 
 def token_column(token: Token) -> int:
@@ -217,6 +277,17 @@ class Cursor:
         if token is None:
             return ""
         return self.sql[token.start:]
+
+    def rest_tokens(self) -> tuple[Token, ...]:
+        """The statement's tokens from the current one on, the tokens of :meth:`rest_text`, for
+        :func:`parse_tokens`; () when only lexing that text again can tell its tokens (a comment
+        just before it; a first word that Spark's tokenizer reads as a command, such as EXPLAIN,
+        and so takes the rest of the text as one string)."""
+        if self.at_end() or self.tokens[self.pos].token_type in Spark.Tokenizer.COMMANDS:
+            return ()
+        before = self.tokens[self.pos - 1].end + 1 if self.pos > 0 else 0
+        rest = self.tokens[self.pos:]
+        return tuple(rest) if lexed_alone(self.sql, rest, before, len(self.sql)) else ()
 
     def text_between(self, first: Token, last: Token) -> str:
         return self.sql[first.start:last.end + 1]

@@ -25,7 +25,8 @@ def create_view(context: SessionContext, s: st.CreateView) -> StatementResult:
             return StatementResult()
         if not s.or_replace:
             raise AlreadyExistsError(f"view {'.'.join(identifier)} already exists; use CREATE OR REPLACE VIEW")
-    df = context.planner().dataframe(s.query)  # resolves every name now, so a broken view is never stored
+    # Resolves every name now, so a broken view is never stored.
+    df = context.planner().dataframe(s.query, s.query_tokens)
     arrow_schema = df.limit(0).toArrow().schema  # no rows: only the schema
     if s.columns:
         if len(s.columns) != len(arrow_schema):

@@ -20,14 +20,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from tablestore.errors import TableStoreError, ValidationError
 from tablestore.io import FileIO
 from tablestore.names import metadata_directory
-from tablestore.spec.expressions import Expression
-from tablestore.spec.manifest import DataFile
-from tablestore.spec.metadata import MAIN_BRANCH, Snapshot, SnapshotRef, TableMetadata
-from tablestore.spec.partitioning import PartitionSpec
-from tablestore.spec.schema import Schema
+from tablestore.spec.expressions.expression_tree import Expression
+from tablestore.spec.manifests.manifest import DataFile
+from tablestore.spec.metadata.table_metadata import MAIN_BRANCH, Snapshot, SnapshotRef, TableMetadata
+from tablestore.spec.partitioning.partition_spec import PartitionSpec
+from tablestore.spec.schemas.schema import Schema
 from tablestore.table.ops.data import TableTransaction, write_files
 from tablestore.table.ops.overwrite import replace_partitions_producer
 from tablestore.table.read.scan import FileTask, TableScan
+from tablestore.table.timestamps import epoch_ms
 from tablestore.table.update.identity import CommitIdentity
 from tablestore.table.update.transaction import commit_snapshot
 from tablestore.table.write.data_files import WriteContext
@@ -49,23 +50,6 @@ __all__ = ["CommitIdentity", "FileTask", "Table", "TableScan", "TableTransaction
 
 #: The table property that lets writes be staged with a ``wap.id`` or go to ``spark.wap.branch``.
 WAP_ENABLED = "write.wap.enabled"
-
-
-def parse_timestamp_ms(value: int | float | str | datetime.datetime | datetime.date) -> int:
-    if isinstance(value, bool):
-        raise ValidationError("as_of_timestamp must be a datetime, an ISO string or epoch milliseconds")
-    if isinstance(value, int | float):
-        return int(value)
-    if isinstance(value, str):
-        try:
-            value = datetime.datetime.fromisoformat(value)
-        except ValueError:
-            raise ValidationError(f"as_of_timestamp {value!r} is not an ISO-8601 timestamp") from None
-    if isinstance(value, datetime.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=datetime.UTC)
-        return int(value.timestamp() * 1000)
-    return int(datetime.datetime(value.year, value.month, value.day, tzinfo=datetime.UTC).timestamp() * 1000)
 
 
 class Table:
@@ -236,7 +220,7 @@ class Table:
             ref = self.branch
         return TableScan(
             self.io, self.metadata, self.engine, filter=filter, columns=columns, snapshot_id=snapshot_id,
-            as_of_timestamp_ms=parse_timestamp_ms(as_of_timestamp) if as_of_timestamp is not None else None,
+            as_of_timestamp_ms=epoch_ms(as_of_timestamp, "as_of_timestamp") if as_of_timestamp is not None else None,
             ref=ref, case_sensitive=case_sensitive, limit=limit,
             planner=self.catalog.scan_planner(self.identifier),
         )

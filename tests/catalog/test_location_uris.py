@@ -16,7 +16,7 @@ import pytest
 
 from tablestore.catalog import load_catalog
 from tablestore.io import load_file_io
-from tablestore.spec.manifest import read_manifest, snapshot_manifests
+from tablestore.spec.manifests.manifest import read_manifest, snapshot_manifests
 
 
 def test_to_location_uri_spells_local_paths_as_file_uris(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

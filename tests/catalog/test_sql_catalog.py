@@ -47,7 +47,7 @@ def _rows(uri: str, sql: str, **params: Any) -> list[tuple[Any, ...]]:
 
 
 def _set_properties(**props: str) -> Any:
-    from tablestore.spec.updates import update_from_json
+    from tablestore.spec.metadata.update_models import update_from_json
 
     return update_from_json({"action": "set-properties", "updates": props})
 
@@ -235,7 +235,7 @@ def test_load_table_returns_a_table(catalog: SqlCatalog) -> None:
 
 
 def test_commit_table(catalog: SqlCatalog, warehouse: Warehouse) -> None:
-    from tablestore.spec.updates import requirement_from_json
+    from tablestore.spec.metadata.update_models import requirement_from_json
 
     catalog.create_namespace("db")
     catalog.create_table("db.t", SCHEMA)
@@ -262,7 +262,7 @@ def test_commit_table(catalog: SqlCatalog, warehouse: Warehouse) -> None:
 
 def test_commit_creates_table_with_assert_create(catalog: SqlCatalog, warehouse: Warehouse) -> None:
     """A create transaction (as a REST client sends it) goes through commit_table."""
-    from tablestore.spec.updates import requirement_from_json, update_from_json
+    from tablestore.spec.metadata.update_models import requirement_from_json, update_from_json
 
     catalog.create_namespace("db")
     table_uuid = str(uuid.uuid4())
@@ -365,7 +365,7 @@ def test_two_processes_commit_to_sqlite(tmp_path: Path) -> None:
         import sys
         from tablestore.catalog.sql_catalog import SqlCatalog
         from tablestore.errors import CommitConflictError
-        from tablestore.spec.updates import update_from_json
+        from tablestore.spec.metadata.update_models import update_from_json
         writer = sys.argv[1]
         catalog = SqlCatalog("procs", uri={uri!r}, warehouse={warehouse!r})
         for i in range(15):

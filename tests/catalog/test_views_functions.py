@@ -25,7 +25,7 @@ from tablestore.errors import (
     TableAlreadyExistsError,
     UnsupportedError,
 )
-from tablestore.spec.view import parse_view_metadata
+from tablestore.spec.metadata.view import parse_view_metadata
 from tests.conftest import Warehouse
 
 TABLE_SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("country", pa.string())])

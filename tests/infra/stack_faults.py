@@ -30,8 +30,8 @@ from infra.compose_stack import Stack
 from infra.dagster_client import STATUS, DagsterClient, RunResult
 from infra.landing_feed import LandingBucketWriter
 from infra.stack_pipeline import drive
-from tablestore.spec.manifest import read_manifest, read_manifest_list
-from tablestore.spec.metadata import TableMetadata
+from tablestore.spec.manifests.manifest import read_manifest, read_manifest_list
+from tablestore.spec.metadata.table_metadata import TableMetadata
 
 BUCKET = "lakehouse"
 EVENT_PAGE = """query($id: ID!, $cursor: String) { logsForRun(runId: $id, afterCursor: $cursor) { __typename

@@ -5,6 +5,7 @@ only properties the pinned Trino knows; ``docker-compose config`` accepts it."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -28,6 +29,7 @@ TRINO_CATALOG = INFRA / "trino" / "catalog" / "lakehouse.properties"
 # The image's WORKDIR: /app/<path> inside the image is <path> in this repository.
 IMAGE_ROOT = "/app/"
 TRINO_VERSION = "476"
+KEYCLOAK_VERSION = "26.7.3"
 
 # Catalog properties Trino 476 knows, as used here. Sources (Trino 476 documentation):
 # https://trino.io/docs/476/connector/iceberg.html (connector.name, iceberg.catalog.type),
@@ -256,9 +258,33 @@ def test_healthchecks_wait_for_real_readiness() -> None:
 def test_trino_is_an_opt_in_profile_the_pipeline_is_told_about() -> None:
     services = _services()
     assert services["trino"]["profiles"] == ["trino"]
-    assert [n for n, s in services.items() if "profiles" in s] == ["trino"]
+    assert [n for n, s in services.items() if "profiles" in s] == ["trino", "keycloak"]
     assert _compose()["x-lakehouse-env"]["LAKEHOUSE_PROFILES"] == "${COMPOSE_PROFILES:-}"
     assert _env_example()["COMPOSE_PROFILES"] == "trino"  # a user's full stack has Trino
+
+
+def test_keycloak_is_an_opt_in_profile_whose_realm_the_catalog_trusts() -> None:
+    keycloak = _services()["keycloak"]
+    assert keycloak["profiles"] == ["keycloak"] and keycloak["image"] == f"quay.io/keycloak/keycloak:{KEYCLOAK_VERSION}"
+    command = keycloak["command"]
+    assert command[0] == "start-dev" and "--import-realm" in command
+    hostname = command[command.index("--hostname") + 1]
+    assert hostname == f"http://keycloak:{command[command.index('--http-port') + 1]}"
+    assert _published("keycloak") == {"8080": "8180"}
+    assert "./infra/keycloak:/opt/keycloak/data/import:ro" in keycloak["volumes"]
+    realm = json.loads((INFRA / "keycloak" / "lakehouse-realm.json").read_text())
+    # Its secrets come from the environment (Keycloak resolves ${VAR} when it imports the file).
+    secrets = {c["secret"].strip("${}") for c in realm["clients"]}
+    assert secrets <= set(keycloak["environment"]) and secrets <= set(_env_example())
+    env = _env_example()
+    text = re.sub(r"\$\{(\w+)\}", lambda m: env[m.group(1)], STACK_CONFIG.read_text())
+    (issuer,) = server_settings(parse_config(text, source=str(STACK_CONFIG))).oidc
+    assert issuer.issuer == f"{hostname}/realms/{realm['realm']}"
+    assert issuer.token_endpoint == f"{issuer.issuer}/protocol/openid-connect/token"
+    assert set(issuer.roles) == {r["name"] for r in realm["roles"]["realm"]}
+    audience = next(m["config"]["included.custom.audience"] for s in realm["clientScopes"] if s["name"] == "catalog"
+                    for m in s["protocolMappers"] if m["protocolMapper"] == "oidc-audience-mapper")
+    assert audience == issuer.audience
 
 
 def test_spark_applications_do_not_starve_and_work_outside_the_venv() -> None:
@@ -377,8 +403,9 @@ def test_stack_config_parses_and_serves_the_metastore() -> None:
     config = parse_config(text, source=str(STACK_CONFIG))
     settings = server_settings(config)
     assert settings.catalogs == ("metastore",) and settings.port == int(_container_port("catalog", "--port"))
-    assert {p.name for p in settings.tokens.values()} == {"trino", "spark", "dagster"}
-    assert settings.clients["trino"][1].can("metastore", "write")  # Trino's OAuth2 client
+    assert {p.name for p in settings.tokens} == {"trino", "spark", "dagster"}
+    trino = settings.client("trino")
+    assert trino is not None and trino.can("metastore", "write")  # Trino's OAuth2 client
     assert config.default_catalog == "lakehouse" and config.catalog("lakehouse").type == "rest"
     assert config.spark.master == f"sc://spark-connect:{_container_port('spark-connect', '--port')}"
     # The pipeline's external landing table lies on the volume the catalog, Dagster and Spark share.

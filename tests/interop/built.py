@@ -17,7 +17,7 @@ from typing import Any
 
 import tablestore
 from tablestore.catalog import Catalog, read_metadata_file
-from tablestore.spec.schema import Schema
+from tablestore.spec.schemas.schema import Schema
 from tablestore.table import Table
 from tests.interop.fixture_tables import FIXTURES, NAMESPACE, FixtureTable
 from tests.interop.rows import canonical_rows

@@ -19,8 +19,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from tablestore.spec.schema import Schema, arrow_to_schema
-from tablestore.spec.types import NestedField, UUIDType
+from tablestore.spec.schemas.schema import Schema, arrow_to_schema
+from tablestore.spec.schemas.types import NestedField, UUIDType
 from tablestore.table import Table
 
 UTC = datetime.UTC

@@ -14,8 +14,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from tablestore.spec.schema import Schema
-from tablestore.spec.types import (
+from tablestore.spec.schemas.schema import Schema
+from tablestore.spec.schemas.types import (
     BinaryType,
     FixedType,
     IcebergType,

@@ -20,7 +20,7 @@ import pytest
 from pyiceberg.table import StaticTable
 
 from tablestore.catalog.sql_catalog import SqlCatalog
-from tablestore.spec.manifest import ManifestContent, read_manifest_list
+from tablestore.spec.manifests.manifest import ManifestContent, read_manifest_list
 from tests.interop.fixture_tables import events
 from tests.interop.readers import duckdb_connect
 from tests.interop.rows import canonical_rows
@@ -254,7 +254,7 @@ def test_duckdb_writes_a_v3_table_with_deletion_vectors_that_tablestore_reads_al
 def test_tablestore_dvs_are_read_by_duckdb_and_merge_the_dvs_duckdb_wrote(duck: Any, direct: SqlCatalog) -> None:
     """Both ways on format v3: DuckDB and pyiceberg read a table with our deletion vectors, and
     our merge-on-read delete on DuckDB's v3 table merges DuckDB's DV into ours."""
-    from tablestore.spec.manifest import FileFormat
+    from tablestore.spec.manifests.manifest import FileFormat
 
     mor = {"write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read"}
     direct.create_namespace("dv")

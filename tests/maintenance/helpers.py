@@ -11,7 +11,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 import tablestore
-from tablestore.spec.manifest import DataFile
+from tablestore.spec.manifests.manifest import DataFile
 from tablestore.table.ops.position_deletes import write_position_deletes
 from tablestore.table.update.snapshot import RowDelta, since
 from tablestore.table.update.transaction import commit_snapshot

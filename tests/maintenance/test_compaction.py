@@ -10,8 +10,8 @@ import pytest
 
 import tablestore
 from tablestore.errors import CommitConflictError, ValidationError
-from tablestore.spec.expressions import AlwaysTrue
-from tablestore.spec.metadata import Snapshot
+from tablestore.spec.expressions.expression_tree import AlwaysTrue
+from tablestore.spec.metadata.table_metadata import Snapshot
 from tablestore.table.read.scan import plan_files
 from tests.conftest import CATALOGS_ON_EVERY_STORAGE
 from tests.maintenance.helpers import SCHEMA, add_position_deletes, rows

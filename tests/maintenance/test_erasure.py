@@ -16,7 +16,7 @@ import tablestore
 from tablestore.cli import main
 from tablestore.errors import NoSuchSnapshotError, ValidationError
 from tablestore.maintenance.erasure import ErasureVerificationError
-from tablestore.spec.expressions import AlwaysTrue
+from tablestore.spec.expressions.expression_tree import AlwaysTrue
 from tablestore.table.read.scan import plan_files
 from tablestore.table.update.transaction import FixedChange
 from tests.conftest import CATALOGS_ON_EVERY_STORAGE, CatalogTarget
@@ -144,10 +144,10 @@ def test_erasure_refuses_tables_with_tags_unless_told(db_catalog: tablestore.Cat
     catalog = db_catalog
     table = catalog.create_table("db.users", schema=SCHEMA)
     tagged = table.append(rows(10))
-    from tablestore.spec.updates import AssertTableUUID, SetSnapshotRefUpdate
+    from tablestore.spec.metadata.update_models import AssertTableUUID, SetSnapshotRefUpdate
 
-    table.transaction().add_change(FixedChange([AssertTableUUID(table.metadata.table_uuid)],
-                                               [SetSnapshotRefUpdate("audit-2024", tagged.snapshot_id, "tag")]),
+    table.transaction().add_change(FixedChange([AssertTableUUID(uuid=table.metadata.table_uuid)],
+                                               [SetSnapshotRefUpdate(ref_name="audit-2024", snapshot_id=tagged.snapshot_id, type="tag")]),
                                    ).commit_transaction()
     table.append(rows(10, 10))
     with pytest.raises(ValidationError, match="audit-2024"):

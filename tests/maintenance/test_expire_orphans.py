@@ -13,7 +13,7 @@ import tablestore
 from tablestore.errors import NoSuchSnapshotError, ValidationError
 from tablestore.maintenance.orphans import referenced_files
 from tablestore.maintenance.reachable import normalize_path
-from tablestore.spec.updates import AssertTableUUID, SetSnapshotRefUpdate
+from tablestore.spec.metadata.update_models import AssertTableUUID, SetSnapshotRefUpdate
 from tablestore.table.update.transaction import FixedChange
 from tests.conftest import CATALOGS_ON_EVERY_STORAGE
 from tests.maintenance.helpers import SCHEMA, rows
@@ -77,7 +77,7 @@ def test_default_age_keeps_recent_snapshots_and_properties_set_a_floor(db_catalo
 def test_tags_and_branches_keep_their_snapshots(db_catalog: tablestore.Catalog) -> None:
     table = _history(db_catalog)
     first = table.snapshots()[0].snapshot_id
-    table.transaction().add_change(FixedChange([AssertTableUUID(table.metadata.table_uuid)], [SetSnapshotRefUpdate("v1", first, "tag")])).commit_transaction()
+    table.transaction().add_change(FixedChange([AssertTableUUID(uuid=table.metadata.table_uuid)], [SetSnapshotRefUpdate(ref_name="v1", snapshot_id=first, type="tag")])).commit_transaction()
     result = table.maintenance().expire_snapshots(older_than=int(time.time() * 1000) + 1, retain_last=1)
     assert first not in result.expired_snapshot_ids and len(result.expired_snapshot_ids) == 2
     assert _ids(table.refresh(), first) == list(range(30))

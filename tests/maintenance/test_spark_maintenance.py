@@ -9,7 +9,7 @@ import pytest
 
 import tablestore
 from tablestore.catalog_manager import CatalogManager
-from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
+from tablestore.config import LakehouseConfig, SparkConfig, SqlCatalogConfig
 from tests.maintenance.helpers import SCHEMA, rows, subject_rows_in_files
 
 pytestmark = pytest.mark.spark
@@ -22,8 +22,8 @@ from tablestore.spark import SparkEngine, spark_session  # noqa: E402
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[CatalogManager, SparkSession]]:
     root: Path = tmp_path_factory.mktemp("spark-maint")
-    catalog = CatalogConfig("lake", "sql", {"uri": f"sqlite:///{root}/c.db", "warehouse": str(root / "wh")}, "db")
-    config = LakehouseConfig("lake", {"lake": catalog}, SparkConfig("local[2]", {"spark.sql.shuffle.partitions": "4"}))
+    catalog = SqlCatalogConfig(name="lake", properties={"uri": f"sqlite:///{root}/c.db", "warehouse": str(root / "wh")}, default_database="db")
+    config = LakehouseConfig(default_catalog="lake", catalogs={"lake": catalog}, spark=SparkConfig(master="local[2]", conf={"spark.sql.shuffle.partitions": "4"}))
     manager = CatalogManager(config)
     manager.catalog().create_namespace("db")
     session = spark_session(config, app_name="tablestore-maintenance-tests")

@@ -47,6 +47,14 @@ def chromium() -> Iterator[Any]:
         driver.quit()
 
 
+def open_ui(browser: Any, url: str, path: str) -> None:
+    """Open ``path`` of the UI at ``url`` with the "Join the Dagster community" dialog dismissed
+    (see ``materialize_in_ui``)."""
+    browser.get(f"{url}/server_info")
+    browser.execute_script("window.localStorage.setItem('communityNux', JSON.stringify('1'))")
+    browser.get(f"{url}{path}")
+
+
 def _run_ids(url: str) -> set[str]:
     """The ids of every run the instance behind the UI at ``url`` knows (its GraphQL API)."""
     query = "{ runsOrError(limit: 10000) { ... on Runs { results { runId } } } }"

@@ -24,8 +24,12 @@ import requests
 
 from tablestore.catalog.rest import RestCatalog, uuid7
 from tablestore.catalog.sql_catalog import SqlCatalog
-from tablestore.spec.schema import Schema
-from tablestore.spec.updates import AddSchemaUpdate, AssertCurrentSchemaId, SetCurrentSchemaUpdate
+from tablestore.spec.metadata.update_models import (
+    AddSchemaUpdate,
+    AssertCurrentSchemaId,
+    SetCurrentSchemaUpdate,
+)
+from tablestore.spec.schemas.schema import Schema
 from tests.rest.conftest import CATALOG, WRITE_TOKEN, RestService
 
 SCHEMA = pa.schema([pa.field("id", pa.int64())])
@@ -178,7 +182,7 @@ def test_transaction_whose_response_was_lost_is_replayed_and_applied_once(
         client.create_table(f"{namespace}.a", SCHEMA)
         client.create_table(f"{namespace}.b", SCHEMA)
         # Applied twice, the second would fail its requirement (schema 0 is no longer current).
-        change = ([AssertCurrentSchemaId(0)], [AddSchemaUpdate(wider), SetCurrentSchemaUpdate(-1)])
+        change = ([AssertCurrentSchemaId(current_schema_id=0)], [AddSchemaUpdate(schema_=wider), SetCurrentSchemaUpdate(schema_id=-1)])
         client.commit_tables([(f"{namespace}.a", *change), (f"{namespace}.b", *change)])
     finally:
         client.close()

@@ -22,7 +22,7 @@ from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.config import load_config
 from tablestore.errors import ConfigError
 from tablestore.rest.settings import server_settings
-from tablestore.spec.updates import requirement_from_json, update_from_json
+from tablestore.spec.metadata.update_models import requirement_from_json, update_from_json
 from tests.rest.conftest import (
     CATALOG,
     CLIENT_ID,

@@ -126,14 +126,14 @@ def test_a_multi_table_transaction_commits_all_tables_or_none(rest_service: Rest
         direct.close()
 
     # The client's commit_tables goes through the same endpoint.
-    from tablestore.spec.updates import AssertTableUUID, SetPropertiesUpdate
+    from tablestore.spec.metadata.update_models import AssertTableUUID, SetPropertiesUpdate
 
     client = rest_service.client()
     try:
         a, b = client.load_table(f"{ns}.a"), client.load_table(f"{ns}.b")
         results = client.commit_tables([
-            ((ns, "a"), [AssertTableUUID(a.metadata.table_uuid)], [SetPropertiesUpdate({"owner": "z"})]),
-            ((ns, "b"), [AssertTableUUID(b.metadata.table_uuid)], [SetPropertiesUpdate({"owner": "z"})]),
+            ((ns, "a"), [AssertTableUUID(uuid=a.metadata.table_uuid)], [SetPropertiesUpdate(updates={"owner": "z"})]),
+            ((ns, "b"), [AssertTableUUID(uuid=b.metadata.table_uuid)], [SetPropertiesUpdate(updates={"owner": "z"})]),
         ])
         assert [m.properties["owner"] for _, m in results] == ["z", "z"]
     finally:

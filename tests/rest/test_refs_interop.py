@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from tablestore.errors import CommitConflictError
-from tablestore.spec.updates import AssertRefSnapshotId, SetSnapshotRefUpdate
+from tablestore.spec.metadata.update_models import AssertRefSnapshotId, SetSnapshotRefUpdate
 from tests.services import RestService
 
 SCHEMA = pa.schema([pa.field("id", pa.int64())])
@@ -60,12 +60,12 @@ def test_the_service_refuses_a_ref_update_whose_assertion_no_longer_holds(rest_s
     second = table.append(batch(2))
     table.manage_snapshots().create_branch(first.snapshot_id, "audit").commit()
     with pytest.raises(CommitConflictError):
-        ours.commit_table(f"{ns}.t", [AssertRefSnapshotId("audit", second.snapshot_id)],
-                          [SetSnapshotRefUpdate("audit", second.snapshot_id, "branch")])
+        ours.commit_table(f"{ns}.t", [AssertRefSnapshotId(ref="audit", snapshot_id=second.snapshot_id)],
+                          [SetSnapshotRefUpdate(ref_name="audit", snapshot_id=second.snapshot_id, type="branch")])
     assert table.refresh().refs()["audit"].snapshot_id == first.snapshot_id
     with pytest.raises(CommitConflictError):  # the ref must not exist yet
-        ours.commit_table(f"{ns}.t", [AssertRefSnapshotId("audit", None)],
-                          [SetSnapshotRefUpdate("audit", second.snapshot_id, "branch")])
-    ours.commit_table(f"{ns}.t", [AssertRefSnapshotId("audit", first.snapshot_id)],
-                      [SetSnapshotRefUpdate("audit", second.snapshot_id, "branch")])
+        ours.commit_table(f"{ns}.t", [AssertRefSnapshotId(ref="audit", snapshot_id=None)],
+                          [SetSnapshotRefUpdate(ref_name="audit", snapshot_id=second.snapshot_id, type="branch")])
+    ours.commit_table(f"{ns}.t", [AssertRefSnapshotId(ref="audit", snapshot_id=first.snapshot_id)],
+                      [SetSnapshotRefUpdate(ref_name="audit", snapshot_id=second.snapshot_id, type="branch")])
     assert table.refresh().refs()["audit"].snapshot_id == second.snapshot_id

@@ -30,7 +30,7 @@ from tablestore.errors import TableStoreError
 from tablestore.names import metadata_file_uuid
 from tablestore.rest.idempotency import IDEMPOTENCY_KEYS, fingerprint
 from tablestore.rest.replicas import keyed_uuid, written_for
-from tablestore.spec.updates import AssertTableUUID, SetPropertiesUpdate
+from tablestore.spec.metadata.update_models import AssertTableUUID, SetPropertiesUpdate
 from tests.rest.conftest import CATALOG, CLIENT_ID, CLIENT_SECRET, WRITE_TOKEN, RestService, write_config
 from tests.services import PostgresServer
 
@@ -280,8 +280,8 @@ def test_a_retry_finds_whether_a_dead_replicas_commit_landed(replicas: list[Rest
     key = uuid7()
     path = f"/v1/{CATALOG}/namespaces/ns/tables/t"
     body = json.dumps({"identifier": {"namespace": ["ns"], "name": "t"},
-                       "requirements": [AssertTableUUID(table_uuid).to_json()],
-                       "updates": [SetPropertiesUpdate({"run": "1"}).to_json()]}).encode()
+                       "requirements": [AssertTableUUID(uuid=table_uuid).to_json()],
+                       "updates": [SetPropertiesUpdate(updates={"run": "1"}).to_json()]}).encode()
     engine = create_engine(a.catalog_uri)
     direct = SqlCatalog(CATALOG, **a.direct_properties())
     try:
@@ -295,12 +295,12 @@ def test_a_retry_finds_whether_a_dead_replicas_commit_landed(replicas: list[Rest
             # ... and its commit, with the metadata file named after the key as the service names it.
             named = metadata_file_uuid.set(keyed_uuid(key))
             try:
-                done, _ = direct.commit_table(("ns", "t"), [AssertTableUUID(table_uuid)],
-                                              [SetPropertiesUpdate({"run": "1"})])
+                done, _ = direct.commit_table(("ns", "t"), [AssertTableUUID(uuid=table_uuid)],
+                                              [SetPropertiesUpdate(updates={"run": "1"})])
             finally:
                 metadata_file_uuid.reset(named)
             # Another writer moved the table on since.
-            direct.commit_table(("ns", "t"), [], [SetPropertiesUpdate({"other": "1"})])
+            direct.commit_table(("ns", "t"), [], [SetPropertiesUpdate(updates={"other": "1"})])
         retried = requests.post(f"{a.uri}{path}", data=body, timeout=60,
                                 headers={**AUTH, "Idempotency-Key": key, "Content-Type": "application/json"})
         assert retried.status_code == 200, retried.text

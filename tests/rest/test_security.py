@@ -39,7 +39,13 @@ def test_missing_or_wrong_tokens_get_401(rest_service: RestService) -> None:
             response = _get(rest_service, path, headers)
             assert response.status_code == 401, (headers, path)
             assert response.json()["error"]["type"] == "NotAuthorizedException"
-            assert response.headers["WWW-Authenticate"] == "Bearer"
+            # RFC 6750 3.1: a refused bearer token is an invalid_token, a missing one has no error code.
+            challenge = response.headers["WWW-Authenticate"]
+            if headers.get("Authorization", "").startswith("Bearer "):
+                assert challenge == ('Bearer error="invalid_token", '
+                                     f'error_description="{response.json()["error"]["message"]}"'), challenge
+            else:
+                assert challenge == "Bearer"
 
 
 def test_a_read_only_token_reads_but_cannot_commit(rest_service: RestService) -> None:
@@ -205,7 +211,7 @@ server:
 
 
 @pytest.mark.parametrize(("server", "message"), [
-    ("  port: 1", "no tokens and no clients"),
+    ("  port: 1", "no tokens, no clients and no OIDC issuer"),
     ("  tokens: [{token: short, role: write}]", "shorter than 16"),
     ("  tokens: [{token: aaaaaaaaaaaaaaaaaaaa, role: admin}]", "not one of read, write"),
     ("  tokens: [{token: aaaaaaaaaaaaaaaaaaaa, roles: {other: read}}]", "not served"),
@@ -293,7 +299,8 @@ def test_a_token_in_the_format_issued_before_jwts_is_refused_with_401_saying_to_
 ) -> None:
     old = _legacy_token(b"test-signing-secret", {"sub": CLIENT_ID, "exp": int(time.time()) + 3600})
     response = _get(rest_service, f"{CATALOG}/namespaces", {"Authorization": f"Bearer {old}"})
-    assert response.status_code == 401 and response.headers["WWW-Authenticate"] == "Bearer"
+    assert response.status_code == 401
+    assert response.headers["WWW-Authenticate"].startswith('Bearer error="invalid_token", error_description=')
     assert response.json()["error"]["message"] == (
         "the bearer token is in the format this service issued before it issued JSON Web Tokens, which it no "
         "longer accepts; request a new token at /v1/oauth/tokens")
@@ -310,4 +317,4 @@ def test_serve_refuses_to_start_without_tokens(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "tablestore.cli", "catalog", "serve", "--config", str(config),
                              "--port", "1"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert result.returncode == 1
-    assert "the server has no tokens and no clients" in result.stderr
+    assert "the server has no tokens, no clients and no OIDC issuer" in result.stderr

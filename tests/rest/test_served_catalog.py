@@ -14,7 +14,7 @@ from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import CommitConflictError
 from tablestore.io import OutputFile
 from tablestore.rest.served_catalog import ServedSqlCatalog
-from tablestore.spec.updates import SetPropertiesUpdate
+from tablestore.spec.metadata.update_models import SetPropertiesUpdate
 from tests.rest.conftest import CATALOG, RestService, start_service
 
 SCHEMA = pa.schema([pa.field("id", pa.int64())])
@@ -89,7 +89,7 @@ class RacingWriter:
     def _after(self, _conn: object, _cursor: object, statement: str, *_args: object) -> None:
         if self.armed and "SELECT iceberg_tables.metadata_location" in statement:
             self.commits += 1
-            self.other.commit_table(self.ident, [], [SetPropertiesUpdate({"race": str(self.commits)})])
+            self.other.commit_table(self.ident, [], [SetPropertiesUpdate(updates={"race": str(self.commits)})])
 
 
 def _metadata_writes(served: ServedSqlCatalog) -> list[str]:
@@ -121,13 +121,13 @@ def test_each_attempt_of_a_served_commit_stages_it_once(
         served.create_namespace("db")
         served.create_table("db.t", SCHEMA)
         ident = ("db", "t")
-        served.commit_table(ident, [], [SetPropertiesUpdate({"seen": "1"})])  # the state it last saw
-        other.commit_table(ident, [], [SetPropertiesUpdate({"behind": "1"})])  # now stale
+        served.commit_table(ident, [], [SetPropertiesUpdate(updates={"seen": "1"})])  # the state it last saw
+        other.commit_table(ident, [], [SetPropertiesUpdate(updates={"behind": "1"})])  # now stale
         racer = RacingWriter(served, other, ident)
         written = _metadata_writes(served)
 
         # The stale state loses, the current one wins: two files written, the first deleted.
-        location, metadata = served.commit_table(ident, [], [SetPropertiesUpdate({"a": "1"})])
+        location, metadata = served.commit_table(ident, [], [SetPropertiesUpdate(updates={"a": "1"})])
         attempts = 2 if backend == "postgres" else 1
         assert len(written) == attempts and written[-1] == location
         assert [Path(p.removeprefix("file://")).exists() for p in written] == [False] * (attempts - 1) + [True]
@@ -135,11 +135,11 @@ def test_each_attempt_of_a_served_commit_stages_it_once(
 
         # Another writer wins every race: the state last seen was moved, and so is the current
         # row right after each read. One file per attempt, none left, the client told to retry.
-        other.commit_table(ident, [], [SetPropertiesUpdate({"behind": "2"})])
+        other.commit_table(ident, [], [SetPropertiesUpdate(updates={"behind": "2"})])
         written.clear()
         racer.armed = True
         with pytest.raises(CommitConflictError, match="changed by another commit"):
-            served.commit_table(ident, [], [SetPropertiesUpdate({"b": "1"})])
+            served.commit_table(ident, [], [SetPropertiesUpdate(updates={"b": "1"})])
         racer.armed = False
         assert len(written) == attempts and racer.commits == 1
         assert not any(Path(p.removeprefix("file://")).exists() for p in written)
@@ -150,7 +150,7 @@ def test_each_attempt_of_a_served_commit_stages_it_once(
         # commit needs one attempt.
         served.load_table_metadata(ident)
         written.clear()
-        location, _ = served.commit_table(ident, [], [SetPropertiesUpdate({"c": "1"})])
+        location, _ = served.commit_table(ident, [], [SetPropertiesUpdate(updates={"c": "1"})])
         assert written == [location] and other.load_table("db.t").metadata.properties["c"] == "1"
     finally:
         served.close()

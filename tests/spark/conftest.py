@@ -13,7 +13,7 @@ from pyspark.sql import SparkSession
 
 from tablestore.catalog import Catalog
 from tablestore.catalog_manager import CatalogManager
-from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
+from tablestore.config import LakehouseConfig, SparkConfig, SqlCatalogConfig
 from tablestore.spark import spark_session
 from tablestore.table import Table
 
@@ -38,9 +38,9 @@ class Lake:
 @pytest.fixture(scope="module")
 def lake(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
     root = tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1])
-    catalog = CatalogConfig("lake", "sql", {"uri": f"sqlite:///{root}/catalog.db", "warehouse": str(root / "wh")}, "db")
+    catalog = SqlCatalogConfig(name="lake", properties={"uri": f"sqlite:///{root}/catalog.db", "warehouse": str(root / "wh")}, default_database="db")
     # Few shuffle partitions: the tests' data is small, and each partition costs a Python task.
-    config = LakehouseConfig("lake", {"lake": catalog}, SparkConfig("local[2]", {"spark.sql.shuffle.partitions": "4"}))
+    config = LakehouseConfig(default_catalog="lake", catalogs={"lake": catalog}, spark=SparkConfig(master="local[2]", conf={"spark.sql.shuffle.partitions": "4"}))
     manager = CatalogManager(config)
     manager.catalog().create_namespace("db")
     try:

@@ -18,15 +18,15 @@ import pyarrow as pa
 import pytest
 
 from tablestore.catalog_manager import CatalogManager
-from tablestore.spec.schema import Schema, arrow_to_schema
-from tablestore.spec.types import NestedField, StringType
-from tablestore.spec.updates import (
+from tablestore.spec.metadata.update_models import (
     AddSchemaUpdate,
     AssertCurrentSchemaId,
     SetCurrentSchemaUpdate,
     SetSnapshotRefUpdate,
     TableUpdate,
 )
+from tablestore.spec.schemas.schema import Schema, arrow_to_schema
+from tablestore.spec.schemas.types import NestedField, StringType
 from tablestore.table import Table
 from tests.spark.conftest import Lake
 from tests.values import oracle_rows
@@ -356,7 +356,7 @@ def test_columns_and_filter_options_narrow_the_relation(spark: SparkSession, par
 def add_column(table: Table, column: NestedField) -> None:
     schema = table.schema()
     evolved = Schema((*schema.fields, column), schema.schema_id + 1, schema.identifier_field_ids)
-    table.transaction().add_change(FixedChange([AssertCurrentSchemaId(schema.schema_id)], [AddSchemaUpdate(evolved), SetCurrentSchemaUpdate(-1)])).commit_transaction()
+    table.transaction().add_change(FixedChange([AssertCurrentSchemaId(current_schema_id=schema.schema_id)], [AddSchemaUpdate(schema_=evolved), SetCurrentSchemaUpdate(schema_id=-1)])).commit_transaction()
 
 
 def test_snapshot_id_and_as_of_timestamp_read_older_snapshots(lake: Lake, spark: SparkSession) -> None:
@@ -387,8 +387,8 @@ def test_ref_option_reads_a_tag_a_branch_or_a_snapshot_id(lake: Lake, spark: Spa
     table.append(events(10, 5))
     second = table.current_snapshot()
     assert second is not None
-    refs: list[TableUpdate] = [SetSnapshotRefUpdate("v1", first.snapshot_id, "tag"),
-                               SetSnapshotRefUpdate("audit", second.snapshot_id, "branch")]
+    refs: list[TableUpdate] = [SetSnapshotRefUpdate(ref_name="v1", snapshot_id=first.snapshot_id, type="tag"),
+                               SetSnapshotRefUpdate(ref_name="audit", snapshot_id=second.snapshot_id, type="branch")]
     table.transaction().add_change(FixedChange([], refs)).commit_transaction()
     table.append(events(15, 1))
 

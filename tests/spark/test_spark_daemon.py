@@ -103,10 +103,10 @@ def test_a_new_session_sets_the_arrow_transfer_settings_in_its_jvm(tmp_path: Pat
     # A fresh process: this test process's JVM was started by whichever module ran first.
     script = f"""
 import json
-from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
+from tablestore.config import LakehouseConfig, SparkConfig, SqlCatalogConfig
 from tablestore.spark import spark_session
-catalog = CatalogConfig("lake", "sql", {{"uri": "sqlite:///{tmp_path}/c.db", "warehouse": "{tmp_path}/wh"}})
-spark = spark_session(LakehouseConfig("lake", {{"lake": catalog}}, SparkConfig("local[1]", {{}})))
+catalog = SqlCatalogConfig(name="lake", properties={{"uri": "sqlite:///{tmp_path}/c.db", "warehouse": "{tmp_path}/wh"}})
+spark = spark_session(LakehouseConfig(default_catalog="lake", catalogs={{"lake": catalog}}, spark=SparkConfig(master="local[1]", conf={{}})))
 jvm = spark.sparkContext._jvm
 print(json.dumps({{
     "unsafe": jvm.java.lang.System.getProperty("arrow.enable_unsafe_memory_access"),

@@ -18,8 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from tablestore.catalog import Catalog
-from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
-from tablestore.spec.manifest import DataFile
+from tablestore.config import LakehouseConfig, SparkConfig, SqlCatalogConfig
+from tablestore.spec.manifests.manifest import DataFile
 from tablestore.table import Table
 from tests.values import oracle_rows
 
@@ -74,8 +74,8 @@ def native_rows(start: int, n: int) -> pa.Table:
 @pytest.fixture(scope="module")
 def config(tmp_path_factory: pytest.TempPathFactory) -> LakehouseConfig:
     root = tmp_path_factory.mktemp("native-lake")
-    catalog = CatalogConfig("lake", "sql", {"uri": f"sqlite:///{root}/catalog.db", "warehouse": str(root / "wh")}, "db")
-    return LakehouseConfig("lake", {"lake": catalog}, SparkConfig("local[2]", {"spark.sql.shuffle.partitions": "4"}))
+    catalog = SqlCatalogConfig(name="lake", properties={"uri": f"sqlite:///{root}/catalog.db", "warehouse": str(root / "wh")}, default_database="db")
+    return LakehouseConfig(default_catalog="lake", catalogs={"lake": catalog}, spark=SparkConfig(master="local[2]", conf={"spark.sql.shuffle.partitions": "4"}))
 
 
 @pytest.fixture(scope="module")

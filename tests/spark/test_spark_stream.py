@@ -75,7 +75,7 @@ def test_a_killed_query_restarted_from_its_checkpoint_writes_every_row_exactly_o
     log_path = tmp_path / "job.log"
     with log_path.open("w") as job_log:
         job = subprocess.Popen(
-            [sys.executable, "-m", "tests.spark.stream_job", lake.config.to_json(), "db.killed",
+            [sys.executable, "-m", "tests.spark.stream_job", lake.config.model_dump_json(), "db.killed",
              str(tmp_path / "in"), str(checkpoint)],
             cwd=REPO, stdout=job_log, stderr=subprocess.STDOUT, start_new_session=True,
         )
@@ -137,7 +137,7 @@ def local_path(location: str) -> Path:
 
 
 def _writer(lake: Lake, name: str, complete: bool = False) -> TablestoreStreamWriter:
-    source = TablestoreDataSource({"path": f"db.{name}", "config": lake.config.to_json()})
+    source = TablestoreDataSource({"path": f"db.{name}", "config": lake.config.model_dump_json()})
     writer = source.streamWriter(spark_schema(lake.load(name).schema()), complete)
     assert isinstance(writer, TablestoreStreamWriter)
     return writer

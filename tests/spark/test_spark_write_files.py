@@ -50,7 +50,7 @@ def data_files(table: Table) -> set[str]:
 
 def test_tasks_write_files_and_one_append_commits_them(lake: Lake, spark: SparkSession) -> None:
     table = lake.create("written", SCHEMA)
-    target = table_target(table, lake.config.to_json())
+    target = table_target(table, lake.config.model_dump_json())
     written = write_files(source(lake, spark, "written_src", 1000, 3), target)
 
     assert written.rows == 1000 and len(written.tasks) == len(written.files) == 3
@@ -82,7 +82,7 @@ def test_tasks_write_files_and_one_append_commits_them(lake: Lake, spark: SparkS
 
 def test_rows_of_a_partition_are_brought_to_one_task(lake: Lake, spark: SparkSession) -> None:
     table = lake.create("clustered", SCHEMA, partition_by=["g"])
-    written = write_files(source(lake, spark, "clustered_src", 1000, 3), table_target(table, lake.config.to_json()))
+    written = write_files(source(lake, spark, "clustered_src", 1000, 3), table_target(table, lake.config.model_dump_json()))
     # Three input partitions, each with rows of all four table partitions: one file per partition.
     assert sorted(f.partition for f in written.files) == [(0,), (1,), (2,), (3,)]
     assert sorted(f.record_count for f in written.files) == [250] * 4
@@ -93,7 +93,7 @@ def test_rows_of_a_partition_are_brought_to_one_task(lake: Lake, spark: SparkSes
 
 def test_a_small_write_is_one_task_and_one_file(lake: Lake, spark: SparkSession) -> None:
     table = lake.create("small", SCHEMA)
-    written = write_files(rows(spark, 100, 4), table_target(table, lake.config.to_json()))
+    written = write_files(rows(spark, 100, 4), table_target(table, lake.config.model_dump_json()))
     assert (len(written.tasks), len(written.files), written.rows) == (1, 1, 100)
 
 
@@ -111,7 +111,7 @@ def test_failed_job_leaves_no_file_of_the_write(lake: Lake, spark: SparkSession)
 
     df = source(lake, spark, "failed_src", 2000, 2).withColumn("s", boom("id", "s"))
     with pytest.raises(Exception, match="boom"):
-        write_files(df, table_target(table, lake.config.to_json()))
+        write_files(df, table_target(table, lake.config.model_dump_json()))
     assert data_files(table) == before
     table.refresh()
     assert table.scan().to_arrow().num_rows == 1
@@ -119,7 +119,7 @@ def test_failed_job_leaves_no_file_of_the_write(lake: Lake, spark: SparkSession)
 
 def test_refused_commit_deletes_the_written_files(lake: Lake, spark: SparkSession) -> None:
     table = lake.create("refused", SCHEMA)
-    written = write_files(source(lake, spark, "refused_src", 100, 2), table_target(table, lake.config.to_json()))
+    written = write_files(source(lake, spark, "refused_src", 100, 2), table_target(table, lake.config.model_dump_json()))
     assert len(data_files(table)) == 2
 
     # Another writer adds rows after the write loaded the table: an overwrite of every row would
@@ -136,5 +136,5 @@ def test_refused_commit_deletes_the_written_files(lake: Lake, spark: SparkSessio
 def test_columns_the_table_lacks_fail_before_any_task_runs(lake: Lake, spark: SparkSession) -> None:
     table = lake.create("strict_write", SCHEMA)
     with pytest.raises(Exception, match="bogus"):
-        write_files(rows(spark, 10, 1).withColumn("bogus", F.lit(1)), table_target(table, lake.config.to_json()))
+        write_files(rows(spark, 10, 1).withColumn("bogus", F.lit(1)), table_target(table, lake.config.model_dump_json()))
     assert data_files(table) == set()

@@ -21,16 +21,16 @@ from pathlib import Path
 
 import psutil
 
-from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
+from tablestore.config import LakehouseConfig, SparkConfig, SqlCatalogConfig
 from tablestore.spark import spark_session, write_dataframe
 from tablestore.sql.session import SqlSession
 from tests.sql.bounded_merge_job import CAPPED_DRIVER, PeakRss
 
 
 def main(root: Path, rows: int, pad: int) -> dict[str, object]:
-    catalog = CatalogConfig("lake", "sql", {"uri": f"sqlite:///{root}/catalog.db", "warehouse": str(root / "wh")},
-                            "db")
-    config = LakehouseConfig("lake", {"lake": catalog}, SparkConfig("local[2]", CAPPED_DRIVER))
+    catalog = SqlCatalogConfig(name="lake", properties={"uri": f"sqlite:///{root}/catalog.db", "warehouse": str(root / "wh")},
+                            default_database="db")
+    config = LakehouseConfig(default_catalog="lake", catalogs={"lake": catalog}, spark=SparkConfig(master="local[2]", conf=CAPPED_DRIVER))
     spark = spark_session(config, app_name="tablestore-bounded-column-merge")
     session = SqlSession(config, spark=spark)
     session.execute("CREATE DATABASE db")

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
+from tablestore.config import LakehouseConfig, SparkConfig, SqlCatalogConfig
 from tablestore.sql.session import SqlSession
 
 SHAPE = "SELECT id, concat('row-', id, '-padding-padding'), id * 1.5, id % 1000 FROM range({rows})"
@@ -43,9 +43,9 @@ def peak_rss_mb() -> float:
 
 
 def run(rows: int, conf: dict[str, str], root: Path) -> dict[str, object]:
-    catalog = CatalogConfig("lake", "sql", {"uri": f"sqlite:///{root}/catalog.db", "warehouse": str(root / "wh")},
-                            "db")
-    config = LakehouseConfig("lake", {"lake": catalog}, SparkConfig("local[2]", conf))
+    catalog = SqlCatalogConfig(name="lake", properties={"uri": f"sqlite:///{root}/catalog.db", "warehouse": str(root / "wh")},
+                            default_database="db")
+    config = LakehouseConfig(default_catalog="lake", catalogs={"lake": catalog}, spark=SparkConfig(master="local[2]", conf=conf))
     session = SqlSession(config)
     session.execute("CREATE DATABASE db; CREATE TABLE db.t (id BIGINT, s STRING, x DOUBLE, g BIGINT)")
     spark = session.spark

@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
+from tablestore.config import LakehouseConfig, SparkConfig, SqlCatalogConfig
 from tablestore.spark import spark_session
 from tablestore.sql.session import SqlSession
 
@@ -22,8 +22,8 @@ MODES = ["copy-on-write", "merge-on-read"]
 
 
 def main(url: str, root: Path) -> dict[str, object]:
-    catalog = CatalogConfig("lake", "sql", {"uri": f"sqlite:///{root}/catalog.db", "warehouse": str(root / "wh")}, "db")
-    config = LakehouseConfig("lake", {"lake": catalog}, SparkConfig(url, {}))
+    catalog = SqlCatalogConfig(name="lake", properties={"uri": f"sqlite:///{root}/catalog.db", "warehouse": str(root / "wh")}, default_database="db")
+    config = LakehouseConfig(default_catalog="lake", catalogs={"lake": catalog}, spark=SparkConfig(master=url, conf={}))
     spark = spark_session(config, app_name="tablestore-row-level-connect")
     session = SqlSession(config, spark=spark)
     session.execute("CREATE DATABASE db")

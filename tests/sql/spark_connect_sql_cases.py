@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from tablestore.config import CatalogConfig, LakehouseConfig, SparkConfig
+from tablestore.config import LakehouseConfig, SparkConfig, SqlCatalogConfig
 from tablestore.sql.session import SqlSession
 
 pytestmark = pytest.mark.spark
@@ -31,8 +31,8 @@ from tablestore.spark import REQUIRED_CONF, register_data_source  # noqa: E402
 @pytest.fixture(scope="module")
 def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqlSession]:
     root = tmp_path_factory.mktemp("connect")
-    catalog = CatalogConfig("lake", "sql", {"uri": f"sqlite:///{root}/catalog.db", "warehouse": str(root / "wh")}, "db")
-    config = LakehouseConfig("lake", {"lake": catalog}, SparkConfig("local[2]", {}))
+    catalog = SqlCatalogConfig(name="lake", properties={"uri": f"sqlite:///{root}/catalog.db", "warehouse": str(root / "wh")}, default_database="db")
+    config = LakehouseConfig(default_catalog="lake", catalogs={"lake": catalog}, spark=SparkConfig(master="local[2]", conf={}))
     os.environ["PYSPARK_PYTHON"] = sys.executable
     spark = SparkSession.builder.remote("local[2]").appName("tablestore-connect-sql").getOrCreate()
     assert type(spark).__module__.startswith("pyspark.sql.connect")

@@ -28,7 +28,7 @@ def test_create_v3_table_and_upgrade_v2_with_tblproperties(session: SqlSession) 
 def test_merge_on_read_sql_statements_on_v3_write_one_merged_dv_per_file(session: SqlSession) -> None:
     """DELETE with a subquery, UPDATE and MERGE run through Spark (rows picked by file and
     position); on a v3 table each writes the file's one DV, merged with the last one."""
-    from tablestore.spec.manifest import FileFormat
+    from tablestore.spec.manifests.manifest import FileFormat
 
     s = session
     s.execute("""

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from tablestore.errors import NoSuchSnapshotError, ParseError, TableStoreError, ValidationError
-from tablestore.spec.metadata import SnapshotRef
+from tablestore.spec.metadata.table_metadata import SnapshotRef
 from tablestore.sql.parse_refs import CreateRef, DropRef, ResetOption
 from tablestore.sql.parser import parse_statement
 from tablestore.sql.session import SqlSession

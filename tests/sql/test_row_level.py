@@ -8,8 +8,8 @@ import pyarrow as pa
 import pytest
 
 from tablestore.errors import QueryError, SchemaError, UnsupportedError, ValidationError
-from tablestore.spec.schema import Schema
-from tablestore.spec.types import LongType, NestedField, StringType
+from tablestore.spec.schemas.schema import Schema
+from tablestore.spec.schemas.types import LongType, NestedField, StringType
 from tablestore.sql.session import SqlSession
 
 pytestmark = pytest.mark.spark
@@ -325,7 +325,7 @@ def test_row_positions_source_reads_only_the_columns_option(session: SqlSession,
 
     _setup(session, "merge-on-read")
     register(spark)
-    options = {"config": session.config.to_json(), "columns": "id"}
+    options = {"config": session.config.model_dump_json(), "columns": "id"}
 
     def source_rows() -> list[tuple[int, str, int]]:
         df = spark.read.format(SOURCE_NAME).options(**options).load("cat.db.user")

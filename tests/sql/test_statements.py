@@ -151,13 +151,13 @@ def test_time_travel(session: SqlSession) -> None:
 
 
 def test_time_travel_to_a_tag_and_to_a_snapshot_id_given_as_text(session: SqlSession) -> None:
-    from tablestore.spec.updates import SetSnapshotRefUpdate
+    from tablestore.spec.metadata.update_models import SetSnapshotRefUpdate
 
     session.execute("CREATE TABLE tagged (x INT, s STRING); INSERT INTO tagged VALUES (1, 'a'), (2, 'b')")
     table = session.manager.catalog().load_table(("db", "tagged"))
     first = table.current_snapshot()
     assert first is not None
-    table.transaction().add_change(FixedChange([], [SetSnapshotRefUpdate("release-1", first.snapshot_id, "tag")])).commit_transaction()
+    table.transaction().add_change(FixedChange([], [SetSnapshotRefUpdate(ref_name="release-1", snapshot_id=first.snapshot_id, type="tag")])).commit_transaction()
     session.execute("INSERT INTO tagged VALUES (3, 'c'); INSERT OVERWRITE tagged VALUES (2, 'b'), (3, 'c')")
 
     assert rows(session, "SELECT x, s FROM tagged VERSION AS OF 'release-1' ORDER BY x") == [[1, "a"], [2, "b"]]

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 from tablestore.catalog import Catalog, IdentifierLike
 from tablestore.catalog.sql_catalog import SqlCatalog
-from tablestore.spec.metadata import TableMetadata
-from tablestore.spec.updates import TableRequirement, TableUpdate
+from tablestore.spec.metadata.table_metadata import TableMetadata
+from tablestore.spec.metadata.update_models import TableRequirement, TableUpdate
 
 RIVAL_PROPERTY = "test.rival-commit"
 

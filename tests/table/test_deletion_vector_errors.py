@@ -14,9 +14,9 @@ from pyroaring import BitMap64
 
 from tablestore.errors import CorruptMetadataError
 from tablestore.io import load_file_io
-from tablestore.spec.deletion_vector import DeletionVectorBlob
-from tablestore.spec.manifest import DataFile, DataFileContent, FileFormat, ManifestEntry, ManifestEntryStatus
-from tablestore.spec.puffin import write_puffin
+from tablestore.spec.manifests.deletion_vector import DeletionVectorBlob
+from tablestore.spec.manifests.manifest import DataFile, DataFileContent, FileFormat, ManifestEntry, ManifestEntryStatus
+from tablestore.spec.manifests.puffin import write_puffin
 from tablestore.table.read.deletion_vectors import read_deletion_vector
 from tablestore.table.read.scan import DeleteFileIndex
 

@@ -3,7 +3,7 @@
 Each data file gets at most one live DV: a later delete merges the file's DV (and the Parquet
 position deletes of a table upgraded from v2) into a new one and the commit marks what it
 replaced DELETED. Our Puffin files are parsed with the independent, spec-only parser of
-``tests/spec/test_puffin.py``; pyiceberg reads every table alike. Rewrites (compaction,
+``tests/spec/manifests/test_puffin.py``; pyiceberg reads every table alike. Rewrites (compaction,
 copy-on-write) drop the DVs of the files they replace; expiry keeps a Puffin file while a DV
 in it is live. A concurrent DV for the same data file is a conflict.
 
@@ -24,7 +24,7 @@ from pyiceberg.table import StaticTable
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import CommitConflictError
 from tablestore.maintenance import expire_snapshots, rewrite_data_files
-from tablestore.spec.manifest import (
+from tablestore.spec.manifests.manifest import (
     DataFile,
     DataFileContent,
     FileFormat,
@@ -37,7 +37,7 @@ from tablestore.spec.manifest import (
 from tablestore.table import Table
 from tablestore.table.ops.row_level import apply_positions
 from tablestore.table.read.deletion_vectors import referenced_data_file
-from tests.spec.test_puffin import parse_dv, parse_puffin
+from tests.spec.manifests.test_puffin import parse_dv, parse_puffin
 
 MOR = {f"write.{op}.mode": "merge-on-read" for op in ("delete", "update", "merge")}
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("part", pa.int32())])

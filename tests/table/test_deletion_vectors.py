@@ -22,7 +22,7 @@ import pyarrow as pa
 import pytest
 
 from tablestore.catalog.sql_catalog import SqlCatalog
-from tablestore.spec.manifest import (
+from tablestore.spec.manifests.manifest import (
     DataFileContent,
     FileFormat,
     ManifestContent,

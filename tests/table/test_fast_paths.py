@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import tablestore
-from tablestore.spec.partitioning import build_partition_spec
+from tablestore.spec.partitioning.partition_spec import build_partition_spec
 from tablestore.table.write.conform import conform_to_schema
 from tablestore.table.write.data_files import dense_integer_codes, group_codes, split_by_partition
 

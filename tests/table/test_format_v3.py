@@ -19,7 +19,7 @@ from pyiceberg.table import StaticTable
 from tablestore.catalog import Catalog
 from tablestore.config import parse_config
 from tablestore.errors import UnsupportedError, ValidationError
-from tablestore.spec.manifest import read_manifest_list
+from tablestore.spec.manifests.manifest import read_manifest_list
 from tablestore.sql.session import SqlSession
 from tablestore.table import Table
 

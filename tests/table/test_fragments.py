@@ -12,9 +12,13 @@ import pytest
 
 from tablestore.catalog import Catalog
 from tablestore.errors import CommitConflictError, SchemaError, ValidationError
-from tablestore.spec.schema import Schema
-from tablestore.spec.types import NestedField, StringType
-from tablestore.spec.updates import AddSchemaUpdate, AssertCurrentSchemaId, SetCurrentSchemaUpdate
+from tablestore.spec.metadata.update_models import (
+    AddSchemaUpdate,
+    AssertCurrentSchemaId,
+    SetCurrentSchemaUpdate,
+)
+from tablestore.spec.schemas.schema import Schema
+from tablestore.spec.schemas.types import NestedField, StringType
 from tablestore.table import Table
 from tablestore.table.ops.column_merge import LINEAGE_KEY, Fragment
 from tablestore.table.update.transaction import FixedChange
@@ -51,7 +55,7 @@ def test_fragments_list_files_with_partition_count_and_written_schema(table: Tab
 
 def test_fragment_schema_is_the_one_its_file_was_written_with(table: Table) -> None:
     evolved = Schema((*table.schema().fields, NestedField(4, "email", StringType(), False)), 1)
-    table.transaction().add_change(FixedChange([AssertCurrentSchemaId(0)], [AddSchemaUpdate(evolved, 4), SetCurrentSchemaUpdate(-1)])).commit_transaction()
+    table.transaction().add_change(FixedChange([AssertCurrentSchemaId(current_schema_id=0)], [AddSchemaUpdate(schema_=evolved, last_column_id=4), SetCurrentSchemaUpdate(schema_id=-1)])).commit_transaction()
     table.append(pa.table({"user_id": pa.array([300], pa.int64()), "name": ["x"], "country": ["nl"],
                            "email": ["x@y"]}))
     by_partition = {f.partition: f.schema.schema_id for f in table.fragments()}
@@ -121,7 +125,7 @@ def test_a_concurrent_schema_change_fails_the_commit(table: Table) -> None:
               for f in table.fragments(filter="country = 'de'")]
     other = table.catalog.load_table("db.users")
     evolved = Schema((*other.schema().fields, NestedField(4, "email", StringType(), False)), 1)
-    other.transaction().add_change(FixedChange([AssertCurrentSchemaId(0)], [AddSchemaUpdate(evolved, 4), SetCurrentSchemaUpdate(-1)])).commit_transaction()
+    other.transaction().add_change(FixedChange([AssertCurrentSchemaId(current_schema_id=0)], [AddSchemaUpdate(schema_=evolved, last_column_id=4), SetCurrentSchemaUpdate(schema_id=-1)])).commit_transaction()
     with pytest.raises(CommitConflictError, match="schema changed"):
         table.commit_fragments(merged)
 

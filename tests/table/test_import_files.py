@@ -19,9 +19,9 @@ from pyiceberg.table import StaticTable
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import AlreadyExistsError, SchemaError, ValidationError
 from tablestore.names import normalize_location
-from tablestore.spec import conversions
-from tablestore.spec.name_mapping import DEFAULT_NAME_MAPPING, NameMapping
-from tablestore.spec.types import LongType, StringType
+from tablestore.spec.schemas import conversions
+from tablestore.spec.schemas.name_mapping import DEFAULT_NAME_MAPPING, NameMapping
+from tablestore.spec.schemas.types import LongType, StringType
 from tablestore.table import Table
 from tablestore.table.ops.external import (
     PartitionToAdd,

@@ -17,7 +17,7 @@ from pyiceberg.table import StaticTable
 
 from tablestore.catalog import Catalog
 from tablestore.errors import ValidationError
-from tablestore.spec.name_mapping import DEFAULT_NAME_MAPPING, NameMapping
+from tablestore.spec.schemas.name_mapping import DEFAULT_NAME_MAPPING, NameMapping
 from tablestore.table import Table
 from tablestore.table.ops.external import create_external_table, repair_table
 from tablestore.table.ops.import_files import import_files

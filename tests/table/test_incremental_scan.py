@@ -10,7 +10,8 @@ import pytest
 from tablestore.catalog import Catalog
 from tablestore.engine.local import LocalEngine
 from tablestore.errors import NoSuchSnapshotError, ValidationError
-from tablestore.spec.expressions import bind, to_expression
+from tablestore.spec.expressions.binding import bind
+from tablestore.spec.expressions.expression_parser import to_expression
 from tablestore.table import Table
 from tablestore.table.read.scan import plan_appended_files
 from tests.conftest import SQLITE_ONLY

@@ -18,16 +18,16 @@ import pytest
 import tablestore
 from tablestore.catalog import Catalog
 from tablestore.errors import NoSuchSnapshotError
-from tablestore.spec.partitioning import build_partition_spec
-from tablestore.spec.schema import Schema
-from tablestore.spec.types import LongType, NestedField, StringType
-from tablestore.spec.updates import (
+from tablestore.spec.metadata.update_models import (
     AddPartitionSpecUpdate,
     AddSchemaUpdate,
     SetCurrentSchemaUpdate,
     SetDefaultSpecUpdate,
     SetSnapshotRefUpdate,
 )
+from tablestore.spec.partitioning.partition_spec import build_partition_spec
+from tablestore.spec.schemas.schema import Schema
+from tablestore.spec.schemas.types import LongType, NestedField, StringType
 from tablestore.table import Table
 from tablestore.table.update.transaction import FixedChange
 from tests import oracle
@@ -61,7 +61,7 @@ def _evolve_spec(table: Table, fields: list[str]) -> None:
     spec_id = max(s.spec_id for s in table.metadata.partition_specs) + 1
     spec = build_partition_spec(table.schema(), fields, spec_id=spec_id,
                                 last_partition_id=table.metadata.last_partition_id)
-    table.transaction().add_change(FixedChange([], [AddPartitionSpecUpdate(spec), SetDefaultSpecUpdate(spec_id)])).commit_transaction()
+    table.transaction().add_change(FixedChange([], [AddPartitionSpecUpdate(spec=spec), SetDefaultSpecUpdate(spec_id=spec_id)])).commit_transaction()
 
 
 def _evolved_table(catalog: Catalog) -> Table:
@@ -76,7 +76,7 @@ def _evolved_table(catalog: Catalog) -> Table:
     table.overwrite(_rows([8], "it", 4, 1), filter="id = 4")
     table.append(_rows([9], None, 5, 2))
     first = table.snapshots()[0].snapshot_id
-    table.transaction().add_change(FixedChange([], [SetSnapshotRefUpdate("first", first, "tag", max_ref_age_ms=86_400_000)])).commit_transaction()
+    table.transaction().add_change(FixedChange([], [SetSnapshotRefUpdate(ref_name="first", snapshot_id=first, type="tag", max_ref_age_ms=86_400_000)])).commit_transaction()
     return table
 
 
@@ -150,7 +150,7 @@ def test_history_after_rollback_marks_snapshots_that_are_no_longer_ancestors(cat
     table = catalog.create_table("db.t", schema=SCHEMA)
     a = table.append(_rows([1], "de", 1)).snapshot_id
     b = table.append(_rows([2], "de", 1)).snapshot_id
-    table.transaction().add_change(FixedChange([], [SetSnapshotRefUpdate("main", a, "branch")])).commit_transaction()  # roll back to a
+    table.transaction().add_change(FixedChange([], [SetSnapshotRefUpdate(ref_name="main", snapshot_id=a, type="branch")])).commit_transaction()  # roll back to a
     rows = table.inspect.history().to_pylist()
     assert [(r["snapshot_id"], r["parent_id"], r["is_current_ancestor"]) for r in rows] == [
         (a, None, True), (b, a, False), (a, None, True)]
@@ -326,7 +326,7 @@ def test_schemas_lists_schema_versions(catalog: Catalog) -> None:
     catalog.create_namespace("db")
     table = catalog.create_table("db.t", schema=pa.schema([pa.field("id", pa.int64(), nullable=False)]))
     evolved = Schema((NestedField(1, "id", LongType(), True), NestedField(2, "name", StringType())), 1)
-    table.transaction().add_change(FixedChange([], [AddSchemaUpdate(evolved), SetCurrentSchemaUpdate(-1)])).commit_transaction()
+    table.transaction().add_change(FixedChange([], [AddSchemaUpdate(schema_=evolved), SetCurrentSchemaUpdate(schema_id=-1)])).commit_transaction()
     rows = table.inspect.schemas().to_pylist()
     assert [(r["schema_id"], r["is_current"], r["schema"]) for r in rows] == [
         (0, False, "id bigint NOT NULL"), (1, True, "id bigint NOT NULL, name string")]

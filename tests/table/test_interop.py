@@ -15,8 +15,8 @@ from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.table import StaticTable
 
 import tablestore
-from tablestore.spec import conversions
-from tablestore.spec.types import IcebergType
+from tablestore.spec.schemas import conversions
+from tablestore.spec.schemas.types import IcebergType
 from tests import oracle
 from tests.values import oracle_rows
 

@@ -25,9 +25,9 @@ import pytest
 
 import tablestore
 from tablestore.errors import SchemaError
-from tablestore.spec.schema import Schema
-from tablestore.spec.types import LongType, NestedField, TimestamptzNanoType
-from tablestore.spec.updates import AddSchemaUpdate, SetCurrentSchemaUpdate
+from tablestore.spec.metadata.update_models import AddSchemaUpdate, SetCurrentSchemaUpdate
+from tablestore.spec.schemas.schema import Schema
+from tablestore.spec.schemas.types import LongType, NestedField, TimestamptzNanoType
 from tablestore.table import Table
 
 NANOS = pa.schema([("id", pa.int64()), ("at", pa.timestamp("ns", tz="UTC")), ("local", pa.timestamp("ns"))])
@@ -113,7 +113,7 @@ def test_no_path_adds_a_v3_type_to_a_v2_table(tmp_path: Path) -> None:
         catalog.create_table("db.u", nanos)
     assert not catalog.table_exists("db.u")
     with pytest.raises(SchemaError, match="column 'at' has type timestamptz_ns"):
-        catalog.commit_table("db.t", [], [AddSchemaUpdate(nanos, 3), SetCurrentSchemaUpdate(-1)])
+        catalog.commit_table("db.t", [], [AddSchemaUpdate(schema_=nanos, last_column_id=3), SetCurrentSchemaUpdate(schema_id=-1)])
     # Schema evolution: adding a nanosecond column to a v2 table is refused, nothing committed.
     before = table.refresh().metadata_location
     with pytest.raises(SchemaError, match="column 'ns' has type timestamp_ns, which needs table format version 3"):

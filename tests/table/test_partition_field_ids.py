@@ -17,7 +17,7 @@ import fastavro
 import pyarrow as pa
 
 import tablestore
-from tablestore.spec.manifest import ManifestContent, read_manifest, snapshot_manifests
+from tablestore.spec.manifests.manifest import ManifestContent, read_manifest, snapshot_manifests
 from tablestore.table import Table
 
 

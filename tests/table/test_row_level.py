@@ -12,9 +12,9 @@ from pyiceberg.table import StaticTable
 
 from tablestore.catalog import Catalog
 from tablestore.errors import CommitConflictError, SchemaError, ValidationError
-from tablestore.spec.manifest import DataFile, ManifestContent, read_manifest, snapshot_manifests
-from tablestore.spec.schema import Schema
-from tablestore.spec.types import LongType, NestedField, StringType
+from tablestore.spec.manifests.manifest import DataFile, ManifestContent, read_manifest, snapshot_manifests
+from tablestore.spec.schemas.schema import Schema
+from tablestore.spec.schemas.types import LongType, NestedField, StringType
 from tablestore.table import Table
 
 MODES = ["copy-on-write", "merge-on-read"]

@@ -17,9 +17,11 @@ import pytest
 
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import SchemaError
-from tablestore.spec.expressions import AlwaysTrue, bind, to_expression
-from tablestore.spec.row_lineage import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, with_row_lineage
-from tablestore.spec.schema import PARQUET_FIELD_ID
+from tablestore.spec.expressions.binding import bind
+from tablestore.spec.expressions.expression_parser import to_expression
+from tablestore.spec.expressions.expression_tree import AlwaysTrue
+from tablestore.spec.schemas.row_lineage import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, with_row_lineage
+from tablestore.spec.schemas.schema import PARQUET_FIELD_ID
 from tablestore.table import Table
 from tablestore.table.ops.partitions import drop_partitions, rename_partition
 from tablestore.table.read.data_files import RowGroupRange, read_task_table

@@ -14,7 +14,7 @@ import pytest
 
 import tablestore
 from tablestore.errors import CommitConflictError, SchemaEvolutionError
-from tablestore.spec.manifest import DataFile
+from tablestore.spec.manifests.manifest import DataFile
 from tablestore.table.update.schema_rewrite import physical_type
 from tests.conftest import SQLITE_ONLY
 
@@ -163,7 +163,7 @@ def test_conversions_rewrite_only_files_of_the_old_type_in_one_commit(table: tab
 
 
 def _df(table: tablestore.Table, path: str) -> DataFile:
-    from tablestore.spec.expressions import AlwaysTrue
+    from tablestore.spec.expressions.expression_tree import AlwaysTrue
     from tablestore.table.read.scan import plan_files
 
     tasks = plan_files(table.io, table.metadata, table.current_snapshot(), table.schema(), AlwaysTrue(), table.engine)

@@ -15,7 +15,7 @@ import pytest
 
 import tablestore
 from tablestore.errors import ValidationError
-from tablestore.spec.transforms import DayTransform, HourTransform
+from tablestore.spec.partitioning.transforms import DayTransform, HourTransform
 from tests import oracle
 from tests.conftest import CATALOGS_ON_EVERY_STORAGE, SQLITE_ONLY
 from tests.values import oracle_rows

@@ -17,7 +17,7 @@ from tablestore.errors import (
     NoSuchTableError,
     SchemaError,
 )
-from tablestore.spec.manifest import read_manifest, read_manifest_list
+from tablestore.spec.manifests.manifest import read_manifest, read_manifest_list
 from tests.conftest import CATALOGS_ON_EVERY_STORAGE, CatalogTarget
 
 # Storage is a second axis here: these tests are the ones that prove the Python API on s3:// too.

@@ -20,16 +20,16 @@ import pyarrow.parquet as pq
 import pytest
 
 import tablestore
-from tablestore.spec.expressions import EqualTo
-from tablestore.spec.schema import Schema
-from tablestore.spec.types import FixedType, ListType, NestedField, StructType, UUIDType
+from tablestore.spec.expressions.expression_tree import EqualTo
+from tablestore.spec.schemas.schema import Schema
+from tablestore.spec.schemas.types import FixedType, ListType, LongType, NestedField, StructType, UUIDType
 from tablestore.table import Table
 
 U1, U2, U3 = uuid.UUID(int=5), uuid.UUID(int=2**127 + 9), uuid.UUID("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11")
 
 # A uuid at the top, in a struct and in a list, and a fixed[16] that must stay unannotated.
 SCHEMA = Schema((
-    NestedField(1, "id", tablestore.spec.types.LongType(), True),
+    NestedField(1, "id", LongType(), True),
     NestedField(2, "u", UUIDType()),
     NestedField(3, "fx", FixedType(16)),
     NestedField(4, "st", StructType(NestedField(6, "u", UUIDType()))),

@@ -14,7 +14,7 @@ import pytest
 
 import tablestore
 from tablestore.errors import ValidationError
-from tablestore.spec.manifest import DataFile
+from tablestore.spec.manifests.manifest import DataFile
 from tablestore.table import Table
 from tablestore.table.write.conform import conform_to_schema
 from tablestore.table.write.data_files import WriteContext

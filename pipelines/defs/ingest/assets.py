@@ -110,7 +110,7 @@ def audited_ingest(context: AssetExecutionContext, tablestore: TableStoreResourc
         "audited_snapshot_id": result.snapshot_id or 0,
         "audit_branches_dropped": ", ".join(dropped),
     }
-    checked = check_result(run)
+    checked = check_result(run, settings)
     yield dg.AssetCheckResult(check_name=BATCH_CHECK, passed=checked.passed, severity=checked.severity,
                               description=checked.description, metadata={**checked.metadata, **audit})
     if not run.success:

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 
 from pipelines.settings import PipelineSettings, table_name
-from tablestore.spec.types import DecimalType, DoubleType, LongType
+from tablestore.spec.schemas.types import DecimalType, DoubleType, LongType
 from tablestore.sql.options import COMMIT_ID
 from tablestore.sql.session import SqlSession
 from tablestore.table import Table

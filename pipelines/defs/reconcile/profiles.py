@@ -16,8 +16,8 @@ import decimal
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tablestore.spec.schema import Schema
-from tablestore.spec.types import (
+from tablestore.spec.schemas.schema import Schema
+from tablestore.spec.schemas.types import (
     BooleanType,
     DateType,
     DecimalType,

@@ -21,11 +21,13 @@ from tablestore.errors import NoSuchSnapshotError, ValidationError
 from tablestore.io import load_file_io
 from tablestore.spark.convert import combine, filter_to_expression, spark_arrow_schema, to_spark_table
 from tablestore.spark.options import as_of_timestamp_ms, bool_option, resolved_table
-from tablestore.spec import expressions as ex
-from tablestore.spec.metadata import TableMetadata
-from tablestore.spec.partitioning import PartitionSpec
-from tablestore.spec.row_lineage import ROW_LINEAGE_FIELDS
-from tablestore.spec.schema import Schema
+from tablestore.spec.expressions.binding import bind
+from tablestore.spec.expressions.expression_parser import to_expression
+from tablestore.spec.expressions.expression_tree import BooleanExpression
+from tablestore.spec.metadata.table_metadata import TableMetadata
+from tablestore.spec.partitioning.partition_spec import PartitionSpec
+from tablestore.spec.schemas.row_lineage import ROW_LINEAGE_FIELDS
+from tablestore.spec.schemas.schema import Schema
 from tablestore.table.read.data_files import RowGroupRange, read_task_table
 from tablestore.table.read.scan import FileTask, plan_files, select_snapshot
 
@@ -71,7 +73,7 @@ class ReadState:
     specs_json: dict[int, str]
     snapshot_id: int | None
     columns: tuple[str, ...] | None
-    row_filter: ex.BooleanExpression  # the `filter` option (unbound)
+    row_filter: BooleanExpression  # the `filter` option (unbound)
     pushdown: bool
     name_mapping: str | None = None  # schema.name-mapping.default, for files without field ids
     split_size: int = DEFAULT_SPLIT_SIZE  # files larger than this are read by several partitions
@@ -132,8 +134,8 @@ def resolve_read(options: Mapping[str, str], default_config: str | None) -> Read
                 f"option columns names {', '.join(map(repr, unknown))}, not top-level columns of {name}; "
                 f"the columns are {', '.join(schema.column_names)}"
             )
-    row_filter = ex.to_expression(options.get("filter") or None)
-    ex.bind(schema, row_filter)  # a bad filter fails now, naming the columns
+    row_filter = to_expression(options.get("filter") or None)
+    bind(schema, row_filter)  # a bad filter fails now, naming the columns
     return ReadState(
         table_name=name,
         metadata_location=metadata_location,
@@ -201,7 +203,7 @@ class TablestoreReader(DataSourceReader):
     def __init__(self, state: ReadState, schema: st.StructType) -> None:
         self.state = state
         self.spark_schema_json = schema.json()
-        self.pushed: list[ex.BooleanExpression] = []
+        self.pushed: list[BooleanExpression] = []
         self._cache: dict[str, Any] = {}
 
     def __getstate__(self) -> dict[str, Any]:
@@ -209,7 +211,7 @@ class TablestoreReader(DataSourceReader):
         state["_cache"] = {}  # parsed schemas and FileIO are rebuilt where the reader lands
         return state
 
-    def row_filter(self) -> ex.BooleanExpression:
+    def row_filter(self) -> BooleanExpression:
         return combine([self.state.row_filter, *self.pushed])
 
     def plan(self) -> list[FileTask]:
@@ -220,7 +222,7 @@ class TablestoreReader(DataSourceReader):
         metadata = read_metadata_file(io, self.state.metadata_location)
         snapshot = metadata.snapshot_by_id(self.state.snapshot_id)
         schema = self.state.schema()
-        return plan_files(io, metadata, snapshot, schema, ex.bind(schema, self.row_filter()), LocalEngine())
+        return plan_files(io, metadata, snapshot, schema, bind(schema, self.row_filter()), LocalEngine())
 
     def partitions(self) -> list[InputPartition]:
         # Spark starts partitions in order: the largest first leaves the small ones to fill the
@@ -236,7 +238,7 @@ class TablestoreReader(DataSourceReader):
                 io=load_file_io(self.state.io_properties),
                 schema=schema,
                 projected=self.state.projected(),
-                row_filter=ex.bind(schema, self.row_filter()),
+                row_filter=bind(schema, self.row_filter()),
                 target=spark_arrow_schema(st.StructType.fromJson(json.loads(self.spark_schema_json))),
                 specs={},
             )

@@ -24,7 +24,7 @@ from tablestore.spark.commit import (
 )
 from tablestore.spark.options import SNAPSHOT_PROPERTY_PREFIX, resolved_table
 from tablestore.spark.write_task import TablestoreCommitMessage, WriteTarget, delete_quietly, write_task
-from tablestore.spec.manifest import DataFile
+from tablestore.spec.manifests.manifest import DataFile
 
 log = logging.getLogger(__name__)
 

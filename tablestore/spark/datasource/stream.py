@@ -48,8 +48,8 @@ from tablestore.spark.write_task import (
     delete_quietly,
     write_task,
 )
-from tablestore.spec.manifest import DataFile
-from tablestore.spec.metadata import Snapshot, TableMetadata
+from tablestore.spec.manifests.manifest import DataFile
+from tablestore.spec.metadata.table_metadata import Snapshot, TableMetadata
 from tablestore.table import CommitIdentity
 
 if TYPE_CHECKING:

@@ -48,9 +48,9 @@ from tablestore.io import FileIO, load_file_io
 from tablestore.spark.datasource.source_read import ReadState, TablestoreReader, resolve_read
 from tablestore.spark.native.native_write import FIELD_ID_KEY, NATIVE_TYPES
 from tablestore.spark.options import SOURCE_NAME, table_options
-from tablestore.spec.manifest import FileFormat
-from tablestore.spec.schema import PARQUET_FIELD_ID
-from tablestore.spec.types import (
+from tablestore.spec.manifests.manifest import FileFormat
+from tablestore.spec.schemas.schema import PARQUET_FIELD_ID
+from tablestore.spec.schemas.types import (
     DecimalType,
     IcebergType,
     NestedField,

@@ -47,9 +47,9 @@ from tablestore.io import load_file_io
 from tablestore.spark.datasource.source_write import commit_write, resolve_write
 from tablestore.spark.options import SNAPSHOT_PROPERTY_PREFIX, SOURCE_NAME, table_options
 from tablestore.spark.write_task import WriteTarget
-from tablestore.spec import conversions
-from tablestore.spec.manifest import DataFile
-from tablestore.spec.types import (
+from tablestore.spec.manifests.manifest import DataFile
+from tablestore.spec.schemas import conversions
+from tablestore.spec.schemas.types import (
     BinaryType,
     BooleanType,
     DateType,

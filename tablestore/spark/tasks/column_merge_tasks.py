@@ -65,8 +65,8 @@ from tablestore.table.write.data_files import WriteContext
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-    from tablestore.spec.expressions import Expression
-    from tablestore.spec.metadata import Snapshot
+    from tablestore.spec.expressions.expression_tree import Expression
+    from tablestore.spec.metadata.table_metadata import Snapshot
     from tablestore.table import Table
     from tablestore.table.ops.column_merge import Fragment
 

@@ -46,8 +46,8 @@ from tablestore.errors import ValidationError
 from tablestore.spark.convert import from_spark_table
 from tablestore.spark.tasks.write_files import remove_write_files, writers_summary
 from tablestore.spark.write_task import task_executor
-from tablestore.spec.expressions import AlwaysTrue, BooleanExpression
-from tablestore.spec.schema import Schema
+from tablestore.spec.expressions.expression_tree import AlwaysTrue, BooleanExpression
+from tablestore.spec.schemas.schema import Schema
 from tablestore.table.ops.row_level import (
     FileChange,
     RowLevelContext,
@@ -62,8 +62,8 @@ from tablestore.table.write.conform import conform_to_schema
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from tablestore.spec.manifest import DataFile
-    from tablestore.spec.metadata import Snapshot
+    from tablestore.spec.manifests.manifest import DataFile
+    from tablestore.spec.metadata.table_metadata import Snapshot
     from tablestore.table import Table
 
 FILE, POS, KIND = "_file", "_pos", "__kind"

@@ -7,7 +7,7 @@
 (:mod:`~tablestore.spark.table_types`): each task streams its Arrow batches through
 :func:`~tablestore.spark.write_task.write_task` (the task the data source runs too:
 partitioned writers, fan-out within the memory budget, rolling at the target file size) and
-returns one small row, the JSON descriptions of its files (:mod:`tablestore.spec.content_file_json`)
+returns one small row, the JSON descriptions of its files (:mod:`tablestore.spec.manifests.content_file_json`)
 and where it ran. Only those rows reach the driver and the client, whatever the size of the data,
 as in Iceberg's ``SparkWrite`` (tasks send ``DataFile`` messages, the driver commits once). The
 caller then makes exactly one commit with the operation its statement calls for, through
@@ -51,9 +51,9 @@ from tablestore.spark.write_task import (
     delete_quietly,
     described_write_task,
 )
-from tablestore.spec.content_file_json import content_file_from_json
-from tablestore.spec.manifest import DataFile
-from tablestore.spec.transforms import (
+from tablestore.spec.manifests.content_file_json import content_file_from_json
+from tablestore.spec.manifests.manifest import DataFile
+from tablestore.spec.partitioning.transforms import (
     BucketTransform,
     DayTransform,
     HourTransform,
@@ -63,7 +63,7 @@ from tablestore.spec.transforms import (
     TruncateTransform,
     YearTransform,
 )
-from tablestore.spec.types import IcebergType, StructType
+from tablestore.spec.schemas.types import IcebergType, StructType
 from tablestore.table.write.data_files import WriteContext
 
 if TYPE_CHECKING:

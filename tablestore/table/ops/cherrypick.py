@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tablestore.errors import CommitConflictError, NoSuchSnapshotError, ValidationError
-from tablestore.spec.manifest import DataFileContent, ManifestEntryStatus, read_manifest, snapshot_manifests
-from tablestore.spec.metadata import (
+from tablestore.spec.manifests.manifest import DataFileContent, ManifestEntryStatus, read_manifest, snapshot_manifests
+from tablestore.spec.metadata.table_metadata import (
     PUBLISHED_WAP_ID_PROPERTY,
     SOURCE_SNAPSHOT_ID_PROPERTY,
     WAP_ID_PROPERTY,
@@ -26,13 +26,17 @@ from tablestore.spec.metadata import (
     SnapshotRef,
     TableMetadata,
 )
-from tablestore.spec.updates import AssertRefSnapshotId, AssertTableUUID, SetSnapshotRefUpdate
+from tablestore.spec.metadata.update_models import (
+    AssertRefSnapshotId,
+    AssertTableUUID,
+    SetSnapshotRefUpdate,
+)
 from tablestore.table.ops.overwrite import replace_partitions_files_producer
 from tablestore.table.update.retry import StagedCommit
 from tablestore.table.update.snapshot import SnapshotProducer
 
 if TYPE_CHECKING:
-    from tablestore.spec.manifest import DataFile
+    from tablestore.spec.manifests.manifest import DataFile
     from tablestore.table import Table
 
 
@@ -89,9 +93,11 @@ class CherryPick:
         ref = base.refs.get(self.branch)
         kept = ref or SnapshotRef(self.picked.snapshot_id)
         return StagedCommit(
-            [AssertTableUUID(base.table_uuid), AssertRefSnapshotId(self.branch, ref.snapshot_id if ref else None)],
-            [SetSnapshotRefUpdate(self.branch, self.picked.snapshot_id, "branch", kept.max_ref_age_ms,
-                                  kept.max_snapshot_age_ms, kept.min_snapshots_to_keep)],
+            [AssertTableUUID(uuid=base.table_uuid),
+             AssertRefSnapshotId(ref=self.branch, snapshot_id=ref.snapshot_id if ref else None)],
+            [SetSnapshotRefUpdate(ref_name=self.branch, snapshot_id=self.picked.snapshot_id, type="branch",
+                                  max_ref_age_ms=kept.max_ref_age_ms, max_snapshot_age_ms=kept.max_snapshot_age_ms,
+                                  min_snapshots_to_keep=kept.min_snapshots_to_keep)],
         )
 
     def _not_pickable(self) -> str:

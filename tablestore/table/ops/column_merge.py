@@ -34,20 +34,22 @@ from tablestore.engine.protocols import FragmentRewriter
 from tablestore.engine.sources import dataframe_source
 from tablestore.errors import SchemaError, ValidationError
 from tablestore.io import FileIO
-from tablestore.spec import conversions
-from tablestore.spec.expressions import Expression, bind, to_expression
-from tablestore.spec.manifest import DataFile
-from tablestore.spec.metadata import Snapshot, TableMetadata
-from tablestore.spec.partitioning import PartitionSpec
-from tablestore.spec.row_lineage import ROW_LINEAGE_FIELDS, ROW_LINEAGE_IDS, mark_updated
-from tablestore.spec.schema import PARQUET_FIELD_ID, IdCounter, Schema, arrow_type_to_iceberg, type_to_arrow
-from tablestore.spec.types import IntegerType, LongType, NestedField
-from tablestore.spec.updates import (
+from tablestore.spec.expressions.binding import bind
+from tablestore.spec.expressions.expression_parser import to_expression
+from tablestore.spec.expressions.expression_tree import Expression
+from tablestore.spec.manifests.manifest import DataFile
+from tablestore.spec.metadata.table_metadata import Snapshot, TableMetadata
+from tablestore.spec.metadata.update_models import (
     AddSchemaUpdate,
     AssertCurrentSchemaId,
     AssertLastAssignedFieldId,
     SetCurrentSchemaUpdate,
 )
+from tablestore.spec.partitioning.partition_spec import PartitionSpec
+from tablestore.spec.schemas import conversions
+from tablestore.spec.schemas.row_lineage import ROW_LINEAGE_FIELDS, ROW_LINEAGE_IDS, mark_updated
+from tablestore.spec.schemas.schema import PARQUET_FIELD_ID, IdCounter, Schema, arrow_type_to_iceberg, type_to_arrow
+from tablestore.spec.schemas.types import IntegerType, LongType, NestedField
 from tablestore.table.read.file_rows import read_file_rows, rewrite_schema
 from tablestore.table.read.scan import plan_files
 from tablestore.table.update.column_fragments import CommitFragments
@@ -249,8 +251,10 @@ def commit_fragments(
 def commit_schema_only(table: Table, context: FragmentContext, schema: Schema) -> None:
     """New columns that no fragment received: only the schema changes (every row reads NULL)."""
     Transaction(table).add_change(FixedChange(
-        [AssertCurrentSchemaId(context.table_schema.schema_id), AssertLastAssignedFieldId(context.last_column_id)],
-        [AddSchemaUpdate(schema, schema.highest_field_id()), SetCurrentSchemaUpdate(-1)],
+        [AssertCurrentSchemaId(current_schema_id=context.table_schema.schema_id),
+         AssertLastAssignedFieldId(last_assigned_field_id=context.last_column_id)],
+        [AddSchemaUpdate(schema_=schema, last_column_id=schema.highest_field_id()),
+         SetCurrentSchemaUpdate(schema_id=-1)],
     )).commit_transaction()
 
 

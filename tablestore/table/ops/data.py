@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from tablestore.spec.expressions import Expression
-from tablestore.spec.manifest import DataFile, ManifestFile
-from tablestore.spec.metadata import Snapshot, TableMetadata
-from tablestore.spec.updates import TableRequirement, TableUpdate
+from tablestore.spec.expressions.expression_tree import Expression
+from tablestore.spec.manifests.manifest import DataFile, ManifestFile
+from tablestore.spec.metadata.table_metadata import Snapshot, TableMetadata
+from tablestore.spec.metadata.update_models import TableRequirement, TableUpdate
 from tablestore.table.ops.overwrite import (
     overwrite_files_producer,
     overwrite_producer,

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from tablestore.errors import AlreadyExistsError, ValidationError
 from tablestore.names import normalize_location
-from tablestore.spec.name_mapping import DEFAULT_NAME_MAPPING, NameMapping
-from tablestore.spec.schema import Schema, to_schema
+from tablestore.spec.schemas.name_mapping import DEFAULT_NAME_MAPPING, NameMapping
+from tablestore.spec.schemas.schema import Schema, to_schema
 from tablestore.table.ops.import_files import (
     FileToRegister,
     PartitionColumn,
@@ -39,8 +39,8 @@ from tablestore.table.update.transaction import commit_snapshot
 if TYPE_CHECKING:
     from tablestore.catalog import Catalog
     from tablestore.io import FileInfo
-    from tablestore.spec.manifest import DataFile
-    from tablestore.spec.metadata import Snapshot
+    from tablestore.spec.manifests.manifest import DataFile
+    from tablestore.spec.metadata.table_metadata import Snapshot
     from tablestore.table import Table
 
 EXTERNAL_PROPERTY = "EXTERNAL"

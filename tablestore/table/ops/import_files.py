@@ -24,13 +24,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tablestore.errors import SchemaError, ValidationError
-from tablestore.spec import conversions
-from tablestore.spec.manifest import DataFile
-from tablestore.spec.name_mapping import DEFAULT_NAME_MAPPING, MappedField, NameMapping, name_mapping_of
-from tablestore.spec.partitioning import PartitionSpec
-from tablestore.spec.schema import PARQUET_FIELD_ID, Schema, arrow_type_to_iceberg
-from tablestore.spec.transforms import IdentityTransform
-from tablestore.spec.types import (
+from tablestore.spec.manifests.manifest import DataFile
+from tablestore.spec.partitioning.partition_spec import PartitionSpec
+from tablestore.spec.partitioning.transforms import IdentityTransform
+from tablestore.spec.schemas import conversions
+from tablestore.spec.schemas.name_mapping import DEFAULT_NAME_MAPPING, MappedField, NameMapping, name_mapping_of
+from tablestore.spec.schemas.schema import PARQUET_FIELD_ID, Schema, arrow_type_to_iceberg
+from tablestore.spec.schemas.types import (
     FixedType,
     IcebergType,
     ListType,
@@ -48,7 +48,7 @@ from tablestore.table.update.transaction import commit_snapshot
 from tablestore.table.write.metrics import collect_metrics, metrics_modes
 
 if TYPE_CHECKING:
-    from tablestore.spec.metadata import Snapshot
+    from tablestore.spec.metadata.table_metadata import Snapshot
     from tablestore.table import Table
 
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
@@ -326,7 +326,7 @@ def data_files_for(table: Table, files: Sequence[FileToRegister]) -> list[DataFi
 
 def registered_files(table: Table) -> dict[str, DataFile]:
     """The live data files of the current snapshot, by path."""
-    from tablestore.spec.expressions import AlwaysTrue
+    from tablestore.spec.expressions.expression_tree import AlwaysTrue
     from tablestore.table.read.scan import plan_files
 
     tasks = plan_files(table.io, table.metadata, table.current_snapshot(), table.schema(), AlwaysTrue(),

@@ -32,7 +32,8 @@ from sqlglot import exp
 
 from tablestore.engine.sources import dataframe_source
 from tablestore.errors import SchemaError, UnsupportedError, ValidationError
-from tablestore.spec.expressions import (
+from tablestore.spec.expressions.binding import bind
+from tablestore.spec.expressions.expression_tree import (
     AlwaysTrue,
     And,
     BooleanExpression,
@@ -40,7 +41,6 @@ from tablestore.spec.expressions import (
     In,
     LessThanOrEqual,
     Reference,
-    bind,
 )
 from tablestore.table.ops.row_expressions import ArrowEvaluator, parse_expression
 from tablestore.table.ops.row_level import (

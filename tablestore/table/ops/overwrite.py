@@ -33,13 +33,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from tablestore.spec.evaluators import decode_bound
-from tablestore.spec.expressions import AlwaysFalse, AlwaysTrue, Expression, bind, to_expression
-from tablestore.spec.manifest import DataFile
-from tablestore.spec.metadata import Snapshot
-from tablestore.spec.partitioning import PartitionSpec
-from tablestore.spec.schema import Schema
-from tablestore.spec.transforms import IdentityTransform, VoidTransform
+from tablestore.spec.expressions.binding import bind
+from tablestore.spec.expressions.evaluators import decode_bound
+from tablestore.spec.expressions.expression_parser import to_expression
+from tablestore.spec.expressions.expression_tree import AlwaysFalse, AlwaysTrue, Expression
+from tablestore.spec.manifests.manifest import DataFile
+from tablestore.spec.metadata.table_metadata import Snapshot
+from tablestore.spec.partitioning.partition_spec import PartitionSpec
+from tablestore.spec.partitioning.transforms import IdentityTransform, VoidTransform
+from tablestore.spec.schemas.schema import Schema
 from tablestore.table.ops.partitions import PartitionKey, partition_status
 from tablestore.table.ops.row_level import (
     COPY_ON_WRITE,

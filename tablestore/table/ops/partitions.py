@@ -36,9 +36,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from tablestore.errors import NoSuchPartitionError, PartitionAlreadyExistsError, ValidationError
-from tablestore.spec import conversions
-from tablestore.spec.expressions import AlwaysTrue
-from tablestore.spec.manifest import (
+from tablestore.spec.expressions.expression_tree import AlwaysTrue
+from tablestore.spec.manifests.manifest import (
     DataFile,
     DataFileContent,
     ManifestContent,
@@ -47,10 +46,8 @@ from tablestore.spec.manifest import (
     read_manifest,
     snapshot_manifests,
 )
-from tablestore.spec.partitioning import PartitionField, PartitionSpec
-from tablestore.spec.row_lineage import mark_updated
-from tablestore.spec.schema import Schema, type_to_arrow
-from tablestore.spec.transforms import (
+from tablestore.spec.partitioning.partition_spec import PartitionField, PartitionSpec
+from tablestore.spec.partitioning.transforms import (
     HourTransform,
     IdentityTransform,
     MonthTransform,
@@ -58,7 +55,10 @@ from tablestore.spec.transforms import (
     VoidTransform,
     YearTransform,
 )
-from tablestore.spec.types import DateType, IcebergType, TimestampNanoType, TimestamptzNanoType
+from tablestore.spec.schemas import conversions
+from tablestore.spec.schemas.row_lineage import mark_updated
+from tablestore.spec.schemas.schema import Schema, type_to_arrow
+from tablestore.spec.schemas.types import DateType, IcebergType, TimestampNanoType, TimestamptzNanoType
 from tablestore.table.read.file_rows import read_file_rows, rewrite_schema
 from tablestore.table.read.scan import FileTask, plan_files
 from tablestore.table.update.snapshot import OverwriteFiles

@@ -24,11 +24,11 @@ import pyarrow.parquet as pq
 from pyroaring import BitMap64
 
 from tablestore.io import FileIO
-from tablestore.spec import conversions
-from tablestore.spec.manifest import DataFile, DataFileContent, FileFormat
-from tablestore.spec.partitioning import PartitionSpec
-from tablestore.spec.schema import PARQUET_FIELD_ID, Schema
-from tablestore.spec.types import LongType, StringType
+from tablestore.spec.manifests.manifest import DataFile, DataFileContent, FileFormat
+from tablestore.spec.partitioning.partition_spec import PartitionSpec
+from tablestore.spec.schemas import conversions
+from tablestore.spec.schemas.schema import PARQUET_FIELD_ID, Schema
+from tablestore.spec.schemas.types import LongType, StringType
 from tablestore.table.read.data_files import DELETE_FILE_PATH_ID, DELETE_POS_ID, read_position_deletes
 from tablestore.table.read.deletion_vectors import (
     is_deletion_vector,

@@ -25,14 +25,13 @@ and is committed on its own (``table.manage_snapshots().cherrypick(id).commit()`
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Self
 
 from tablestore.errors import NoSuchSnapshotError, ValidationError
-from tablestore.spec.metadata import MAIN_BRANCH, SnapshotRef, TableMetadata
-from tablestore.spec.updates import (
+from tablestore.spec.metadata.table_metadata import MAIN_BRANCH, SnapshotRef, TableMetadata
+from tablestore.spec.metadata.update_models import (
     AssertRefSnapshotId,
     AssertTableUUID,
     RemoveSnapshotRefUpdate,
@@ -40,6 +39,7 @@ from tablestore.spec.updates import (
     TableRequirement,
     TableUpdate,
 )
+from tablestore.table.timestamps import PointInTime, epoch_ms
 from tablestore.table.update.retry import StagedCommit
 
 if TYPE_CHECKING:
@@ -104,16 +104,6 @@ def _positive(value: int | None, what: str) -> int | None:
     if value is not None and (not isinstance(value, int) or value <= 0):
         raise ValidationError(f"{what} must be a positive whole number, not {value!r}")
     return value
-
-
-def to_epoch_ms(value: int | str | datetime.datetime) -> int:
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        value = datetime.datetime.fromisoformat(value)
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=datetime.UTC)
-    return int(value.timestamp() * 1000)
 
 
 class ManageSnapshots:
@@ -290,10 +280,10 @@ class ManageSnapshots:
 
         return self._add(rollback)
 
-    def rollback_to_timestamp(self, timestamp: int | str | datetime.datetime, branch: str = MAIN_BRANCH) -> Self:
+    def rollback_to_timestamp(self, timestamp: PointInTime, branch: str = MAIN_BRANCH) -> Self:
         """Move ``branch`` back to its newest ancestor older than ``timestamp`` (epoch ms, ISO
         string or datetime), as Java's ``rollbackToTime`` does."""
-        timestamp_ms = to_epoch_ms(timestamp)
+        timestamp_ms = epoch_ms(timestamp)
 
         def rollback(state: RefState) -> None:
             what = f"roll {branch!r} back to {timestamp_ms} ms"
@@ -358,21 +348,22 @@ class ManageSnapshots:
         state = RefState(base, dict(base.refs))
         for operation in self._operations:
             operation(state)
-        requirements: list[TableRequirement] = [AssertTableUUID(base.table_uuid)]
+        requirements: list[TableRequirement] = [AssertTableUUID(uuid=base.table_uuid)]
         updates: list[TableUpdate] = []
         for name in sorted(set(base.refs) | set(state.refs) | state.read):
             before, after = base.refs.get(name), state.refs.get(name)
             if before == after:
                 if name in state.read:
-                    requirements.append(AssertRefSnapshotId(name, before.snapshot_id if before else None))
+                    requirements.append(
+                        AssertRefSnapshotId(ref=name, snapshot_id=before.snapshot_id if before else None))
                 continue
-            requirements.append(AssertRefSnapshotId(name, before.snapshot_id if before else None))
+            requirements.append(AssertRefSnapshotId(ref=name, snapshot_id=before.snapshot_id if before else None))
             if after is None:
-                updates.append(RemoveSnapshotRefUpdate(name))
+                updates.append(RemoveSnapshotRefUpdate(ref_name=name))
             else:
                 updates.append(SetSnapshotRefUpdate(
-                    name, after.snapshot_id, after.type, after.max_ref_age_ms,
-                    after.max_snapshot_age_ms, after.min_snapshots_to_keep,
+                    ref_name=name, snapshot_id=after.snapshot_id, type=after.type, max_ref_age_ms=after.max_ref_age_ms,
+                    max_snapshot_age_ms=after.max_snapshot_age_ms, min_snapshots_to_keep=after.min_snapshots_to_keep,
                 ))
         return StagedCommit(requirements, updates)
 

@@ -33,8 +33,8 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from tablestore.errors import ValidationError
-from tablestore.spec.schema import type_to_arrow
-from tablestore.spec.types import parse_sql_type
+from tablestore.spec.schemas.schema import type_to_arrow
+from tablestore.spec.schemas.types import parse_sql_type
 
 Resolver = Callable[[str | None, str], pa.Array | pa.ChunkedArray]
 

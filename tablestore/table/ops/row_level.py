@@ -38,14 +38,18 @@ import pyarrow.compute as pc
 
 from tablestore.errors import SchemaError, ValidationError
 from tablestore.io import FileIO
-from tablestore.spec.bound_predicates import (
+from tablestore.spec.expressions.arrow_filter import to_arrow_expression
+from tablestore.spec.expressions.binding import bind
+from tablestore.spec.expressions.bound_predicates import (
     BoundLiteralPredicate,
     BoundPredicate,
     BoundSetPredicate,
+    referenced_field_ids,
 )
-from tablestore.spec.evaluators import decode_bound, referenced_field_ids, test_value, to_arrow_expression
-from tablestore.spec.expression_text import format_literal
-from tablestore.spec.expressions import (
+from tablestore.spec.expressions.evaluators import decode_bound, test_value
+from tablestore.spec.expressions.expression_parser import to_expression
+from tablestore.spec.expressions.expression_text import format_literal
+from tablestore.spec.expressions.expression_tree import (
     AlwaysFalse,
     AlwaysTrue,
     And,
@@ -53,16 +57,14 @@ from tablestore.spec.expressions import (
     BoundExpression,
     Expression,
     Or,
-    bind,
-    to_expression,
 )
-from tablestore.spec.manifest import DataFile, DataFileContent
-from tablestore.spec.metadata import Snapshot
-from tablestore.spec.partitioning import PartitionSpec
-from tablestore.spec.row_lineage import ROW_ID, mark_updated, with_row_lineage
-from tablestore.spec.schema import Schema
-from tablestore.spec.transforms import IdentityTransform
-from tablestore.spec.types import DateType, DecimalType, IntegerType, LongType, TimestampType, TimestamptzType
+from tablestore.spec.manifests.manifest import DataFile, DataFileContent
+from tablestore.spec.metadata.table_metadata import Snapshot
+from tablestore.spec.partitioning.partition_spec import PartitionSpec
+from tablestore.spec.partitioning.transforms import IdentityTransform
+from tablestore.spec.schemas.row_lineage import ROW_ID, mark_updated, with_row_lineage
+from tablestore.spec.schemas.schema import Schema
+from tablestore.spec.schemas.types import DateType, DecimalType, IntegerType, LongType, TimestampType, TimestamptzType
 from tablestore.table.ops.position_deletes import (
     delete_file_path,
     merged_previous_deletes,

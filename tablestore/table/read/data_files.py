@@ -23,19 +23,21 @@ if TYPE_CHECKING:
 
 from tablestore.errors import CorruptMetadataError, UnsupportedError
 from tablestore.io import FileIO
-from tablestore.spec.evaluators import referenced_field_ids, to_arrow_expression
-from tablestore.spec.expressions import AlwaysTrue, BoundExpression
-from tablestore.spec.manifest import DataFile, DataFileContent
-from tablestore.spec.name_mapping import NameMapping, apply_name_mapping
-from tablestore.spec.partitioning import PartitionSpec
-from tablestore.spec.row_lineage import (
+from tablestore.spec.expressions.arrow_filter import to_arrow_expression
+from tablestore.spec.expressions.bound_predicates import referenced_field_ids
+from tablestore.spec.expressions.expression_tree import AlwaysTrue, BoundExpression
+from tablestore.spec.manifests.manifest import DataFile, DataFileContent
+from tablestore.spec.partitioning.partition_spec import PartitionSpec
+from tablestore.spec.partitioning.transforms import IdentityTransform
+from tablestore.spec.schemas.name_mapping import NameMapping, apply_name_mapping
+from tablestore.spec.schemas.row_lineage import (
     LAST_UPDATED_SEQUENCE_NUMBER,
     ROW_ID,
     ROW_LINEAGE_IDS,
     inherited_row_ids,
     inherited_sequence_numbers,
 )
-from tablestore.spec.schema import (
+from tablestore.spec.schemas.schema import (
     PARQUET_FIELD_ID,
     Schema,
     arrow_type_to_iceberg,
@@ -43,8 +45,7 @@ from tablestore.spec.schema import (
     storage_schema,
     type_to_arrow,
 )
-from tablestore.spec.transforms import IdentityTransform
-from tablestore.spec.types import IcebergType, ListType, MapType, NestedField, StructType
+from tablestore.spec.schemas.types import IcebergType, ListType, MapType, NestedField, StructType
 from tablestore.table.read.deletion_vectors import is_deletion_vector, read_deletion_vector
 
 # Reserved field ids of position delete files (spec: "Position Delete Files").
@@ -120,7 +121,7 @@ def read_task_table(
     ``name_mapping`` is the table's ``schema.name-mapping.default`` (JSON), for files without field ids.
     ``row_groups`` reads a split of the file only (files with deletes are not split: their
     positions count from the start of the file). ``projected`` may hold the row lineage fields
-    (:mod:`tablestore.spec.row_lineage`), which inherit from ``data_file.first_row_id`` and
+    (:mod:`tablestore.spec.schemas.row_lineage`), which inherit from ``data_file.first_row_id`` and
     ``data_sequence_number`` (the file's manifest entry's).
     """
     fs, path = io.filesystem_for(data_file.file_path)

@@ -21,11 +21,11 @@ from pyroaring import BitMap64
 
 from tablestore.errors import CorruptMetadataError
 from tablestore.io import FileIO
-from tablestore.spec import conversions
-from tablestore.spec.deletion_vector import DeletionVectorBlob, deserialize_positions, positions_array
-from tablestore.spec.manifest import DataFile, DataFileContent, FileFormat
-from tablestore.spec.puffin import CREATED_BY, write_puffin
-from tablestore.spec.types import StringType
+from tablestore.spec.manifests.deletion_vector import DeletionVectorBlob, deserialize_positions, positions_array
+from tablestore.spec.manifests.manifest import DataFile, DataFileContent, FileFormat
+from tablestore.spec.manifests.puffin import CREATED_BY, write_puffin
+from tablestore.spec.schemas import conversions
+from tablestore.spec.schemas.types import StringType
 
 # The field id of a position delete file's ``file_path`` column (spec: reserved field ids).
 _DELETE_FILE_PATH_ID = 2147483546

@@ -16,12 +16,12 @@ from collections.abc import Mapping
 import pyarrow as pa
 
 from tablestore.io import FileIO
-from tablestore.spec.expressions import AlwaysTrue
-from tablestore.spec.manifest import DataFile
-from tablestore.spec.name_mapping import DEFAULT_NAME_MAPPING
-from tablestore.spec.partitioning import PartitionSpec
-from tablestore.spec.row_lineage import with_row_lineage
-from tablestore.spec.schema import Schema
+from tablestore.spec.expressions.expression_tree import AlwaysTrue
+from tablestore.spec.manifests.manifest import DataFile
+from tablestore.spec.partitioning.partition_spec import PartitionSpec
+from tablestore.spec.schemas.name_mapping import DEFAULT_NAME_MAPPING
+from tablestore.spec.schemas.row_lineage import with_row_lineage
+from tablestore.spec.schemas.schema import Schema
 from tablestore.table.read.data_files import read_task_table
 
 
@@ -38,7 +38,7 @@ def read_file_rows(
     """Every live row of ``data_file`` (its ``delete_files`` applied) in ``projected`` (default:
     the whole ``table_schema``), columns matched through the name mapping in ``properties``
     when the file has no field ids. When ``projected`` holds the row lineage fields (a rewrite
-    of a v3 table, :func:`~tablestore.spec.row_lineage.with_row_lineage`), they are read as
+    of a v3 table, :func:`~tablestore.spec.schemas.row_lineage.with_row_lineage`), they are read as
     inherited, from the file's ``first_row_id`` and ``data_sequence_number``."""
     return read_task_table(io, data_file, tuple(delete_files), spec, table_schema,
                            projected if projected is not None else table_schema, AlwaysTrue(),

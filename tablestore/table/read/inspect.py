@@ -35,8 +35,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tablestore.spec import conversions
-from tablestore.spec.manifest import (
+from tablestore.spec.manifests.manifest import (
     DataFile,
     DataFileContent,
     FieldSummary,
@@ -47,11 +46,12 @@ from tablestore.spec.manifest import (
     read_manifest,
     read_manifest_list,
 )
-from tablestore.spec.metadata import MetadataLogEntry, Snapshot, TableMetadata
-from tablestore.spec.partitioning import PartitionSpec
-from tablestore.spec.schema import Schema, primitive_to_arrow
-from tablestore.spec.transforms import Transform
-from tablestore.spec.types import IcebergType, NestedField, StructType, UUIDType, sql_type_name
+from tablestore.spec.metadata.table_metadata import MetadataLogEntry, Snapshot, TableMetadata
+from tablestore.spec.partitioning.partition_spec import PartitionSpec
+from tablestore.spec.partitioning.transforms import Transform
+from tablestore.spec.schemas import conversions
+from tablestore.spec.schemas.schema import Schema, primitive_to_arrow
+from tablestore.spec.schemas.types import IcebergType, NestedField, StructType, UUIDType, sql_type_name
 from tablestore.table.read.deletion_vectors import is_deletion_vector, read_deletion_vector, referenced_data_file
 from tablestore.table.read.scan import select_snapshot
 

@@ -14,10 +14,11 @@ import pyarrow as pa
 
 from tablestore.errors import CorruptMetadataError, NoSuchSnapshotError, UnsupportedError, ValidationError
 from tablestore.io import FileIO
-from tablestore.spec import conversions
-from tablestore.spec.evaluators import InclusiveMetricsEvaluator, ManifestEvaluator, PartitionEvaluator
-from tablestore.spec.expressions import AlwaysTrue, BoundExpression, Expression, bind, to_expression
-from tablestore.spec.manifest import (
+from tablestore.spec.expressions.binding import bind
+from tablestore.spec.expressions.evaluators import InclusiveMetricsEvaluator, ManifestEvaluator, PartitionEvaluator
+from tablestore.spec.expressions.expression_parser import to_expression
+from tablestore.spec.expressions.expression_tree import AlwaysTrue, BoundExpression, Expression
+from tablestore.spec.manifests.manifest import (
     DataFile,
     DataFileContent,
     ManifestContent,
@@ -28,12 +29,13 @@ from tablestore.spec.manifest import (
     read_manifest,
     read_manifest_list,
 )
-from tablestore.spec.metadata import Snapshot, TableMetadata
-from tablestore.spec.name_mapping import DEFAULT_NAME_MAPPING
-from tablestore.spec.partitioning import PartitionSpec
-from tablestore.spec.row_lineage import ROW_LINEAGE_BY_NAME, ROW_LINEAGE_IDS
-from tablestore.spec.schema import Schema
-from tablestore.spec.types import StringType
+from tablestore.spec.metadata.table_metadata import Snapshot, TableMetadata
+from tablestore.spec.partitioning.partition_spec import PartitionSpec
+from tablestore.spec.schemas import conversions
+from tablestore.spec.schemas.name_mapping import DEFAULT_NAME_MAPPING
+from tablestore.spec.schemas.row_lineage import ROW_LINEAGE_BY_NAME, ROW_LINEAGE_IDS
+from tablestore.spec.schemas.schema import Schema
+from tablestore.spec.schemas.types import StringType
 from tablestore.table.read.data_files import DELETE_FILE_PATH_ID, read_task_table
 from tablestore.table.read.deletion_vectors import is_deletion_vector
 

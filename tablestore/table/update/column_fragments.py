@@ -7,10 +7,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from tablestore.errors import CommitConflictError
-from tablestore.spec.manifest import DataFile
-from tablestore.spec.metadata import Snapshot, TableMetadata
-from tablestore.spec.schema import Schema
-from tablestore.spec.updates import (
+from tablestore.spec.manifests.manifest import DataFile
+from tablestore.spec.metadata.table_metadata import Snapshot, TableMetadata
+from tablestore.spec.metadata.update_models import (
     AddSchemaUpdate,
     AssertCurrentSchemaId,
     AssertLastAssignedFieldId,
@@ -18,6 +17,7 @@ from tablestore.spec.updates import (
     TableRequirement,
     TableUpdate,
 )
+from tablestore.spec.schemas.schema import Schema
 from tablestore.table.update.snapshot import SnapshotProducer
 from tablestore.table.update.validation import Validation, no_new_deletes_for_rewritten
 
@@ -62,11 +62,13 @@ class CommitFragments(SnapshotProducer):
 
     def metadata_changes(self, base: TableMetadata) -> tuple[list[TableRequirement], list[TableUpdate], int]:
         requirements: list[TableRequirement] = [
-            AssertCurrentSchemaId(self.base_schema_id), AssertLastAssignedFieldId(self.last_column_id),
+            AssertCurrentSchemaId(current_schema_id=self.base_schema_id),
+            AssertLastAssignedFieldId(last_assigned_field_id=self.last_column_id),
         ]
         if self.new_schema is None:
             return requirements, [], base.current_schema_id
         updates: list[TableUpdate] = [
-            AddSchemaUpdate(self.new_schema, self.new_schema.highest_field_id()), SetCurrentSchemaUpdate(-1),
+            AddSchemaUpdate(schema_=self.new_schema, last_column_id=self.new_schema.highest_field_id()),
+            SetCurrentSchemaUpdate(schema_id=-1),
         ]
         return requirements, updates, self.new_schema.schema_id

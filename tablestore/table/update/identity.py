@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tablestore.spec.metadata import MAIN_BRANCH, Snapshot, TableMetadata
+from tablestore.spec.metadata.table_metadata import MAIN_BRANCH, Snapshot, TableMetadata
 
 COMMIT_ID_PROPERTY = "tablestore.commit-id"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from tablestore.spec.manifest import DataFile
+from tablestore.spec.manifests.manifest import DataFile
 from tablestore.table.update.snapshot import SnapshotProducer, since
 from tablestore.table.update.validation import Validation, no_new_data_files
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tablestore.errors import CommitConflictError
-from tablestore.spec.metadata import TableMetadata
-from tablestore.spec.updates import TableRequirement, TableUpdate
+from tablestore.spec.metadata.table_metadata import TableMetadata
+from tablestore.spec.metadata.update_models import TableRequirement, TableUpdate
 
 if TYPE_CHECKING:
     from tablestore.table import Table

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tablestore.errors import CommitConflictError
-from tablestore.spec.manifest import (
+from tablestore.spec.manifests.manifest import (
     DataFile,
     ManifestContent,
     ManifestEntry,
@@ -22,8 +22,8 @@ from tablestore.spec.manifest import (
     ManifestFile,
     snapshot_manifests,
 )
-from tablestore.spec.manifest import write_manifest as write_manifest_file
-from tablestore.spec.metadata import Snapshot, TableMetadata
+from tablestore.spec.manifests.manifest import write_manifest as write_manifest_file
+from tablestore.spec.metadata.table_metadata import Snapshot, TableMetadata
 from tablestore.table.update.snapshot import SnapshotProducer, since
 from tablestore.table.update.validation import Check, Validation
 

@@ -25,12 +25,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from tablestore.errors import CommitConflictError, SchemaEvolutionError
-from tablestore.spec.metadata import MAIN_BRANCH, TableMetadata
-from tablestore.spec.name_mapping import DEFAULT_NAME_MAPPING, NameMapping, update_mapping
-from tablestore.spec.schema import Schema
-from tablestore.spec.schema_evolution import CastMode, SchemaEvolution, check_partition_sources
-from tablestore.spec.types import IcebergType
-from tablestore.spec.updates import (
+from tablestore.spec.metadata.schema_evolution import CastMode, SchemaEvolution, check_partition_sources
+from tablestore.spec.metadata.table_metadata import MAIN_BRANCH, TableMetadata
+from tablestore.spec.metadata.update_models import (
     AddSchemaUpdate,
     AssertCurrentSchemaId,
     AssertLastAssignedFieldId,
@@ -41,6 +38,9 @@ from tablestore.spec.updates import (
     TableRequirement,
     TableUpdate,
 )
+from tablestore.spec.schemas.name_mapping import DEFAULT_NAME_MAPPING, NameMapping, update_mapping
+from tablestore.spec.schemas.schema import Schema
+from tablestore.spec.schemas.types import IcebergType
 from tablestore.table.update.retry import StagedCommit
 from tablestore.table.update.schema_rewrite import plan_type_rewrite
 
@@ -213,7 +213,7 @@ class SchemaChange:
                     "a concurrent commit added data files (possibly of the old type) while the column type was "
                     "being changed; run the ALTER TABLE again"
                 )
-            requirements.append(AssertRefSnapshotId(MAIN_BRANCH, started_id))
+            requirements.append(AssertRefSnapshotId(ref=MAIN_BRANCH, snapshot_id=started_id))
         return StagedCommit(requirements, updates)
 
 
@@ -221,13 +221,13 @@ def schema_change(base: TableMetadata, new: Schema, last_column_id: int
                   ) -> tuple[list[TableRequirement], list[TableUpdate]]:
     """The requirements and updates that make ``new`` the current schema of ``base``'s table."""
     requirements: list[TableRequirement] = [
-        AssertTableUUID(base.table_uuid),
-        AssertCurrentSchemaId(base.current_schema_id),
-        AssertLastAssignedFieldId(base.last_column_id),
+        AssertTableUUID(uuid=base.table_uuid),
+        AssertCurrentSchemaId(current_schema_id=base.current_schema_id),
+        AssertLastAssignedFieldId(last_assigned_field_id=base.last_column_id),
     ]
     updates: list[TableUpdate] = [
-        AddSchemaUpdate(new, max(last_column_id, base.last_column_id)),
-        SetCurrentSchemaUpdate(-1),
+        AddSchemaUpdate(schema_=new, last_column_id=max(last_column_id, base.last_column_id)),
+        SetCurrentSchemaUpdate(schema_id=-1),
     ]
     mapping_json = base.properties.get(DEFAULT_NAME_MAPPING)
     if mapping_json:
@@ -235,7 +235,7 @@ def schema_change(base: TableMetadata, new: Schema, last_column_id: int
         mapping = NameMapping.from_json(mapping_json)
         updated = update_mapping(mapping, base.schema(), new)
         if updated != mapping:
-            updates.append(SetPropertiesUpdate({DEFAULT_NAME_MAPPING: updated.to_json()}))
+            updates.append(SetPropertiesUpdate(updates={DEFAULT_NAME_MAPPING: updated.to_json()}))
     return requirements, updates
 
 

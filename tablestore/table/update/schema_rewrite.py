@@ -22,13 +22,13 @@ import pyarrow.compute as pc
 
 from tablestore.errors import SchemaEvolutionError
 from tablestore.io import FileIO
-from tablestore.spec.expressions import AlwaysTrue
-from tablestore.spec.manifest import DataFile
-from tablestore.spec.metadata import TableMetadata
-from tablestore.spec.row_lineage import mark_updated
-from tablestore.spec.schema import Schema, storage_schema, type_to_arrow
-from tablestore.spec.schema_evolution import CastMode, TypeChangeRecord, is_implicit_conversion
-from tablestore.spec.types import IcebergType, NestedField, StringType, UUIDType, sql_type_name
+from tablestore.spec.expressions.expression_tree import AlwaysTrue
+from tablestore.spec.manifests.manifest import DataFile
+from tablestore.spec.metadata.schema_evolution import CastMode, TypeChangeRecord, is_implicit_conversion
+from tablestore.spec.metadata.table_metadata import TableMetadata
+from tablestore.spec.schemas.row_lineage import mark_updated
+from tablestore.spec.schemas.schema import Schema, storage_schema, type_to_arrow
+from tablestore.spec.schemas.types import IcebergType, NestedField, StringType, UUIDType, sql_type_name
 from tablestore.table.read.file_rows import rewrite_schema
 from tablestore.table.read.scan import FileTask, plan_files
 from tablestore.table.update.snapshot import OverwriteFiles

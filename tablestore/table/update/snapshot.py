@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tablestore.errors import CommitConflictError, UnsupportedError, ValidationError
-from tablestore.spec.manifest import (
+from tablestore.spec.manifests.manifest import (
     DataFile,
     DataFileContent,
     FileFormat,
@@ -39,8 +39,14 @@ from tablestore.spec.manifest import (
     write_manifest,
     write_manifest_list,
 )
-from tablestore.spec.metadata import MAIN_BRANCH, WAP_ID_PROPERTY, Snapshot, TableMetadata, new_snapshot_id
-from tablestore.spec.updates import (
+from tablestore.spec.metadata.table_metadata import (
+    MAIN_BRANCH,
+    WAP_ID_PROPERTY,
+    Snapshot,
+    TableMetadata,
+    new_snapshot_id,
+)
+from tablestore.spec.metadata.update_models import (
     AddSnapshotUpdate,
     AssertRefSnapshotId,
     AssertTableUUID,
@@ -275,15 +281,16 @@ class SnapshotProducer:
             first_row_id=first_row_id,
             added_rows=added_rows,
         )
-        requirements = [AssertTableUUID(base.table_uuid), *requirements]
-        updates = [*updates, AddSnapshotUpdate(snapshot)]
+        requirements = [AssertTableUUID(uuid=base.table_uuid), *requirements]
+        updates = [*updates, AddSnapshotUpdate(snapshot=snapshot)]
         if self.branch is not None:
             # The branch's retention stays as it was; a new branch starts with the table's.
-            requirements.insert(1, AssertRefSnapshotId(self.branch, ref.snapshot_id if ref else None))
+            requirements.insert(1, AssertRefSnapshotId(ref=self.branch, snapshot_id=ref.snapshot_id if ref else None))
             updates.append(SetSnapshotRefUpdate(
-                self.branch, self.snapshot_id, "branch",
-                ref.max_ref_age_ms if ref else None, ref.max_snapshot_age_ms if ref else None,
-                ref.min_snapshots_to_keep if ref else None,
+                ref_name=self.branch, snapshot_id=self.snapshot_id, type="branch",
+                max_ref_age_ms=ref.max_ref_age_ms if ref else None,
+                max_snapshot_age_ms=ref.max_snapshot_age_ms if ref else None,
+                min_snapshots_to_keep=ref.min_snapshots_to_keep if ref else None,
             ))
         return StagedCommit(requirements, updates), snapshot
 

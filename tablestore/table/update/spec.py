@@ -33,22 +33,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from tablestore.errors import CommitConflictError, ValidationError
-from tablestore.spec.partitioning import (
-    PartitionField,
-    PartitionSpec,
-    check_transform,
-    parse_term,
-    resolve_column,
-)
-from tablestore.spec.schema import Schema
-from tablestore.spec.transforms import (
-    BucketTransform,
-    IdentityTransform,
-    Transform,
-    TruncateTransform,
-    VoidTransform,
-)
-from tablestore.spec.updates import (
+from tablestore.spec.metadata.update_models import (
     AddPartitionSpecUpdate,
     AssertDefaultSpecId,
     AssertLastAssignedPartitionId,
@@ -56,10 +41,25 @@ from tablestore.spec.updates import (
     SetDefaultSpecUpdate,
     TableRequirement,
 )
+from tablestore.spec.partitioning.partition_spec import (
+    PartitionField,
+    PartitionSpec,
+    check_transform,
+    parse_term,
+    resolve_column,
+)
+from tablestore.spec.partitioning.transforms import (
+    BucketTransform,
+    IdentityTransform,
+    Transform,
+    TruncateTransform,
+    VoidTransform,
+)
+from tablestore.spec.schemas.schema import Schema
 from tablestore.table.update.retry import StagedCommit
 
 if TYPE_CHECKING:
-    from tablestore.spec.metadata import TableMetadata
+    from tablestore.spec.metadata.table_metadata import TableMetadata
     from tablestore.table import Table
     from tablestore.table.update.transaction import Transaction
 
@@ -282,17 +282,17 @@ class UpdateSpec:
             )
         spec = self.apply()
         requirements: list[TableRequirement] = [
-            AssertTableUUID(base.table_uuid),
-            AssertDefaultSpecId(self._base.default_spec_id),
-            AssertLastAssignedPartitionId(self._base.last_partition_id),
+            AssertTableUUID(uuid=base.table_uuid),
+            AssertDefaultSpecId(default_spec_id=self._base.default_spec_id),
+            AssertLastAssignedPartitionId(last_assigned_partition_id=self._base.last_partition_id),
         ]
         if _same_fields(spec, base.spec()):
             return StagedCommit(requirements, [])
         # Java's reuseOrCreateNewSpecId: a spec with the same columns, transforms and names is reused.
         existing = next((s for s in base.partition_specs if _same_fields(spec, s)), None)
         if existing is not None:
-            return StagedCommit(requirements, [SetDefaultSpecUpdate(existing.spec_id)])
-        return StagedCommit(requirements, [AddPartitionSpecUpdate(spec), SetDefaultSpecUpdate(-1)])
+            return StagedCommit(requirements, [SetDefaultSpecUpdate(spec_id=existing.spec_id)])
+        return StagedCommit(requirements, [AddPartitionSpecUpdate(spec=spec), SetDefaultSpecUpdate(spec_id=-1)])
 
     def commit(self) -> None:
         """Commit the new default spec (or add it to the transaction); nothing happens if the

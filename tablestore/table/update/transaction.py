@@ -46,8 +46,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, Self
 
 from tablestore.errors import CommitStateUnknownError, TableStoreError, ValidationError
-from tablestore.spec.metadata import RESERVED_PROPERTIES, Snapshot, TableMetadata
-from tablestore.spec.updates import (
+from tablestore.spec.metadata.metadata_builder import apply_updates
+from tablestore.spec.metadata.table_metadata import RESERVED_PROPERTIES, Snapshot, TableMetadata
+from tablestore.spec.metadata.update_models import (
     AssertRefSnapshotId,
     AssertTableUUID,
     RemovePropertiesUpdate,
@@ -55,7 +56,6 @@ from tablestore.spec.updates import (
     TableRequirement,
     TableUpdate,
     UpgradeFormatVersionUpdate,
-    apply_updates,
 )
 from tablestore.table.update.identity import CommitIdentity, as_identity
 from tablestore.table.update.retry import StagedCommit, commit_with_retries
@@ -100,12 +100,12 @@ class PropertiesChange:
     def stage(self, base: TableMetadata) -> StagedCommit:
         changes: list[TableUpdate] = []
         if self.format_version is not None and self.format_version != base.format_version:
-            changes.append(UpgradeFormatVersionUpdate(self.format_version))  # a downgrade is refused
+            changes.append(UpgradeFormatVersionUpdate(format_version=self.format_version))  # a downgrade is refused
         if self.updates:
-            changes.append(SetPropertiesUpdate(self.updates))
+            changes.append(SetPropertiesUpdate(updates=self.updates))
         if self.removals:
-            changes.append(RemovePropertiesUpdate(self.removals))
-        return StagedCommit([AssertTableUUID(base.table_uuid)], changes)
+            changes.append(RemovePropertiesUpdate(removals=self.removals))
+        return StagedCommit([AssertTableUUID(uuid=base.table_uuid)], changes)
 
 
 class FixedChange:

@@ -27,10 +27,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tablestore.errors import CommitConflictError, ValidationError
-from tablestore.spec.evaluators import InclusiveMetricsEvaluator, PartitionEvaluator
-from tablestore.spec.expressions import AlwaysFalse, BooleanExpression
-from tablestore.spec.manifest import DataFile, DataFileContent, ManifestEntryStatus, read_manifest, snapshot_manifests
-from tablestore.spec.metadata import MAIN_BRANCH, Snapshot, TableMetadata
+from tablestore.spec.expressions.evaluators import InclusiveMetricsEvaluator, PartitionEvaluator
+from tablestore.spec.expressions.expression_tree import AlwaysFalse, BooleanExpression
+from tablestore.spec.manifests.manifest import (
+    DataFile,
+    DataFileContent,
+    ManifestEntryStatus,
+    read_manifest,
+    snapshot_manifests,
+)
+from tablestore.spec.metadata.table_metadata import MAIN_BRANCH, Snapshot, TableMetadata
 from tablestore.table.read.scan import path_in_bounds
 
 if TYPE_CHECKING:

@@ -14,9 +14,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tablestore.errors import SchemaError
-from tablestore.spec.defaults import WRITE
-from tablestore.spec.schema import Schema, default_array, field_to_arrow, schema_to_arrow, type_to_arrow
-from tablestore.spec.types import (
+from tablestore.spec.schemas.defaults import WRITE
+from tablestore.spec.schemas.schema import Schema, default_array, field_to_arrow, schema_to_arrow, type_to_arrow
+from tablestore.spec.schemas.types import (
     DecimalType,
     DoubleType,
     IcebergType,

@@ -20,12 +20,12 @@ import pyarrow.parquet as pq
 
 from tablestore.errors import ValidationError
 from tablestore.io import FileIO, to_location_uri
-from tablestore.spec import conversions
-from tablestore.spec.manifest import DataFile
-from tablestore.spec.metadata import int_property
-from tablestore.spec.partitioning import PartitionSpec
-from tablestore.spec.schema import Schema, parquet_write_schema, without_unknown_columns
-from tablestore.spec.types import DateType, IcebergType
+from tablestore.spec.manifests.manifest import DataFile
+from tablestore.spec.metadata.table_metadata import int_property
+from tablestore.spec.partitioning.partition_spec import PartitionSpec
+from tablestore.spec.schemas import conversions
+from tablestore.spec.schemas.schema import Schema, parquet_write_schema, without_unknown_columns
+from tablestore.spec.schemas.types import DateType, IcebergType
 from tablestore.table.write.metrics import collect_metrics, float_nan_counts, metrics_modes, parquet_leaf_paths
 
 DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024

@@ -17,10 +17,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tablestore.errors import ValidationError
-from tablestore.spec import conversions
-from tablestore.spec.manifest import DataFile, DataFileContent, FileFormat
-from tablestore.spec.schema import Schema
-from tablestore.spec.types import (
+from tablestore.spec.manifests.manifest import DataFile, DataFileContent, FileFormat
+from tablestore.spec.schemas import conversions
+from tablestore.spec.schemas.schema import Schema
+from tablestore.spec.schemas.types import (
     BinaryType,
     DoubleType,
     FixedType,

@@ -45,9 +45,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tablestore.errors import ValidationError
-from tablestore.spec.manifest import DataFile
-from tablestore.spec.schema import parquet_write_schema, without_unknown_columns
-from tablestore.spec.types import IcebergType
+from tablestore.spec.manifests.manifest import DataFile
+from tablestore.spec.schemas.schema import parquet_write_schema, without_unknown_columns
+from tablestore.spec.schemas.types import IcebergType
 from tablestore.table.write.data_files import (
     WriteContext,
     dictionary_columns,
