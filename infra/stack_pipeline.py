@@ -49,8 +49,6 @@ RUNS = """query($since: Float) { runsOrError(filter: {createdAfter: $since}, lim
 EVENT_PAGE = """query($id: ID!, $cursor: String) { logsForRun(runId: $id, afterCursor: $cursor) { __typename
   ... on EventConnection { cursor hasMore events { __typename ... on MessageEvent { stepKey timestamp } } }
   ... on PythonError { message } } }"""
-WIPE = """mutation($ranges: [PartitionsByAssetSelector!]!) { wipeAssets(assetPartitionRanges: $ranges) {
-  __typename ... on PythonError { message } } }"""
 # Called with each new page of events of a run in progress: (its index among the runs watched, in
 # the order they were created, its id, the events).
 EventHook = Callable[[int, str, list[dict[str, Any]]], None]
@@ -195,15 +193,6 @@ class Watcher:
                 parent = by_id[parent].parent
             out.append(result)
         return out
-
-
-def wipe_materializations(client: DagsterClient, keys: list[list[str]]) -> None:
-    """Dagster's record of the assets' materializations wiped (the tables themselves are not
-    touched): the sensors and automation conditions see them missing, as on a new stack."""
-    ranges = [{"assetKey": {"path": key}} for key in keys]
-    answer = client.graphql(WIPE, {"ranges": ranges})["wipeAssets"]
-    if answer["__typename"] != "AssetWipeSuccess":
-        raise RuntimeError(f"wiping {len(keys)} assets failed: {answer}")
 
 
 def drive(url: str, writer: LandingBucketWriter, env_file: Path | None = None, timeout_s: float = 2400.0,

@@ -2,9 +2,9 @@
 
 ``tests/infra/test_docker_stack.py`` drives the pipeline once undisturbed (its ``pipeline``
 fixture: files landed in MinIO, the sensors and automation run the rest) and takes every table's
-column checksums through Trino. Then it empties the lakehouse (every table dropped and purged but
-the external landing table, and Dagster's record of their materializations wiped) and lands the
-files again, while ``FAULTS`` kill one service at a time with SIGKILL, each when the event log of
+column checksums through Trino. Then it brings a new stack up on the same image (`down
+--volumes`, `up`: Dagster's instance, the catalog and the buckets empty) and lands the files
+again, while ``FAULTS`` kill one service at a time with SIGKILL, each when the event log of
 a run the daemon started reaches a chosen point.
 Before each kill the snapshots of every table are listed; once the service is back (by itself,
 its restart policy), each of them must still be there and each table's snapshot log must
@@ -206,22 +206,6 @@ def run_with_faults(stack: Stack, faults: tuple[Fault, ...], timeout_s: float,
     if pending:
         raise AssertionError(f"the pipeline settled before the points of {pending}")
     return flow.results, records
-
-
-def drop_every_table(stack: Stack) -> None:
-    """An empty warehouse: every table of ``shop`` dropped with its files (purge) but the external
-    landing table, whose files are the landing data (its metadata lies among them, and an
-    external table is not created again over a location holding one: the next ingest
-    finds it and registers no file)."""
-    for name, loaded in tables(stack).items():
-        if external(loaded):
-            continue
-        request = urllib.request.Request(
-            f"{stack.url('catalog', 8181)}/v1/metastore/namespaces/shop/tables/{urllib.parse.quote(name)}"
-            "?purgeRequested=true", method="DELETE",
-            headers={"Authorization": f"Bearer {stack.env['CATALOG_TOKEN_DAGSTER']}"})
-        with urllib.request.urlopen(request, timeout=300):
-            pass
 
 
 def column_checksums(stack: Stack) -> dict[str, dict[str, str | None]]:
