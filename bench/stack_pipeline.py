@@ -3,9 +3,9 @@
     python -m bench.stack_pipeline                     # starts a throwaway stack (no Trino), then embedded
     python -m bench.stack_pipeline --dagster-url http://127.0.0.1:3000 --env-file .env   # a running stack
 
-The stack side launches the plan of ``pipelines.run.pipeline_plan`` through Dagster's GraphQL API
-(``infra.dagster_client``), one run per step, as the stack test does; each step's time runs from
-its launch to the end of its run (queueing and the run's process start included). The embedded
+The stack side lands the files in MinIO's landing bucket and follows the runs its sensors and
+automation start (``infra.stack_pipeline``), as the stack test does; each run's time runs from
+its creation to its end (queueing and the run's process start included). The embedded
 side runs the same plan in-process (``run_pipeline``) on the embedded settings (SQLite catalog,
 local files, ``local[2]`` Spark) with the stack's ``data:`` section, so both land the same
 events. Not a test: figures go to the console and to ``bench/results/stack_pipeline.jsonl``.
@@ -27,7 +27,9 @@ import yaml
 
 from bench.common import RESULTS_DIR
 from infra.compose_stack import running_stack
-from infra.dagster_client import STACK_SETTINGS, run_plan, stack_plan
+from infra.dagster_client import STACK_SETTINGS, stack_settings
+from infra.landing_feed import LandingBucketWriter
+from infra.stack_pipeline import drive
 from pipelines.run import run_pipeline
 from pipelines.settings import CONFIG_DIR
 
@@ -35,8 +37,10 @@ STACK_TARGET_S = 300.0
 RATIO_TARGET = 2.0
 
 
-def stack_steps(url: str) -> list[tuple[str, float]]:
-    results = run_plan(url, stack_plan(), timeout_s=3600.0)
+def stack_steps(url: str, minio: str) -> list[tuple[str, float]]:
+    """The stack's runs, started by its sensors and automation once the files land in MinIO."""
+    writer = LandingBucketWriter(minio, os.environ["MINIO_ROOT_USER"], os.environ["MINIO_ROOT_PASSWORD"])
+    results = drive(url, writer, timeout_s=3600.0).results
     failed = [r.label for r in results if not r.success]
     if failed:
         raise SystemExit(f"the stack's runs failed: {failed}; see {url}/runs")
@@ -91,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.stack_pipeline", description=__doc__.splitlines()[0])
     parser.add_argument("--dagster-url", help="a running stack's Dagster webserver (default: start a throwaway stack)")
     parser.add_argument("--env-file", type=Path, default=Path(".env"), help="that stack's secrets (with --dagster-url)")
+    parser.add_argument("--minio", default="127.0.0.1:9000", help="that stack's MinIO, host:port (with --dagster-url)")
     parser.add_argument("--embedded-only", action="store_true",
                         help="time the embedded side alone (e.g. beside the stack test's per-step log)")
     args = parser.parse_args(argv)
@@ -103,14 +108,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{'whole graph, embedded':<44} {sum(s for _, s in embedded):>9.1f}")
             return 0
         if args.dagster_url:
-            stack_plan(args.env_file)  # loads the secrets the stack settings name
-            stack = stack_steps(args.dagster_url)
+            stack_settings(args.env_file)  # loads the secrets the stack settings name
+            stack = stack_steps(args.dagster_url, args.minio)
         else:
             with running_stack(Path(tmp), prefix="tablestore-bench") as running:
                 extra["docker compose up --build --wait"] = running.timings["up"]
                 for key in ("MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD", "CATALOG_TOKEN_DAGSTER"):
                     os.environ.setdefault(key, running.env[key])
-                stack = stack_steps(running.url("dagster-webserver", 3000))
+                stack = stack_steps(running.url("dagster-webserver", 3000), running.address("minio", 9000))
         embedded = embedded_steps(Path(tmp))
     figures = report(stack, embedded, extra)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()

@@ -95,6 +95,8 @@ def write_env_file(path: Path, project: str) -> dict[str, str]:
         "MINIO_ROOT_PASSWORD": secrets.token_hex(16),
         "MINIO_CATALOG_USER": "catalog",
         "MINIO_CATALOG_PASSWORD": secrets.token_hex(16),
+        "MINIO_LANDING_USER": "landing-reader",
+        "MINIO_LANDING_PASSWORD": secrets.token_hex(16),
         "POSTGRES_PASSWORD": secrets.token_hex(16),
         "CATALOG_TOKEN_TRINO": secrets.token_hex(16),
         "CATALOG_TOKEN_SPARK": secrets.token_hex(16),

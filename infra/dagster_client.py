@@ -1,28 +1,22 @@
-"""Run the pipeline's plan through a Dagster webserver's GraphQL API, as a user's clicks would.
+"""A Dagster webserver's GraphQL API as the stack's tests and tools use it: runs and their
+event logs read back as what they materialized and checked, a run that Dagster's run retries
+re-executed followed to its end, and an asset launched as a user's click would launch it.
 
-``pipelines.run.pipeline_plan`` is the whole asset graph as runs, in the order the dates impose
-(``run_pipeline`` runs the same plan in-process). Here each step becomes one ``launchRun`` of
-the implicit asset job: the daemon dequeues it and runs it in the ``dagster-daemon`` container,
-where the Spark driver talks to the stack's cluster. The stack test, ``make e2e-stack`` and
-``bench/stack_pipeline.py`` use it.
-
-    python -m infra.dagster_client http://127.0.0.1:3000
+Nothing here runs the pipeline: the daemon's sensors and automation do
+(``infra/stack_pipeline.py`` lands the files and watches them).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import time
 import urllib.request
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipelines.run import PlanStep, pipeline_plan
-from pipelines.settings import CONFIG_DIR, load_settings
+from pipelines.settings import CONFIG_DIR, PipelineSettings, load_settings
 
 LOCATION = "pipelines"
 REPOSITORY = "__repository__"
@@ -115,20 +109,17 @@ class DagsterClient:
         nodes = self.graphql("{ assetNodes { assetKey { path } } }")["assetNodes"]
         return [list(n["assetKey"]["path"]) for n in nodes]
 
-    def launch(self, step: PlanStep) -> str:
-        """Queue one run of ``step``'s assets and their checks; answers the run id."""
-        tags = dict(step.tags or {})
-        if step.partition_key is not None:
-            tags["dagster/partition"] = step.partition_key
+    def launch_assets(self, label: str, keys: list[list[str]], tags: dict[str, str] | None = None) -> str:
+        """Queue one run of the assets ``keys`` (paths) and their checks; answers the run id."""
         params = {
             "selector": {"repositoryLocationName": LOCATION, "repositoryName": REPOSITORY, "jobName": ASSET_JOB,
-                         "assetSelection": [{"path": list(k.path)} for k in step.keys]},
-            "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in tags.items()]},
+                         "assetSelection": [{"path": key} for key in keys]},
+            "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in (tags or {}).items()]},
             "runConfigData": {},
         }
         launched = self.graphql(LAUNCH, {"params": params})["launchRun"]
         if launched["__typename"] != "LaunchRunSuccess":
-            raise RuntimeError(f"launching {step.label!r} failed: {launched}")
+            raise RuntimeError(f"launching {label!r} failed: {launched}")
         run_id: str = launched["run"]["runId"]
         return run_id
 
@@ -177,30 +168,13 @@ class DagsterClient:
             if not page["hasMore"]:
                 return out
 
-    def run_step(self, step: PlanStep, deadline: float) -> RunResult:
-        """Launch ``step`` and wait for its outcome, following the runs that Dagster's run
-        retries launch when a run fails as a whole."""
-        started = time.monotonic()
-        run_id = self.launch(step)
-        failed_runs: list[tuple[str, str]] = []
-        while True:
-            status = self.wait(run_id, deadline)
-            retry = self.retry_of(run_id, deadline) if status == "FAILURE" else None
-            if retry is None:
-                break
-            failed_runs.append((run_id, self.failure_of(run_id)))
-            run_id = retry
-        result = self.result(step.label, run_id, status, time.monotonic() - started)
-        result.failed_runs = failed_runs
-        return result
-
     def failure_of(self, run_id: str) -> str:
         """Why the run ``run_id`` failed: its run failure's message, else its steps' errors."""
         result = self.result(run_id, run_id, "FAILURE", 0.0)
         return "; ".join(result.errors)[:2000]
 
     def result(self, label: str, run_id: str, status: str, seconds: float) -> RunResult:
-        """What the finished run ``run_id`` (of the plan's step ``label``) did, from its event log."""
+        """What the finished run ``run_id`` (called ``label``) did, from its event log."""
         result = RunResult(label, run_id, status, seconds)
         spans: dict[str, list[float]] = {}
         for event in self.events(run_id):
@@ -232,49 +206,12 @@ class DagsterClient:
         return result
 
 
-def stack_plan(env_file: Path | None = None) -> list[PlanStep]:
-    """The plan of the stack's pipeline settings (``pipelines/config/stack.yaml``), whose secrets
-    come from the environment, else from ``env_file`` (the stack's ``.env``)."""
+def stack_settings(env_file: Path | None = None) -> PipelineSettings:
+    """The stack's pipeline settings (``pipelines/config/stack.yaml``), whose secrets come from
+    the environment, else from ``env_file`` (the stack's ``.env``, read into the environment)."""
     if env_file is not None and env_file.exists():
         for line in env_file.read_text().splitlines():
             if "=" in line and not line.lstrip().startswith("#"):
                 key, value = line.split("=", 1)
                 os.environ.setdefault(key.strip(), value.strip())
-    return pipeline_plan(load_settings(STACK_SETTINGS))
-
-
-def run_plan(url: str, steps: list[PlanStep], timeout_s: float = 1800.0,
-             log: Callable[[str], None] = print, stop_on_failure: bool = True) -> list[RunResult]:
-    """Every step of ``steps`` as one run each, in order; stops at the first failure."""
-    client = DagsterClient(url)
-    deadline = time.monotonic() + timeout_s
-    results = []
-    for step in steps:
-        result = client.run_step(step, deadline)
-        results.append(result)
-        failed = [c.name for c in result.checks if not c.passed]
-        log(f"{step.label}: {result.status} in {result.seconds:.1f} s"
-            + (f"; checks failed: {failed}" if failed else "") + (f"; {result.errors[0]}" if result.errors else ""))
-        for key, seconds in result.step_seconds.items():
-            log(f"  {key}: {seconds:.1f} s")
-        for key, error in result.retries:
-            log(f"  {key} failed and was retried: {error[:300]}")
-        for run_id, error in result.failed_runs:
-            log(f"  run {run_id} failed and Dagster re-executed it: {error[:300]}")
-        if not result.success and stop_on_failure:
-            break
-    return results
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("url", help="the Dagster webserver, e.g. http://127.0.0.1:3000")
-    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds for the whole plan")
-    parser.add_argument("--env-file", type=Path, default=Path(".env"), help="the stack's secrets")
-    args = parser.parse_args(argv)
-    results = run_plan(args.url, stack_plan(args.env_file), timeout_s=args.timeout)
-    return 0 if results and all(r.success for r in results) else 1
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    return load_settings(STACK_SETTINGS)

@@ -47,7 +47,7 @@ def cache_dir() -> Path:
 # PostgreSQL, the driver. ``bench/catalog_throughput.py`` runs it.
 JETTY = "12.1.5"
 SERVER_CLASS = "org.apache.iceberg.rest.RESTCatalogServer"
-_SERVER_DEPENDENCIES = [
+_SERVER_DEPENDENCIES: list[tuple[str, str, str, str | None]] = [
     ("org.eclipse.jetty", "jetty-server", JETTY, None),
     ("org.eclipse.jetty.ee10", "jetty-ee10-servlet", JETTY, None),
     ("org.eclipse.jetty.compression", "jetty-compression-server", JETTY, None),

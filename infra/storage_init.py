@@ -3,6 +3,9 @@
 The one service given MinIO's root credentials. With them it creates the buckets and, through
 MinIO's admin API (the ``minio`` SDK's ``MinioAdmin``), the catalog's MinIO user
 (``MINIO_CATALOG_USER``: read and write on the buckets, nothing else). With
+``--landing-bucket`` it creates the bucket where sources drop their files and the landing
+reader (``MINIO_LANDING_USER``: list and read of that bucket, nothing else), the key of the
+pipeline's sensors; the catalog's user has no access to it. With
 ``--dagster-database`` it creates that PostgreSQL database and the tables of Dagster's instance.
 
 Idempotent: existing buckets, users and the database are kept (a user's secret and policy are
@@ -25,6 +28,7 @@ from minio.credentials import StaticProvider
 
 DEFAULT_BUCKETS = ("lakehouse",)
 CATALOG_POLICY = "lakehouse-catalog"
+LANDING_POLICY = "lakehouse-landing-reader"
 
 
 def create_buckets(endpoint: str, access_key: str, secret_key: str, buckets: tuple[str, ...] = DEFAULT_BUCKETS,
@@ -125,10 +129,17 @@ def _catalog_user() -> tuple[str, str] | None:
     return (user, secret) if user and secret else None
 
 
+def _landing_reader() -> tuple[str, str] | None:
+    """The landing reader's MinIO user and secret, when their variables are set."""
+    user, secret = os.environ.get("MINIO_LANDING_USER"), os.environ.get("MINIO_LANDING_PASSWORD")
+    return (user, secret) if user and secret else None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--endpoint", default="minio:9000", help="host:port of the S3 server")
     parser.add_argument("--bucket", action="append", dest="buckets", help="bucket to create (repeatable)")
+    parser.add_argument("--landing-bucket", help="bucket where sources land files; its reader is MINIO_LANDING_USER")
     parser.add_argument("--secure", action="store_true", help="use HTTPS")
     parser.add_argument("--dagster-database", help="PostgreSQL database of Dagster's instance, created if missing")
     parser.add_argument("--postgres-host", default="postgres")
@@ -148,6 +159,18 @@ def main(argv: list[str] | None = None) -> int:
         admin = admin_client(args.endpoint, access_key, secret_key, secure=args.secure)
         ensure_user(admin, *catalog, CATALOG_POLICY, bucket_policy(buckets))
         print(f"storage-init: MinIO user {catalog[0]} with policy {CATALOG_POLICY} ({', '.join(buckets)} only)")
+    if args.landing_bucket:
+        reader = _landing_reader()
+        if reader is None:
+            print("storage-init: --landing-bucket needs MINIO_LANDING_USER and MINIO_LANDING_PASSWORD "
+                  "(see infra/.env.example)", file=sys.stderr)
+            return 2
+        landing = create_buckets(args.endpoint, access_key, secret_key, (args.landing_bucket,), secure=args.secure)
+        print(f"storage-init: bucket {args.landing_bucket} {'created' if landing else 'exists'}")
+        admin = admin_client(args.endpoint, access_key, secret_key, secure=args.secure)
+        ensure_user(admin, *reader, LANDING_POLICY, bucket_policy([args.landing_bucket], write=False))
+        print(f"storage-init: MinIO user {reader[0]} with policy {LANDING_POLICY} "
+              f"(list and read of {args.landing_bucket} only)")
     if args.dagster_database:
         password = os.environ.get("POSTGRES_PASSWORD")
         if not password:

@@ -113,6 +113,16 @@ class _Events(_Section):
 class _Automation(_Section):
     # Whether the sensors and the maintenance schedule start running by themselves.
     running: bool = True
+    # The shortest time between two ticks of each sensor (None: each sensor's own default).
+    tick_seconds: int | None = Field(default=None, alias="tick-seconds", ge=1)
+
+
+class LandingBucket(_Section):
+    """An S3 bucket (MinIO in the stack) that the sensors watch for landed files."""
+
+    endpoint: str
+    name: str
+    region: str = "us-east-1"
 
 
 class _DataDocs(_Section):
@@ -139,6 +149,7 @@ class _Document(_Section):
     retention: Annotated[_Retention, BeforeValidator(_section)] = Field(default_factory=_Retention)
     events: Annotated[_Events, BeforeValidator(_section)] = Field(default_factory=_Events)
     automation: Annotated[_Automation, BeforeValidator(_section)] = Field(default_factory=_Automation)
+    landing_bucket: LandingBucket | None = Field(default=None, alias="landing-bucket")
     data_docs: Annotated[_DataDocs, BeforeValidator(_section)] = Field(default_factory=_DataDocs, alias="data-docs")
 
 
@@ -165,6 +176,11 @@ class PipelineSettings(_Section):
     # Whether the sensors and the maintenance schedule run by default (settings `automation:
     # {running: false}` leaves them stopped until someone starts them in the UI).
     automation_running: bool = True
+    # Settings `automation: {tick-seconds: N}`: the sensors' shortest interval (the stack's is short).
+    tick_seconds: int | None = None
+    # Settings `landing-bucket`: the sensors watch this bucket, not the local landing folder, and
+    # the runs copy what they ingest from it (pipelines/defs/ingest/landing_bucket.py).
+    landing_bucket: LandingBucket | None = None
     # The URL the Data Docs site is served at (settings `data-docs: {url: ...}`); None: the checks
     # link to the pages as files.
     data_docs_url: str | None = None
@@ -234,6 +250,8 @@ def load_settings(
         retention_days=document.retention.days,
         events_format_version=document.events.format_version,
         automation_running=document.automation.running,
+        tick_seconds=document.automation.tick_seconds,
+        landing_bucket=document.landing_bucket,
         data_docs_url=document.data_docs.url.rstrip("/") if document.data_docs.url else None,
     )
     if not data.start < settings.evolution_at <= settings.cutover < data.end:

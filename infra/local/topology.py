@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -161,7 +162,7 @@ class LocalStack:
         self.server_config_path.write_text(yaml.safe_dump(server, sort_keys=False))
         self._write_pipeline_settings(client)
 
-    def _write_pipeline_settings(self, client: dict[str, object]) -> None:
+    def _write_pipeline_settings(self, client: dict[str, Any]) -> None:
         # The stack's pipeline settings with this topology's addresses. Spark gets the client
         # config's master, with shuffles sized for one small worker.
         stack_settings = REPO / "pipelines" / "config" / "stack.yaml"
@@ -174,6 +175,9 @@ class LocalStack:
             "spark.sql.shuffle.partitions": parallelism, "spark.default.parallelism": parallelism,
             "spark.ui.showConsoleProgress": "false"}}}
         doc.pop("trino", None)  # no Trino here: the reconciliation asset records that it skipped
+        # No landing bucket here: files land in the local landing folder, where the sensors (and
+        # the pipeline run in-process) find them, as in the embedded default.
+        doc.pop("landing-bucket", None)
         doc["data"].update(self.pipeline_data)
         self.pipeline_settings_path.write_text(yaml.safe_dump(doc, sort_keys=False))
 

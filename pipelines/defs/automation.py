@@ -14,6 +14,8 @@ import dagster as dg
 from pipelines.settings import selected_settings
 
 AUTOMATION_SENSOR = "lakehouse_automation"
+# Seconds between two evaluations (settings `automation: {tick-seconds: N}` shortens it).
+AUTOMATION_INTERVAL = 30
 # Conditions on the assets downstream of ingestion (see their @asset definitions).
 FOLLOWS_UPSTREAM = dg.AutomationCondition.eager()
 # The tables users read (events, customers): the UI warns when one has not been materialized
@@ -24,9 +26,11 @@ USER_TABLE_FRESHNESS = dg.FreshnessPolicy.time_window(
 
 @dg.definitions
 def defs() -> dg.Definitions:
-    running = selected_settings().automation_running
+    settings = selected_settings()
+    running = settings.automation_running
     return dg.Definitions(sensors=[dg.AutomationConditionSensorDefinition(
         AUTOMATION_SENSOR, target=dg.AssetSelection.all(),
         default_status=dg.DefaultSensorStatus.RUNNING if running else dg.DefaultSensorStatus.STOPPED,
-        minimum_interval_seconds=30, description="Evaluates the assets' automation conditions.",
+        minimum_interval_seconds=settings.tick_seconds or AUTOMATION_INTERVAL,
+        description="Evaluates the assets' automation conditions.",
     )])

@@ -1,12 +1,14 @@
 """Faults in the Docker Compose stack while its pipeline runs, and what is checked after them.
 
-``tests/infra/test_docker_stack.py`` runs the plan once undisturbed (its ``pipeline`` fixture) and
-takes every table's column checksums through Trino. Then it empties the warehouse (every table
-dropped and purged but the external landing table) and runs the whole plan again through Dagster while ``FAULTS``
-kill one service at a time with SIGKILL, each when the run's event log reaches a chosen point.
+``tests/infra/test_docker_stack.py`` drives the pipeline once undisturbed (its ``pipeline``
+fixture: files landed in MinIO, the sensors and automation run the rest) and takes every table's
+column checksums through Trino. Then it brings a new stack up on the same image (`down
+--volumes`, `up`: Dagster's instance, the catalog and the buckets empty) and lands the files
+again, while ``FAULTS`` kill one service at a time with SIGKILL, each when the event log of
+a run the daemon started reaches a chosen point.
 Before each kill the snapshots of every table are listed; once the service is back (by itself,
 its restart policy), each of them must still be there and each table's snapshot log must
-extend the one before. After the plan: every run succeeded (the interrupted steps retried, the
+extend the one before. After the pipeline: every run succeeded (the interrupted steps retried, the
 pipeline's retry policy), every GX check passed, every column reads as in the undisturbed run,
 and no snapshot of any table references a file missing from MinIO.
 """
@@ -22,12 +24,12 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 from infra.compose_stack import Stack
-from infra.dagster_client import DONE, STATUS, DagsterClient, RunResult
-from pipelines.run import PlanStep
+from infra.dagster_client import STATUS, DagsterClient, RunResult
+from infra.landing_feed import LandingBucketWriter
+from infra.stack_pipeline import drive
 from tablestore.spec.manifests.manifest import read_manifest, read_manifest_list
 from tablestore.spec.metadata.table_metadata import TableMetadata
 
@@ -39,36 +41,42 @@ EVENT_PAGE = """query($id: ID!, $cursor: String) { logsForRun(runId: $id, afterC
 
 @dataclass(frozen=True)
 class Fault:
-    """Kill ``service`` ``delay_s`` after the event ``event`` (its GraphQL type) of the plan's run
-    number ``run`` (from 0), of the step whose key ends with ``step`` (None: the run's own)."""
+    """Kill ``service`` ``delay_s`` after the event ``event`` (its GraphQL type) of the step whose
+    key ends with ``step`` (None: the run's own), in the run number ``run`` (from 0, in the order
+    the daemon created them; None: any run)."""
 
     service: str
-    run: int
+    run: int | None
     event: str
     step: str | None
     delay_s: float
     point: str  # what the pipeline is doing then
 
 
-# One at a time, at five points of one plan: each run's longest step, or the queue.
+# One at a time, at five points of the sensor-driven pipeline: the longest steps, or the queue.
 FAULTS = (
-    Fault("minio", 0, "ExecutionStepStartEvent", "lakehouse__shop__events", 3.0,
-          "run 1, `events` (two days, one INSERT OVERWRITE): its Spark tasks write Parquet to MinIO"),
-    Fault("catalog", 0, "ExecutionStepStartEvent", "evolved_types", 2.0,
-          "run 1, the `evolved_types` GX suite: it loads and reads `events` through the catalog"),
-    # At the queue: the daemon dequeues run 2 once a second, so the kill lands while the run is
-    # queued (it starts after the restart), while the daemon launches it (marked STARTING but not
-    # yet handed to the code server: run monitoring fails it after its start timeout and run
-    # retries re-execute it, infra/dagster/dagster.yaml), or just after (it runs in the code
-    # server without the daemon). Run 3 is queued while the daemon is down either way.
-    Fault("dagster-daemon", 1, "RunEnqueuedEvent", None, 0.0,
-          "run 2 queued and being dequeued: the daemon's queue and its launch"),
-    Fault("postgres", 2, "ExecutionStepStartEvent", "lakehouse__shop__events_hourly", 2.0,
-          "run 3, `events_hourly` (24 hours, one INSERT OVERWRITE): the catalog's metastore and "
-          "Dagster's run storage"),
-    Fault("spark-connect", 3, "ExecutionStepStartEvent", "lakehouse__shop__customers", 4.0,
-          "run 4, `customers` (INSERT OVERWRITE from a GROUP BY of `events`): a Spark job of the "
-          "Connect server"),
+    Fault("minio", None, "ExecutionStepStartEvent", "lakehouse__shop__events", 3.0,
+          "the landing sensor's first run, `events` (two days, one INSERT OVERWRITE): its Spark tasks "
+          "write Parquet to MinIO"),
+    Fault("catalog", None, "ExecutionStepStartEvent", "evolved_types", 2.0,
+          "the automation's schema evolution, its `evolved_types` GX suite: it loads and reads `events` "
+          "through the catalog"),
+    # At the queue: the daemon dequeues the third run once a second, so the kill lands while
+    # the run is queued (it starts after the restart), while the daemon
+    # launches it (marked STARTING but not yet handed to the code server: run monitoring fails
+    # it after its start timeout and run retries re-execute it, infra/dagster/dagster.yaml), or
+    # just after (it runs in the code server without the daemon). The daemon runs the sensors
+    # too: their ticks wait for its restart, and their cursors (in PostgreSQL) survive it.
+    Fault("dagster-daemon", 2, "RunEnqueuedEvent", None, 0.0,
+          "the third run the sensors and automation started (which one depends on how the landing "
+          "sensor grouped the days) queued and being dequeued: the daemon's queue, its launch and its "
+          "sensor ticks"),
+    Fault("postgres", None, "ExecutionStepStartEvent", "lakehouse__shop__events_hourly", 2.0,
+          "`events_hourly` (24 hours, one INSERT OVERWRITE): the catalog's metastore and Dagster's run "
+          "storage"),
+    Fault("spark-connect", None, "ExecutionStepStartEvent", "lakehouse__shop__customers", 4.0,
+          "`customers` (INSERT OVERWRITE from a GROUP BY of `events`), run by the automation: a Spark "
+          "job of the Connect server"),
 )
 
 # Columns whose values are the wall clock of the run, not data the pipeline derives.
@@ -165,78 +173,39 @@ def _inject(stack: Stack, client: DagsterClient, run_id: str, fault: Fault,
     return record
 
 
-def _matches(fault: Fault, event: dict[str, Any]) -> bool:
-    if event["__typename"] != fault.event:
+def _matches(fault: Fault, index: int, event: dict[str, Any]) -> bool:
+    if event["__typename"] != fault.event or (fault.run is not None and fault.run != index):
         return False
     return fault.step is None or str(event.get("stepKey") or "").endswith(fault.step)
 
 
-def run_with_faults(stack: Stack, steps: list[PlanStep], faults: tuple[Fault, ...], timeout_s: float,
+def landing_writer(stack: Stack) -> LandingBucketWriter:
+    """The stack's landing bucket, written with MinIO's root key (the test is the data's source).
+    MinIO's host port is looked up at each put: killed and restarted, it is published on another."""
+    return LandingBucketWriter(lambda: stack.address("minio", 9000), stack.env["MINIO_ROOT_USER"],
+                               stack.env["MINIO_ROOT_PASSWORD"])
+
+
+def run_with_faults(stack: Stack, faults: tuple[Fault, ...], timeout_s: float,
                     log: Callable[[str], None] = print) -> tuple[list[RunResult], list[FaultRecord]]:
-    """The plan, one Dagster run per step as ``infra.dagster_client.run_plan`` launches it, while
-    the run's event log is followed and each fault fires at its point, one at a time."""
-    client = DagsterClient(f"http://{stack.address('dagster-webserver', 3000)}")
-    deadline = time.monotonic() + timeout_s
-    results: list[RunResult] = []
+    """The pipeline driven by landing its files (``infra.stack_pipeline.drive``), while the
+    event log of each run the daemon starts is followed and each fault fires at its point, one
+    at a time."""
+    url = f"http://{stack.address('dagster-webserver', 3000)}"
+    client = DagsterClient(url)
+    pending = list(faults)
     records: list[FaultRecord] = []
-    for index, step in enumerate(steps):
-        pending = [f for f in faults if f.run == index]
-        started = time.monotonic()
-        run_id = client.launch(step)
-        failed_runs: list[tuple[str, str]] = []
-        cursor: str | None = None
-        while True:
-            try:  # the webserver reads the run from PostgreSQL, which may be down
-                status = client.graphql(STATUS, {"id": run_id})["runOrError"]["status"]
-                page = client.graphql(EVENT_PAGE, {"id": run_id, "cursor": cursor})["logsForRun"]
-            except (urllib.error.URLError, OSError, RuntimeError):
-                time.sleep(1)
-                continue
-            cursor = page["cursor"]
-            for event in page["events"]:
-                if pending and _matches(pending[0], event):
-                    records.append(_inject(stack, client, run_id, pending.pop(0), log))
-            if status in DONE and not page["hasMore"]:
-                # A run that failed as a whole (not started in time) is re-executed by Dagster's
-                # run retries as a new run: follow it.
-                retry = _retrying(partial(client.retry_of, run_id, deadline)) if status == "FAILURE" else None
-                if retry is None:
-                    break
-                failed_runs.append((run_id, client.failure_of(run_id)))
-                log(f"[faults] {step.label}: run {run_id} failed and Dagster re-executed it as {retry}: "
-                    f"{failed_runs[-1][1][:300]}")
-                run_id, cursor = retry, None
-                continue
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"the faulted plan is past its {timeout_s:.0f} s; run {run_id} is {status}")
-            if not page["hasMore"]:
-                time.sleep(0.5)
-        result = client.result(step.label, run_id, status, time.monotonic() - started)
-        result.failed_runs = failed_runs
-        results.append(result)
-        if pending and result.success:
-            raise AssertionError(f"run {run_id} ({step.label}) ended before the point of {pending}")
-        log(f"[faults] {step.label}: {status} in {result.seconds:.1f} s"
-            + "".join(f"\n  {key} failed and was retried: {error[:400]}" for key, error in result.retries))
-        if not result.success:
-            break
-    return results, records
 
+    def on_events(index: int, run_id: str, events: list[dict[str, Any]]) -> None:
+        for event in events:
+            if pending and _matches(pending[0], index, event):
+                records.append(_inject(stack, client, run_id, pending.pop(0), log))
 
-def drop_every_table(stack: Stack) -> None:
-    """An empty warehouse: every table of ``shop`` dropped with its files (purge) but the external
-    landing table, whose files are the landing data (its metadata lies among them, and an
-    external table is not created again over a location holding one: the plan's landing step
-    finds it and registers no file)."""
-    for name, loaded in tables(stack).items():
-        if external(loaded):
-            continue
-        request = urllib.request.Request(
-            f"{stack.url('catalog', 8181)}/v1/metastore/namespaces/shop/tables/{urllib.parse.quote(name)}"
-            "?purgeRequested=true", method="DELETE",
-            headers={"Authorization": f"Bearer {stack.env['CATALOG_TOKEN_DAGSTER']}"})
-        with urllib.request.urlopen(request, timeout=300):
-            pass
+    flow = drive(url, landing_writer(stack), timeout_s=timeout_s, on_events=on_events,
+                 log=lambda line: log(f"[faults] {line}"))
+    if pending:
+        raise AssertionError(f"the pipeline settled before the points of {pending}")
+    return flow.results, records
 
 
 def column_checksums(stack: Stack) -> dict[str, dict[str, str | None]]:

@@ -370,12 +370,14 @@ def test_secrets_are_all_in_env_example_and_reach_the_services() -> None:
     stack_vars = set(re.findall(r"\$\{(\w+)\}", STACK_CONFIG.read_text()))
     lakehouse_env = _compose()["x-lakehouse-env"]
     # MinIO's keys: the root user's only in storage-init (and MinIO), the catalog's user's
-    # only in storage-init (which creates it) and the catalog; every other service of our
+    # only in storage-init (which creates it) and the catalog, the landing reader's only in
+    # storage-init and Dagster's code server (its sensors and runs); every other service of our
     # image has the common settings alone.
     root = {"MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD"}
     catalog = {"MINIO_CATALOG_USER", "MINIO_CATALOG_PASSWORD"}
-    extra = {"storage-init": root | catalog, "catalog": catalog}
-    assert not (root | catalog) & set(lakehouse_env)
+    landing = {"MINIO_LANDING_USER", "MINIO_LANDING_PASSWORD"}
+    extra = {"storage-init": root | catalog | landing, "catalog": catalog, "dagster-code": landing}
+    assert not (root | catalog | landing) & set(lakehouse_env)
     for name in OUR_IMAGE_SERVICES:
         environment = _services()[name]["environment"]
         assert {k: v for k, v in environment.items() if k not in extra.get(name, set())} == lakehouse_env, name

@@ -11,9 +11,12 @@ of its own, with fresh secrets and engine-chosen loopback ports, the module:
 - builds the image and brings every other service up (``docker compose up --build --wait``),
   and checks what ``docker inspect`` reports: loopback-only ports, an init, restart policies;
 - checks MinIO is the release built from source, and who holds which MinIO key: the root key
-  only ``storage-init``, the catalog's user (limited to the warehouse bucket) only the catalog;
-- runs the pipeline's plan through Dagster's GraphQL API: every asset materialized, every
-  asset check passed, every run's Spark work in the one application of the Spark Connect server;
+  only ``storage-init``, the catalog's user (limited to the warehouse bucket) only the catalog,
+  the landing reader (list and read of the landing bucket) only Dagster's code server;
+- lands the events, then the erasure requests, in MinIO's landing bucket and watches, through
+  Dagster's GraphQL API, the runs that the daemon's sensors and automation conditions start (the
+  test launches none): every asset materialized, every asset check passed, every run's Spark
+  work in the one application of the Spark Connect server;
   Trino's reconciliation passes (its counts equal tablestore's), Trino having logged in with
   OAuth2 client credentials and read MinIO with vended credentials; Dagster's runs are rows of
   its PostgreSQL database and its code location the code server's;
@@ -21,10 +24,10 @@ of its own, with fresh secrets and engine-chosen loopback ports, the module:
 - kills the catalog, MinIO and PostgreSQL with SIGKILL, and the Dagster daemon mid-run, restarts
   MinIO, Dagster's webserver and daemon, and takes the stack down and up again: each comes back
   by itself with every object, snapshot and run (docs/stack.md, Faults, has the times);
-- empties the lakehouse and runs the plan again while MinIO, the catalog, the Dagster daemon,
-  PostgreSQL and the Spark Connect server are killed with SIGKILL one at a time, each at a point
-  of the run's event log (``tests/infra/stack_faults.py``): the interrupted steps retry, the plan
-  completes, no snapshot committed before a kill is lost, every column's checksum (through
+- empties the lakehouse and lands the files again, and the pipeline runs again while MinIO,
+  the catalog, the Dagster daemon, PostgreSQL and the Spark Connect server are killed with
+  SIGKILL one at a time, each at a point of a run's event log (``tests/infra/stack_faults.py``):
+  the interrupted steps retry, the pipeline completes, no snapshot committed before a kill is lost, every column's checksum (through
   Trino) equals the undisturbed run's, and no snapshot references a file missing from MinIO;
 - reads every table through the stack's catalog with the Trino token using Java Iceberg's REST
   client (``../shared/iceberg-oracle``, the library of Trino's Iceberg connector): table list,
@@ -35,6 +38,7 @@ of its own, with fresh secrets and engine-chosen loopback ports, the module:
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
@@ -50,14 +54,15 @@ from typing import Any
 import pytest
 
 from infra.compose_stack import Stack, StackError, running_stack
-from infra.dagster_client import DONE, STATUS, TAGS, DagsterClient, RunResult, run_plan, stack_plan
+from infra.dagster_client import DONE, STATUS, TAGS, DagsterClient, RunResult
+from infra.stack_pipeline import drive
 from tests.infra.stack_faults import (
     FAULTS,
     catalog_get,
     column_checksums,
     differing_columns,
-    drop_every_table,
     kill_and_wait,
+    landing_writer,
     missing_files,
     run_with_faults,
 )
@@ -154,6 +159,8 @@ def test_ports_are_loopback_only_with_an_init_and_restart_policies(stack: Stack)
     assert all(a.startswith("127.0.0.1:") for a in published.values()), published
 
 
+# What may start a run in the stack: the sensors (their names) and the automation conditions.
+STARTERS = {"landing_events_sensor", "erasure_requests_sensor", "lakehouse_automation"}
 EVERY_CHECK_PASSED = {
     # Write-audit-publish: each ingest's gate, on its run's audit branch, before main moves.
     ("lakehouse/shop/events", "events_batch_valid"): True,
@@ -168,17 +175,47 @@ EVERY_CHECK_PASSED = {
 
 @pytest.fixture(scope="module")
 def pipeline(stack: Stack) -> list[RunResult]:
+    """The pipeline as the stack runs it by itself: the test lands the events in MinIO's landing
+    bucket, then the erasure requests, and watches the runs the daemon's sensors and automation
+    start through GraphQL; it launches none."""
     for key in ("CATALOG_TOKEN_DAGSTER",):
         os.environ.setdefault(key, stack.env[key])  # the stack settings name them; only dates are read
     started = time.monotonic()
-    results = run_plan(f"http://{stack.address('dagster-webserver', 3000)}", stack_plan(), timeout_s=PLAN_TIMEOUT_S)
-    print(f"[stack] the plan through Dagster's GraphQL API: {time.monotonic() - started:.1f} s")
-    return results
+    flow = drive(f"http://{stack.address('dagster-webserver', 3000)}", landing_writer(stack), timeout_s=PLAN_TIMEOUT_S)
+    print(f"[stack] the pipeline driven by its sensors and automation: {time.monotonic() - started:.1f} s "
+          f"({', '.join(f'{name}: {s:.1f} s' for name, s in flow.seconds.items())}; {len(flow.results)} runs)")
+    return flow.results
+
+
+def last_materialization(results: list[RunResult], key: str) -> dict[str, Any]:
+    """The metadata of the last materialization of ``key`` among the runs."""
+    found = [r.materializations[key] for r in results if key in r.materializations]
+    assert found, f"{key} was not materialized"
+    return found[-1]
+
+
+def ingested_days(results: list[RunResult]) -> list[str]:
+    """The days the landing sensor's runs ingested (a day of hours counts once), in run order."""
+    days = []
+    for r in results:
+        if r.label.startswith("landing_events_sensor:"):
+            first, last = (d[:10] for d in r.label.split(" ")[-3::2])
+            day = datetime.date.fromisoformat(first)
+            while day <= datetime.date.fromisoformat(last):
+                days.append(day.isoformat())
+                day += datetime.timedelta(days=1)
+    return days
+
+
+# Assets that no sensor or automation condition starts in the stack: the table maintenance runs
+# on its nightly schedule, the retention (off by default) when launched; the landing assets are
+# the embedded demo's data generators, and in the stack the sources land the files instead.
+NOT_AUTOMATED = {"lakehouse/shop/events_retention", "landing/events", "landing/erasure_requests"}
 
 
 @pytest.fixture(scope="module")
 def undisturbed(stack: Stack, pipeline: list[RunResult]) -> dict[str, dict[str, str | None]]:
-    """Every warehouse table's row count and column checksums right after the undisturbed plan."""
+    """Every warehouse table's row count and column checksums right after the undisturbed pipeline."""
     return column_checksums(stack)
 
 
@@ -187,11 +224,13 @@ def test_dagster_materializes_every_asset_and_every_check_passes(
     assert [(r.label, r.status, r.errors) for r in pipeline if r.status != "SUCCESS"] == []
     client = DagsterClient(f"http://{stack.address('dagster-webserver', 3000)}")
     materialized = {key for r in pipeline for key in r.materializations}
-    # Every asset but the table maintenance, which runs on its own nightly schedule.
-    planned = {"/".join(k) for k in client.asset_keys() if k[:3] != ["lakehouse", "shop", "maintenance"]}
-    assert materialized == planned
+    # Nothing launched a run: each was started by a sensor or by the automation conditions.
+    assert all(r.label.split(":")[0] in STARTERS for r in pipeline), [r.label for r in pipeline]
+    automated = {"/".join(k) for k in client.asset_keys()
+                 if k[:3] != ["lakehouse", "shop", "maintenance"] and "/".join(k) not in NOT_AUTOMATED}
+    assert materialized == automated
     assert {(c.asset, c.name): c.passed for r in pipeline for c in r.checks} == EVERY_CHECK_PASSED
-    reconciliation = pipeline[-1].materializations["lakehouse/shop/trino_reconciliation"]
+    reconciliation = last_materialization(pipeline, "lakehouse/shop/trino_reconciliation")
     assert "skipped" not in reconciliation, reconciliation
     counts = reconciliation["counts"]
     counts = json.loads(counts) if isinstance(counts, str) else counts
@@ -367,10 +406,34 @@ def test_only_storage_init_has_the_root_key_and_the_catalogs_user_has_the_bucket
     assert [b["Name"] for b in s3.list_buckets()["Buckets"]] == ["lakehouse"]
     for call, kwargs in ((s3.create_bucket, {"Bucket": "not-the-catalogs"}),
                          (s3.put_object, {"Bucket": "other", "Key": "x", "Body": b"x"}),
-                         (s3.list_objects_v2, {"Bucket": "other"})):
+                         (s3.list_objects_v2, {"Bucket": "other"}),
+                         (s3.list_objects_v2, {"Bucket": "landing"})):
         with pytest.raises(botocore.exceptions.ClientError) as refused:
             call(**kwargs)
         assert refused.value.response["Error"]["Code"] == "AccessDenied", call
+    # The landing reader's key (the sensors'): only Dagster's code server has it; it lists and
+    # reads the landing bucket and can do nothing else: no write there, no other bucket.
+    landing_secret = stack.env["MINIO_LANDING_PASSWORD"]
+    holders = {s for s in SERVICES if any(landing_secret in e for e in stack.container(s)["Config"]["Env"] or [])}
+    assert holders == {"storage-init", "dagster-code"}
+    root = _s3(stack, stack.env["MINIO_ROOT_USER"], stack.env["MINIO_ROOT_PASSWORD"])
+    root.put_object(Bucket="landing", Key="probe/least-privilege", Body=b"y")
+    reader = _s3(stack, stack.env["MINIO_LANDING_USER"], landing_secret)
+    try:
+        assert [o["Key"] for o in reader.list_objects_v2(Bucket="landing", Prefix="probe/")["Contents"]] == [
+            "probe/least-privilege"]
+        assert reader.get_object(Bucket="landing", Key="probe/least-privilege")["Body"].read() == b"y"
+        assert [b["Name"] for b in reader.list_buckets()["Buckets"]] == ["landing"]
+        for call, kwargs in ((reader.put_object, {"Bucket": "landing", "Key": "probe/x", "Body": b"x"}),
+                             (reader.delete_object, {"Bucket": "landing", "Key": "probe/least-privilege"}),
+                             (reader.list_objects_v2, {"Bucket": "lakehouse"}),
+                             (reader.get_object, {"Bucket": "lakehouse", "Key": "probe/least-privilege"}),
+                             (reader.create_bucket, {"Bucket": "not-the-readers"})):
+            with pytest.raises(botocore.exceptions.ClientError) as refused:
+                call(**kwargs)
+            assert refused.value.response["Error"]["Code"] == "AccessDenied", call
+    finally:
+        root.delete_object(Bucket="landing", Key="probe/least-privilege")
 
 
 def test_dagster_keeps_its_instance_in_postgres_and_loads_the_code_server(
@@ -474,16 +537,11 @@ def test_down_and_up_keep_every_table_object_and_run(stack: Stack, pipeline: lis
 
 def test_the_daemon_killed_mid_run_loses_no_run_the_code_server_finishes_it(
         stack: Stack, pipeline: list[RunResult]) -> None:
-    import dagster as dg
-
-    from pipelines.run import PlanStep
-
     _settled_runs(stack)
     client = DagsterClient(f"http://{stack.address('dagster-webserver', 3000)}")
-    # The customers assets again (a Spark job and two column merges: most of a minute).
-    keys = [dg.AssetKey(["lakehouse", "shop", name]) for name in ("customers", "customer_segments",
-                                                                  "customer_lifetime_value")]
-    run_id = client.launch(PlanStep("customers again", keys))
+    # The Trino reconciliation again (every table profiled by Trino and by Spark: most of a
+    # minute). A leaf of the graph, so the automation conditions start nothing after it.
+    run_id = client.launch_assets("reconciliation again", [["lakehouse", "shop", "trino_reconciliation"]])
     deadline = time.monotonic() + 300
     while (status := client.graphql(STATUS, {"id": run_id})["runOrError"]["status"]) != "STARTED":
         assert status not in DONE and time.monotonic() < deadline, status
@@ -514,15 +572,11 @@ def test_a_run_the_daemon_left_starting_is_failed_by_run_monitoring_and_run_agai
     """The state a daemon killed mid-launch leaves, made on purpose: the run marked STARTING and
     never handed to the code server. Run monitoring fails it after its start timeout, and run
     retries re-execute it as a new run, which succeeds (infra/dagster/dagster.yaml)."""
-    import dagster as dg
-
-    from pipelines.run import PlanStep
-
     _settled_runs(stack)
     client = DagsterClient(f"http://{stack.address('dagster-webserver', 3000)}")
     stack.compose("stop", "dagster-daemon", timeout=120)
     try:
-        run_id = client.launch(PlanStep("erasure requests", [dg.AssetKey(["landing", "erasure_requests"])]))
+        run_id = client.launch_assets("erasure requests", [["landing", "erasure_requests"]])
         assert client.graphql(STATUS, {"id": run_id})["runOrError"]["status"] == "QUEUED"
         marked = stack.compose("exec", "-T", "dagster-webserver", "python", "-c", MARK_STARTING, run_id, timeout=120)
         assert marked.stdout.strip().splitlines()[-1] == "STARTING", marked.stdout
@@ -545,30 +599,42 @@ def test_a_run_the_daemon_left_starting_is_failed_by_run_monitoring_and_run_agai
 
 def test_every_service_killed_while_the_plan_runs_and_every_table_reads_as_undisturbed(
         stack: Stack, pipeline: list[RunResult], undisturbed: dict[str, dict[str, str | None]]) -> None:
-    """The plan again on an empty warehouse, while MinIO, the catalog, the Dagster daemon,
-    PostgreSQL and the Spark Connect server are killed with SIGKILL one at a time, each at a
+    """The pipeline again on a new stack (its files landed again), while MinIO, the
+    catalog, the Dagster daemon, PostgreSQL and the Spark Connect server are killed with SIGKILL one at a time, each at a
     point of the run's event log (``tests/infra/stack_faults.FAULTS``): each comes back by
-    itself, the interrupted steps retry, the plan completes; nothing committed before a kill is
-    lost, every column reads as after the undisturbed plan, and no snapshot of any table
+    itself, the interrupted steps retry, the pipeline completes; nothing committed before a kill is
+    lost, every column reads as after the undisturbed pipeline, and no snapshot of any table
     references a file missing from MinIO (docs/stack.md, Faults while the pipeline runs)."""
     assert undisturbed and all(int(t["rows"] or 0) > 0 for t in undisturbed.values()), undisturbed
     checked, missing = missing_files(stack)
     print(f"[stack] undisturbed: {checked} files referenced by the tables' snapshots, none missing")
     assert missing == [] and checked > 20, (checked, missing[:20])
     _settled_runs(stack)
-    drop_every_table(stack)
-    left = catalog_get(stack, "namespaces/shop/tables")["identifiers"]
-    assert [t["name"] for t in left] == ["landing_events"]
+    # A new stack on the same image: Dagster's instance, the catalog and the buckets start empty, as
+    # on the first `make up`. (Dropping the tables and wiping Dagster's materializations is not
+    # enough: the automation conditions did not see the wiped assets as missing and requested
+    # the downstream ones before `events` existed, dagster-io/dagster#13617.)
     started = time.monotonic()
-    results, records = run_with_faults(stack, stack_plan(), FAULTS, timeout_s=PLAN_TIMEOUT_S)
-    print(f"[stack] the plan with {len(records)} services killed: {time.monotonic() - started:.1f} s")
+    stack.compose("down", "--volumes", timeout=600)
+    stack.compose("up", "-d", "--wait", "--wait-timeout", "600", timeout=900)
+    print(f"[stack] down --volumes, up: {time.monotonic() - started:.1f} s")
+    assert catalog_get(stack, "namespaces")["namespaces"] == []
+    started = time.monotonic()
+    results, records = run_with_faults(stack, FAULTS, timeout_s=PLAN_TIMEOUT_S)
+    print(f"[stack] the pipeline with {len(records)} services killed: {time.monotonic() - started:.1f} s")
     assert [(r.label, r.status, r.errors) for r in results if r.status != "SUCCESS"] == []
-    assert len(results) == len(stack_plan())
+    # The same runs materialized the same assets as undisturbed (the sensors' cursors, in
+    # PostgreSQL, survived the daemon's and PostgreSQL's deaths: no file was ingested twice).
+    # Each landed day was ingested once in each pass (how the landing sensor grouped the days
+    # into runs depends on which files a tick saw, as the files were being uploaded).
+    assert ingested_days(results) == ingested_days(pipeline) == sorted(ingested_days(pipeline))
+    assert len(set(ingested_days(results))) == len(ingested_days(results)) == 4
+    assert {k for r in results for k in r.materializations} == {k for r in pipeline for k in r.materializations}
     assert [r.fault.service for r in records] == [f.service for f in FAULTS]
     assert {(c.asset, c.name): c.passed for r in results for c in r.checks} == EVERY_CHECK_PASSED
     # Nothing committed before a kill was lost by it; every snapshot log only grew.
     assert {r.fault.service: (r.lost, r.log_rewritten) for r in records if r.lost or r.log_rewritten} == {}
-    reconciliation = results[-1].materializations["lakehouse/shop/trino_reconciliation"]
+    reconciliation = last_materialization(results, "lakehouse/shop/trino_reconciliation")
     assert "skipped" not in reconciliation, reconciliation
     faulted = column_checksums(stack)
     assert sorted(faulted) == sorted(undisturbed)

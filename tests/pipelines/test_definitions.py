@@ -93,13 +93,15 @@ def test_sensors_schedule_and_automation_conditions_drive_the_graph(tmp_path: Pa
     maintenance = [k for k in graph.get_all_asset_keys() if k.path[:3] == ["lakehouse", "shop", "maintenance"]]
     assert len(maintenance) == 4
     assert all(graph.get(k).pools == {"table_maintenance"} for k in maintenance)
-    # `automation: {running: false}` (the stack's settings) leaves them stopped.
+    # `automation: {running: false}` leaves them stopped until someone starts them in the UI.
     stopped = tmp_path / "stopped.yaml"
     stopped.write_text((CONFIG_DIR / "embedded.yaml").read_text() + "automation: {running: false}\n")
     quiet = build_definitions(str(stopped), root=str(tmp_path))
     assert {s.default_status for s in quiet.sensors or ()} == {dg.DefaultSensorStatus.STOPPED}
     assert quiet.resolve_schedule_def("table_maintenance_nightly").default_status == dg.DefaultScheduleStatus.STOPPED
-    assert "running: false" in (CONFIG_DIR / "stack.yaml").read_text()
+    # The stack runs itself: its sensors, automation and schedule start with the daemon.
+    stack_yaml = (CONFIG_DIR / "stack.yaml").read_text()
+    assert "running: true" in stack_yaml and "running: false" not in stack_yaml
 
 
 def test_landing_is_deterministic_and_gains_device_at_the_evolution(tmp_path: Path) -> None:

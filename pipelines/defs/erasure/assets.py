@@ -19,6 +19,7 @@ import pyarrow as pa
 from pipelines.defs.automation import FOLLOWS_UPSTREAM
 from pipelines.defs.customers.assets import LTV_KEY
 from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVENTS_KEY, REQUESTS_LANDING_KEY
+from pipelines.defs.ingest.landing_bucket import stage_requests
 from pipelines.defs.metadata import snapshot_metadata
 from pipelines.defs.resources import SparkResource, TableStoreResource
 from pipelines.defs.retries import STEP_RETRY
@@ -42,6 +43,7 @@ PENDING = f"SELECT user_id FROM {REQUESTS} WHERE status = 'pending'"
 
 def load_requests(store: TableStoreResource, settings: PipelineSettings) -> tuple[int, int]:
     """Add the requests of the landing file that the table does not hold yet; (new, total)."""
+    stage_requests(settings)  # in the stack, from the landing bucket into the landing folder
     catalog = store.catalog()
     if not store.exists("erasure_requests"):
         catalog.create_table(("shop", "erasure_requests"), schema=REQUEST_SCHEMA)

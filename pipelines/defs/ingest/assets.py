@@ -19,6 +19,7 @@ from dagster import AssetExecutionContext
 from pipelines.defs.automation import FOLLOWS_UPSTREAM, USER_TABLE_FRESHNESS
 from pipelines.defs.ingest import events as ev
 from pipelines.defs.ingest.landing import write_erasure_requests, write_landing_day
+from pipelines.defs.ingest.landing_bucket import stage_events
 from pipelines.defs.metadata import snapshot_metadata
 from pipelines.defs.publish import audit_branch, drop_finished_audit_branches, publish
 from pipelines.defs.quality_checks import check_result, lakehouse
@@ -94,6 +95,8 @@ def audited_ingest(context: AssetExecutionContext, tablestore: TableStoreResourc
     start, end = _naive(window.start), _naive(window.end)
     branch = audit_branch(context.run.run_id)
     # Files the landing sensor saw are registered here: the run needs no landing step before it.
+    # In the stack they are first copied from the landing bucket (its days of this window).
+    stage_events(settings, start, end)
     ev.register_landing(tablestore.sql(None), settings)
     ev.ensure_events_table(tablestore.sql(None), settings.events_format_version)
     dropped = drop_finished_audit_branches(tablestore.table("events"), context.instance)

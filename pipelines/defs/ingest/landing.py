@@ -110,12 +110,17 @@ def write_landing_day(settings: PipelineSettings, day: datetime.date) -> tuple[P
     return path, table.num_rows, write_if_changed(path, buffer.getvalue())
 
 
-def write_erasure_requests(settings: PipelineSettings) -> tuple[Path, bool]:
-    """The requests file, as a privacy desk would export it: one JSON object per line."""
-    lines = [
+def erasure_request_lines(settings: PipelineSettings) -> list[str]:
+    """The privacy desk's export of the settings' requests: one JSON object per request."""
+    return [
         json.dumps({"request_id": f"gdpr-{settings.data.start.isoformat()}-{user}", "user_id": user,
                     "requested_at": f"{settings.cutover.isoformat()}T09:00:00"})
         for user in settings.erasure_users
     ]
+
+
+def write_erasure_requests(settings: PipelineSettings) -> tuple[Path, bool]:
+    """The requests file, as a privacy desk would export it: one JSON object per line."""
+    lines = erasure_request_lines(settings)
     path = settings.requests_landing / "requests.jsonl"
     return path, write_if_changed(path, ("\n".join(lines) + "\n").encode())

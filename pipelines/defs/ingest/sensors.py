@@ -1,11 +1,13 @@
 """The landing sensor: a file that lands requests a run for its partitions, once.
 
-The landing folder holds one Hive-style directory per day (``dt=YYYY-MM-DD/*.parquet``). Each
-tick lists it and compares every file's fingerprint (size and modification time) with the
-sensor's cursor, the fingerprints of the files already requested. The daemon stores the cursor
+The landing folder holds one Hive-style directory per day (``dt=YYYY-MM-DD/*.parquet``); in the
+stack it is the ``events/`` prefix of the landing bucket (``landing_bucket.py``), and the run
+copies its days' files from there before it ingests them. Each tick lists it and compares every
+file's fingerprint (size and modification time) with the sensor's cursor, the fingerprints of
+the files already requested. The daemon stores the cursor
 in the Dagster instance with the tick, so it survives a restart of the daemon: a file is
-requested once, and again only when it is replaced by different bytes (the landing writer leaves
-a file whose bytes would not change untouched).
+requested once, and again only when it is replaced (the landing writer leaves a file whose bytes
+would not change untouched; a file uploaded to the bucket again is replaced).
 
 Which asset a day goes to, and when, follows from the settings and the data:
 
@@ -27,28 +29,17 @@ import datetime
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import dagster as dg
 
 from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVENTS_KEY, EVOLUTION_KEY, ROLLOVER_KEY
+from pipelines.defs.ingest.landing_bucket import landed_events
 from pipelines.settings import PipelineSettings, selected_settings
 
 LANDING_SENSOR = "landing_events_sensor"
 # Seconds between two ticks: a directory listing, cheap enough to run often.
 LANDING_INTERVAL = 10
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
-
-
-def landed_files(folder: Path) -> dict[str, str]:
-    """Every landed data file under ``folder`` (relative path) with its fingerprint."""
-    if not folder.is_dir():
-        return {}
-    files = {}
-    for path in sorted(folder.glob("dt=*/*.parquet")):
-        stat = path.stat()
-        files[path.relative_to(folder).as_posix()] = f"{stat.st_size}-{stat.st_mtime_ns}"
-    return files
 
 
 def day_of(relative: str) -> datetime.date | None:
@@ -122,6 +113,13 @@ def default_status(settings: PipelineSettings) -> dg.DefaultSensorStatus:
     return dg.DefaultSensorStatus.RUNNING if settings.automation_running else dg.DefaultSensorStatus.STOPPED
 
 
+def landing_place(settings: PipelineSettings, prefix: str) -> str:
+    """Where the sensors look for landed files: the landing bucket's prefix, else the local folder."""
+    if settings.landing_bucket is not None:
+        return f"s3://{settings.landing_bucket.name}/{prefix}/"
+    return str(settings.landing / prefix)
+
+
 def _materialized(instance: dg.DagsterInstance, key: dg.AssetKey) -> bool:
     return instance.get_latest_materialization_event(key) is not None
 
@@ -129,12 +127,13 @@ def _materialized(instance: dg.DagsterInstance, key: dg.AssetKey) -> bool:
 def build_landing_sensor(settings: PipelineSettings) -> dg.SensorDefinition:
     @dg.sensor(
         name=LANDING_SENSOR, asset_selection=[EVENTS_KEY, EVENTS_HOURLY_KEY],
-        minimum_interval_seconds=LANDING_INTERVAL, default_status=default_status(settings),
-        description=f"New or replaced files in {settings.events_landing}: runs for their day or hour partitions.",
+        minimum_interval_seconds=settings.tick_seconds or LANDING_INTERVAL, default_status=default_status(settings),
+        description=f"New or replaced files in {landing_place(settings, 'events')}: runs for their day or hour "
+                    "partitions.",
     )
     def landing_events_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
         seen: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
-        plan = plan_landing(settings, seen, landed_files(settings.events_landing),
+        plan = plan_landing(settings, seen, landed_events(settings),
                             evolved=_materialized(context.instance, EVOLUTION_KEY),
                             rolled_over=_materialized(context.instance, ROLLOVER_KEY))
         for relative, why in {**plan.waiting, **plan.ignored}.items():
