@@ -1,10 +1,13 @@
 """The Java reference implementation of Iceberg (../shared/iceberg-oracle), from tests.
 
-Jobs are batched into one JVM because each start costs about 10 seconds.
+Each start of a JVM costs about 10 seconds, so jobs are batched, and every batch of a test
+session goes to one long-lived JVM (``tests/oracle_batch.py --serve``), each in a new Spark
+session of it; the JVM is started again if it died, and after ``BATCHES_PER_JVM`` batches.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import subprocess
@@ -66,24 +69,93 @@ class OracleBatch:
 
     def run(self) -> list[dict[str, Any]]:
         _ensure_built()
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-            json.dump({"warehouse": self.warehouse, "jobs": self.jobs}, f)
-            path = f.name
-        env = {**os.environ, "ICEBERG_ORACLE_DIR": str(ORACLE_DIR),
-               "ICEBERG_ORACLE_HOME": str(ORACLE_HOME),
+        return _SERVER.run({"warehouse": self.warehouse, "jobs": self.jobs})
+
+
+# A bound on what one JVM accumulates (classes, cached metadata of the sessions it served).
+BATCHES_PER_JVM = 60
+
+
+class _BatchServer:
+    """The session's one oracle JVM: batches in on its stdin, job lines out on its stdout."""
+
+    def __init__(self) -> None:
+        self.process: subprocess.Popen[str] | None = None
+        self.stderr: Any = None
+        self.served = 0
+
+    def _start(self) -> subprocess.Popen[str]:
+        self.stop()
+        env = {**os.environ, "ICEBERG_ORACLE_DIR": str(ORACLE_DIR), "ICEBERG_ORACLE_HOME": str(ORACLE_HOME),
                "PYSPARK_PYTHON": str(ORACLE_HOME / "venv" / "bin" / "python")}
+        # stderr to a file: the JVM's log must never fill a pipe no one reads.
+        self.stderr = tempfile.TemporaryFile("w+")  # noqa: SIM115 (open as long as the JVM runs)
+        process = subprocess.Popen(
+            [str(ORACLE_HOME / "venv" / "bin" / "python"), str(Path(__file__).with_name("oracle_batch.py")), "--serve"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True, env=env)
+        self.process, self.served = process, 0
+        self._until(lambda line: line.get("ready") is True)
+        return process
+
+    def _stderr_tail(self) -> str:
+        if self.stderr is None:
+            return ""
+        self.stderr.seek(0)
+        return str(self.stderr.read())[-4000:]
+
+    def _until(self, done: Any) -> list[dict[str, Any]]:
+        """The JSON lines of the JVM's stdout up to the one ``done`` accepts (not included)."""
+        assert self.process is not None and self.process.stdout is not None
+        lines: list[dict[str, Any]] = []
+        while True:
+            line = self.process.stdout.readline()
+            if not line:
+                code, tail = self.process.poll(), self._stderr_tail()
+                self.stop()
+                raise OracleError(f"oracle failed (exit {code}):\n{tail}")
+            if not line.startswith("{"):
+                continue
+            parsed = json.loads(line)
+            if done(parsed):
+                return lines
+            lines.append(parsed)
+
+    def run(self, batch: dict[str, Any]) -> list[dict[str, Any]]:
+        if self.process is None or self.process.poll() is not None or self.served >= BATCHES_PER_JVM:
+            self._start()
+        assert self.process is not None and self.process.stdin is not None
         try:
-            done = subprocess.run(
-                [str(ORACLE_HOME / "venv" / "bin" / "python"), str(Path(__file__).with_name("oracle_batch.py")), path],
-                capture_output=True, text=True, env=env, timeout=1800,
-            )
-        finally:
-            os.unlink(path)
-        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-        if done.returncode != 0 or len(lines) != len(self.jobs):
-            raise OracleError(f"oracle failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
-        results = [json.loads(line) for line in lines]
+            self.process.stdin.write(json.dumps(batch) + "\n")
+            self.process.stdin.flush()
+            results = self._until(lambda line: line.get("batch-done") is True)
+        except BaseException:
+            # Interrupted (a test's timeout, say): the rest of this batch's answer would be
+            # read as the next batch's, so this JVM goes.
+            self.stop()
+            raise
+        self.served += 1
+        if len(results) != len(batch["jobs"]):
+            raise OracleError(f"oracle answered {len(results)} of {len(batch['jobs'])} jobs:\n{self._stderr_tail()}")
         return results
+
+    def stop(self) -> None:
+        if self.process is not None:
+            if self.process.poll() is None:
+                assert self.process.stdin is not None
+                self.process.stdin.close()
+                try:
+                    self.process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    self.process.kill()
+                    self.process.wait(timeout=30)
+            self.process = None
+        if self.stderr is not None:
+            self.stderr.close()
+            self.stderr = None
+
+
+_SERVER = _BatchServer()
+atexit.register(_SERVER.stop)
 
 
 def check(result: dict[str, Any]) -> dict[str, Any]:
