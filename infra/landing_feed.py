@@ -10,15 +10,13 @@ would; the pipeline itself only ever reads the bucket, with the landing reader's
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 
-from pipelines.defs.ingest.landing import erasure_request_lines, events_for_day
-from pipelines.defs.ingest.landing_bucket import EVENTS_PREFIX, REQUESTS_PREFIX
+from pipelines.defs.ingest.landing import erasure_requests_file, landing_day_file
+from pipelines.defs.ingest.landing_bucket import EVENTS_PREFIX, REQUESTS_PREFIX, s3_filesystem
 from pipelines.settings import PipelineSettings
 
 LANDING_BUCKET = "landing"
@@ -38,9 +36,7 @@ class LandingBucketWriter:
 
     def filesystem(self) -> pafs.S3FileSystem:
         endpoint = self.endpoint() if callable(self.endpoint) else self.endpoint
-        return pafs.S3FileSystem(access_key=self.access_key, secret_key=self.secret_key,
-                                 endpoint_override=endpoint, scheme="http", region="us-east-1",
-                                 force_virtual_addressing=False)
+        return s3_filesystem(endpoint, self.access_key, self.secret_key)
 
     def put(self, key: str, payload: bytes) -> str:
         with self.filesystem().open_output_stream(f"{self.bucket}/{key}") as out:
@@ -52,15 +48,11 @@ def land_events(writer: LandingBucketWriter, settings: PipelineSettings) -> list
     """Every day of the settings' events, one Parquet file a day (as the embedded landing writes it).
     The files are made first and then put one after the other, so that the landing sensor's ticks
     see them arrive within moments (a tick between two puts requests the days it saw)."""
-    files = {}
-    for day in settings.data.dates:
-        buffer = io.BytesIO()
-        pq.write_table(events_for_day(settings, day), buffer, compression="zstd")
-        files[f"{EVENTS_PREFIX}/dt={day.isoformat()}/part-00000.parquet"] = buffer.getvalue()
+    files = {f"{EVENTS_PREFIX}/dt={day.isoformat()}/part-00000.parquet": landing_day_file(settings, day)[0]
+             for day in settings.data.dates}
     return [writer.put(key, payload) for key, payload in files.items()]
 
 
 def land_erasure_requests(writer: LandingBucketWriter, settings: PipelineSettings) -> str:
     """The privacy desk's export: one JSON object per request and line."""
-    payload = ("\n".join(erasure_request_lines(settings)) + "\n").encode()
-    return writer.put(f"{REQUESTS_PREFIX}/requests.jsonl", payload)
+    return writer.put(f"{REQUESTS_PREFIX}/requests.jsonl", erasure_requests_file(settings))

@@ -123,15 +123,9 @@ def init_dagster_instance() -> None:
     instance.dispose()
 
 
-def _catalog_user() -> tuple[str, str] | None:
-    """The catalog's MinIO user and secret, when their variables are set."""
-    user, secret = os.environ.get("MINIO_CATALOG_USER"), os.environ.get("MINIO_CATALOG_PASSWORD")
-    return (user, secret) if user and secret else None
-
-
-def _landing_reader() -> tuple[str, str] | None:
-    """The landing reader's MinIO user and secret, when their variables are set."""
-    user, secret = os.environ.get("MINIO_LANDING_USER"), os.environ.get("MINIO_LANDING_PASSWORD")
+def _minio_user(role: str) -> tuple[str, str] | None:
+    """A MinIO user and secret (``MINIO_<ROLE>_USER``, ``..._PASSWORD``), when both are set."""
+    user, secret = os.environ.get(f"MINIO_{role}_USER"), os.environ.get(f"MINIO_{role}_PASSWORD")
     return (user, secret) if user and secret else None
 
 
@@ -154,13 +148,13 @@ def main(argv: list[str] | None = None) -> int:
     created = create_buckets(args.endpoint, access_key, secret_key, buckets, secure=args.secure)
     for bucket in buckets:
         print(f"storage-init: bucket {bucket} {'created' if bucket in created else 'exists'}")
-    catalog = _catalog_user()
+    catalog = _minio_user("CATALOG")
     if catalog:
         admin = admin_client(args.endpoint, access_key, secret_key, secure=args.secure)
         ensure_user(admin, *catalog, CATALOG_POLICY, bucket_policy(buckets))
         print(f"storage-init: MinIO user {catalog[0]} with policy {CATALOG_POLICY} ({', '.join(buckets)} only)")
     if args.landing_bucket:
-        reader = _landing_reader()
+        reader = _minio_user("LANDING")
         if reader is None:
             print("storage-init: --landing-bucket needs MINIO_LANDING_USER and MINIO_LANDING_PASSWORD "
                   "(see infra/.env.example)", file=sys.stderr)

@@ -101,26 +101,32 @@ def write_if_changed(path: Path, payload: bytes) -> bool:
     return True
 
 
-def write_landing_day(settings: PipelineSettings, day: datetime.date) -> tuple[Path, int, bool]:
-    """Write one landing day; returns (file, rows, whether the file changed)."""
+def landing_day_file(settings: PipelineSettings, day: datetime.date) -> tuple[bytes, int]:
+    """One landing day as the shop drops it: its Parquet file's bytes, and its rows."""
     table = events_for_day(settings, day)
     buffer = io.BytesIO()
     pq.write_table(table, buffer, compression="zstd")
+    return buffer.getvalue(), table.num_rows
+
+
+def write_landing_day(settings: PipelineSettings, day: datetime.date) -> tuple[Path, int, bool]:
+    """Write one landing day; returns (file, rows, whether the file changed)."""
+    payload, rows = landing_day_file(settings, day)
     path = day_directory(settings, day) / "part-00000.parquet"
-    return path, table.num_rows, write_if_changed(path, buffer.getvalue())
+    return path, rows, write_if_changed(path, payload)
 
 
-def erasure_request_lines(settings: PipelineSettings) -> list[str]:
-    """The privacy desk's export of the settings' requests: one JSON object per request."""
-    return [
+def erasure_requests_file(settings: PipelineSettings) -> bytes:
+    """The privacy desk's export of the settings' requests: one JSON object per request and line."""
+    lines = [
         json.dumps({"request_id": f"gdpr-{settings.data.start.isoformat()}-{user}", "user_id": user,
                     "requested_at": f"{settings.cutover.isoformat()}T09:00:00"})
         for user in settings.erasure_users
     ]
+    return ("\n".join(lines) + "\n").encode()
 
 
 def write_erasure_requests(settings: PipelineSettings) -> tuple[Path, bool]:
     """The requests file, as a privacy desk would export it: one JSON object per line."""
-    lines = erasure_request_lines(settings)
     path = settings.requests_landing / "requests.jsonl"
-    return path, write_if_changed(path, ("\n".join(lines) + "\n").encode())
+    return path, write_if_changed(path, erasure_requests_file(settings))

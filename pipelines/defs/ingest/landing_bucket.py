@@ -35,16 +35,21 @@ REQUESTS_PATTERN = "*.jsonl"
 ACCESS_KEY_ENV, SECRET_KEY_ENV = "MINIO_LANDING_USER", "MINIO_LANDING_PASSWORD"
 
 
+def s3_filesystem(endpoint: str, access_key: str, secret_key: str, region: str = "us-east-1") -> pafs.S3FileSystem:
+    """An S3 server's file system (``endpoint``: a URL, or ``host:port`` for plain HTTP), path-style."""
+    parsed = urlparse(endpoint if "://" in endpoint else f"http://{endpoint}")
+    return pafs.S3FileSystem(access_key=access_key, secret_key=secret_key, endpoint_override=parsed.netloc,
+                             scheme=parsed.scheme, region=region, force_virtual_addressing=False,
+                             connect_timeout=10, request_timeout=30)
+
+
 def bucket_filesystem(bucket: LandingBucket) -> pafs.S3FileSystem:
     """The bucket's S3 file system, with the landing reader's key from the environment."""
     access_key, secret_key = os.environ.get(ACCESS_KEY_ENV), os.environ.get(SECRET_KEY_ENV)
     if not access_key or not secret_key:
         raise ConfigError(f"the landing bucket {bucket.name!r} needs the landing reader's key: set {ACCESS_KEY_ENV} "
                           f"and {SECRET_KEY_ENV} (the stack's .env; storage-init creates that MinIO user)")
-    endpoint = urlparse(bucket.endpoint)
-    return pafs.S3FileSystem(access_key=access_key, secret_key=secret_key, endpoint_override=endpoint.netloc,
-                             scheme=endpoint.scheme or "http", region=bucket.region, force_virtual_addressing=False,
-                             connect_timeout=10, request_timeout=30)
+    return s3_filesystem(bucket.endpoint, access_key, secret_key, bucket.region)
 
 
 def bucket_files(bucket: LandingBucket, prefix: str, pattern: str) -> dict[str, str]:
