@@ -619,6 +619,8 @@ class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
         try:
             lost = swap_pointers(self._swap_engine, self.name, [swap], f"commit to table {identifier_str(ident)}",
                                  autocommit=self._swap_autocommit)
+        except CommitStateUnknownError:
+            raise  # the COMMIT may have been applied: the file may be the table's state now
         except CommitFailedError:
             io.delete(new_location)
             raise
