@@ -29,7 +29,7 @@ from tablestore.table.ops.data import TableTransaction, write_files
 from tablestore.table.ops.overwrite import replace_partitions_producer
 from tablestore.table.read.scan import FileTask, TableScan
 from tablestore.table.timestamps import epoch_ms
-from tablestore.table.update.identity import CommitIdentity
+from tablestore.table.update.identity import CommitIdentity, as_identity
 from tablestore.table.update.transaction import commit_snapshot
 from tablestore.table.write.data_files import WriteContext
 
@@ -285,6 +285,13 @@ class Table:
         None when the table was empty) makes it fail with CommitConflictError."""
         return self._commit_alone(self.transaction(commit_id).replace_files(files, read_snapshot_id,
                                                                            snapshot_properties))
+
+    def applied_commit(self, commit_id: str | CommitIdentity | None) -> Snapshot | None:
+        """The snapshot on this table's branch that applied ``commit_id`` (None when none did, or
+        no id is given): a job retried with the id after its first commit landed finds it here
+        and can skip its work (see :mod:`tablestore.table.update.identity`)."""
+        identity = as_identity(commit_id)
+        return identity.applied(self.metadata, self.branch) if identity is not None else None
 
     def transaction(self, commit_id: str | CommitIdentity | None = None) -> TableTransaction:
         """Several changes in one atomic commit: ``with table.transaction() as tx: tx.append(...)``.
