@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from tablestore.config import load_config
 from tablestore.engine.local import LocalEngine
+from tablestore.option_values import epoch_ms
 from tablestore.spark.datasource.source import (
     SOURCE_NAME,
     config_to_json,
@@ -198,7 +199,7 @@ def register_table_view(
     if snapshot_id is not None:
         reader = reader.option("snapshot-id", str(snapshot_id))
     if as_of_timestamp is not None:
-        reader = reader.option("as-of-timestamp", _timestamp_option(as_of_timestamp))
+        reader = reader.option("as-of-timestamp", str(epoch_ms(as_of_timestamp, "as_of_timestamp")))
     if columns is not None:
         reader = reader.option("columns", ",".join(columns))
     if filter:
@@ -206,14 +207,6 @@ def register_table_view(
     df = reader.load(quote_name(identifier))
     df.createOrReplaceTempView(view_name)
     return df
-
-
-def _timestamp_option(value: int | str | datetime.datetime) -> str:
-    if isinstance(value, datetime.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=datetime.UTC)
-        return str(int(value.timestamp() * 1000))
-    return str(value)
 
 
 # A function whose pickle is larger than this (Spark's default broadcast threshold for a Python

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tablestore.errors import NoSuchTableError, NotFoundError, ValidationError
+from tablestore.option_values import flag
 from tablestore.table import WAP_ENABLED
 
 if TYPE_CHECKING:
@@ -98,7 +99,7 @@ def check_readable(metadata: TableMetadata, ref: RefName, table_name: str) -> No
 
 
 def wap_enabled(properties: dict[str, str]) -> bool:
-    return properties.get(WAP_ENABLED, "false").strip().lower() == "true"
+    return flag(properties, WAP_ENABLED, kind="table property")
 
 
 def wap_read_ref(options: SessionOptions, metadata: TableMetadata) -> str | None:
