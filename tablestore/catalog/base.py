@@ -50,7 +50,8 @@ from tablestore.errors import (
     ValidationError,
     ViewAlreadyExistsError,
 )
-from tablestore.io import FileIO, load_file_io
+from tablestore.io import load_file_io
+from tablestore.io.fileio import FileIO
 from tablestore.names import (
     WRITE_METADATA_PATH,
     Identifier,

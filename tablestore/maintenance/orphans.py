@@ -18,7 +18,7 @@ from tablestore.maintenance.reachable import metadata_files, normalize_path, sna
 from tablestore.option_values import PointInTime, epoch_ms
 
 if TYPE_CHECKING:
-    from tablestore.io import FileInfo
+    from tablestore.io.fileio import FileInfo
     from tablestore.table import Table
 
 DEFAULT_ORPHAN_AGE_MS = 3 * 24 * 3600 * 1000

@@ -17,10 +17,18 @@ from tablestore.errors import ValidationError
 from tablestore.option_values import epoch_ms, flag
 
 if TYPE_CHECKING:
-    from tablestore.catalog import Catalog
+    from tablestore.catalog.base import Catalog
 
 SOURCE_NAME = "tablestore"
 SNAPSHOT_PROPERTY_PREFIX = "snapshot-property."
+# Spark's settings of read_dataframe (spark/native/native_read.py), every session's too.
+# Match the files' columns by field id; a column a file lacks (added later) reads as NULL.
+NATIVE_READ_CONF = {
+    "spark.sql.parquet.fieldId.read.enabled": "true",
+    # "true" would read a file without any field id as all NULL rows, silently (row-level SQL
+    # then misses every row of it); "false" fails the read and names the file.
+    "spark.sql.parquet.fieldId.read.ignoreMissing": "false",
+}
 
 
 # -- resolving tables on the driver ---------------------------------------------------------------

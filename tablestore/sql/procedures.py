@@ -20,7 +20,7 @@ from tablestore.errors import ValidationError
 from tablestore.option_values import aware_datetime, epoch_ms
 
 if TYPE_CHECKING:
-    from tablestore.catalog import Catalog
+    from tablestore.catalog.base import Catalog
     from tablestore.sql.context import SessionContext
     from tablestore.sql.result import StatementResult
     from tablestore.table import Table

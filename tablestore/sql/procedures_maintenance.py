@@ -16,7 +16,7 @@ from tablestore.sql.procedures import Parameter, int_argument, procedure, table_
 from tablestore.sql.result import StatementResult
 
 if TYPE_CHECKING:
-    from tablestore.catalog import Catalog
+    from tablestore.catalog.base import Catalog
 
 
 def _options(value: Any) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from tablestore.sql.procedures import Parameter, int_argument, procedure, table_
 from tablestore.sql.result import StatementResult
 
 if TYPE_CHECKING:
-    from tablestore.catalog import Catalog
+    from tablestore.catalog.base import Catalog
     from tablestore.table import Table
     from tablestore.table.ops.refs import ManageSnapshots
 

@@ -43,7 +43,7 @@ from tablestore.sql.tokens import parse_tokens
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from tablestore.catalog import Catalog
+    from tablestore.catalog.base import Catalog
     from tablestore.catalog_manager import CatalogManager
     from tablestore.sql.options import SessionOptions
 

@@ -23,7 +23,7 @@ from tablestore.option_values import flag
 from tablestore.table import WAP_ENABLED
 
 if TYPE_CHECKING:
-    from tablestore.catalog import Catalog
+    from tablestore.catalog.base import Catalog
     from tablestore.spec.metadata.table_metadata import TableMetadata
     from tablestore.sql.options import SessionOptions
     from tablestore.table import Table

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tablestore.errors import TableStoreError, ValidationError
-from tablestore.io import FileIO
+from tablestore.io.fileio import FileIO
 from tablestore.names import metadata_directory
 from tablestore.option_values import epoch_ms, flag
 from tablestore.spec.expressions.expression_tree import Expression
@@ -34,7 +34,7 @@ from tablestore.table.update.transaction import commit_snapshot
 from tablestore.table.write.data_files import WriteContext
 
 if TYPE_CHECKING:
-    from tablestore.catalog import Catalog
+    from tablestore.catalog.base import Catalog
     from tablestore.engine.protocols import Engine
     from tablestore.maintenance import Maintenance
     from tablestore.table.ops.column_merge import Fragment

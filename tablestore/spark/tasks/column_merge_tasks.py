@@ -45,7 +45,7 @@ import numpy as np
 import pyarrow as pa
 
 from tablestore.errors import CommitStateUnknownError
-from tablestore.io import to_location_uri
+from tablestore.names import to_location_uri
 from tablestore.spark.native.parquet_files import SourceSlice, parquet_source_slices
 from tablestore.spark.tasks.write_files import remove_write_files, writers_summary
 from tablestore.spark.write_task import delete_quietly, task_executor

@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tablestore.errors import SchemaError, ValidationError
-from tablestore.io import FileIO
+from tablestore.io.fileio import FileIO
 from tablestore.spec.expressions.arrow_filter import to_arrow_expression
 from tablestore.spec.expressions.binding import bind
 from tablestore.spec.expressions.bound_predicates import (
