@@ -44,8 +44,8 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from tablestore.io import to_location_uri
 from tablestore.io.cleanup import deleted_unless_sent
+from tablestore.names import to_location_uri
 from tablestore.spark.native.parquet_files import SourceSlice, parquet_source_slices
 from tablestore.spark.tasks.write_files import remove_write_files, writers_summary
 from tablestore.spark.write_task import task_executor
