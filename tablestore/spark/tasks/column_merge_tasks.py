@@ -61,7 +61,6 @@ from tablestore.table.ops.column_merge import (
     rows_by_range,
     source_columns,
 )
-from tablestore.table.update.identity import as_identity
 from tablestore.table.write.data_files import WriteContext
 
 if TYPE_CHECKING:
@@ -430,7 +429,7 @@ def merge_in_tasks(
     fragments, Spark tasks rewrite them, and one commit (validated against the planned
     snapshot and schema) records them with the tasks that wrote them. The same semantics as the
     table core's :func:`~tablestore.table.ops.column_merge.merge_table`, which runs them."""
-    identity = as_identity(commit_id)
+    identity = CommitIdentity.of(commit_id)
     earlier = identity.applied(table.metadata, table.branch) if identity is not None else None
     if earlier is not None:  # a retry of a merge that landed: nothing is merged again
         return ColumnMergeOutcome(earlier, 0)
