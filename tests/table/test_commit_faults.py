@@ -154,10 +154,17 @@ class Matrix:
     def __init__(self, clean: Catalog, faulty: Catalog, arm: Callable[[str | None], None]) -> None:
         self.clean, self.faulty, self.arm = clean, faulty, arm
         self.cases: list[Case] = []
-        self.batch = oracle.OracleBatch()
-        self.oracle_jobs: list[tuple[Case, int, Rows]] = []
+        self.oracle_reads: list[tuple[Case, str, str | None, Rows]] = []
+        self.seconds: dict[str, float] = {}
 
     def run(self, case: Case) -> None:
+        started = time.perf_counter()
+        try:
+            self.run_case(case)
+        finally:
+            self.seconds[case.commit_id] = time.perf_counter() - started
+
+    def run_case(self, case: Case) -> None:
         kind = KINDS[case.kind_name]
         setup_table(self.clean, case.name, kind)
         before = read(self.clean, case.name, kind)[1]
@@ -208,22 +215,33 @@ class Matrix:
         assert not missing, f"{where}: files the table references are gone: {missing[:3]}"
         table, rows = read(self.clean, case.name, kind)
         assert rows == after, where
-        job = self.batch.read(table.metadata_location, columns=["id", "n", *(["x"] if case.kind_name ==
-                                                                            "merge_columns" else [])],
-                              branch=kind.branch)
-        self.oracle_jobs.append((case, job, after))
+        self.oracle_reads.append((case, table.metadata_location, kind.branch, after))
         self.cases.append(case)
 
     def finish(self, label: str) -> Counter[str]:
         """Java's reads of every case's table, in one batch; the counts of the outcomes."""
-        results = self.batch.run()
-        for case, job, after in self.oracle_jobs:
-            width = 3 if case.kind_name == "merge_columns" else 2
-            expected = sorted([list(r[:width]) for r in after], key=lambda r: json.dumps(r))
-            assert oracle.check(results[job])["rows"] == expected, f"Java reads {case.commit_id} differently"
+        started = time.perf_counter()
+        # One Spark query of the Java reference reads every table (a view of each, in a union):
+        # one job instead of one per table.
+        batch = oracle.OracleBatch()
+        views = []
+        for i, (_, location, branch, _) in enumerate(self.oracle_reads):
+            options = f"path '{location}'" + (f", branch '{branch}'" if branch else "")
+            views.append(f"CREATE OR REPLACE TEMPORARY VIEW case_{i} USING iceberg OPTIONS ({options})")
+        union = " UNION ALL ".join(
+            f"SELECT {i} AS c, id, n, {'x' if case.kind_name == 'merge_columns' else 'CAST(NULL AS BIGINT)'} AS x "
+            f"FROM case_{i}" for i, (case, _, _, _) in enumerate(self.oracle_reads))
+        batch.sql(*views, union)
+        java = oracle.check(batch.run()[0])["rows"]
+        print(f"\nJava read {len(self.oracle_reads)} tables in {time.perf_counter() - started:.1f} s")
+        for i, (case, _, _, after) in enumerate(self.oracle_reads):
+            got = sorted(tuple(r[1:]) for r in java if r[0] == i)
+            assert got == after, f"Java reads {case.commit_id} differently: {got} != {after}"
         counts = Counter(c.outcome for c in self.cases)
         print(f"\nfault matrix on {label}: {len(self.cases)} cases, {counts['landed']} landed, "
-              f"{counts['not landed']} not landed, {counts['unknown']} unknown")
+              f"{counts['not landed']} not landed, {counts['unknown']} unknown; cases took "
+              f"{sum(self.seconds.values()):.1f} s, the slowest "
+              + ", ".join(f"{k} {v:.2f} s" for k, v in sorted(self.seconds.items(), key=lambda kv: -kv[1])[:4]))
         return counts
 
 
@@ -301,7 +319,8 @@ for name, kind, commit_id in cases:
         DatabaseFault(catalog.engine).arm("kill")
         KINDS[kind].run(catalog, catalog.load_table(name), name, commit_id)
         os._exit(0)  # not reached: the swap's COMMIT kills the process
-    signals[name] = -os.waitpid(pid, 0)[1]
+    status = os.waitpid(pid, 0)[1]
+    signals[name] = os.WTERMSIG(status) if os.WIFSIGNALED(status) else -os.WEXITSTATUS(status)
 print(json.dumps(signals))
 """
 
