@@ -50,8 +50,9 @@ from tablestore.errors import (
     ValidationError,
     ViewAlreadyExistsError,
 )
-from tablestore.io import FileIO, load_file_io
+from tablestore.io import load_file_io
 from tablestore.io.cleanup import deleted_unless_sent
+from tablestore.io.fileio import FileIO
 from tablestore.names import (
     WRITE_METADATA_PATH,
     Identifier,
@@ -66,6 +67,7 @@ from tablestore.names import (
     to_view_identifier,
     validate_name,
 )
+from tablestore.option_values import flag
 from tablestore.spec.metadata.metadata_builder import apply_updates
 from tablestore.spec.metadata.table_metadata import new_table_metadata, parse_metadata, serialize_metadata
 from tablestore.spec.metadata.view import (
@@ -607,7 +609,7 @@ class Catalog(ABC):
     def check_location_free(self, identifier: Identifier, location: str) -> None:
         """Refuse a table location that equals, contains or lies inside a live table's, unless the
         catalog property ``allow-overlapping-locations`` is true."""
-        if self.properties.get(ALLOW_OVERLAPPING_LOCATIONS, "").strip().lower() == "true":
+        if flag(self.properties, ALLOW_OVERLAPPING_LOCATIONS, kind="catalog property"):
             return
         clashes = overlapping(location, self.live_table_locations(exclude=identifier))
         if clashes:

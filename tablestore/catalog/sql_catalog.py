@@ -45,16 +45,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.schema import CreateTable
 
-from tablestore.catalog.base import (
-    Catalog,
-    Identifier,
-    IdentifierLike,
-    PropertiesUpdateSummary,
-    identifier_str,
-    read_metadata_file,
-    to_namespace,
-    to_table_identifier,
-)
+from tablestore.catalog.base import Catalog, PropertiesUpdateSummary, read_metadata_file
 from tablestore.catalog.compare_and_swap import PointerSwap, pointer_moved, swap_pointers
 from tablestore.catalog.sql_tables import (
     ICEBERG_TABLES,
@@ -82,6 +73,7 @@ from tablestore.errors import (
     ValidationError,
 )
 from tablestore.io.cleanup import deleted_unless_sent
+from tablestore.names import Identifier, IdentifierLike, identifier_str, to_namespace, to_table_identifier
 from tablestore.spec.metadata.update_models import AssertCreate
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from tablestore.names import Identifier, IdentifierLike, identifier_str
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-    from tablestore.io import FileIO
+    from tablestore.io.fileio import FileIO
     from tablestore.spec.metadata.table_metadata import TableMetadata
     from tablestore.spec.metadata.update_models import TableRequirement, TableUpdate
 

@@ -34,6 +34,7 @@ from tablestore.io.fileio import (
     InputFile,
     OutputFile,
 )
+from tablestore.option_values import truth
 
 S3_SCHEMES = frozenset({"s3", "s3a", "s3n"})
 DEFAULT_REGION = "us-east-1"
@@ -96,9 +97,9 @@ class S3Config:
         # endpoint) Arrow uses virtual addressing anyway.
         force_virtual = False
         if _S3_FORCE_VIRTUAL_ADDRESSING in properties:
-            force_virtual = _as_bool(properties[_S3_FORCE_VIRTUAL_ADDRESSING], _S3_FORCE_VIRTUAL_ADDRESSING)
+            force_virtual = truth(properties[_S3_FORCE_VIRTUAL_ADDRESSING], f"property {_S3_FORCE_VIRTUAL_ADDRESSING}")
         elif S3_PATH_STYLE_ACCESS in properties:
-            force_virtual = not _as_bool(properties[S3_PATH_STYLE_ACCESS], S3_PATH_STYLE_ACCESS)
+            force_virtual = not truth(properties[S3_PATH_STYLE_ACCESS], f"property {S3_PATH_STYLE_ACCESS}")
 
         return S3Config(
             region=region,
@@ -142,15 +143,6 @@ def _split_endpoint(endpoint: str) -> tuple[str, str]:
             f"{S3_ENDPOINT} must look like http://host:port or https://host, got {endpoint!r}"
         )
     return parts.netloc, parts.scheme
-
-
-def _as_bool(value: str, key: str) -> bool:
-    lowered = str(value).strip().lower()
-    if lowered in ("true", "1", "yes"):
-        return True
-    if lowered in ("false", "0", "no"):
-        return False
-    raise ValidationError(f"property {key} must be true or false, got {value!r}")
 
 
 def _as_float(value: str | None, key: str) -> float | None:

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from tablestore.errors import UnsupportedError, ValidationError
 from tablestore.io.cleanup import delete_files, deleted_unless_sent
 from tablestore.maintenance.expire import Progress
+from tablestore.option_values import flag
 from tablestore.spec.expressions.binding import bind
 from tablestore.spec.expressions.expression_parser import to_expression
 from tablestore.spec.expressions.expression_tree import AlwaysTrue
@@ -90,10 +91,6 @@ def _option(options: dict[str, Any], key: str, default: int) -> int:
         return int(raw)
     except (TypeError, ValueError):
         raise ValidationError(f"option {key}={raw!r} must be an integer") from None
-
-
-def _bool_option(options: dict[str, Any], key: str) -> bool:
-    return str(options.get(key, "false")).lower() == "true"
 
 
 _KNOWN_OPTIONS = {
@@ -172,7 +169,7 @@ def rewrite_data_files(
     min_input = _option(options, "min-input-files", 5)
     delete_threshold = _option(options, "delete-file-threshold", MAX_INT)
     group_bytes = _option(options, "max-file-group-size-bytes", 100 * 1024**3)
-    rewrite_all = _bool_option(options, "rewrite-all") or select is not None
+    rewrite_all = flag(options, "rewrite-all", kind="option") or select is not None
     if target <= 0 or min_input < 1:
         raise ValidationError("target-file-size-bytes and min-input-files must be positive")
     ctx = WriteContext(ctx.io, ctx.location, ctx.schema, ctx.spec, {**ctx.properties,
@@ -180,7 +177,8 @@ def rewrite_data_files(
 
     snapshot = table.current_snapshot()
     result = RewriteDataResult()
-    earlier = table.applied_commit(commit_id)
+    identity = CommitIdentity.of(commit_id)
+    earlier = identity.applied(table.metadata, table.branch) if identity is not None else None
     if earlier is not None:  # a retry of a compaction that landed: rewrite nothing again
         result.applied_before = earlier.snapshot_id
         return result
@@ -218,7 +216,7 @@ def rewrite_data_files(
             size += t.length
         groups.append(current)
     if not groups:
-        if _bool_option(options, "remove-dangling-deletes") or select is not None:
+        if flag(options, "remove-dangling-deletes", kind="option") or select is not None:
             result.removed_delete_files_count = remove_dangling_deletes(table)
         return result
 
@@ -276,7 +274,7 @@ def rewrite_data_files(
     result.added_data_files_count = len(added)
     result.rewritten_bytes_count = sum(f.file_size_in_bytes for f in inputs)
     result.rewritten_paths = tuple(sorted(input_paths))
-    if _bool_option(options, "remove-dangling-deletes") or select is not None:
+    if flag(options, "remove-dangling-deletes", kind="option") or select is not None:
         result.removed_delete_files_count = remove_dangling_deletes(table)
     return result
 
@@ -330,7 +328,7 @@ def rewrite_position_deletes(
         )
     options = {str(k).lower(): v for k, v in (options or {}).items()}
     min_input = _option(options, "min-input-files", 5)
-    rewrite_all = _bool_option(options, "rewrite-all")
+    rewrite_all = flag(options, "rewrite-all", kind="option")
     table.refresh()
     snapshot = table.current_snapshot()
     result = RewriteDeletesResult()

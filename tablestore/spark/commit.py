@@ -25,7 +25,8 @@ from tablestore.spark.write_task import delete_quietly
 from tablestore.spec.expressions.expression_tree import Expression
 from tablestore.spec.manifests.manifest import DataFile
 from tablestore.spec.metadata.table_metadata import Snapshot
-from tablestore.table import CommitIdentity, Table, TableTransaction
+from tablestore.table import CommitIdentity, Table
+from tablestore.table.ops.data import TableTransaction
 
 # Snapshot summary key naming the Spark write that produced a snapshot: a batch write's abort()
 # looks for it so that it never deletes the files of a commit that did land.

@@ -19,7 +19,7 @@ from tablestore.sql.procedures import Parameter, procedure
 from tablestore.sql.result import StatementResult
 
 if TYPE_CHECKING:
-    from tablestore.catalog import Catalog
+    from tablestore.catalog.base import Catalog
     from tablestore.sql.context import SessionContext
     from tablestore.table import Table
 

@@ -54,7 +54,7 @@ from tablestore.table.write.conform import conform_to_schema
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from tablestore.catalog import Catalog
+    from tablestore.catalog.base import Catalog
     from tablestore.spec.metadata.table_metadata import Snapshot
     from tablestore.sql.context import SessionContext
     from tablestore.table import Table

@@ -18,8 +18,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tablestore.errors import TableStoreError, ValidationError
-from tablestore.io import FileIO
+from tablestore.io.fileio import FileIO
 from tablestore.names import metadata_directory
+from tablestore.option_values import epoch_ms, flag
 from tablestore.spec.expressions.expression_tree import Expression
 from tablestore.spec.manifests.manifest import DataFile
 from tablestore.spec.metadata.table_metadata import MAIN_BRANCH, Snapshot, SnapshotRef, TableMetadata
@@ -28,13 +29,12 @@ from tablestore.spec.schemas.schema import Schema
 from tablestore.table.ops.data import TableTransaction, write_files
 from tablestore.table.ops.overwrite import replace_partitions_producer
 from tablestore.table.read.scan import FileTask, TableScan
-from tablestore.table.timestamps import epoch_ms
-from tablestore.table.update.identity import CommitIdentity, as_identity
+from tablestore.table.update.identity import CommitIdentity
 from tablestore.table.update.transaction import commit_snapshot
 from tablestore.table.write.data_files import WriteContext
 
 if TYPE_CHECKING:
-    from tablestore.catalog import Catalog
+    from tablestore.catalog.base import Catalog
     from tablestore.engine.protocols import Engine
     from tablestore.maintenance import Maintenance
     from tablestore.table.ops.column_merge import Fragment
@@ -122,7 +122,7 @@ class Table:
         a snapshot that carries ``wap.id`` in its summary and moves no branch, until
         ``manage_snapshots().cherrypick(id)`` or the ``publish_changes`` procedure publishes it.
         Needs the table property ``write.wap.enabled=true``, as in Iceberg."""
-        if self.metadata.properties.get(WAP_ENABLED, "false").strip().lower() != "true":
+        if not flag(self.metadata.properties, WAP_ENABLED, kind="table property"):
             raise ValidationError(
                 f"cannot stage writes with wap.id {wap_id!r} on table {self.name}: write-audit-publish is "
                 f"off; set the table property {WAP_ENABLED}=true first"
@@ -290,7 +290,7 @@ class Table:
         """The snapshot on this table's branch that applied ``commit_id`` (None when none did, or
         no id is given): a job retried with the id after its first commit landed finds it here
         and can skip its work (see :mod:`tablestore.table.update.identity`)."""
-        identity = as_identity(commit_id)
+        identity = CommitIdentity.of(commit_id)
         return identity.applied(self.metadata, self.branch) if identity is not None else None
 
     def transaction(self, commit_id: str | CommitIdentity | None = None) -> TableTransaction:

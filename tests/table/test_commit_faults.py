@@ -40,7 +40,7 @@ import pyarrow as pa
 import pytest
 
 import tablestore
-from tablestore.catalog import Catalog
+from tablestore.catalog.base import Catalog
 from tablestore.errors import CommitFailedError, CommitStateUnknownError
 from tablestore.maintenance.orphans import list_table_files, referenced_files, remove_orphan_files
 from tablestore.maintenance.reachable import normalize_path

@@ -1,6 +1,6 @@
 """Writing a DataFrame into a table with Spark's own Parquet writer, then one tablestore commit.
 
-    from tablestore.spark import write_dataframe
+    from tablestore.spark.native.native_write import write_dataframe
     write_dataframe(df, "db.events", mode="append", config=config)
 
 Why. The ``tablestore`` data source hands a Python writer Arrow batches that Spark converts

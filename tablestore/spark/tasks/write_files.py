@@ -43,8 +43,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tablestore.io import FileIO, load_file_io
+from tablestore.io import load_file_io
 from tablestore.io.cleanup import deleted_unless_sent
+from tablestore.io.fileio import FileIO
 from tablestore.spark.commit import WRITE_ID_PROPERTY, FilesCommit, commit_files, writer_identity
 from tablestore.spark.write_task import (
     WriteTarget,

@@ -33,7 +33,7 @@ from tablestore.engine.local import LocalEngine
 from tablestore.engine.protocols import FragmentRewriter
 from tablestore.engine.sources import dataframe_source
 from tablestore.errors import SchemaError, ValidationError
-from tablestore.io import FileIO
+from tablestore.io.fileio import FileIO
 from tablestore.spec.expressions.binding import bind
 from tablestore.spec.expressions.expression_parser import to_expression
 from tablestore.spec.expressions.expression_tree import Expression

@@ -36,8 +36,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tablestore.errors import SchemaError, ValidationError
-from tablestore.io import FileIO
 from tablestore.io.cleanup import delete_files, deleted_unless_sent
+from tablestore.io.fileio import FileIO
 from tablestore.spec.expressions.arrow_filter import to_arrow_expression
 from tablestore.spec.expressions.binding import bind
 from tablestore.spec.expressions.bound_predicates import (

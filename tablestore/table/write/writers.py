@@ -46,6 +46,7 @@ import pyarrow.parquet as pq
 
 from tablestore.errors import ValidationError
 from tablestore.io.cleanup import delete_files, deleted_unless_sent
+from tablestore.option_values import flag
 from tablestore.spec.manifests.manifest import DataFile
 from tablestore.spec.schemas.schema import parquet_write_schema, without_unknown_columns
 from tablestore.spec.schemas.types import IcebergType
@@ -106,10 +107,7 @@ def distribution_mode(properties: dict[str, str]) -> str:
 
 
 def fanout_forced(properties: dict[str, str]) -> bool:
-    raw = properties.get(FANOUT_ENABLED_PROPERTY, "false").strip().lower()
-    if raw not in ("true", "false"):
-        raise ValidationError(f"table property {FANOUT_ENABLED_PROPERTY}={raw!r} must be true or false")
-    return raw == "true"
+    return flag(properties, FANOUT_ENABLED_PROPERTY, kind="table property")
 
 
 @functools.cache
