@@ -286,6 +286,13 @@ class Table:
         return self._commit_alone(self.transaction(commit_id).replace_files(files, read_snapshot_id,
                                                                            snapshot_properties))
 
+    def applied_commit(self, commit_id: str | CommitIdentity | None) -> Snapshot | None:
+        """The snapshot on this table's branch that applied ``commit_id`` (None when none did, or
+        no id is given): a job retried with the id after its first commit landed finds it here
+        and can skip its work (see :mod:`tablestore.table.update.identity`)."""
+        identity = CommitIdentity.of(commit_id)
+        return identity.applied(self.metadata, self.branch) if identity is not None else None
+
     def transaction(self, commit_id: str | CommitIdentity | None = None) -> TableTransaction:
         """Several changes in one atomic commit: ``with table.transaction() as tx: tx.append(...)``.
 
