@@ -214,12 +214,13 @@ def _with_first_row_id(df: DataFile, first_row_id: int) -> DataFile:
 
 def plan_changes(io: FileIO, metadata: TableMetadata, snapshots: Iterable[Snapshot],
                  engine: Engine) -> list[ChangeTask]:
-    """The change tasks of ``snapshots`` (oldest first; ordinals count from 0), in snapshot order."""
+    """The change tasks of ``snapshots`` (oldest first), in snapshot order; ordinals count the
+    snapshots other than replaces from 0."""
     planner = _Planner(io, metadata, engine)
     tasks: list[ChangeTask] = []
-    for ordinal, snapshot in enumerate(snapshots):
-        if snapshot.operation == "replace":
-            continue
+    # Ordinals count the snapshots that may change rows: a replace takes none, as in Java.
+    changing = [s for s in snapshots if s.operation != "replace"]
+    for ordinal, snapshot in enumerate(changing):
         parent = metadata.snapshot_by_id(snapshot.parent_snapshot_id) if snapshot.parent_snapshot_id is not None \
             else None
         tasks += planner.plan_snapshot(ordinal, snapshot, parent)
