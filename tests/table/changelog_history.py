@@ -101,7 +101,7 @@ class History:
             t.update({"v": f"'u{self.rng.randrange(4)}'"}, f"id >= {low} and id <= {high}")
             return f"update {low}..{high}"
         if op == "merge":
-            source_ids = sorted(set(self.rng.sample(ids, min(3, len(ids))))) + [self.next_id, self.next_id + 1]
+            source_ids = [*sorted(set(self.rng.sample(ids, min(3, len(ids))))), self.next_id, self.next_id + 1]
             source = self.rows(0, source_ids)
             (t.merge(source, "t.id = s.id").when_matched_update_all().when_not_matched_insert_all().execute())
             return "merge"

@@ -4,6 +4,8 @@ row lineage (v3), equality deletes, and seeded random histories checked at every
 
 from __future__ import annotations
 
+import itertools
+
 import pyarrow as pa
 import pytest
 
@@ -45,7 +47,7 @@ def test_merge_on_read_deletes_updates_and_merges_match_the_model(catalog: Catal
     heads.append(_head(table))
     table.delete("id = 7")  # a second delete of a file that has one: the DV or delete file grows
     heads.append(_head(table))
-    for before, after in zip(heads, heads[1:], strict=False):
+    for before, after in itertools.pairwise(heads):
         rows = assert_matches_model(table, before, after)
         assert rows.num_rows > 0
     whole = assert_matches_model(table, heads[0], heads[-1], net_changes=True)
