@@ -215,6 +215,19 @@ class ChangelogScan:
     def finish(self, raw: pa.Table) -> pa.Table:
         """Raw change rows of one snapshot (of the whole range with net changes) cleaned up:
         carry-overs removed, updates paired, or net changes; in the output columns."""
+        out = self.clean(raw)
+        if not self.key_columns:
+            # DELETEs before INSERTs within a snapshot, as a reader applying them in order needs.
+            types = out.column(CHANGE_TYPE).to_numpy(zero_copy_only=False)
+            ordinals = out.column(CHANGE_ORDINAL).to_numpy(zero_copy_only=False)
+            out = out.take(pa.array(np.lexsort((types != DELETE, ordinals))))
+        return out.select([*self.value_columns, CHANGE_TYPE, CHANGE_ORDINAL, COMMIT_SNAPSHOT_ID]).cast(
+            self.arrow_schema)
+
+    def clean(self, raw: pa.Table) -> pa.Table:
+        """Carry-overs removed and updates paired, or net changes, in the raw columns. Works on
+        any set of rows that holds every row of each group it decides on (a snapshot, or a
+        partition of rows hashed by their values or key, as the SQL procedure's Spark tasks)."""
         if self.net:
             # Carry-overs go first, so a row's surviving change keeps the snapshot that made it
             # (Java's net iterator may keep a carried-over copy's later ordinal instead).
@@ -223,13 +236,7 @@ class ChangelogScan:
             out = compute_updates(raw, self.key_columns, self.value_columns)
         else:
             out = remove_carryovers(raw, self.value_columns)
-        if not self.key_columns:
-            # DELETEs before INSERTs within a snapshot, as a reader applying them in order needs.
-            types = out.column(CHANGE_TYPE).to_numpy(zero_copy_only=False)
-            ordinals = out.column(CHANGE_ORDINAL).to_numpy(zero_copy_only=False)
-            out = out.take(pa.array(np.lexsort((types != DELETE, ordinals))))
-        return out.select([*self.value_columns, CHANGE_TYPE, CHANGE_ORDINAL, COMMIT_SNAPSHOT_ID]).cast(
-            self.arrow_schema)
+        return out
 
     def raw_tables(self) -> Iterator[list[pa.Table]]:
         """The raw change rows, one list per snapshot (a single list for net changes)."""

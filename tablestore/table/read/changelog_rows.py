@@ -182,6 +182,12 @@ def net_changes(changes: pa.Table, value_columns: Sequence[str], key_columns: Se
     keep = net != 0
     rows = np.repeat(order[run_start[keep]], np.abs(net[keep]))
     out = changes.take(pa.array(np.sort(rows)))
-    if key_columns and out.num_rows:
-        return _pair(out, group_codes(out, key_columns), key_columns)
-    return out
+    return pair_updates(out, key_columns) if key_columns else out
+
+
+def pair_updates(changes: pa.Table, key_columns: Sequence[str]) -> pa.Table:
+    """A DELETE and an INSERT of one key, in any snapshots of the range, as an update (the last
+    step of net changes with a key)."""
+    if changes.num_rows == 0:
+        return changes
+    return _pair(changes, group_codes(changes, key_columns), key_columns)
