@@ -41,7 +41,7 @@ from tablestore.spec.schemas.name_mapping import DEFAULT_NAME_MAPPING
 from tablestore.spec.schemas.row_lineage import ROW_ID
 from tablestore.spec.schemas.schema import Schema
 from tablestore.spec.schemas.types import NestedField
-from tablestore.table.read.changelog_plan import ChangeTask, plan_changes
+from tablestore.table.read.changelog_plan import ChangePlan, ChangeTask, plan_changes
 from tablestore.table.read.changelog_range import SnapshotRange
 from tablestore.table.read.changelog_rows import (
     CHANGE_ORDINAL,
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
 
     from tablestore.engine.protocols import Engine
 
-__all__ = ["ChangeReader", "ChangeTask", "ChangelogScan", "changelog_arrow_schema"]
+__all__ = ["ChangePlan", "ChangeReader", "ChangeTask", "ChangelogScan", "changelog_arrow_schema"]
 
 
 def changelog_arrow_schema(schema: Schema) -> pa.Schema:
@@ -186,7 +186,7 @@ class ChangelogScan:
         #: The ``to`` snapshot's schema: the rows' columns.
         self.schema = schema
         self.value_columns = [f.name for f in schema.fields]
-        self._tasks: list[ChangeTask] | None = None
+        self._plan: ChangePlan | None = None
 
     @property
     def from_snapshot_id(self) -> int | None:
@@ -200,11 +200,15 @@ class ChangelogScan:
     def arrow_schema(self) -> pa.Schema:
         return changelog_arrow_schema(self.schema)
 
+    def plan(self) -> ChangePlan:
+        """The tasks, with the sequence numbers of the delete files they name."""
+        if self._plan is None:
+            self._plan = plan_changes(self.io, self.metadata, self.range.snapshots, self.engine)
+        return self._plan
+
     def plan_tasks(self) -> list[ChangeTask]:
         """One task per data file whose live rows a snapshot of the range changed."""
-        if self._tasks is None:
-            self._tasks = plan_changes(self.io, self.metadata, self.range.snapshots, self.engine)
-        return self._tasks
+        return self.plan().tasks
 
     def reader(self) -> ChangeReader:
         lineage = self.key_columns == [ROW_ID_COLUMN]

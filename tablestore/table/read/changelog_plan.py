@@ -94,6 +94,8 @@ class _Planner:
         self.metadata = metadata
         self.engine = engine
         self.specs: dict[int, PartitionSpec] = {s.spec_id: s for s in metadata.partition_specs}
+        #: The data sequence number of every delete file a task names (by ``delete_file_key``).
+        self.sequence_numbers: dict[tuple[str, int | None], int] = {}
 
     def entries(self, manifests: Iterable[ManifestFile]) -> list[ManifestEntry]:
         found: list[ManifestEntry] = []
@@ -120,6 +122,7 @@ class _Planner:
         for e in self.entries(m for m in manifests if m.content == ManifestContent.DELETES):
             if e.status != ManifestEntryStatus.DELETED:
                 index.add(e)
+                self.sequence_numbers[delete_file_key(e.data_file)] = e.sequence_number or 0
         return index
 
     def first_row_ids(self, manifests: list[ManifestFile]) -> dict[str, int]:
@@ -212,8 +215,17 @@ def _with_first_row_id(df: DataFile, first_row_id: int) -> DataFile:
     return dataclasses.replace(df, first_row_id=first_row_id)
 
 
-def plan_changes(io: FileIO, metadata: TableMetadata, snapshots: Iterable[Snapshot],
-                 engine: Engine) -> list[ChangeTask]:
+@dataclass(frozen=True)
+class ChangePlan:
+    """A changelog's tasks, and the data sequence number of each delete file they name (by
+    :func:`~tablestore.table.read.deletion_vectors.delete_file_key`), which a client computing
+    the changes itself (the REST service's changelog plan) may want."""
+
+    tasks: list[ChangeTask]
+    delete_sequence_numbers: dict[tuple[str, int | None], int]
+
+
+def plan_changes(io: FileIO, metadata: TableMetadata, snapshots: Iterable[Snapshot], engine: Engine) -> ChangePlan:
     """The change tasks of ``snapshots`` (oldest first), in snapshot order; ordinals count the
     snapshots other than replaces from 0."""
     planner = _Planner(io, metadata, engine)
@@ -224,4 +236,4 @@ def plan_changes(io: FileIO, metadata: TableMetadata, snapshots: Iterable[Snapsh
         parent = metadata.snapshot_by_id(snapshot.parent_snapshot_id) if snapshot.parent_snapshot_id is not None \
             else None
         tasks += planner.plan_snapshot(ordinal, snapshot, parent)
-    return tasks
+    return ChangePlan(tasks, planner.sequence_numbers)
