@@ -75,13 +75,13 @@ def test_a_client_computes_the_changes_from_the_served_plan(service: RestService
                                     partition_by=["cat"], properties={"write.delete.mode": "merge-on-read",
                                                                       "write.update.mode": "merge-on-read"})
         table.append(pa.table({"id": list(range(8)), "cat": ["a", "b"] * 4, "v": ["x"] * 8}))
-        start = table.current_snapshot().snapshot_id  # type: ignore[union-attr]
+        start = table.current_snapshot().snapshot_id
         table.delete("id in (1, 2)")
         table.update({"v": "'y'"}, "id = 3")
         table.update_properties({"write.update.mode": "copy-on-write"})
         table.update({"v": "'z'"}, "id = 4")  # copy-on-write: the file's other rows carry over
         table.append(pa.table({"id": [9], "cat": ["a"], "v": ["n"]}))
-        end = table.refresh().current_snapshot().snapshot_id  # type: ignore[union-attr]
+        end = table.refresh().current_snapshot().snapshot_id
         ours = table.changes(from_snapshot=start, compute_updates=False).to_arrow()
     finally:
         client.close()
