@@ -26,6 +26,7 @@ from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.config import LakehouseConfig
 from tablestore.errors import ForbiddenError, NoSuchCatalogError, NotAuthorizedError
 from tablestore.rest import (
+    changelog_planning,
     functions,
     grants_api,
     health,
@@ -228,7 +229,8 @@ def create_app(
         # STS down or refusing: the service cannot give access now, the request was fine.
         return error_response(503, "ServiceUnavailableException", str(exc))
 
-    for module in (namespaces, tables, vending, signing, views, functions, planning, grants_api, health, metrics):
+    for module in (namespaces, tables, vending, signing, views, functions, planning, changelog_planning, grants_api,
+                   health, metrics):
         app.include_router(module.router)
     _document_prefixes(app, list(served))
     app.add_middleware(IdempotencyMiddleware, stores=stores,
