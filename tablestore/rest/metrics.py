@@ -14,7 +14,7 @@ never mix their counts. Two kinds of metrics:
   a path no route matches is ``unmatched``.
 - The catalog's events, counted where they happen (:mod:`tablestore.rest.stats`) and read at
   scrape time by :class:`StatsCollector`, each with the served catalog's name as ``catalog``:
-  commits, conflicts and retries; cache hits and misses; credentials vended and requests
+  commits, conflicts and retries; cache hits and misses; credentials vended; requests
   signed; scan plans, their file scan tasks and plan tasks served; idempotent replays. Every
   series of a served catalog is present from the start, at 0.
 
@@ -58,6 +58,7 @@ from tablestore.rest.stats import (
     COMMITS,
     CREDENTIALS_VENDED,
     IDEMPOTENT_REPLAYS,
+    REQUESTS_SIGNED,
     SCAN_FILE_TASKS,
     SCAN_PLAN_TASKS,
     SCAN_PLANS,
@@ -111,10 +112,9 @@ FAMILIES = (
             "at POST .../tasks.", (), ((),), "service"),
     _Family(IDEMPOTENT_REPLAYS, "tablestore_idempotent_replays", "Responses replayed for a retried "
             "Idempotency-Key instead of running the operation again.", (), ((),), "service"),
+    _Family(REQUESTS_SIGNED, "tablestore_requests_signed", "Storage requests signed for clients at "
+            "POST .../sign (remote signing); refused ones are not counted.", (), ((),), "service"),
 )
-SIGNED = "tablestore_requests_signed"
-SIGNED_HELP = ("Storage requests signed for clients (remote signing); this service does not sign, "
-               "so it stays at 0.")
 
 
 class StatsCollector(Collector):
@@ -157,10 +157,6 @@ class StatsCollector(Collector):
             for key, count in sorted(values.items()):
                 metric.add_metric(list(key), count)
             yield metric
-        signed = CounterMetricFamily(SIGNED, SIGNED_HELP, labels=["catalog"])
-        for catalog in self.service.catalogs:
-            signed.add_metric([catalog], 0.0)
-        yield signed
 
 
 class ServiceMetrics:

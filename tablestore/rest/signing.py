@@ -24,6 +24,7 @@ from tablestore.rest.access import ReadAccess
 from tablestore.rest.grants import Privilege
 from tablestore.rest.s3_signing import S3Location, check_request, parse_request
 from tablestore.rest.security import LOCATION_PROPERTIES
+from tablestore.rest.stats import REQUESTS_SIGNED
 
 router = APIRouter(prefix="/v1/{prefix}", tags=["tables"])
 
@@ -56,6 +57,7 @@ def sign_request(namespace: str, table: str, access: ReadAccess,
     request = parse_request(body.method, body.uri, body.headers, body.body, signer.endpoint)
     check_request(request, locations, access.may_write(ident), ".".join(ident))
     headers = signer.sign(request.method, body.uri, body.region, body.headers)
+    access.service.stats.inc(REQUESTS_SIGNED, access.prefix)
     return JSONResponse({"uri": body.uri, "headers": headers},
                         headers={"Cache-Control": "no-cache" if request.write else "private"})
 

@@ -24,6 +24,7 @@ SCAN_PLANS = "scan_plans"  # the service's: plans made
 SCAN_FILE_TASKS = "scan_file_tasks"  # the service's: file scan tasks in those plans
 SCAN_PLAN_TASKS = "scan_plan_tasks"  # the service's: plan tasks (pages) fetched from .../tasks
 IDEMPOTENT_REPLAYS = "idempotent_replays"  # the service's: responses replayed for an Idempotency-Key
+REQUESTS_SIGNED = "requests_signed"  # the service's: storage requests signed (remote signing)
 
 
 class Stats:
@@ -56,6 +57,7 @@ __all__ = [
     "COMMIT_RETRIES",
     "CREDENTIALS_VENDED",
     "IDEMPOTENT_REPLAYS",
+    "REQUESTS_SIGNED",
     "SCAN_FILE_TASKS",
     "SCAN_PLANS",
     "SCAN_PLAN_TASKS",
