@@ -58,7 +58,6 @@ from sqlalchemy import Table as SqlTable
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.schema import CreateTable
 
-from tablestore.errors import NotAuthorizedError
 from tablestore.names import metadata_file_uuid
 from tablestore.rest.errors import error_body
 from tablestore.rest.replicas import keyed_uuid
@@ -269,17 +268,14 @@ async def _send_json(send: Send, status: int, error_type: str, message: str) -> 
 class IdempotencyMiddleware:
     """ASGI middleware: mutations with an ``Idempotency-Key`` run once, retries replay.
 
-    ``stores`` maps a served prefix to its store; ``authenticate`` gives the caller's name for
-    a bearer header (or raises NotAuthorizedError, in which case the request goes on as usual
-    and is refused by the endpoint).
+    ``stores`` maps a served prefix to its store. The caller is the principal the envelope
+    authenticated (:mod:`tablestore.rest.envelope`), read from the request's state.
     """
 
     def __init__(self, app: ASGIApp, stores: dict[str, IdempotencyStore],
-                 authenticate: Callable[[str | None], str],
                  landed: Callable[[str, str, str], Stored | None] | None = None) -> None:
         self.app = app
         self.stores = stores
-        self.authenticate = authenticate
         # (method, path, key) -> the response of an operation a dead replica did (or None)
         self.landed = landed
 
@@ -295,11 +291,11 @@ class IdempotencyMiddleware:
         if key is None or store is None or _NOT_RECORDED.search(path):
             await self.app(scope, receive, send)
             return
-        try:
-            principal = self.authenticate(headers.get("authorization"))
-        except NotAuthorizedError:
-            await self.app(scope, receive, send)  # the endpoint answers 401
+        found = scope.get("state", {}).get("principal")
+        if found is None:
+            await self.app(scope, receive, send)  # not authenticated: the endpoint answers
             return
+        principal = str(found.name)
         key = key.strip()
         if not valid_key(key):
             await _send_json(send, 400, "BadRequestException",

@@ -6,7 +6,7 @@ their scans and commits (accepted and dropped, see :mod:`tablestore.rest.tables`
 Each app has its own registry (:class:`ServiceMetrics`), so two apps in one process (tests)
 never mix their counts. Two kinds of metrics:
 
-- HTTP requests, recorded by the access log's middleware (:mod:`tablestore.rest.access_log`) for
+- HTTP requests, recorded by the envelope middleware (:mod:`tablestore.rest.envelope`) for
   every request, refused ones included: ``tablestore_http_requests_total{method, route, status}``,
   ``tablestore_http_request_duration_seconds{method, route}`` (a histogram) and
   ``tablestore_http_requests_in_progress``. ``route`` is the route template
@@ -49,7 +49,7 @@ from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
-from tablestore.rest.access import Service, service_of
+from tablestore.rest.access import Service
 from tablestore.rest.stats import (
     CACHE_HITS,
     CACHE_MISSES,
@@ -157,6 +157,10 @@ class StatsCollector(Collector):
             for key, count in sorted(values.items()):
                 metric.add_metric(list(key), count)
             yield metric
+        verified = CounterMetricFamily(
+            "tablestore_token_verifications", "Bearer tokens verified: one per authenticated request.")
+        verified.add_metric([], float(self.service.auth.verifications))
+        yield verified
 
 
 class ServiceMetrics:
@@ -193,10 +197,7 @@ def metrics_of(request: Request) -> ServiceMetrics:
 
 @router.get("/metrics", include_in_schema=False)
 async def get_metrics(request: Request) -> Response:
-    service = service_of(request)
-    if service.settings.metrics_auth_required:
-        principal = service.auth.authenticate(request.headers.get("authorization"))
-        request.scope.setdefault("state", {})["principal"] = principal.name
+    # The envelope authenticated the scrape (unless server.metrics-auth: none).
     return Response(metrics_of(request).render(), media_type=CONTENT_TYPE_LATEST)
 
 

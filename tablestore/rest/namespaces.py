@@ -47,9 +47,7 @@ def with_location(access: Access, namespace: tuple[str, ...], properties: dict[s
 def require_seen(access: Access, namespace: tuple[str, ...]) -> None:
     """Loading a namespace (or asking whether it exists) needs LIST on it, or any privilege that
     reaches it or something inside it."""
-    if not access.grants or access.held().sees(namespace_securable(namespace)):
-        return
-    access.require_namespace(Privilege.LIST, namespace)
+    access.require_seen(namespace)
 
 
 @router.get("/namespaces")
