@@ -84,6 +84,7 @@ class Service:
             name: catalog.engine for name, catalog in self.catalogs.items() if isinstance(catalog, SqlCatalog)})
         self.stats = Stats()
         self._grant_stores: dict[str, GrantStore] = {}
+        self._client_configs: dict[int, dict[str, str]] = {}
         self._grant_lock = threading.Lock()
         if self.settings.authorization.grants:
             others = [name for name, catalog in self.catalogs.items() if not isinstance(catalog, SqlCatalog)]
@@ -115,9 +116,13 @@ class Service:
     def client_config(self, catalog: Catalog) -> dict[str, str]:
         """What every client may know about a catalog's files: its ``s3.*`` properties without
         the keys (endpoint, region, path style), and table-config."""
-        out = public_properties(catalog.properties)
-        out.update(self.settings.table_config)
-        return out
+        # Made once per catalog (its properties and the settings do not change), copied per answer.
+        found = self._client_configs.get(id(catalog))
+        if found is None:
+            found = public_properties(catalog.properties)
+            found.update(self.settings.table_config)
+            self._client_configs[id(catalog)] = found
+        return dict(found)
 
     def close(self) -> None:
         for catalog in self.catalogs.values():
