@@ -39,7 +39,6 @@ attempt after a commit's first, including a register with overwrite) and metadat
 
 from __future__ import annotations
 
-import json
 import random
 import select as select_module
 import threading
@@ -64,6 +63,7 @@ from tablestore.errors import (
     TableStoreError,
 )
 from tablestore.names import Identifier, IdentifierLike, identifier_str
+from tablestore.rest.metadata_cache import DEFAULT_CACHE_BYTES, MetadataCache
 from tablestore.rest.stats import CACHE_HITS, CACHE_MISSES, COMMIT_CONFLICTS, COMMIT_RETRIES, COMMITS, Stats
 from tablestore.spec.metadata.update_models import AssertCreate
 
@@ -79,7 +79,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-CACHE_ENTRIES = 512
+# Tables whose last seen pointer is kept (a commit's starting point): a location string each.
+POINTER_ENTRIES = 65536
 # Registering over a table that other writers keep moving: tries of the compare-and-swap.
 OVERWRITE_ATTEMPTS = 5
 # A commit whose swap keeps losing: its attempts and the time they may take. Iceberg's
@@ -114,7 +115,7 @@ class ServedSqlCatalog(SqlCatalog):
 
     def __init__(self, name: str, **properties: str) -> None:
         super().__init__(name, **properties)
-        self._metadata_cache: OrderedDict[str, TableMetadata] = OrderedDict()
+        self.metadata_files = MetadataCache(DEFAULT_CACHE_BYTES)
         self._pointers: OrderedDict[Identifier, str] = OrderedDict()
         self._cache_lock = threading.Lock()
         # psycopg2 opens a transaction with a separate BEGIN round trip; single statements need
@@ -138,7 +139,6 @@ class ServedSqlCatalog(SqlCatalog):
         # Built once: building and cache-keying a statement per request costs more CPU than
         # PostgreSQL spends running it.
         self._lookup_statement = select(t.metadata_location).where(*key, *self._table_filter())
-        self._bodies: OrderedDict[str, bytes] = OrderedDict()
         self._commit_locks = [threading.Lock() for _ in range(COMMIT_LOCKS)]
         self.stats = Stats()
 
@@ -180,45 +180,29 @@ class ServedSqlCatalog(SqlCatalog):
 
     # -- caches ----------------------------------------------------------------------------------
     def _cached(self, location: str) -> TableMetadata | None:
-        with self._cache_lock:
-            found = self._metadata_cache.get(location)
-            if found is not None:
-                self._metadata_cache.move_to_end(location)
+        found = self.metadata_files.get(location)
         self.stats.inc(CACHE_HITS if found is not None else CACHE_MISSES, "metadata")
         return found
 
     def _remember(self, ident: Identifier | None, location: str, metadata: TableMetadata) -> None:
-        with self._cache_lock:
-            self._metadata_cache[location] = metadata
-            self._metadata_cache.move_to_end(location)
-            while len(self._metadata_cache) > CACHE_ENTRIES:
-                self._metadata_cache.popitem(last=False)
-            if ident is not None:
+        self.metadata_files.put(location, metadata)
+        if ident is not None:
+            with self._cache_lock:
                 self._pointers[ident] = location
                 self._pointers.move_to_end(ident)
-                while len(self._pointers) > CACHE_ENTRIES:
+                while len(self._pointers) > POINTER_ENTRIES:
                     self._pointers.popitem(last=False)
 
     def _last_seen(self, ident: Identifier) -> tuple[str, TableMetadata] | None:
         with self._cache_lock:
             location = self._pointers.get(ident)
-            metadata = self._metadata_cache.get(location) if location is not None else None
+        metadata = self.metadata_files.get(location) if location is not None else None
         return (location, metadata) if location is not None and metadata is not None else None
 
     def metadata_json(self, location: str, metadata: TableMetadata) -> bytes:
         """The JSON of the metadata file at ``location``, as the REST responses embed it
-        (serialized once per file: metadata files never change)."""
-        with self._cache_lock:
-            body = self._bodies.get(location)
-            if body is not None:
-                self._bodies.move_to_end(location)
-                return body
-        body = json.dumps(metadata.to_json(), separators=(",", ":")).encode("utf-8")
-        with self._cache_lock:
-            self._bodies[location] = body
-            while len(self._bodies) > CACHE_ENTRIES:
-                self._bodies.popitem(last=False)
-        return body
+        (serialized once per file while cached: metadata files never change)."""
+        return self.metadata_files.body(location, metadata)
 
     def _forget(self, ident: Identifier) -> None:
         with self._cache_lock:

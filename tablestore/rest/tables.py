@@ -24,6 +24,7 @@ from tablestore.rest.access import (
 )
 from tablestore.rest.grants import Privilege, table_securable
 from tablestore.rest.limits import check_properties
+from tablestore.rest.metadata_cache import metadata_json
 from tablestore.rest.models import (
     CommitTableRequest,
     CommitTransactionRequest,
@@ -75,7 +76,7 @@ def _metadata_json(access: Access, location: str, metadata: TableMetadata) -> by
     catalog = access.catalog
     if isinstance(catalog, ServedSqlCatalog):
         return catalog.metadata_json(location, metadata)
-    return json.dumps(metadata.to_json(), separators=(",", ":")).encode("utf-8")
+    return metadata_json(metadata)
 
 
 def table_response(access: Access, location: str, metadata: TableMetadata, with_config: bool = True,
