@@ -20,7 +20,7 @@ from tablestore.sql.session import SqlSession
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from tablestore.catalog import Catalog
+    from tablestore.catalog.base import Catalog
     from tablestore.table import Table
 
 _spark_lock = threading.Lock()

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
-from tablestore.catalog import Catalog
+from tablestore.catalog.base import Catalog
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import ConfigError, NoSuchCatalogError, NotAuthorizedError, ValidationError
 from tablestore.names import Identifier, to_namespace, validate_name

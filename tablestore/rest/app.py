@@ -21,7 +21,7 @@ import anyio
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse
 
-from tablestore.catalog import Catalog
+from tablestore.catalog.base import Catalog
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.config import LakehouseConfig
 from tablestore.errors import NoSuchCatalogError, NotAuthorizedError

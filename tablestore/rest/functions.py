@@ -10,7 +10,7 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Response
 
-from tablestore.catalog import FunctionDef
+from tablestore.catalog.base import FunctionDef
 from tablestore.rest.access import ReadAccess, WriteAccess
 from tablestore.rest.grants import Privilege, table_securable
 from tablestore.rest.limits import check_properties

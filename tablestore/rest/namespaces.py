@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Response
 
-from tablestore.catalog import LOCATION
+from tablestore.catalog.base import LOCATION
 from tablestore.errors import ValidationError
 from tablestore.rest.access import Access, ReadAccess, WriteAccess
 from tablestore.rest.grants import Privilege, namespace_securable

@@ -44,7 +44,7 @@ from sqlalchemy import Table as SqlTable
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.schema import CreateTable
 
-from tablestore.catalog import read_metadata_file
+from tablestore.catalog.base import read_metadata_file
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import TableStoreError
 from tablestore.rest.access import parse_identifier

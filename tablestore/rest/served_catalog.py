@@ -51,8 +51,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from sqlalchemy import Connection, Engine, bindparam, create_engine, event, select
 from sqlalchemy.exc import DBAPIError, DisconnectionError
 
-from tablestore.catalog import read_metadata_file
-from tablestore.catalog.base import metadata_file_missing
+from tablestore.catalog.base import metadata_file_missing, read_metadata_file
 from tablestore.catalog.compare_and_swap import PointerMovedError, PointerSwap, swap_pointers
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.catalog.sql_tables import ICEBERG_TABLES

@@ -13,7 +13,7 @@ from typing import Annotated, Any, TypeVar
 from fastapi import APIRouter, Body, Header, Query, Response
 from fastapi.responses import JSONResponse
 
-from tablestore.catalog import Catalog, read_metadata_file
+from tablestore.catalog.base import Catalog, read_metadata_file
 from tablestore.errors import TableStoreError, UnsupportedError, ValidationError
 from tablestore.names import Identifier, metadata_directory, normalize_location
 from tablestore.rest.access import (

@@ -7,9 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Response
 
-from tablestore.catalog import (
-    read_view_metadata_file,
-)
+from tablestore.catalog.base import read_view_metadata_file
 from tablestore.errors import NoSuchNamespaceError, ViewAlreadyExistsError
 from tablestore.names import normalize_location
 from tablestore.rest.access import (

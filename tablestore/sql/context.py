@@ -17,7 +17,7 @@ from tablestore.sql.query import QueryPlanner
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from tablestore.catalog import Catalog
+    from tablestore.catalog.base import Catalog
     from tablestore.catalog_manager import CatalogManager
     from tablestore.config import LakehouseConfig
     from tablestore.sql import statements as st

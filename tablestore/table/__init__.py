@@ -18,8 +18,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tablestore.errors import TableStoreError, ValidationError
-from tablestore.io import FileIO
+from tablestore.io.fileio import FileIO
 from tablestore.names import metadata_directory
+from tablestore.option_values import epoch_ms, flag
 from tablestore.spec.expressions.expression_tree import Expression
 from tablestore.spec.manifests.manifest import DataFile
 from tablestore.spec.metadata.table_metadata import MAIN_BRANCH, Snapshot, SnapshotRef, TableMetadata
@@ -28,13 +29,12 @@ from tablestore.spec.schemas.schema import Schema
 from tablestore.table.ops.data import TableTransaction, write_files
 from tablestore.table.ops.overwrite import replace_partitions_producer
 from tablestore.table.read.scan import FileTask, TableScan
-from tablestore.table.timestamps import epoch_ms
 from tablestore.table.update.identity import CommitIdentity
 from tablestore.table.update.transaction import commit_snapshot
 from tablestore.table.write.data_files import WriteContext
 
 if TYPE_CHECKING:
-    from tablestore.catalog import Catalog
+    from tablestore.catalog.base import Catalog
     from tablestore.engine.protocols import Engine
     from tablestore.maintenance import Maintenance
     from tablestore.table.ops.column_merge import Fragment
@@ -122,7 +122,7 @@ class Table:
         a snapshot that carries ``wap.id`` in its summary and moves no branch, until
         ``manage_snapshots().cherrypick(id)`` or the ``publish_changes`` procedure publishes it.
         Needs the table property ``write.wap.enabled=true``, as in Iceberg."""
-        if self.metadata.properties.get(WAP_ENABLED, "false").strip().lower() != "true":
+        if not flag(self.metadata.properties, WAP_ENABLED, kind="table property"):
             raise ValidationError(
                 f"cannot stage writes with wap.id {wap_id!r} on table {self.name}: write-audit-publish is "
                 f"off; set the table property {WAP_ENABLED}=true first"
@@ -316,6 +316,7 @@ class Table:
         filter: str | Expression | None = None,
         snapshot_properties: dict[str, str] | None = None,
         branch: str | None = None,
+        commit_id: str | CommitIdentity | None = None,
     ) -> Snapshot:
         """Replace the rows matching ``filter`` (every row when None) with ``data``, in one snapshot.
 
@@ -325,12 +326,12 @@ class Table:
         """
         target = self._target(branch)
         try:
-            return self._commit_alone(target.transaction().overwrite(data, filter, snapshot_properties))
+            return self._commit_alone(target.transaction(commit_id).overwrite(data, filter, snapshot_properties))
         finally:
             self._adopt(target)
 
     def replace_partitions(self, data: Any, snapshot_properties: dict[str, str] | None = None,
-                           branch: str | None = None) -> Snapshot:
+                           branch: str | None = None, commit_id: str | CommitIdentity | None = None) -> Snapshot:
         """Dynamic partition overwrite: replace exactly the partitions ``data`` has rows in.
 
         Files of the current spec in those partitions are dropped; other partitions, and files
@@ -339,7 +340,7 @@ class Table:
         """
         target = self._target(branch)
         try:
-            return commit_snapshot(replace_partitions_producer(target, data, snapshot_properties))
+            return commit_snapshot(replace_partitions_producer(target, data, snapshot_properties), commit_id)
         finally:
             self._adopt(target)
 
@@ -352,25 +353,29 @@ class Table:
 
     def merge_columns(self, source: Any, on: str | list[str], columns: list[str] | None = None,
                       duplicates: str = "error", filter: str | Expression | None = None,
-                      branch: str | None = None) -> Snapshot | None:
-        """Add ``source``'s columns, joined on ``on``, in one commit with the schema change."""
+                      branch: str | None = None, commit_id: str | CommitIdentity | None = None) -> Snapshot | None:
+        """Add ``source``'s columns, joined on ``on``, in one commit with the schema change;
+        ``commit_id`` as in :meth:`append_files`."""
         from tablestore.table.ops.column_merge import merge_table
 
         target = self._target(branch)
         try:
-            return merge_table(target, source, on, columns, "merge", duplicates=duplicates, filter=filter)
+            return merge_table(target, source, on, columns, "merge", duplicates=duplicates, filter=filter,
+                               commit_id=commit_id)
         finally:
             self._adopt(target)
 
     def update_columns(self, source: Any, on: str | list[str], columns: list[str], null_policy: str = "keep",
                        duplicates: str = "error", filter: str | Expression | None = None,
-                       branch: str | None = None) -> Snapshot | None:
-        """Update ``columns`` from ``source`` joined on ``on``: NULL or absent new values keep the old."""
+                       branch: str | None = None, commit_id: str | CommitIdentity | None = None) -> Snapshot | None:
+        """Update ``columns`` from ``source`` joined on ``on``: NULL or absent new values keep the old;
+        ``commit_id`` as in :meth:`append_files`."""
         from tablestore.table.ops.column_merge import merge_table
 
         target = self._target(branch)
         try:
-            return merge_table(target, source, on, columns, "update", null_policy, duplicates, filter)
+            return merge_table(target, source, on, columns, "update", null_policy, duplicates, filter,
+                               commit_id=commit_id)
         finally:
             self._adopt(target)
 
@@ -402,7 +407,7 @@ class Table:
         self.transaction().set_properties(updates, removals).commit_transaction()
 
     def delete(self, filter: str | Expression, snapshot_properties: dict[str, str] | None = None,
-               branch: str | None = None) -> int:
+               branch: str | None = None, commit_id: str | CommitIdentity | None = None) -> int:
         """Delete the rows matching ``filter``; returns how many rows were deleted.
 
         Files that match as a whole are dropped in metadata only; others are rewritten
@@ -413,7 +418,7 @@ class Table:
 
         target = self._target(branch)
         try:
-            return delete_rows(target, filter, snapshot_properties)
+            return delete_rows(target, filter, snapshot_properties, commit_id=commit_id)
         finally:
             self._adopt(target)
 
@@ -423,13 +428,17 @@ class Table:
         filter: str | Expression | None = None,
         snapshot_properties: dict[str, str] | None = None,
         branch: str | None = None,
+        commit_id: str | CommitIdentity | None = None,
     ) -> int:
-        """Set columns to SQL expressions (``{"name": "upper(name)"}``) where ``filter`` holds; returns the count."""
+        """Set columns to SQL expressions (``{"name": "upper(name)"}``) where ``filter`` holds; returns the count.
+
+        ``commit_id``: as in :meth:`append_files`: a retried UPDATE whose first commit landed
+        (its answer lost) applies nothing twice."""
         from tablestore.table.ops.row_level import update_rows
 
         target = self._target(branch)
         try:
-            return update_rows(target, assignments, filter, snapshot_properties)
+            return update_rows(target, assignments, filter, snapshot_properties, commit_id=commit_id)
         finally:
             self._adopt(target)
 

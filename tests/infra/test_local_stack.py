@@ -27,9 +27,8 @@ import pyarrow as pa
 import pytest
 from minio import Minio
 
-from infra.local import LocalStack
 from infra.local.processes import http_ok
-from infra.local.topology import ACCESS_KEY, BUCKET
+from infra.local.topology import ACCESS_KEY, BUCKET, LocalStack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark, pytest.mark.s3, pytest.mark.postgres]
 
