@@ -1,5 +1,5 @@
 """Per-request access: the served catalog named by ``{prefix}``, checked against the caller's role
-or, with ``server.authorization: grants``, against its grants (:mod:`tablestore.rest.grants`).
+or, with ``server.authorization: grants``, against its grants (:mod:`tablestore.rest.auth.grants`).
 
 Authentication comes before the catalog lookup, so an unauthenticated caller learns nothing
 about which catalogs exist (401, not 404). Every endpoint then names the privilege it needs on
@@ -22,9 +22,8 @@ from tablestore.catalog.base import Catalog
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import ConfigError, NoSuchCatalogError, NotAuthorizedError, ValidationError
 from tablestore.names import Identifier, to_namespace, validate_name
-from tablestore.rest.authorizer import Authorizer, authorizer_for
-from tablestore.rest.credentials import DELEGATION_HEADER, VENDED, CredentialVendor, public_properties
-from tablestore.rest.grants import (
+from tablestore.rest.auth.authorizer import Authorizer, authorizer_for
+from tablestore.rest.auth.grants import (
     GrantStore,
     Held,
     Privilege,
@@ -33,11 +32,12 @@ from tablestore.rest.grants import (
     namespace_securable,
     table_securable,
 )
-from tablestore.rest.plan_store import PlanStore
-from tablestore.rest.s3_signing import REMOTE_SIGNING, RequestSigner, S3Location, signer_config
-from tablestore.rest.security import LOCATION_PROPERTIES, Authenticator, check_location
+from tablestore.rest.auth.tokens import LOCATION_PROPERTIES, Authenticator, check_location
 from tablestore.rest.settings import READ, WRITE, Principal, ServerSettings
-from tablestore.rest.stats import Stats
+from tablestore.rest.state.plan_store import PlanStore
+from tablestore.rest.state.stats import Stats
+from tablestore.rest.storage.credentials import DELEGATION_HEADER, VENDED, CredentialVendor, public_properties
+from tablestore.rest.storage.signing import REMOTE_SIGNING, RequestSigner, S3Location, signer_config
 
 # The REST spec joins namespace levels in a path segment with the unit separator (%1F).
 NAMESPACE_SEPARATOR = "\x1f"
@@ -70,8 +70,8 @@ class Service:
     vendors: dict[str, CredentialVendor] = field(init=False)
     signers: dict[str, RequestSigner] = field(init=False)
     plans: PlanStore = field(init=False)
-    stats: Stats = field(init=False)  # service-wide counters for /metrics (tablestore.rest.stats)
-    authorizer: Authorizer = field(init=False)  # roles or grants, chosen once (tablestore.rest.authorizer)
+    stats: Stats = field(init=False)  # service-wide counters for /metrics (tablestore.rest.state.stats)
+    authorizer: Authorizer = field(init=False)  # roles or grants, chosen once (tablestore.rest.auth.authorizer)
 
     def __post_init__(self) -> None:
         self.auth = Authenticator(self.settings)

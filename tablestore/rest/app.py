@@ -25,28 +25,28 @@ from tablestore.catalog.base import Catalog
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.config import LakehouseConfig
 from tablestore.errors import NoSuchCatalogError, NotAuthorizedError
-from tablestore.rest import (
+from tablestore.rest.access import NAMESPACE_SEPARATOR, Service, declare_bearer_auth, principal_of, service_of
+from tablestore.rest.auth.tokens import Authenticator
+from tablestore.rest.envelope import Envelope, configure_access_log
+from tablestore.rest.errors import error_response, install_error_handlers
+from tablestore.rest.routes import (
+    credentials,
     functions,
-    grants_api,
+    grants,
     health,
     metrics,
     namespaces,
     planning,
     signing,
     tables,
-    vending,
     views,
 )
-from tablestore.rest.access import NAMESPACE_SEPARATOR, Service, declare_bearer_auth, principal_of, service_of
-from tablestore.rest.credentials import VendingError
-from tablestore.rest.envelope import Envelope, configure_access_log
-from tablestore.rest.errors import error_response, install_error_handlers
-from tablestore.rest.idempotency import IdempotencyMiddleware, IdempotencyStore, Stored, iso_duration
-from tablestore.rest.replicas import Replica, landed_commit
-from tablestore.rest.s3_signing import SigningUnavailableError
-from tablestore.rest.security import Authenticator
-from tablestore.rest.served_catalog import ServedSqlCatalog
 from tablestore.rest.settings import ServerSettings, server_settings
+from tablestore.rest.state.idempotency import IdempotencyMiddleware, IdempotencyStore, Stored, iso_duration
+from tablestore.rest.state.replicas import Replica, landed_commit
+from tablestore.rest.state.served_catalog import ServedSqlCatalog
+from tablestore.rest.storage.credentials import VendingError
+from tablestore.rest.storage.signing import SigningUnavailableError
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def create_app(
     }
     service = Service(settings, dict(served))
     sql_catalogs = {name: c for name, c in served.items() if isinstance(c, SqlCatalog)}
-    # This process among the other replicas on the same databases (tablestore.rest.replicas).
+    # This process among the other replicas on the same databases (tablestore.rest.state.replicas).
     replica = Replica(c.engine for c in sql_catalogs.values())
     service.auth.revoked = replica.is_revoked
     # Idempotency keys live in each catalog's own database (shared by every instance).
@@ -201,7 +201,7 @@ def create_app(
     async def revoke_token(request: Request) -> JSONResponse:
         # RFC 7009, for any authenticated caller (holding a token is enough to revoke it): unknown
         # and expired tokens are answered 200 too. Every replica refuses it within a heartbeat
-        # (tablestore.rest.replicas).
+        # (tablestore.rest.state.replicas).
         form = {k: v[0] for k, v in parse_qs((await request.body()).decode("utf-8", "replace")).items()}
         token = form.get("token", "")
         if not token:
@@ -222,7 +222,7 @@ def create_app(
         # STS down or refusing: the service cannot give access now, the request was fine.
         return error_response(503, "ServiceUnavailableException", str(exc))
 
-    for module in (namespaces, tables, vending, signing, views, functions, planning, grants_api, health, metrics):
+    for module in (namespaces, tables, credentials, signing, views, functions, planning, grants, health, metrics):
         app.include_router(module.router)
     _document_prefixes(app, list(served))
     app.add_middleware(IdempotencyMiddleware, stores=stores, landed=landed)

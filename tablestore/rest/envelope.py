@@ -18,7 +18,7 @@ For each HTTP request, before any handler or body parser runs:
    ``Content-Length`` says so, else as soon as the bytes read pass the limit. The handler then
    sees a disconnected client, and the connection is closed after the answer.
 4. When it has been answered: ``tablestore_http_requests_total`` and
-   ``tablestore_http_request_duration_seconds`` by route template (:mod:`tablestore.rest.metrics`)
+   ``tablestore_http_request_duration_seconds`` by route template (:mod:`tablestore.rest.routes.metrics`)
    and idempotent replays are counted; every answer of 400 or more is logged once in text on
    ``tablestore.rest.requests`` (WARNING, 5xx at ERROR) with the request id, method, path, status,
    error type and principal; and one JSON line goes to the ``tablestore.access`` logger at INFO
@@ -52,9 +52,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from tablestore.errors import NotAuthorizedError
 from tablestore.rest.access import Service
 from tablestore.rest.errors import error_body
-from tablestore.rest.metrics import UNMATCHED, ServiceMetrics
+from tablestore.rest.routes.metrics import UNMATCHED, ServiceMetrics
 from tablestore.rest.settings import Principal
-from tablestore.rest.stats import IDEMPOTENT_REPLAYS
+from tablestore.rest.state.stats import IDEMPOTENT_REPLAYS
 
 logger = logging.getLogger("tablestore.rest.requests")
 access_logger = logging.getLogger("tablestore.access")

@@ -7,7 +7,7 @@ import json
 
 import pyarrow as pa
 
-from tablestore.rest.metadata_cache import MetadataCache, metadata_json
+from tablestore.rest.state.metadata_cache import MetadataCache, metadata_json
 from tablestore.spec.metadata.table_metadata import TableMetadata, new_table_metadata
 from tablestore.spec.partitioning.partition_spec import UNPARTITIONED_SPEC
 from tablestore.spec.partitioning.sort_order import UNSORTED_ORDER

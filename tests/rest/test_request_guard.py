@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import requests
 
-from tablestore.rest.limits import MAX_PROPERTY_KEY_CHARS, MAX_PROPERTY_VALUE_CHARS
+from tablestore.rest.routes.limits import MAX_PROPERTY_KEY_CHARS, MAX_PROPERTY_VALUE_CHARS
 from tests.rest.conftest import CATALOG, CLIENT_SECRET, READ_TOKEN, WRITE_TOKEN, RestService, write_config
 
 LIMIT = 4 * 1024 * 1024  # the service's max-request-bytes in this module

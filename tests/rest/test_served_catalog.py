@@ -18,7 +18,7 @@ from sqlalchemy import create_engine, event, text
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import CommitConflictError
 from tablestore.io.fileio import OutputFile
-from tablestore.rest.served_catalog import COMMIT_ATTEMPTS, ServedSqlCatalog
+from tablestore.rest.state.served_catalog import COMMIT_ATTEMPTS, ServedSqlCatalog
 from tablestore.spec.metadata.update_models import SetPropertiesUpdate
 from tests.rest.conftest import CATALOG, WRITE_TOKEN, RestService, start_service
 

@@ -3,8 +3,8 @@ were revoked, and which commits of a dead replica landed.
 
 Several ``tablestore catalog serve`` processes may serve one catalog database behind a load
 balancer. Everything a request leaves for a later one is in that database: idempotency keys
-(:mod:`tablestore.rest.idempotency`), paged scan plans (:mod:`tablestore.rest.plan_store`) and
-the tables themselves; the caches of :mod:`tablestore.rest.served_catalog` hold only immutable
+(:mod:`tablestore.rest.state.idempotency`), paged scan plans (:mod:`tablestore.rest.state.plan_store`) and
+the tables themselves; the caches of :mod:`tablestore.rest.state.served_catalog` hold only immutable
 metadata files and a hint that every commit checks with a compare-and-swap. This module adds:
 
 * **Heartbeats.** Each replica has an id and a row in ``tablestore_service_instances``, whose

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tablestore.errors import NoSuchNamespaceError, NoSuchTableError
 from tablestore.rest.access import Access, open_access, service_of
-from tablestore.rest.grants import NAMESPACE, TABLE, Grant, Privilege
+from tablestore.rest.auth.grants import NAMESPACE, TABLE, Grant, Privilege
 
 router = APIRouter(prefix="/v1/admin", tags=["access control (tablestore extension)"])
 

@@ -16,7 +16,7 @@ Keys are kept for the advertised lifetime (``idempotency-key-lifetime`` in ``/v1
 plus a grace period, then purged.
 
 Each key records the replica that runs its request (``owner``, see
-:mod:`tablestore.rest.replicas`). A key still running whose replica stopped beating its heartbeat
+:mod:`tablestore.rest.state.replicas`). A key still running whose replica stopped beating its heartbeat
 (it was killed) is abandoned: a retry, on any replica, takes it over at once. The response is
 recorded just after the operation, in its own database transaction, so a replica killed between
 the two (a window of one UPDATE) leaves the operation done and its response unrecorded. For a
@@ -60,7 +60,7 @@ from sqlalchemy.schema import CreateTable
 
 from tablestore.names import metadata_file_uuid
 from tablestore.rest.errors import error_body
-from tablestore.rest.replicas import keyed_uuid
+from tablestore.rest.state.replicas import keyed_uuid
 
 logger = logging.getLogger(__name__)
 
@@ -348,7 +348,7 @@ class IdempotencyMiddleware:
             elif message["type"] == "http.response.body":
                 chunks.append(message.get("body", b""))
 
-        # The metadata files this request writes are named after its key (tablestore.rest.replicas).
+        # The metadata files this request writes are named after its key (tablestore.rest.state.replicas).
         named = metadata_file_uuid.set(keyed_uuid(key)) if self.landed is not None else None
         try:
             await self.app(scope, replay_body, capture)

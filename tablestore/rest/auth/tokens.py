@@ -11,7 +11,7 @@ issues tokens only for itself), ``scope`` (``catalog``, the Iceberg REST clients
 compared in constant time and never logged.
 
 Tokens of the external OpenID Connect issuers of ``server.oidc`` (their ``iss`` is one of them)
-are verified by :mod:`tablestore.rest.oidc`; the static tokens and the service's own keep working
+are verified by :mod:`tablestore.rest.auth.oidc`; the static tokens and the service's own keep working
 beside them.
 """
 
@@ -27,7 +27,7 @@ from typing import Any
 import jwt
 
 from tablestore.errors import ForbiddenError, NotAuthorizedError, ValidationError
-from tablestore.rest.oidc import OidcVerifier
+from tablestore.rest.auth.oidc import OidcVerifier
 from tablestore.rest.settings import WRITE, Principal, ServerSettings
 
 ANONYMOUS = Principal(name="anonymous", roles={"*": WRITE})
@@ -61,7 +61,7 @@ class Authenticator:
         self._key = signing_key(settings.token_secret)
         self.oidc = OidcVerifier(settings.oidc)
         # Whether an issued token was revoked (POST /v1/oauth/revoke, on any replica:
-        # tablestore.rest.replicas); set by the app.
+        # tablestore.rest.state.replicas); set by the app.
         self.revoked: Callable[[str], bool] = lambda _token: False
         # Bearer tokens verified (``authenticate``), for /metrics: one per authenticated request.
         self.verifications = 0

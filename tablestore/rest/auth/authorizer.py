@@ -4,7 +4,7 @@
 a catalog (read or write) decides; LIST and READ need the read role, every other privilege the
 write role. ``server.authorization: grants`` is :class:`GrantAuthorizer`: the privileges granted
 to the principal and its roles on the catalog, its namespaces and tables decide
-(:mod:`tablestore.rest.grants`). The endpoints name the privilege they need on the object they
+(:mod:`tablestore.rest.auth.grants`). The endpoints name the privilege they need on the object they
 touch (``Access.require``) and never ask which authorizer runs.
 """
 
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from tablestore.errors import ForbiddenError
 from tablestore.names import Identifier
-from tablestore.rest.grants import Grant, Held, Privilege, Securable, namespace_securable, table_securable
+from tablestore.rest.auth.grants import Grant, Held, Privilege, Securable, namespace_securable, table_securable
 from tablestore.rest.settings import READ, WRITE, Principal
 
 if TYPE_CHECKING:

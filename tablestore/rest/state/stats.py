@@ -3,7 +3,7 @@
 A served catalog counts its commits, conflicts, retries and cache hits; a credential vendor the
 credentials it vends; the service its scan plans. Each keeps a :class:`Stats`: plain counters
 by name and label values, without a dependency on prometheus_client, so the catalog and the
-vendor stay usable (and testable) without the service. :mod:`tablestore.rest.metrics` turns
+vendor stay usable (and testable) without the service. :mod:`tablestore.rest.routes.metrics` turns
 them into Prometheus metrics at scrape time, with the catalog's name as a label.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 
-# The counters' names, shared by the places that count and by tablestore.rest.metrics. A served
+# The counters' names, shared by the places that count and by tablestore.rest.routes.metrics. A served
 # catalog's and a vendor's counters carry the labels named; the service's (Service.stats) carry the
 # catalog's name as their one label.
 COMMITS = "commits"  # labels: kind (table, transaction, create, register)

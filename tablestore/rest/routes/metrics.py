@@ -1,7 +1,7 @@
 """``GET /metrics``: the service's metrics in Prometheus' text format (prometheus_client).
 
 Not to be confused with the REST spec's ``POST …/tables/{table}/metrics``, where clients report
-their scans and commits (accepted and dropped, see :mod:`tablestore.rest.tables`).
+their scans and commits (accepted and dropped, see :mod:`tablestore.rest.routes.tables`).
 
 Each app has its own registry (:class:`ServiceMetrics`), so two apps in one process (tests)
 never mix their counts. Two kinds of metrics:
@@ -12,7 +12,7 @@ never mix their counts. Two kinds of metrics:
   ``tablestore_http_requests_in_progress``. ``route`` is the route template
   (``/v1/{prefix}/namespaces/{namespace}/tables/{table}``), never the path a client sent;
   a path no route matches is ``unmatched``.
-- The catalog's events, counted where they happen (:mod:`tablestore.rest.stats`) and read at
+- The catalog's events, counted where they happen (:mod:`tablestore.rest.state.stats`) and read at
   scrape time by :class:`StatsCollector`, each with the served catalog's name as ``catalog``:
   commits, conflicts and retries; cache hits and misses; credentials vended; requests
   signed; scan plans, their file scan tasks and plan tasks served; idempotent replays. Every
@@ -50,7 +50,7 @@ from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
 from tablestore.rest.access import Service
-from tablestore.rest.stats import (
+from tablestore.rest.state.stats import (
     CACHE_HITS,
     CACHE_MISSES,
     COMMIT_CONFLICTS,
@@ -118,7 +118,7 @@ FAMILIES = (
 
 
 class StatsCollector(Collector):
-    """The catalog's counters (:mod:`tablestore.rest.stats`) as Prometheus counters, read at scrape time."""
+    """The catalog's counters (:mod:`tablestore.rest.state.stats`) as Prometheus counters, read at scrape time."""
 
     def __init__(self, service: Service) -> None:
         self.service = service

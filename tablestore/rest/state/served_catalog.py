@@ -32,7 +32,7 @@ and a swap whose connection fails mid-way is reported as of unknown state, as be
 statement still runs at READ COMMITTED and every swap is durable when acknowledged. On SQLite
 (a local file: no round trips to save) a commit is the one attempt on the current row.
 
-``stats`` counts what ``/metrics`` reports of a catalog (:mod:`tablestore.rest.stats`): commits
+``stats`` counts what ``/metrics`` reports of a catalog (:mod:`tablestore.rest.state.stats`): commits
 and conflicts by kind (each commit counted once, however many attempts it took), retries (each
 attempt after a commit's first, including a register with overwrite) and metadata cache hits.
 """
@@ -62,8 +62,8 @@ from tablestore.errors import (
     TableStoreError,
 )
 from tablestore.names import Identifier, IdentifierLike, identifier_str
-from tablestore.rest.metadata_cache import DEFAULT_CACHE_BYTES, MetadataCache
-from tablestore.rest.stats import CACHE_HITS, CACHE_MISSES, COMMIT_CONFLICTS, COMMIT_RETRIES, COMMITS, Stats
+from tablestore.rest.state.metadata_cache import DEFAULT_CACHE_BYTES, MetadataCache
+from tablestore.rest.state.stats import CACHE_HITS, CACHE_MISSES, COMMIT_CONFLICTS, COMMIT_RETRIES, COMMITS, Stats
 from tablestore.spec.metadata.update_models import AssertCreate
 
 if TYPE_CHECKING:
