@@ -8,6 +8,7 @@
   one catalog (``Access``);
 - :mod:`~tablestore.rest.settings` and :mod:`~tablestore.rest.errors`: the ``server:`` section,
   and tablestore errors as the spec's error responses;
+- :mod:`~tablestore.rest.service_tables`: the service's own tables in each catalog's database;
 - ``routes/``: the endpoints, one module per resource;
 - ``auth/``: tokens, OpenID Connect issuers, grants and the authorizer;
 - ``storage/``: vended credentials and remote signing;

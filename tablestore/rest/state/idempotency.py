@@ -41,25 +41,17 @@ from typing import Any
 
 import anyio
 from sqlalchemy import (
-    BigInteger,
-    Column,
     Engine,
-    Integer,
-    LargeBinary,
-    MetaData,
-    String,
-    Text,
     delete,
     inspect,
     select,
     update,
 )
-from sqlalchemy import Table as SqlTable
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-from sqlalchemy.schema import CreateTable
 
 from tablestore.names import metadata_file_uuid
 from tablestore.rest.errors import error_body
+from tablestore.rest.service_tables import IDEMPOTENCY_KEYS, create_service_table
 from tablestore.rest.state.replicas import keyed_uuid
 
 logger = logging.getLogger(__name__)
@@ -80,19 +72,6 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-_KEYS = MetaData()
-IDEMPOTENCY_KEYS = SqlTable(
-    "tablestore_idempotency_keys",
-    _KEYS,
-    Column("catalog_name", String(255), primary_key=True, nullable=False),
-    Column("idempotency_key", String(36), primary_key=True, nullable=False),
-    Column("fingerprint", String(64), nullable=False),
-    Column("created_ms", BigInteger, nullable=False),
-    Column("status", Integer, nullable=True),  # NULL while the first request runs
-    Column("headers", Text, nullable=True),  # JSON [[name, value], ...] of the response
-    Column("body", LargeBinary, nullable=True),
-    Column("owner", String(36), nullable=True),  # the replica running the request (NULL: unknown)
-)
 _K = IDEMPOTENCY_KEYS.c
 
 # Mutations under /v1/{prefix}/: everything POSTed or DELETEd but metrics reports.
@@ -150,14 +129,7 @@ class IdempotencyStore:
         self.alive = alive  # whether a replica of that id still beats
         self._last_purge = 0.0
         self._purge_lock = threading.Lock()
-        if not inspect(engine).has_table(IDEMPOTENCY_KEYS.name):
-            try:
-                with engine.begin() as conn:
-                    conn.execute(CreateTable(IDEMPOTENCY_KEYS, if_not_exists=True))
-            except SQLAlchemyError:
-                # Another service created it at the same moment (PostgreSQL may report that).
-                if not inspect(engine).has_table(IDEMPOTENCY_KEYS.name):
-                    raise
+        create_service_table(engine, IDEMPOTENCY_KEYS)
         if "owner" not in {c["name"] for c in inspect(engine).get_columns(IDEMPOTENCY_KEYS.name)}:
             # A table made before replicas recorded themselves: the column is added (once).
             try:
