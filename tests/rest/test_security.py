@@ -242,6 +242,7 @@ def test_a_client_with_credentials_gets_a_new_token_when_its_token_is_refused(re
 
 
 def test_issued_tokens_expire_and_cannot_be_forged() -> None:
+    from tablestore.rest.auth.authorizer import RoleAuthorizer
     from tablestore.rest.auth.tokens import Authenticator
 
     settings = _settings("  clients: [{client-id: etl, client-secret: s3cr3t-s3cr3t, role: read}]")
@@ -259,7 +260,7 @@ def test_issued_tokens_expire_and_cannot_be_forged() -> None:
     with pytest.raises(NotAuthorizedError, match="expired"):
         expired.authenticate(f"Bearer {old}")
     with pytest.raises(ForbiddenError):
-        Authenticator.authorize(principal, "lake", "write")
+        RoleAuthorizer().check_endpoint(principal, "lake", "write")
 
 
 def test_issued_tokens_are_jwts_with_the_standard_claims_signed_with_the_token_secret(
