@@ -8,7 +8,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from tablestore.catalog import Catalog
+from tablestore.catalog.base import Catalog
 from tablestore.errors import SnapshotRangeError, ValidationError
 from tablestore.table import Table
 from tests.conftest import SQLITE_ONLY

@@ -16,12 +16,12 @@ from tablestore.rest.access import (
     WriteAccess,
     identifier_of,
 )
-from tablestore.rest.grants import Privilege, table_securable
-from tablestore.rest.limits import check_properties
-from tablestore.rest.models import CommitViewRequest, CreateViewRequest, RegisterViewRequest, RenameRequest
-from tablestore.rest.namespaces import page
-from tablestore.rest.tables import parsed, require_rename
-from tablestore.rest.view_updates import apply_view_updates, check_view_requirements, new_view_from_request
+from tablestore.rest.auth.grants import Privilege, table_securable
+from tablestore.rest.routes.limits import check_properties
+from tablestore.rest.routes.models import CommitViewRequest, CreateViewRequest, RegisterViewRequest, RenameRequest
+from tablestore.rest.routes.namespaces import page
+from tablestore.rest.routes.tables import parsed, require_rename
+from tablestore.rest.routes.view_updates import apply_view_updates, check_view_requirements, new_view_from_request
 from tablestore.spec.metadata.view import ViewMetadata
 
 router = APIRouter(prefix="/v1/{prefix}", tags=["views"])

@@ -3,7 +3,7 @@ checked against one table's locations and the principal's role, signed with SigV
 
 A client that loads a table with ``X-Iceberg-Access-Delegation: remote-signing`` gets no storage
 credential. Before each S3 request it sends the request's method, URI, headers and region to
-``POST .../tables/{table}/sign`` (:mod:`tablestore.rest.signing`), and sends the request with
+``POST .../tables/{table}/sign`` (:mod:`tablestore.rest.routes.signing`), and sends the request with
 the headers it gets back. Here:
 
 - :func:`parse_request` reads what the request does: which bucket, which object key (or which

@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from tablestore.errors import CommitConflictError, InvalidArgumentError, ValidationError
-from tablestore.rest.limits import check_properties
+from tablestore.rest.routes.limits import check_properties
 from tablestore.spec.metadata.view import (
     ViewHistoryEntry,
     ViewMetadata,

@@ -19,10 +19,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from tablestore.errors import ForbiddenError, NoSuchNamespaceError, NoSuchTableError
+from tablestore.errors import NoSuchNamespaceError, NoSuchTableError
 from tablestore.rest.access import Access, open_access, service_of
-from tablestore.rest.grants import NAMESPACE, TABLE, Grant, Privilege
-from tablestore.rest.settings import WRITE
+from tablestore.rest.auth.grants import NAMESPACE, TABLE, Grant, Privilege
 
 router = APIRouter(prefix="/v1/admin", tags=["access control (tablestore extension)"])
 
@@ -62,14 +61,7 @@ def _check_exists(access: Access, grant: Grant) -> None:
 def list_grants(request: Request, catalog: Annotated[str | None, Query()] = None) -> dict[str, Any]:
     access = _access(request, catalog)
     store = access.service.grant_store(access.prefix)
-    if not access.grants:
-        if not access.principal.can(access.prefix, WRITE):
-            raise ForbiddenError(f"{access.principal.name!r} may not list the grants of catalog {access.prefix!r}: "
-                                 "that needs the write role")
-        return {"catalog": access.prefix, "grants": [g.to_json() for g in store.grants()]}
-    mine = set(access.service.settings.authorization.grantees(access.principal.name))
-    held = access.held()
-    shown = [g for g in store.grants() if g.grantee in mine or held.holds(Privilege.MANAGE_GRANTS, g.securable)]
+    shown = access.service.authorizer.grants_shown(access, store.grants())
     return {"catalog": access.prefix, "grants": [g.to_json() for g in shown]}
 
 

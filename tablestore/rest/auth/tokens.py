@@ -11,7 +11,7 @@ issues tokens only for itself), ``scope`` (``catalog``, the Iceberg REST clients
 compared in constant time and never logged.
 
 Tokens of the external OpenID Connect issuers of ``server.oidc`` (their ``iss`` is one of them)
-are verified by :mod:`tablestore.rest.oidc`; the static tokens and the service's own keep working
+are verified by :mod:`tablestore.rest.auth.oidc`; the static tokens and the service's own keep working
 beside them.
 """
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -26,7 +27,7 @@ from typing import Any
 import jwt
 
 from tablestore.errors import ForbiddenError, NotAuthorizedError, ValidationError
-from tablestore.rest.oidc import OidcVerifier
+from tablestore.rest.auth.oidc import OidcVerifier
 from tablestore.rest.settings import WRITE, Principal, ServerSettings
 
 ANONYMOUS = Principal(name="anonymous", roles={"*": WRITE})
@@ -60,8 +61,11 @@ class Authenticator:
         self._key = signing_key(settings.token_secret)
         self.oidc = OidcVerifier(settings.oidc)
         # Whether an issued token was revoked (POST /v1/oauth/revoke, on any replica:
-        # tablestore.rest.replicas); set by the app.
+        # tablestore.rest.state.replicas); set by the app.
         self.revoked: Callable[[str], bool] = lambda _token: False
+        # Bearer tokens verified (``authenticate``), for /metrics: one per authenticated request.
+        self.verifications = 0
+        self._count_lock = threading.Lock()
 
     def issue(self, client_id: str, client_secret: str) -> tuple[str, int]:
         """A signed token for valid client credentials, and its lifetime in seconds."""
@@ -120,6 +124,9 @@ class Authenticator:
         return claims
 
     def authenticate(self, authorization: str | None) -> Principal:
+        """The principal of an ``Authorization`` header; NotAuthorizedError saying why not."""
+        with self._count_lock:
+            self.verifications += 1
         if not self.settings.auth_required:
             return ANONYMOUS
         if not authorization:
@@ -184,11 +191,6 @@ class Authenticator:
         if client is None:
             raise NotAuthorizedError("the bearer token's client is no longer configured")
         return client
-
-    @staticmethod
-    def authorize(principal: Principal, catalog: str, role: str) -> None:
-        if not principal.can(catalog, role):
-            raise ForbiddenError(f"{principal.name!r} may not {role} in catalog {catalog!r}")
 
 
 def _local(location: str) -> str:

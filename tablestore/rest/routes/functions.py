@@ -12,10 +12,10 @@ from fastapi import APIRouter, Query, Response
 
 from tablestore.catalog.base import FunctionDef
 from tablestore.rest.access import ReadAccess, WriteAccess
-from tablestore.rest.grants import Privilege, table_securable
-from tablestore.rest.limits import check_properties
-from tablestore.rest.models import CreateFunctionRequest
-from tablestore.rest.namespaces import page
+from tablestore.rest.auth.grants import Privilege, table_securable
+from tablestore.rest.routes.limits import check_properties
+from tablestore.rest.routes.models import CreateFunctionRequest
+from tablestore.rest.routes.namespaces import page
 
 router = APIRouter(prefix="/v1/{prefix}", tags=["functions (tablestore extension)"])
 

@@ -3,7 +3,7 @@
 Clients call it when the credentials of a LoadTableResult near their expiry
 (``s3.session-token-expires-at-ms``), instead of loading the table again. The credentials are
 those a load with ``X-Iceberg-Access-Delegation: vended-credentials`` gets (see
-:mod:`tablestore.rest.credentials`): scoped to the table's location, read-only unless the caller
+:mod:`tablestore.rest.storage.credentials`): scoped to the table's location, read-only unless the caller
 may write the table (the write role, or WRITE under grants), expiring.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 from fastapi import APIRouter, Query
 
 from tablestore.rest.access import ReadAccess
-from tablestore.rest.grants import Privilege
+from tablestore.rest.auth.grants import Privilege
 
 router = APIRouter(prefix="/v1/{prefix}", tags=["tables"])
 

@@ -21,43 +21,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from sqlalchemy import (
-    BigInteger,
-    Column,
     ColumnElement,
     Engine,
-    Integer,
-    LargeBinary,
-    MetaData,
-    String,
-    Text,
     delete,
     select,
     update,
 )
-from sqlalchemy import Table as SqlTable
-from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.schema import CreateTable
 
 from tablestore.errors import NoSuchPlanIdError, NoSuchPlanTaskError
 from tablestore.names import Identifier
+from tablestore.rest.service_tables import SCAN_PLANS, create_service_table
 
 DEFAULT_PAGE_SIZE = 5000
 DEFAULT_PLAN_TTL_S = 600
 MAX_PLANS = 1000
 PURGE_EVERY_S = 60.0
 
-_PLANS = MetaData()
-SCAN_PLANS = SqlTable(
-    "tablestore_scan_plans",
-    _PLANS,
-    Column("catalog_name", String(255), primary_key=True, nullable=False),
-    Column("plan_id", String(64), primary_key=True, nullable=False),
-    Column("page", Integer, primary_key=True, nullable=False),  # 0: the plan's answer, then its plan tasks
-    Column("table_ident", Text, nullable=False),  # JSON list of the table's identifier
-    Column("principal", Text, nullable=False),
-    Column("created_ms", BigInteger, nullable=False),
-    Column("body", LargeBinary, nullable=True),  # NULL on page 0: the plan was cancelled
-)
 _P = SCAN_PLANS.c
 
 
@@ -146,13 +125,7 @@ class _DatabasePlans:
         self.ttl_s = ttl_s
         self._last_purge = 0.0
         self._purge_lock = threading.Lock()
-        try:
-            with engine.begin() as conn:
-                conn.execute(CreateTable(SCAN_PLANS, if_not_exists=True))
-        except SQLAlchemyError:
-            # Another replica created it at the same moment (PostgreSQL may report that).
-            with engine.connect() as conn:
-                conn.execute(select(_P.page).limit(1))
+        create_service_table(engine, SCAN_PLANS)
 
     def _cutoff_ms(self) -> int:
         return int(time.time() * 1000) - self.ttl_s * 1000

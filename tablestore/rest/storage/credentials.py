@@ -44,7 +44,7 @@ from pydantic_core import PydanticCustomError
 
 from tablestore.config_problems import validated
 from tablestore.errors import ForbiddenError, TableStoreError
-from tablestore.rest.stats import CACHE_HITS, CACHE_MISSES, CREDENTIALS_VENDED, Stats
+from tablestore.rest.state.stats import CACHE_HITS, CACHE_MISSES, CREDENTIALS_VENDED, Stats
 
 DELEGATION_HEADER = "x-iceberg-access-delegation"
 VENDED = "vended-credentials"

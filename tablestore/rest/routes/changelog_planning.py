@@ -28,7 +28,7 @@ from fastapi import APIRouter, Body
 from pydantic import BaseModel, ConfigDict, Field
 
 from tablestore.rest.access import ReadAccess
-from tablestore.rest.planning import readable
+from tablestore.rest.routes.planning import readable
 from tablestore.spec.manifests.content_file_json import content_file_to_json
 from tablestore.spec.manifests.manifest import DataFile
 from tablestore.spec.schemas.types import IcebergType

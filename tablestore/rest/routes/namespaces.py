@@ -9,9 +9,9 @@ from fastapi import APIRouter, Query, Response
 from tablestore.catalog.base import LOCATION
 from tablestore.errors import ValidationError
 from tablestore.rest.access import Access, ReadAccess, WriteAccess
-from tablestore.rest.grants import Privilege, namespace_securable
-from tablestore.rest.limits import check_properties, check_property_keys
-from tablestore.rest.models import CreateNamespaceRequest, UpdateNamespacePropertiesRequest
+from tablestore.rest.auth.grants import Privilege, namespace_securable
+from tablestore.rest.routes.limits import check_properties, check_property_keys
+from tablestore.rest.routes.models import CreateNamespaceRequest, UpdateNamespacePropertiesRequest
 
 router = APIRouter(prefix="/v1/{prefix}", tags=["namespaces"])
 
@@ -47,9 +47,7 @@ def with_location(access: Access, namespace: tuple[str, ...], properties: dict[s
 def require_seen(access: Access, namespace: tuple[str, ...]) -> None:
     """Loading a namespace (or asking whether it exists) needs LIST on it, or any privilege that
     reaches it or something inside it."""
-    if not access.grants or access.held().sees(namespace_securable(namespace)):
-        return
-    access.require_namespace(Privilege.LIST, namespace)
+    access.require_seen(namespace)
 
 
 @router.get("/namespaces")

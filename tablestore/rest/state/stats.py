@@ -3,7 +3,7 @@
 A served catalog counts its commits, conflicts, retries and cache hits; a credential vendor the
 credentials it vends; the service its scan plans. Each keeps a :class:`Stats`: plain counters
 by name and label values, without a dependency on prometheus_client, so the catalog and the
-vendor stay usable (and testable) without the service. :mod:`tablestore.rest.metrics` turns
+vendor stay usable (and testable) without the service. :mod:`tablestore.rest.routes.metrics` turns
 them into Prometheus metrics at scrape time, with the catalog's name as a label.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 
-# The counters' names, shared by the places that count and by tablestore.rest.metrics. A served
+# The counters' names, shared by the places that count and by tablestore.rest.routes.metrics. A served
 # catalog's and a vendor's counters carry the labels named; the service's (Service.stats) carry the
 # catalog's name as their one label.
 COMMITS = "commits"  # labels: kind (table, transaction, create, register)
@@ -24,6 +24,7 @@ SCAN_PLANS = "scan_plans"  # the service's: plans made
 SCAN_FILE_TASKS = "scan_file_tasks"  # the service's: file scan tasks in those plans
 SCAN_PLAN_TASKS = "scan_plan_tasks"  # the service's: plan tasks (pages) fetched from .../tasks
 IDEMPOTENT_REPLAYS = "idempotent_replays"  # the service's: responses replayed for an Idempotency-Key
+REQUESTS_SIGNED = "requests_signed"  # the service's: storage requests signed (remote signing)
 
 
 class Stats:
@@ -56,6 +57,7 @@ __all__ = [
     "COMMIT_RETRIES",
     "CREDENTIALS_VENDED",
     "IDEMPOTENT_REPLAYS",
+    "REQUESTS_SIGNED",
     "SCAN_FILE_TASKS",
     "SCAN_PLANS",
     "SCAN_PLAN_TASKS",

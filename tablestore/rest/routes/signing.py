@@ -5,7 +5,7 @@ S3 request it is about to make (``RemoteSignRequest``: region, uri, method, head
 of a multi-object delete) and gets back the headers that sign it (``RemoteSignResult``: uri,
 headers). The request is signed only for the table this URL names, inside its locations, and
 writes only for who may write the table (the write role, or WRITE under grants;
-:mod:`tablestore.rest.s3_signing`); anything else is 403.
+:mod:`tablestore.rest.storage.signing`); anything else is 403.
 
 Reads are answered ``Cache-Control: private`` (Java's signer may reuse the signature of the
 same request for 30 seconds), writes ``no-cache``.
@@ -21,9 +21,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tablestore.errors import ForbiddenError
 from tablestore.rest.access import ReadAccess
-from tablestore.rest.grants import Privilege
-from tablestore.rest.s3_signing import S3Location, check_request, parse_request
-from tablestore.rest.security import LOCATION_PROPERTIES
+from tablestore.rest.auth.grants import Privilege
+from tablestore.rest.auth.tokens import LOCATION_PROPERTIES
+from tablestore.rest.state.stats import REQUESTS_SIGNED
+from tablestore.rest.storage.signing import S3Location, check_request, parse_request
 
 router = APIRouter(prefix="/v1/{prefix}", tags=["tables"])
 
@@ -56,6 +57,7 @@ def sign_request(namespace: str, table: str, access: ReadAccess,
     request = parse_request(body.method, body.uri, body.headers, body.body, signer.endpoint)
     check_request(request, locations, access.may_write(ident), ".".join(ident))
     headers = signer.sign(request.method, body.uri, body.region, body.headers)
+    access.service.stats.inc(REQUESTS_SIGNED, access.prefix)
     return JSONResponse({"uri": body.uri, "headers": headers},
                         headers={"Cache-Control": "no-cache" if request.write else "private"})
 

@@ -3,8 +3,8 @@ were revoked, and which commits of a dead replica landed.
 
 Several ``tablestore catalog serve`` processes may serve one catalog database behind a load
 balancer. Everything a request leaves for a later one is in that database: idempotency keys
-(:mod:`tablestore.rest.idempotency`), paged scan plans (:mod:`tablestore.rest.plan_store`) and
-the tables themselves; the caches of :mod:`tablestore.rest.served_catalog` hold only immutable
+(:mod:`tablestore.rest.state.idempotency`), paged scan plans (:mod:`tablestore.rest.state.plan_store`) and
+the tables themselves; the caches of :mod:`tablestore.rest.state.served_catalog` hold only immutable
 metadata files and a hint that every commit checks with a compare-and-swap. This module adds:
 
 * **Heartbeats.** Each replica has an id and a row in ``tablestore_service_instances``, whose
@@ -39,35 +39,20 @@ import uuid
 from collections.abc import Callable, Iterable
 from urllib.parse import unquote
 
-from sqlalchemy import BigInteger, Column, Engine, MetaData, String, delete, insert, select, update
-from sqlalchemy import Table as SqlTable
+from sqlalchemy import Engine, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-from sqlalchemy.schema import CreateTable
 
 from tablestore.catalog.base import read_metadata_file
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import TableStoreError
 from tablestore.rest.access import parse_identifier
+from tablestore.rest.service_tables import INSTANCES, REVOKED_TOKENS, create_service_table
 
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_S = 2.0
 DEAD_AFTER_S = 10.0  # a replica silent this long is taken for dead
 
-_META = MetaData()
-INSTANCES = SqlTable(
-    "tablestore_service_instances",
-    _META,
-    Column("instance_id", String(36), primary_key=True, nullable=False),
-    Column("started_ms", BigInteger, nullable=False),
-    Column("heartbeat_ms", BigInteger, nullable=False),
-)
-REVOKED_TOKENS = SqlTable(
-    "tablestore_revoked_tokens",
-    _META,
-    Column("token_hash", String(64), primary_key=True, nullable=False),
-    Column("expires_ms", BigInteger, nullable=False),
-)
 _I = INSTANCES.c
 _R = REVOKED_TOKENS.c
 _KEY_NAMESPACE = uuid.UUID("6f0c3a52-43d5-4d6b-a0b2-9a7e3c1d2f10")
@@ -75,16 +60,6 @@ _KEY_NAMESPACE = uuid.UUID("6f0c3a52-43d5-4d6b-a0b2-9a7e3c1d2f10")
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def _create(engine: Engine, table: SqlTable) -> None:
-    try:
-        with engine.begin() as conn:
-            conn.execute(CreateTable(table, if_not_exists=True))
-    except SQLAlchemyError:
-        # Another replica created it at the same moment (PostgreSQL may report that).
-        with engine.connect() as conn:
-            conn.execute(select(*table.primary_key.columns).limit(1))
 
 
 def token_hash(token: str) -> str:
@@ -160,8 +135,8 @@ class Replica:
         self._thread: threading.Thread | None = None
         started = _now_ms()
         for engine in self.engines:
-            _create(engine, INSTANCES)
-            _create(engine, REVOKED_TOKENS)
+            create_service_table(engine, INSTANCES)
+            create_service_table(engine, REVOKED_TOKENS)
             with engine.begin() as conn:
                 conn.execute(insert(INSTANCES).values(instance_id=self.instance_id, started_ms=started,
                                                       heartbeat_ms=started))

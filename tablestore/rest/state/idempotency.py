@@ -16,7 +16,7 @@ Keys are kept for the advertised lifetime (``idempotency-key-lifetime`` in ``/v1
 plus a grace period, then purged.
 
 Each key records the replica that runs its request (``owner``, see
-:mod:`tablestore.rest.replicas`). A key still running whose replica stopped beating its heartbeat
+:mod:`tablestore.rest.state.replicas`). A key still running whose replica stopped beating its heartbeat
 (it was killed) is abandoned: a retry, on any replica, takes it over at once. The response is
 recorded just after the operation, in its own database transaction, so a replica killed between
 the two (a window of one UPDATE) leaves the operation done and its response unrecorded. For a
@@ -41,27 +41,18 @@ from typing import Any
 
 import anyio
 from sqlalchemy import (
-    BigInteger,
-    Column,
     Engine,
-    Integer,
-    LargeBinary,
-    MetaData,
-    String,
-    Text,
     delete,
     inspect,
     select,
     update,
 )
-from sqlalchemy import Table as SqlTable
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-from sqlalchemy.schema import CreateTable
 
-from tablestore.errors import NotAuthorizedError
 from tablestore.names import metadata_file_uuid
 from tablestore.rest.errors import error_body
-from tablestore.rest.replicas import keyed_uuid
+from tablestore.rest.service_tables import IDEMPOTENCY_KEYS, create_service_table
+from tablestore.rest.state.replicas import keyed_uuid
 
 logger = logging.getLogger(__name__)
 
@@ -81,19 +72,6 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-_KEYS = MetaData()
-IDEMPOTENCY_KEYS = SqlTable(
-    "tablestore_idempotency_keys",
-    _KEYS,
-    Column("catalog_name", String(255), primary_key=True, nullable=False),
-    Column("idempotency_key", String(36), primary_key=True, nullable=False),
-    Column("fingerprint", String(64), nullable=False),
-    Column("created_ms", BigInteger, nullable=False),
-    Column("status", Integer, nullable=True),  # NULL while the first request runs
-    Column("headers", Text, nullable=True),  # JSON [[name, value], ...] of the response
-    Column("body", LargeBinary, nullable=True),
-    Column("owner", String(36), nullable=True),  # the replica running the request (NULL: unknown)
-)
 _K = IDEMPOTENCY_KEYS.c
 
 # Mutations under /v1/{prefix}/: everything POSTed or DELETEd but metrics reports.
@@ -151,14 +129,7 @@ class IdempotencyStore:
         self.alive = alive  # whether a replica of that id still beats
         self._last_purge = 0.0
         self._purge_lock = threading.Lock()
-        if not inspect(engine).has_table(IDEMPOTENCY_KEYS.name):
-            try:
-                with engine.begin() as conn:
-                    conn.execute(CreateTable(IDEMPOTENCY_KEYS, if_not_exists=True))
-            except SQLAlchemyError:
-                # Another service created it at the same moment (PostgreSQL may report that).
-                if not inspect(engine).has_table(IDEMPOTENCY_KEYS.name):
-                    raise
+        create_service_table(engine, IDEMPOTENCY_KEYS)
         if "owner" not in {c["name"] for c in inspect(engine).get_columns(IDEMPOTENCY_KEYS.name)}:
             # A table made before replicas recorded themselves: the column is added (once).
             try:
@@ -269,17 +240,14 @@ async def _send_json(send: Send, status: int, error_type: str, message: str) -> 
 class IdempotencyMiddleware:
     """ASGI middleware: mutations with an ``Idempotency-Key`` run once, retries replay.
 
-    ``stores`` maps a served prefix to its store; ``authenticate`` gives the caller's name for
-    a bearer header (or raises NotAuthorizedError, in which case the request goes on as usual
-    and is refused by the endpoint).
+    ``stores`` maps a served prefix to its store. The caller is the principal the envelope
+    authenticated (:mod:`tablestore.rest.envelope`), read from the request's state.
     """
 
     def __init__(self, app: ASGIApp, stores: dict[str, IdempotencyStore],
-                 authenticate: Callable[[str | None], str],
                  landed: Callable[[str, str, str], Stored | None] | None = None) -> None:
         self.app = app
         self.stores = stores
-        self.authenticate = authenticate
         # (method, path, key) -> the response of an operation a dead replica did (or None)
         self.landed = landed
 
@@ -295,11 +263,11 @@ class IdempotencyMiddleware:
         if key is None or store is None or _NOT_RECORDED.search(path):
             await self.app(scope, receive, send)
             return
-        try:
-            principal = self.authenticate(headers.get("authorization"))
-        except NotAuthorizedError:
-            await self.app(scope, receive, send)  # the endpoint answers 401
+        found = scope.get("state", {}).get("principal")
+        if found is None:
+            await self.app(scope, receive, send)  # not authenticated: the endpoint answers
             return
+        principal = str(found.name)
         key = key.strip()
         if not valid_key(key):
             await _send_json(send, 400, "BadRequestException",
@@ -352,7 +320,7 @@ class IdempotencyMiddleware:
             elif message["type"] == "http.response.body":
                 chunks.append(message.get("body", b""))
 
-        # The metadata files this request writes are named after its key (tablestore.rest.replicas).
+        # The metadata files this request writes are named after its key (tablestore.rest.state.replicas).
         named = metadata_file_uuid.set(keyed_uuid(key)) if self.landed is not None else None
         try:
             await self.app(scope, replay_body, capture)

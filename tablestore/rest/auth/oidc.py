@@ -30,7 +30,7 @@ import jwt
 import requests
 
 from tablestore.errors import NotAuthorizedError
-from tablestore.rest.oidc_settings import OidcIssuer
+from tablestore.rest.auth.oidc_settings import OidcIssuer
 from tablestore.rest.settings import READ, WRITE, Principal
 
 logger = logging.getLogger(__name__)

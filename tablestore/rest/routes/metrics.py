@@ -1,20 +1,20 @@
 """``GET /metrics``: the service's metrics in Prometheus' text format (prometheus_client).
 
 Not to be confused with the REST spec's ``POST …/tables/{table}/metrics``, where clients report
-their scans and commits (accepted and dropped, see :mod:`tablestore.rest.tables`).
+their scans and commits (accepted and dropped, see :mod:`tablestore.rest.routes.tables`).
 
 Each app has its own registry (:class:`ServiceMetrics`), so two apps in one process (tests)
 never mix their counts. Two kinds of metrics:
 
-- HTTP requests, recorded by the access log's middleware (:mod:`tablestore.rest.access_log`) for
+- HTTP requests, recorded by the envelope middleware (:mod:`tablestore.rest.envelope`) for
   every request, refused ones included: ``tablestore_http_requests_total{method, route, status}``,
   ``tablestore_http_request_duration_seconds{method, route}`` (a histogram) and
   ``tablestore_http_requests_in_progress``. ``route`` is the route template
   (``/v1/{prefix}/namespaces/{namespace}/tables/{table}``), never the path a client sent;
   a path no route matches is ``unmatched``.
-- The catalog's events, counted where they happen (:mod:`tablestore.rest.stats`) and read at
+- The catalog's events, counted where they happen (:mod:`tablestore.rest.state.stats`) and read at
   scrape time by :class:`StatsCollector`, each with the served catalog's name as ``catalog``:
-  commits, conflicts and retries; cache hits and misses; credentials vended and requests
+  commits, conflicts and retries; cache hits and misses; credentials vended; requests
   signed; scan plans, their file scan tasks and plan tasks served; idempotent replays. Every
   series of a served catalog is present from the start, at 0.
 
@@ -49,8 +49,8 @@ from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
-from tablestore.rest.access import Service, service_of
-from tablestore.rest.stats import (
+from tablestore.rest.access import Service
+from tablestore.rest.state.stats import (
     CACHE_HITS,
     CACHE_MISSES,
     COMMIT_CONFLICTS,
@@ -58,6 +58,7 @@ from tablestore.rest.stats import (
     COMMITS,
     CREDENTIALS_VENDED,
     IDEMPOTENT_REPLAYS,
+    REQUESTS_SIGNED,
     SCAN_FILE_TASKS,
     SCAN_PLAN_TASKS,
     SCAN_PLANS,
@@ -111,14 +112,13 @@ FAMILIES = (
             "at POST .../tasks.", (), ((),), "service"),
     _Family(IDEMPOTENT_REPLAYS, "tablestore_idempotent_replays", "Responses replayed for a retried "
             "Idempotency-Key instead of running the operation again.", (), ((),), "service"),
+    _Family(REQUESTS_SIGNED, "tablestore_requests_signed", "Storage requests signed for clients at "
+            "POST .../sign (remote signing); refused ones are not counted.", (), ((),), "service"),
 )
-SIGNED = "tablestore_requests_signed"
-SIGNED_HELP = ("Storage requests signed for clients (remote signing); this service does not sign, "
-               "so it stays at 0.")
 
 
 class StatsCollector(Collector):
-    """The catalog's counters (:mod:`tablestore.rest.stats`) as Prometheus counters, read at scrape time."""
+    """The catalog's counters (:mod:`tablestore.rest.state.stats`) as Prometheus counters, read at scrape time."""
 
     def __init__(self, service: Service) -> None:
         self.service = service
@@ -157,10 +157,10 @@ class StatsCollector(Collector):
             for key, count in sorted(values.items()):
                 metric.add_metric(list(key), count)
             yield metric
-        signed = CounterMetricFamily(SIGNED, SIGNED_HELP, labels=["catalog"])
-        for catalog in self.service.catalogs:
-            signed.add_metric([catalog], 0.0)
-        yield signed
+        verified = CounterMetricFamily(
+            "tablestore_token_verifications", "Bearer tokens verified: one per authenticated request.")
+        verified.add_metric([], float(self.service.auth.verifications))
+        yield verified
 
 
 class ServiceMetrics:
@@ -197,10 +197,7 @@ def metrics_of(request: Request) -> ServiceMetrics:
 
 @router.get("/metrics", include_in_schema=False)
 async def get_metrics(request: Request) -> Response:
-    service = service_of(request)
-    if service.settings.metrics_auth_required:
-        principal = service.auth.authenticate(request.headers.get("authorization"))
-        request.scope.setdefault("state", {})["principal"] = principal.name
+    # The envelope authenticated the scrape (unless server.metrics-auth: none).
     return Response(metrics_of(request).render(), media_type=CONTENT_TYPE_LATEST)
 
 

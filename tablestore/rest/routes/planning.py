@@ -11,7 +11,7 @@ residualized against the file's partition) and its delete files by index into th
 A plan with more file scan tasks than ``scan-planning-page-size`` (server setting, default 5000)
 is paged: the first page comes with the response, the others are ``plan-tasks`` that the client
 fetches from ``…/tasks``. A plan's pages live in the catalog's database
-(:mod:`tablestore.rest.plan_store`) until every plan task was fetched, the plan was cancelled
+(:mod:`tablestore.rest.state.plan_store`) until every plan task was fetched, the plan was cancelled
 (``DELETE``), or ``scan-plan-ttl-seconds`` passed, so any replica of the service behind a load
 balancer serves them: no sticky sessions are needed.
 """
@@ -29,10 +29,10 @@ from fastapi.responses import JSONResponse
 from tablestore.errors import NoSuchSnapshotError, ValidationError
 from tablestore.names import Identifier
 from tablestore.rest.access import Access, ReadAccess
-from tablestore.rest.grants import Privilege
-from tablestore.rest.models import FetchScanTasksRequest, PlanTableScanRequest
-from tablestore.rest.plan_store import PlanStore, StoredPlan
-from tablestore.rest.stats import SCAN_FILE_TASKS, SCAN_PLAN_TASKS, SCAN_PLANS
+from tablestore.rest.auth.grants import Privilege
+from tablestore.rest.routes.models import FetchScanTasksRequest, PlanTableScanRequest
+from tablestore.rest.state.plan_store import PlanStore, StoredPlan
+from tablestore.rest.state.stats import SCAN_FILE_TASKS, SCAN_PLAN_TASKS, SCAN_PLANS
 from tablestore.spec.expressions.binding import bind
 from tablestore.spec.expressions.evaluators import ResidualEvaluator
 from tablestore.spec.expressions.expression_json import expression_from_json, expression_to_json

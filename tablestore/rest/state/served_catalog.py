@@ -8,10 +8,20 @@ requirements, writes the next metadata file and compare-and-swaps the row with a
 UPDATE (``compare_and_swap.swap_pointers``, the statement every commit of the SQL catalog makes). The
 swap only succeeds if the row still points at the remembered location, and the file there is the
 one cached, so a success means the commit was checked against the table's current state, exactly
-as in ``SqlCatalog.commit_table``. If another writer moved the table meanwhile, the new file is
-deleted and the commit makes its one other attempt, on the current row (``SqlCatalog.commit_table``,
-its swap also a single statement), which decides failed requirements and creates too; a race lost
-there is the client's 409. Each attempt stages the commit once: one metadata file written.
+as in ``SqlCatalog.commit_table``.
+
+A swap that loses is retried on the server, as Iceberg's ``CatalogHandlers.commit`` does: the
+new file is deleted, the table's current row is read, the requirements are checked again on it,
+the updates applied to it, and the swap made again, up to ``COMMIT_ATTEMPTS`` attempts within
+``COMMIT_RETRY_SECONDS`` (with a short jittered pause after the second loss in a row). The
+client gets a 409 only when a requirement fails on the current state, or when every attempt
+lost its race. Each attempt stages the commit once: one metadata file written. Within one
+process, commits to the same table wait for each other (``_commit_locks``) instead of racing:
+a commit that loses its race has written a metadata file for nothing, and 16 writers on one
+table lost most of theirs. Another replica's or another catalog's commits still race with
+ours through the compare-and-swap, which is what the retries are for. A multi-table transaction
+retries the same way: every table reloaded, every requirement checked again, all swapped in
+one database transaction.
 
 A commit so costs one round trip to PostgreSQL, where a plain SqlCatalog's pings the pooled
 connection, reads the row in one transaction, pings again and swaps it in another, each a
@@ -22,26 +32,27 @@ and a swap whose connection fails mid-way is reported as of unknown state, as be
 statement still runs at READ COMMITTED and every swap is durable when acknowledged. On SQLite
 (a local file: no round trips to save) a commit is the one attempt on the current row.
 
-``stats`` counts what ``/metrics`` reports of a catalog (:mod:`tablestore.rest.stats`): commits
-and conflicts by kind, retries (the attempt on the current row after the one on the state last
-seen did not land; each further try of a register with overwrite) and metadata cache hits.
+``stats`` counts what ``/metrics`` reports of a catalog (:mod:`tablestore.rest.state.stats`): commits
+and conflicts by kind (each commit counted once, however many attempts it took), retries (each
+attempt after a commit's first, including a register with overwrite) and metadata cache hits.
 """
 
 from __future__ import annotations
 
-import json
+import random
 import select as select_module
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, Engine, bindparam, create_engine, event, select
 from sqlalchemy.exc import DBAPIError, DisconnectionError
 
 from tablestore.catalog.base import metadata_file_missing, read_metadata_file
-from tablestore.catalog.compare_and_swap import PointerSwap, swap_pointers
+from tablestore.catalog.compare_and_swap import PointerMovedError, PointerSwap, swap_pointers
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.catalog.sql_tables import ICEBERG_TABLES
 from tablestore.errors import (
@@ -51,7 +62,8 @@ from tablestore.errors import (
     TableStoreError,
 )
 from tablestore.names import Identifier, IdentifierLike, identifier_str
-from tablestore.rest.stats import CACHE_HITS, CACHE_MISSES, COMMIT_CONFLICTS, COMMIT_RETRIES, COMMITS, Stats
+from tablestore.rest.state.metadata_cache import DEFAULT_CACHE_BYTES, MetadataCache
+from tablestore.rest.state.stats import CACHE_HITS, CACHE_MISSES, COMMIT_CONFLICTS, COMMIT_RETRIES, COMMITS, Stats
 from tablestore.spec.metadata.update_models import AssertCreate
 
 if TYPE_CHECKING:
@@ -64,9 +76,21 @@ if TYPE_CHECKING:
     from tablestore.spec.schemas.schema import Schema
     from tablestore.table import Table
 
-CACHE_ENTRIES = 512
+T = TypeVar("T")
+
+# Tables whose last seen pointer is kept (a commit's starting point): a location string each.
+POINTER_ENTRIES = 65536
 # Registering over a table that other writers keep moving: tries of the compare-and-swap.
 OVERWRITE_ATTEMPTS = 5
+# A commit whose swap keeps losing: its attempts and the time they may take. Iceberg's
+# CatalogHandlers makes 5 attempts (4 retries) within 30 minutes with pauses from 100 ms; a
+# swap here is one statement, so the pauses are shorter and the budget is a client's timeout.
+COMMIT_ATTEMPTS = 8
+COMMIT_RETRY_SECONDS = 10.0
+COMMIT_PAUSE_SECONDS = (0.002, 0.2)  # the first and the longest pause between lost races
+# Commits to one table queue on one of these locks (tables hashed onto them): a fixed number,
+# so that no lock is ever created or forgotten per table.
+COMMIT_LOCKS = 256
 
 
 def _drop_if_closed_by_server(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
@@ -90,7 +114,7 @@ class ServedSqlCatalog(SqlCatalog):
 
     def __init__(self, name: str, **properties: str) -> None:
         super().__init__(name, **properties)
-        self._metadata_cache: OrderedDict[str, TableMetadata] = OrderedDict()
+        self.metadata_files = MetadataCache(DEFAULT_CACHE_BYTES)
         self._pointers: OrderedDict[Identifier, str] = OrderedDict()
         self._cache_lock = threading.Lock()
         # psycopg2 opens a transaction with a separate BEGIN round trip; single statements need
@@ -114,7 +138,7 @@ class ServedSqlCatalog(SqlCatalog):
         # Built once: building and cache-keying a statement per request costs more CPU than
         # PostgreSQL spends running it.
         self._lookup_statement = select(t.metadata_location).where(*key, *self._table_filter())
-        self._bodies: OrderedDict[str, bytes] = OrderedDict()
+        self._commit_locks = [threading.Lock() for _ in range(COMMIT_LOCKS)]
         self.stats = Stats()
 
     def close(self) -> None:
@@ -155,45 +179,29 @@ class ServedSqlCatalog(SqlCatalog):
 
     # -- caches ----------------------------------------------------------------------------------
     def _cached(self, location: str) -> TableMetadata | None:
-        with self._cache_lock:
-            found = self._metadata_cache.get(location)
-            if found is not None:
-                self._metadata_cache.move_to_end(location)
+        found = self.metadata_files.get(location)
         self.stats.inc(CACHE_HITS if found is not None else CACHE_MISSES, "metadata")
         return found
 
     def _remember(self, ident: Identifier | None, location: str, metadata: TableMetadata) -> None:
-        with self._cache_lock:
-            self._metadata_cache[location] = metadata
-            self._metadata_cache.move_to_end(location)
-            while len(self._metadata_cache) > CACHE_ENTRIES:
-                self._metadata_cache.popitem(last=False)
-            if ident is not None:
+        self.metadata_files.put(location, metadata)
+        if ident is not None:
+            with self._cache_lock:
                 self._pointers[ident] = location
                 self._pointers.move_to_end(ident)
-                while len(self._pointers) > CACHE_ENTRIES:
+                while len(self._pointers) > POINTER_ENTRIES:
                     self._pointers.popitem(last=False)
 
     def _last_seen(self, ident: Identifier) -> tuple[str, TableMetadata] | None:
         with self._cache_lock:
             location = self._pointers.get(ident)
-            metadata = self._metadata_cache.get(location) if location is not None else None
+        metadata = self.metadata_files.get(location) if location is not None else None
         return (location, metadata) if location is not None and metadata is not None else None
 
     def metadata_json(self, location: str, metadata: TableMetadata) -> bytes:
         """The JSON of the metadata file at ``location``, as the REST responses embed it
-        (serialized once per file: metadata files never change)."""
-        with self._cache_lock:
-            body = self._bodies.get(location)
-            if body is not None:
-                self._bodies.move_to_end(location)
-                return body
-        body = json.dumps(metadata.to_json(), separators=(",", ":")).encode("utf-8")
-        with self._cache_lock:
-            self._bodies[location] = body
-            while len(self._bodies) > CACHE_ENTRIES:
-                self._bodies.popitem(last=False)
-        return body
+        (serialized once per file while cached: metadata files never change)."""
+        return self.metadata_files.body(location, metadata)
 
     def _forget(self, ident: Identifier) -> None:
         with self._cache_lock:
@@ -250,44 +258,109 @@ class ServedSqlCatalog(SqlCatalog):
     def commit_table(
         self, identifier: IdentifierLike, requirements: Sequence[TableRequirement], updates: Sequence[TableUpdate]
     ) -> tuple[str, TableMetadata]:
-        """At most two attempts, each staging the commit once (one metadata file written) and
-        swapping the pointer once: on the state last seen, if any (on PostgreSQL), then on the
-        table's current row (``SqlCatalog.commit_table``). A lost race in the second attempt is
-        the client's CommitConflictError: its retry loop refreshes and stages again."""
+        """Check the requirements, apply the updates, write the next metadata file and swap the
+        pointer, made again on the current state while the swap loses and the requirements hold
+        (see the module docstring). CommitConflictError when a requirement fails on the current
+        state or every attempt lost its race."""
         ident = self._table_ident(identifier)
         kind = "create" if any(isinstance(r, AssertCreate) for r in requirements) else "table"
-        last_seen = self._last_seen(ident) if self._swap_autocommit else None
-        if last_seen is not None:
-            committed = self._commit_on_last_seen(ident, last_seen, requirements, updates)
-            if committed is not None:
-                self._remember(ident, *committed)
-                self.stats.inc(COMMITS, kind)
-                return committed
-            self.stats.inc(COMMIT_RETRIES)
-        # Not seen yet, or another writer moved the table since, or SQLite (a local file: no
-        # round trips to save): the attempt on the current row, which also decides creates and
-        # failed requirements.
-        self._forget(ident)
-        try:
-            committed = super().commit_table(ident, requirements, updates)
-        except CommitConflictError:
-            self.stats.inc(COMMIT_CONFLICTS, kind)
-            raise
-        self._remember(ident, *committed)
+        with self._commit_lock(ident):
+            try:
+                committed = self._commit_with_retries(ident, requirements, updates)
+            except CommitConflictError:
+                self.stats.inc(COMMIT_CONFLICTS, kind)
+                raise
         self.stats.inc(COMMITS, kind)
         return committed
 
     def commit_tables(
         self, changes: Sequence[tuple[IdentifierLike, Sequence[TableRequirement], Sequence[TableUpdate]]]
     ) -> list[tuple[str, TableMetadata]]:
-        """A multi-table transaction (``SqlCatalog.commit_tables``), counted as one commit."""
+        """A multi-table transaction (``SqlCatalog.commit_tables``), counted as one commit, and
+        made again on every table's current state while its swap loses."""
+        idents = [self._table_ident(identifier) for identifier, _, _ in changes]
+        locks = sorted({self._lock_index(ident) for ident in idents})  # one order: no deadlock
+        for index in locks:
+            self._commit_locks[index].acquire()
         try:
-            committed = super().commit_tables(changes)
+            committed = self._retried(lambda: super(ServedSqlCatalog, self).commit_tables(changes))
         except CommitConflictError:
             self.stats.inc(COMMIT_CONFLICTS, "transaction")
             raise
+        finally:
+            for index in reversed(locks):
+                self._commit_locks[index].release()
+        for ident, (location, metadata) in zip(idents, committed, strict=True):
+            self._remember(ident, location, metadata)
         self.stats.inc(COMMITS, "transaction")
         return committed
+
+    def _lock_index(self, ident: Identifier) -> int:
+        return hash(ident) % COMMIT_LOCKS
+
+    def _commit_lock(self, ident: Identifier) -> threading.Lock:
+        return self._commit_locks[self._lock_index(ident)]
+
+    def _retried(self, attempt: Callable[[], T]) -> T:
+        """``attempt()`` made again while it raises PointerMovedError, within the bounds."""
+        deadline = time.monotonic() + COMMIT_RETRY_SECONDS
+        for tries in range(1, COMMIT_ATTEMPTS + 1):
+            try:
+                return attempt()
+            except PointerMovedError:
+                if tries == COMMIT_ATTEMPTS or time.monotonic() >= deadline:
+                    raise
+            self.stats.inc(COMMIT_RETRIES)
+            _pause(tries)
+        raise AssertionError("unreachable")
+
+    def _commit_with_retries(
+        self, ident: Identifier, requirements: Sequence[TableRequirement], updates: Sequence[TableUpdate]
+    ) -> tuple[str, TableMetadata]:
+        deadline = time.monotonic() + COMMIT_RETRY_SECONDS
+        # The state last seen may be stale: a failure on it is judged again on the current row.
+        base = self._last_seen(ident) if self._swap_autocommit else None
+        current = base is None
+        lost = 0
+        for tries in range(1, COMMIT_ATTEMPTS + 1):
+            if tries > 1:
+                self.stats.inc(COMMIT_RETRIES)
+            if base is None:
+                self._forget(ident)
+                try:
+                    base = self.load_table_metadata(ident)
+                except NoSuchTableError:
+                    if not any(isinstance(r, AssertCreate) for r in requirements):
+                        raise
+                    committed = self._create_by_commit(ident, requirements, updates)
+                    self._remember(ident, *committed)
+                    return committed
+                current = True
+            try:
+                staged = self._new_metadata(ident, base, requirements, updates)
+            except TableStoreError:
+                if current:
+                    raise  # a requirement failed on the current state: the client's 409
+                base = None
+                continue
+            if staged is None:
+                if current:
+                    return base  # nothing to change
+                base = None
+                continue
+            if self._swap_staged(ident, base[0], staged):
+                self._remember(ident, *staged)
+                return staged
+            base, current = None, False
+            lost += 1
+            if tries == COMMIT_ATTEMPTS or time.monotonic() >= deadline:
+                break
+            if lost > 1:
+                _pause(lost - 1)
+        raise CommitConflictError(
+            f"commit to table {identifier_str(ident)} not committed: other writers won the race "
+            f"{lost} times in {COMMIT_ATTEMPTS} attempts; retry"
+        )
 
     def create_table(
         self,
@@ -311,24 +384,12 @@ class ServedSqlCatalog(SqlCatalog):
         self.stats.inc(COMMITS, "register")
         return table
 
-    def _commit_on_last_seen(
-        self,
-        ident: Identifier,
-        last_seen: tuple[str, TableMetadata],
-        requirements: Sequence[TableRequirement],
-        updates: Sequence[TableUpdate],
-    ) -> tuple[str, TableMetadata] | None:
-        """The commit made on the state last seen with one round trip, or None if the attempt
-        on the current row must decide."""
-        try:
-            staged = self._new_metadata(ident, last_seen, requirements, updates)
-        except TableStoreError:
-            # A failed requirement or update may be the stale state's fault: judged afresh.
-            return None
-        if staged is None:
-            # A commit that changes nothing on a state that may be stale: confirmed on the current one.
-            return None
-        return staged if self._swap_staged(ident, last_seen[0], staged) else None
+
+def _pause(losses: int) -> None:
+    """A jittered, doubling pause after ``losses`` lost races in a row, so that writers that
+    keep colliding spread out (Iceberg's exponential backoff, scaled to a one-statement swap)."""
+    first, longest = COMMIT_PAUSE_SECONDS
+    time.sleep(random.uniform(0.5, 1.0) * min(longest, first * 2 ** (losses - 1)))
 
 
 __all__ = ["ServedSqlCatalog"]

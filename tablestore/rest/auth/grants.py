@@ -42,13 +42,12 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
-from sqlalchemy import BigInteger, Column, Engine, MetaData, String, Text, and_, delete, insert, inspect, or_, select
-from sqlalchemy import Table as SqlTable
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-from sqlalchemy.schema import CreateTable
+from sqlalchemy import Engine, and_, delete, insert, or_, select
+from sqlalchemy.exc import IntegrityError
 
 from tablestore.errors import ValidationError
 from tablestore.names import Identifier, to_namespace, validate_name
+from tablestore.rest.service_tables import GRANTS, create_service_table
 
 
 class Privilege(StrEnum):
@@ -270,19 +269,6 @@ class Held:
 
 # -- the store --------------------------------------------------------------------------------------
 
-_META = MetaData()
-GRANTS = SqlTable(
-    "tablestore_grants",
-    _META,
-    Column("catalog_name", String(255), primary_key=True, nullable=False),
-    Column("securable_type", String(16), primary_key=True, nullable=False),
-    Column("securable_name", Text, primary_key=True, nullable=False),  # JSON list of levels ([] for the catalog)
-    Column("privilege", String(32), primary_key=True, nullable=False),
-    Column("grantee_type", String(16), primary_key=True, nullable=False),
-    Column("grantee_name", String(255), primary_key=True, nullable=False),
-    Column("granted_by", String(255), nullable=False),
-    Column("granted_ms", BigInteger, nullable=False),
-)
 _G = GRANTS.c
 
 
@@ -301,14 +287,7 @@ class GrantStore:
     def __init__(self, engine: Engine, catalog: str) -> None:
         self.engine = engine
         self.catalog = catalog
-        if not inspect(engine).has_table(GRANTS.name):
-            try:
-                with engine.begin() as conn:
-                    conn.execute(CreateTable(GRANTS, if_not_exists=True))
-            except SQLAlchemyError:
-                # Another replica created it at the same moment (PostgreSQL may report that).
-                if not inspect(engine).has_table(GRANTS.name):
-                    raise
+        create_service_table(engine, GRANTS)
 
     def _key(self, grant: Grant) -> Any:
         return and_(_G.catalog_name == self.catalog, _G.securable_type == grant.securable.kind,

@@ -1,7 +1,7 @@
 """How much a client may send: the size of a request body, and of each property it sets.
 
 A body is refused while it is being read, as soon as it passes ``server.max-request-bytes``
-(:mod:`tablestore.rest.request_guard`), so an oversized request costs the service no more memory
+(:mod:`tablestore.rest.envelope`), so an oversized request costs the service no more memory
 than the limit. The default, 8 MiB, is several times the largest legitimate request: a commit
 carries manifest-list locations, not manifests, and even a create of a table with thousands of
 columns is a few hundred KB of schema JSON.

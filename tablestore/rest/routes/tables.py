@@ -22,18 +22,19 @@ from tablestore.rest.access import (
     WriteAccess,
     identifier_of,
 )
-from tablestore.rest.grants import Privilege, table_securable
-from tablestore.rest.limits import check_properties
-from tablestore.rest.models import (
+from tablestore.rest.auth.grants import Privilege, table_securable
+from tablestore.rest.auth.tokens import LOCATION_PROPERTIES
+from tablestore.rest.routes.limits import check_properties
+from tablestore.rest.routes.models import (
     CommitTableRequest,
     CommitTransactionRequest,
     CreateTableRequest,
     RegisterTableRequest,
     RenameRequest,
 )
-from tablestore.rest.namespaces import page
-from tablestore.rest.security import LOCATION_PROPERTIES
-from tablestore.rest.served_catalog import ServedSqlCatalog
+from tablestore.rest.routes.namespaces import page
+from tablestore.rest.state.metadata_cache import metadata_json
+from tablestore.rest.state.served_catalog import ServedSqlCatalog
 from tablestore.spec.metadata.table_metadata import TableMetadata, new_table_metadata
 from tablestore.spec.metadata.update_models import (
     AssertCreate,
@@ -75,7 +76,7 @@ def _metadata_json(access: Access, location: str, metadata: TableMetadata) -> by
     catalog = access.catalog
     if isinstance(catalog, ServedSqlCatalog):
         return catalog.metadata_json(location, metadata)
-    return json.dumps(metadata.to_json(), separators=(",", ":")).encode("utf-8")
+    return metadata_json(metadata)
 
 
 def table_response(access: Access, location: str, metadata: TableMetadata, with_config: bool = True,

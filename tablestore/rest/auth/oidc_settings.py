@@ -23,7 +23,7 @@
 service reaches the provider by another address than its clients do); ``token-endpoint`` to
 the one discovered there: it is what ``/v1/config`` tells clients to fetch tokens from.
 
-This module is only the section's model; :mod:`tablestore.rest.oidc` verifies the tokens.
+This module is only the section's model; :mod:`tablestore.rest.auth.oidc` verifies the tokens.
 """
 
 from __future__ import annotations
