@@ -25,7 +25,8 @@ from pipelines.drive import PipelineRun, drive, materialize
 from pipelines.settings import DATABASE, load_settings
 from tests import oracle
 
-pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+# Two drives of the whole graph in the module fixture: about 15 minutes on a loaded machine.
+pytestmark = [pytest.mark.e2e, pytest.mark.spark, pytest.mark.timeout(1800)]
 
 TABLES = ("events", "customers", "erasure_requests", "landing_events", "erasure_audit")
 ALL_CHECKS = {"events_batch_valid", "null_device_before_evolution", "evolved_types", "partition_specs_by_cutover",

@@ -21,7 +21,7 @@ from pipelines.drive import drive
 from pipelines.settings import CONFIG_DIR, load_settings
 from tablestore.errors import ConfigError
 
-pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+pytestmark = [pytest.mark.e2e, pytest.mark.spark, pytest.mark.timeout(1800)]
 
 
 def test_the_shipped_settings_keep_events_on_v2_and_a_bad_version_is_refused(tmp_path: Path) -> None:
