@@ -90,4 +90,5 @@ def main(root: Path, rows: int, keys: int, pad: int = 0, stop: bool = True) -> d
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(Path(sys.argv[1]), *(int(a) for a in sys.argv[2:]))))
+    rows, keys, *pad = (int(a) for a in sys.argv[2:])
+    print(json.dumps(main(Path(sys.argv[1]), rows, keys, *pad)))
