@@ -91,4 +91,4 @@ def main(root: Path, rows: int, keys: int, pad: int = 0, stop: bool = True) -> d
 
 if __name__ == "__main__":
     rows, keys, *pad = (int(a) for a in sys.argv[2:])
-    print(json.dumps(main(Path(sys.argv[1]), rows, keys, *pad)))
+    print(json.dumps(main(Path(sys.argv[1]), rows, keys, pad[0] if pad else 0)))
