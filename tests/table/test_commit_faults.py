@@ -371,7 +371,7 @@ def test_the_service_keeps_a_metadata_file_its_database_may_have_swapped_in_and_
     after it (the swap landed) or killed before it (it did not) are both an unknown outcome to
     the service, which keeps the new metadata file and answers 504 CommitStateUnknownException."""
     from tablestore.rest.errors import status_of
-    from tablestore.rest.served_catalog import ServedSqlCatalog
+    from tablestore.rest.state.served_catalog import ServedSqlCatalog
 
     catalog = ServedSqlCatalog("served", uri=postgres_uri, warehouse=str(tmp_path / "wh"))
     fault = DatabaseFault(catalog._swap_engine, admin_uri=postgres_uri)  # the engine the swap runs on
