@@ -25,7 +25,7 @@ from tablestore.sql.procedures import Parameter, procedure
 from tablestore.sql.result import StatementResult
 
 if TYPE_CHECKING:
-    from tablestore.catalog import Catalog
+    from tablestore.catalog.base import Catalog
     from tablestore.sql.context import SessionContext
 
 _OPTIONS = {"start-snapshot-id", "end-snapshot-id", "start-timestamp", "end-timestamp"}

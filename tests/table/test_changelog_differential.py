@@ -9,7 +9,7 @@ import itertools
 import pyarrow as pa
 import pytest
 
-from tablestore.catalog import Catalog
+from tablestore.catalog.base import Catalog
 from tablestore.table import Table
 from tests.conftest import SQLITE_ONLY
 from tests.table.changelog_history import History, write_equality_deletes

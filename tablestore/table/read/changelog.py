@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from tablestore.errors import ValidationError
-from tablestore.io import FileIO
+from tablestore.io.fileio import FileIO
 from tablestore.spec.expressions.expression_tree import AlwaysTrue
 from tablestore.spec.manifests.manifest import DataFile, DataFileContent
 from tablestore.spec.metadata.table_metadata import TableMetadata

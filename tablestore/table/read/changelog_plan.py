@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import pyarrow.compute as pc
 
 from tablestore.errors import UnsupportedError
-from tablestore.io import FileIO
+from tablestore.io.fileio import FileIO
 from tablestore.spec.manifests.manifest import (
     DataFile,
     DataFileContent,

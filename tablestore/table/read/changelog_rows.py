@@ -110,6 +110,21 @@ def remove_carryovers(changes: pa.Table, value_columns: Sequence[str]) -> pa.Tab
     return changes if keep.all() else changes.filter(pa.array(keep))
 
 
+def _key_groups(changes: pa.Table, key_columns: Sequence[str], extra: Sequence[np.ndarray] = ()) -> np.ndarray:
+    """Group ids by key; a row with a null key is a group of its own (a row of a v3 table
+    written before the upgrade has no ``_row_id``; identifier fields are never null)."""
+    groups = group_codes(changes, key_columns, extra)
+    nulls = np.zeros(changes.num_rows, dtype=bool)
+    for name in key_columns:
+        column = changes.column(name)
+        if column.null_count:
+            nulls |= np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    if nulls.any():
+        groups = groups.copy()
+        groups[nulls] = int(groups.max()) + 1 + np.arange(int(nulls.sum()))
+    return groups
+
+
 def _pair(changes: pa.Table, groups: np.ndarray, key_names: Sequence[str]) -> pa.Table:
     """A DELETE and an INSERT of the same group become UPDATE_BEFORE/UPDATE_AFTER, placed side
     by side; more than one DELETE of a key is refused, as Java does."""
@@ -149,7 +164,7 @@ def compute_updates(changes: pa.Table, key_columns: Sequence[str], value_columns
     changes = remove_carryovers(changes, value_columns)
     if changes.num_rows == 0:
         return changes
-    return _pair(changes, group_codes(changes, key_columns, [_ordinals(changes)]), key_columns)
+    return _pair(changes, _key_groups(changes, key_columns, [_ordinals(changes)]), key_columns)
 
 
 def net_changes(changes: pa.Table, value_columns: Sequence[str], key_columns: Sequence[str] | None = None) -> pa.Table:
@@ -190,4 +205,4 @@ def pair_updates(changes: pa.Table, key_columns: Sequence[str]) -> pa.Table:
     step of net changes with a key)."""
     if changes.num_rows == 0:
         return changes
-    return _pair(changes, group_codes(changes, key_columns), key_columns)
+    return _pair(changes, _key_groups(changes, key_columns), key_columns)
