@@ -29,7 +29,7 @@ from tablestore.spec.schemas.schema import Schema
 from tablestore.table.ops.data import TableTransaction, write_files
 from tablestore.table.ops.overwrite import replace_partitions_producer
 from tablestore.table.read.scan import FileTask, TableScan
-from tablestore.table.update.identity import CommitIdentity
+from tablestore.table.update.identity import CommitIdentity, as_identity
 from tablestore.table.update.transaction import commit_snapshot
 from tablestore.table.write.data_files import WriteContext
 
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 # CommitIdentity is part of the Table API: callers name who makes a commit with it
 # (``append_files(..., commit_id=CommitIdentity(...))``) without reaching into the commit path.
-__all__ = ["CommitIdentity", "FileTask", "Table", "TableScan", "TableTransaction"]
+__all__ = ["CommitIdentity", "FileTask", "Table", "TableScan", "TableTransaction", "as_identity"]
 
 #: The table property that lets writes be staged with a ``wap.id`` or go to ``spark.wap.branch``.
 WAP_ENABLED = "write.wap.enabled"
@@ -327,6 +327,13 @@ class Table:
         None when the table was empty) makes it fail with CommitConflictError."""
         return self._commit_alone(self.transaction(commit_id).replace_files(files, read_snapshot_id,
                                                                            snapshot_properties))
+
+    def applied_commit(self, commit_id: str | CommitIdentity | None) -> Snapshot | None:
+        """The snapshot on this table's branch that applied ``commit_id`` (None when none did, or
+        no id is given): a job retried with the id after its first commit landed finds it here
+        and can skip its work (see :mod:`tablestore.table.update.identity`)."""
+        identity = CommitIdentity.of(commit_id)
+        return identity.applied(self.metadata, self.branch) if identity is not None else None
 
     def transaction(self, commit_id: str | CommitIdentity | None = None) -> TableTransaction:
         """Several changes in one atomic commit: ``with table.transaction() as tx: tx.append(...)``.

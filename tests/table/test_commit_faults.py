@@ -351,3 +351,44 @@ def test_a_writer_killed_just_after_the_swap_leaves_the_after_state_and_a_retry_
     counts = matrix.finish("sqlite, writer SIGKILLed after the swap")
     assert counts["landed"] == len(KINDS)
     catalog.close()
+
+
+# -- the catalog service's own swap ----------------------------------------------------------------
+
+
+@pytest.mark.postgres
+def test_the_service_keeps_a_metadata_file_its_database_may_have_swapped_in_and_answers_504(
+        tmp_path: Path, postgres_uri: str) -> None:
+    """The service on PostgreSQL swaps with one UPDATE in autocommit mode: a connection lost
+    after it (the swap landed) or killed before it (it did not) are both an unknown outcome to
+    the service, which keeps the new metadata file and answers 504 CommitStateUnknownException."""
+    from tablestore.rest.errors import status_of
+    from tablestore.rest.state.served_catalog import ServedSqlCatalog
+
+    catalog = ServedSqlCatalog("served", uri=postgres_uri, warehouse=str(tmp_path / "wh"))
+    fault = DatabaseFault(catalog._swap_engine, admin_uri=postgres_uri)  # the engine the swap runs on
+    try:
+        catalog.create_namespace("db")
+        table = catalog.create_table("db.t", schema=SCHEMA)
+        table.append(pa.table({"id": [1], "n": [1]}, SCHEMA))
+        for name, lands in (("lost-after-swap", True), ("terminate-before-swap", False)):
+            before = catalog.load_table("db.t")
+            fault.arm(name)
+            with pytest.raises(CommitStateUnknownError) as unknown:
+                catalog.commit_table(("db", "t"), *properties_change(before))
+            fault.arm(None)
+            assert status_of(unknown.value) == (504, "CommitStateUnknownException"), name
+            new_location = str(unknown.value).rsplit("New metadata: ", 1)[-1]
+            assert catalog.io.new_input(new_location).exists(), f"{name}: the service deleted a metadata file it may have swapped in"
+            after = catalog.load_table("db.t")
+            assert (after.metadata_location == new_location) is lands, name
+            assert rows_of(after.scan().to_arrow()) == [(1, 1, None)]
+    finally:
+        catalog.close()
+
+
+def properties_change(table: Table) -> tuple[list[Any], list[Any]]:
+    """The requirements and updates of setting one table property on ``table`` as it is."""
+    from tablestore.spec.metadata.update_models import AssertTableUUID, SetPropertiesUpdate
+
+    return [AssertTableUUID(uuid=table.metadata.table_uuid)], [SetPropertiesUpdate(updates={"k": str(time.time())})]
