@@ -37,6 +37,7 @@ BENCHMARKS = [
     "column_merge",
     "maintenance",
     "changelog",
+    "changelog_stream",
 ]
 
 

@@ -38,11 +38,12 @@ def test_a_changelog_view_with_updates_on_a_merge_on_read_v3_table(session: SqlS
         f"'{s1}', 'end-snapshot-id', '{s4}'), compute_updates => true, identifier_columns => array('id'), "
         "net_changes => false, changelog_view => 'v')")
     assert (result.columns, result.rows) == (["changelog_view"], [["v"]])
-    assert _view(session, "v") == sorted([(2, "b", "UPDATE_BEFORE", 0, s2), (2, "B", "UPDATE_AFTER", 0, s2),
-                                          (3, "c", "DELETE", 1, s3), (4, "d", "INSERT", 2, s4)])
+    view = _view(session, "v")
+    assert view == sorted([(2, "b", "UPDATE_BEFORE", 0, s2), (2, "B", "UPDATE_AFTER", 0, s2),
+                           (3, "c", "DELETE", 1, s3), (4, "d", "INSERT", 2, s4)])
     # The same rows as the Python API; the view joins like any relation of the session.
     ours = table.changes(from_snapshot=s1, identifier_columns=["id"]).to_arrow()
-    assert sorted(tuple(r.values()) for r in ours.to_pylist()) == _view(session, "v")
+    assert sorted(tuple(r.values()) for r in ours.to_pylist()) == view
     joined = session.execute_one("SELECT c._change_type, t.v FROM v c JOIN db.t t ON c.id = t.id "
                                  "WHERE c._change_type = 'UPDATE_AFTER'").rows
     assert joined == [["UPDATE_AFTER", "B"]]

@@ -165,3 +165,14 @@ def test_bad_ranges_and_keys_are_refused_naming_the_fix(catalog: Catalog) -> Non
     with pytest.raises(SnapshotRangeError, match=f"reaches into expired snapshots.*from_snapshot={second.snapshot_id}"):
         table.changes()
     assert [r[0] for r in _rows(table, from_snapshot=second.snapshot_id)] == [4]
+
+
+def test_rows_written_before_a_v3_upgrade_have_no_row_id_and_stay_unpaired(catalog: Catalog) -> None:
+    table = _table(catalog, "merge-on-read", version=2)
+    table.append(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}))
+    table.update_properties({"format-version": "3"})
+    start = table.current_snapshot().snapshot_id  # type: ignore[union-attr]
+    table.update({"v": "'x'"}, "id in (1, 2)")  # two pre-upgrade rows: no _row_id to pair them by
+    rows = _rows(table, from_snapshot=start)
+    assert sorted(rows) == [(1, "a", "DELETE", 0), (1, "x", "INSERT", 0), (2, "b", "DELETE", 0), (2, "x", "INSERT", 0)]
+    assert_matches_model(table, start, table.current_snapshot().snapshot_id)  # type: ignore[union-attr]

@@ -80,7 +80,7 @@ def changelog_dataframe(spark: SparkSession, scan: ChangelogScan) -> DataFrame:
                 if rows.num_rows:
                     yield from to_spark_table(rows, target).to_batches()
 
-    width = max(1, min(len(tasks), _parallelism(spark) * 2, MAX_PARTITIONS))
+    width = max(1, min(len(tasks), _parallelism(spark), MAX_PARTITIONS))
     payloads = spark.createDataFrame([(i, pickle.dumps(t)) for i, t in enumerate(tasks)],
                                      "task_index long, task binary")
     raw = payloads.repartition(width, "task_index").mapInArrow(read, raw_type)

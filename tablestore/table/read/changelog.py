@@ -242,24 +242,40 @@ class ChangelogScan:
             out = remove_carryovers(raw, self.value_columns)
         return out
 
-    def raw_tables(self) -> Iterator[list[pa.Table]]:
-        """The raw change rows, one list per snapshot (a single list for net changes)."""
+    def raw_tables(self) -> Iterator[tuple[bool, list[pa.Table]]]:
+        """The raw change rows: per snapshot (the whole range with net changes) a flag and tables.
+        A snapshot whose tasks only add files (only INSERTs) or only remove rows (only DELETEs)
+        has nothing to cancel or pair: its rows come one task at a time, flagged True, so an
+        initial load of any size streams; other snapshots come whole, to be cleaned."""
         reader = self.reader()
+        tasks = self.plan_tasks()
+        kinds: dict[int, set[str]] = {}
+        for task in tasks:
+            kinds.setdefault(task.ordinal, set()).add(task.kind)
         pending: list[pa.Table] = []
         ordinal: int | None = None
-        for task, rows in zip(self.plan_tasks(), self.engine.imap(reader.read, self.plan_tasks()), strict=True):
+        for task, rows in zip(tasks, self.engine.imap(reader.read, tasks), strict=True):
             if ordinal is not None and task.ordinal != ordinal and not self.net and pending:
-                yield pending
+                yield False, pending
                 pending = []
             ordinal = task.ordinal
-            if rows.num_rows:
+            if not rows.num_rows:
+                continue
+            if not self.net and kinds[task.ordinal] in ({"added"}, {"removed"}):
+                yield True, [rows]
+            else:
                 pending.append(rows)
         if pending:
-            yield pending
+            yield False, pending
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
-        for tables in self.raw_tables():
-            yield from self.finish(pa.concat_tables(tables)).to_batches()
+        """The changelog's rows as record batches, in snapshot order."""
+        for alone, tables in self.raw_tables():
+            rows = pa.concat_tables(tables)
+            if alone:
+                yield from rows.select(self.arrow_schema.names).cast(self.arrow_schema).to_batches()
+            else:
+                yield from self.finish(rows).to_batches()
 
     def to_arrow_batch_reader(self) -> pa.RecordBatchReader:
         return pa.RecordBatchReader.from_batches(self.arrow_schema, self.to_batches())

@@ -93,21 +93,60 @@ def _ordinals(changes: pa.Table) -> np.ndarray:
     return np.asarray(changes.column(CHANGE_ORDINAL).to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
+def _dense(codes: np.ndarray) -> np.ndarray:
+    return np.unique(codes, return_inverse=True)[1].astype(np.int64).reshape(-1)
+
+
 def remove_carryovers(changes: pa.Table, value_columns: Sequence[str]) -> pa.Table:
-    """``changes`` without the DELETE/INSERT pairs of identical values in the same snapshot."""
+    """``changes`` without the DELETE/INSERT pairs of identical values in the same snapshot.
+
+    Rows are grouped one column at a time, and a group left with only DELETEs or only INSERTs
+    drops out at once: an update differs from its old version in some column, so its rows stop
+    being compared there and the later columns are never encoded for them."""
     n = changes.num_rows
     if n == 0:
         return changes
     is_delete = _types(changes) == DELETE
     if is_delete.all() or not is_delete.any():
         return changes
-    groups = group_codes(changes, value_columns, [_ordinals(changes)])
+    candidates = np.arange(n)
+    groups = _dense(_ordinals(changes))
+    deleting = is_delete
+    for name in value_columns:
+        column = changes.column(name)
+        part = column_codes(column if len(candidates) == n else column.take(pa.array(candidates)))
+        groups = _dense(groups * (int(part.max()) + 1) + part)
+        count = int(groups.max()) + 1
+        mixed = (np.bincount(groups[deleting], minlength=count) > 0) & \
+            (np.bincount(groups[~deleting], minlength=count) > 0)
+        still = mixed[groups]
+        if not still.all():
+            candidates, groups, deleting = candidates[still], _dense(groups[still]), deleting[still]
+        if len(candidates) == 0:
+            return changes
     count = int(groups.max()) + 1
-    deletes = np.bincount(groups[is_delete], minlength=count)
-    inserts = np.bincount(groups[~is_delete], minlength=count)
-    ranks = _ranks(groups * 2 + (~is_delete))
-    keep = np.where(is_delete, ranks >= inserts[groups], ranks >= deletes[groups])
+    deletes = np.bincount(groups[deleting], minlength=count)
+    inserts = np.bincount(groups[~deleting], minlength=count)
+    ranks = _ranks(groups * 2 + (~deleting))
+    survive = np.where(deleting, ranks >= inserts[groups], ranks >= deletes[groups])
+    keep = np.ones(n, dtype=bool)
+    keep[candidates] = survive
     return changes if keep.all() else changes.filter(pa.array(keep))
+
+
+def _key_groups(changes: pa.Table, key_columns: Sequence[str], extra: Sequence[np.ndarray] = ()) -> np.ndarray:
+    """Group ids by key; a row with a null key is a group of its own (a row of a v3 table
+    written before the upgrade has no ``_row_id``; identifier fields are never null)."""
+    groups = group_codes(changes, key_columns, extra)
+    nulls = np.zeros(changes.num_rows, dtype=bool)
+    for name in key_columns:
+        column = changes.column(name)
+        if column.null_count:
+            nulls |= np.asarray(column.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    if nulls.any():
+        groups = groups.copy()
+        groups[nulls] = int(groups.max()) + 1 + np.arange(int(nulls.sum()))
+    return groups
 
 
 def _pair(changes: pa.Table, groups: np.ndarray, key_names: Sequence[str]) -> pa.Table:
@@ -149,7 +188,7 @@ def compute_updates(changes: pa.Table, key_columns: Sequence[str], value_columns
     changes = remove_carryovers(changes, value_columns)
     if changes.num_rows == 0:
         return changes
-    return _pair(changes, group_codes(changes, key_columns, [_ordinals(changes)]), key_columns)
+    return _pair(changes, _key_groups(changes, key_columns, [_ordinals(changes)]), key_columns)
 
 
 def net_changes(changes: pa.Table, value_columns: Sequence[str], key_columns: Sequence[str] | None = None) -> pa.Table:
@@ -190,4 +229,4 @@ def pair_updates(changes: pa.Table, key_columns: Sequence[str]) -> pa.Table:
     step of net changes with a key)."""
     if changes.num_rows == 0:
         return changes
-    return _pair(changes, group_codes(changes, key_columns), key_columns)
+    return _pair(changes, _key_groups(changes, key_columns), key_columns)
