@@ -21,7 +21,7 @@ from fastapi import Depends, Request
 from tablestore.catalog.base import Catalog
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import ConfigError, NoSuchCatalogError, NotAuthorizedError, ValidationError
-from tablestore.names import Identifier, to_namespace, validate_name
+from tablestore.names import Identifier
 from tablestore.rest.auth.authorizer import Authorizer, authorizer_for
 from tablestore.rest.auth.grants import (
     GrantStore,
@@ -32,15 +32,15 @@ from tablestore.rest.auth.grants import (
     namespace_securable,
     table_securable,
 )
+from tablestore.rest.auth.principals import READ, WRITE, Principal
 from tablestore.rest.auth.tokens import LOCATION_PROPERTIES, Authenticator, check_location
-from tablestore.rest.settings import READ, WRITE, Principal, ServerSettings
+from tablestore.rest.paths import parse_identifier, parse_namespace
+from tablestore.rest.settings import ServerSettings
 from tablestore.rest.state.plan_store import PlanStore
 from tablestore.rest.state.stats import Stats
 from tablestore.rest.storage.credentials import DELEGATION_HEADER, VENDED, CredentialVendor, public_properties
 from tablestore.rest.storage.signing import REMOTE_SIGNING, RequestSigner, S3Location, signer_config
 
-# The REST spec joins namespace levels in a path segment with the unit separator (%1F).
-NAMESPACE_SEPARATOR = "\x1f"
 # The bearer scheme of the OpenAPI document. Operations name it there (``declare_bearer_auth``)
 # rather than as a dependency, which FastAPI would resolve on every request for nothing: the
 # header itself is read below.
@@ -292,41 +292,14 @@ def delegation_mechanisms(header: str | None) -> tuple[str, ...]:
     return tuple(part for part in (p.strip().lower() for p in (header or "").split(",")) if part)
 
 
-def parse_namespace(text: str, separator: str = NAMESPACE_SEPARATOR) -> Identifier:
-    """A namespace path segment as a validated tuple: levels joined by ``separator`` (the
-    server's ``namespace-separator``, decoded) or by the spec's default %1F, which the 1.11 spec
-    asks servers to accept as well, for older clients. A dot is part of a level's name."""
-    parts = [text]
-    for sep in dict.fromkeys((separator, NAMESPACE_SEPARATOR)):
-        parts = [level for part in parts for level in part.split(sep)]
-    return to_namespace(tuple(parts))
-
-
-def parse_identifier(namespace: str, name: str, kind: str = "table",
-                     separator: str = NAMESPACE_SEPARATOR) -> Identifier:
-    validate_name(name, f"{kind} name")
-    return (*parse_namespace(namespace, separator), name)
-
-
-def identifier_of(namespace: list[str], name: str, kind: str = "table") -> Identifier:
-    if not isinstance(namespace, list) or not namespace:
-        raise ValidationError(f"a {kind} identifier needs a namespace with at least one level")
-    validate_name(name, f"{kind} name")
-    return (*to_namespace(tuple(namespace)), name)
-
-
 __all__ = [
-    "NAMESPACE_SEPARATOR",
     "Access",
     "ReadAccess",
     "Service",
     "WriteAccess",
     "declare_bearer_auth",
     "delegation_mechanisms",
-    "identifier_of",
     "open_access",
-    "parse_identifier",
-    "parse_namespace",
     "principal_of",
     "reader",
     "service_of",

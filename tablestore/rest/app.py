@@ -25,7 +25,7 @@ from tablestore.catalog.base import Catalog
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.config import LakehouseConfig
 from tablestore.errors import NoSuchCatalogError, NotAuthorizedError
-from tablestore.rest.access import NAMESPACE_SEPARATOR, Service, declare_bearer_auth, principal_of, service_of
+from tablestore.rest.access import Service, declare_bearer_auth, principal_of, service_of
 from tablestore.rest.auth.tokens import Authenticator
 from tablestore.rest.envelope import Envelope, configure_access_log
 from tablestore.rest.errors import error_response, install_error_handlers
@@ -358,4 +358,4 @@ def serve(config: LakehouseConfig, host: str | None = None, port: int | None = N
     uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", access_log=False)
 
 
-__all__ = ["ENDPOINTS", "NAMESPACE_SEPARATOR", "create_app", "serve"]
+__all__ = ["ENDPOINTS", "create_app", "serve"]

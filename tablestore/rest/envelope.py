@@ -51,9 +51,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tablestore.errors import NotAuthorizedError
 from tablestore.rest.access import Service
+from tablestore.rest.auth.principals import Principal
 from tablestore.rest.errors import error_body
 from tablestore.rest.routes.metrics import UNMATCHED, ServiceMetrics
-from tablestore.rest.settings import Principal
 from tablestore.rest.state.stats import IDEMPOTENT_REPLAYS
 
 logger = logging.getLogger("tablestore.rest.requests")

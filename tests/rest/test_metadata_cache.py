@@ -35,3 +35,14 @@ def test_a_thousand_tables_fit_where_512_entries_did_not_and_the_bytes_bound_hol
     assert cache.size_bytes <= cache.max_bytes
     assert cache.get("/w/t1/metadata/00000.metadata.json") is None and cache.get(first) is not None
     assert 998 <= len(cache) <= 1000
+
+
+def test_a_file_discarded_is_gone_and_its_bytes_freed() -> None:
+    cache = MetadataCache()
+    cache.put("/w/t/metadata/00000.metadata.json", _metadata("/w/t"))
+    cache.put("/w/t/metadata/00001.metadata.json", _metadata("/w/t"))
+    one = cache.size_bytes // 2
+    cache.discard("/w/t/metadata/00000.metadata.json")
+    cache.discard("/w/t/metadata/missing.metadata.json")
+    assert cache.get("/w/t/metadata/00000.metadata.json") is None and len(cache) == 1
+    assert abs(cache.size_bytes - one) <= 2

@@ -212,7 +212,7 @@ def test_a_token_is_verified_once_per_request(guarded: RestService) -> None:
     before = _verifications(guarded)
     url = f"{guarded.uri}/v1/{CATALOG}"
     ns = f"once{uuid.uuid4().hex[:6]}"
-    schema: Any = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
+    schema: dict[str, Any] = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
     keyed = {**_auth(), "Idempotency-Key": str(uuid.uuid4())}  # the mutation that read the token three times
     answers = [
         requests.post(f"{url}/namespaces", json={"namespace": [ns]}, headers=keyed, timeout=30),

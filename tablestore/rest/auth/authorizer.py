@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 from tablestore.errors import ForbiddenError
 from tablestore.names import Identifier
 from tablestore.rest.auth.grants import Grant, Held, Privilege, Securable, namespace_securable, table_securable
-from tablestore.rest.settings import READ, WRITE, Principal
+from tablestore.rest.auth.principals import READ, WRITE, Principal
 
 if TYPE_CHECKING:
     from tablestore.rest.access import Access, Service

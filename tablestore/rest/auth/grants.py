@@ -343,7 +343,6 @@ class GrantStore:
 
 __all__ = [
     "CATALOG",
-    "GRANTS",
     "NAMESPACE",
     "PRINCIPAL",
     "ROLE",

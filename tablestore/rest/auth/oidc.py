@@ -31,7 +31,7 @@ import requests
 
 from tablestore.errors import NotAuthorizedError
 from tablestore.rest.auth.oidc_settings import OidcIssuer
-from tablestore.rest.settings import READ, WRITE, Principal
+from tablestore.rest.auth.principals import READ, WRITE, Principal
 
 logger = logging.getLogger(__name__)
 

@@ -22,13 +22,16 @@ import hmac
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jwt
 
 from tablestore.errors import ForbiddenError, NotAuthorizedError, ValidationError
 from tablestore.rest.auth.oidc import OidcVerifier
-from tablestore.rest.settings import WRITE, Principal, ServerSettings
+from tablestore.rest.auth.principals import WRITE, Principal
+
+if TYPE_CHECKING:
+    from tablestore.rest.settings import ServerSettings
 
 ANONYMOUS = Principal(name="anonymous", roles={"*": WRITE})
 # The location properties that decide where a table writes files besides its location.

@@ -18,7 +18,6 @@ from collections.abc import Iterable, Mapping
 
 from tablestore.errors import ValidationError
 
-DEFAULT_MAX_REQUEST_BYTES = 8 * 1024 * 1024
 MAX_PROPERTY_KEY_CHARS = 1024
 MAX_PROPERTY_VALUE_CHARS = 1024 * 1024
 MAX_PROPERTIES = 10_000
@@ -43,5 +42,5 @@ def check_property_keys(keys: Iterable[str], what: str) -> None:
     check_properties(dict.fromkeys(keys, ""), what)
 
 
-__all__ = ["DEFAULT_MAX_REQUEST_BYTES", "MAX_PROPERTIES", "MAX_PROPERTY_KEY_CHARS", "MAX_PROPERTY_VALUE_CHARS",
+__all__ = ["MAX_PROPERTIES", "MAX_PROPERTY_KEY_CHARS", "MAX_PROPERTY_VALUE_CHARS",
            "check_properties", "check_property_keys"]

@@ -91,11 +91,12 @@ FAMILIES = (
             "table (a table commit), transaction (a multi-table commit), create, register.",
             ("kind",), tuple((k,) for k in COMMIT_KINDS), "catalog"),
     _Family(COMMIT_CONFLICTS, "tablestore_commit_conflicts", "Commits refused with 409 CommitFailedException: "
-            "a failed requirement or a race lost on the table's current row, by kind.",
+            "a requirement failed on the table's current state, or every attempt's race was lost, by kind.",
             ("kind",), tuple((k,) for k in COMMIT_KINDS), "catalog"),
-    _Family(COMMIT_RETRIES, "tablestore_commit_retries", "Commits the service made again on the table's current "
-            "row after its attempt on the state it last saw did not land (PostgreSQL), and further tries of a "
-            "register with overwrite.", (), ((),), "catalog"),
+    _Family(COMMIT_RETRIES, "tablestore_commit_retries", "Attempts of a commit after its first: made again on "
+            "the table's current row after a race lost or a stale state, and further tries of a register with "
+            "overwrite. A commit is counted once in tablestore_commits however many attempts it took.",
+            (), ((),), "catalog"),
     _Family(CACHE_HITS, "tablestore_cache_hits", "Lookups answered from a cache: metadata (parsed metadata "
             "files by location), credentials (vended credentials reused).", ("cache",),
             tuple((c,) for c in CACHES), "catalog+vendor"),

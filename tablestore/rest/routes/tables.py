@@ -20,10 +20,10 @@ from tablestore.rest.access import (
     Access,
     ReadAccess,
     WriteAccess,
-    identifier_of,
 )
 from tablestore.rest.auth.grants import Privilege, table_securable
 from tablestore.rest.auth.tokens import LOCATION_PROPERTIES
+from tablestore.rest.paths import identifier_of
 from tablestore.rest.routes.limits import check_properties
 from tablestore.rest.routes.models import (
     CommitTableRequest,

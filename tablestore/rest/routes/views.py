@@ -14,9 +14,9 @@ from tablestore.rest.access import (
     Access,
     ReadAccess,
     WriteAccess,
-    identifier_of,
 )
 from tablestore.rest.auth.grants import Privilege, table_securable
+from tablestore.rest.paths import identifier_of
 from tablestore.rest.routes.limits import check_properties
 from tablestore.rest.routes.models import CommitViewRequest, CreateViewRequest, RegisterViewRequest, RenameRequest
 from tablestore.rest.routes.namespaces import page

@@ -356,4 +356,4 @@ async def _read_body(receive: Receive) -> bytes:
     return b"".join(parts)
 
 
-__all__ = ["DEFAULT_LIFETIME_S", "IDEMPOTENCY_KEYS", "IdempotencyMiddleware", "IdempotencyStore", "iso_duration"]
+__all__ = ["DEFAULT_LIFETIME_S", "IdempotencyMiddleware", "IdempotencyStore", "iso_duration"]

@@ -6,7 +6,8 @@ once can be answered from memory for as long as it is asked for: its parsed
 LoadTableResult and commit response). The cache is bounded by the bytes of that JSON, about a
 third of what the parsed object holds in memory, rather than by a count of entries: a count of
 512 cycled over 1,000 tables missed every load, while 1,000 tables of a few KiB each fit in a
-few MiB. Least recently used entries go first.
+few MiB. Least recently used entries go first, and a table's previous file as soon as the service
+sees the table move on (a commit, or a load of its new file).
 
 Serialized with pydantic-core's ``to_json`` (already a dependency through pydantic): measured
 4x faster than ``json.dumps`` on a metadata file's dictionary.
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from tablestore.spec.metadata.table_metadata import TableMetadata
 
 # The JSON bytes kept; the parsed objects beside them take about three times as much.
-DEFAULT_CACHE_BYTES = 64 * 1024 * 1024
+DEFAULT_CACHE_BYTES = 32 * 1024 * 1024
 
 
 def metadata_json(metadata: TableMetadata) -> bytes:
@@ -74,6 +75,13 @@ class MetadataCache:
                 self._entries.move_to_end(location)
                 return
         self._put(location, metadata, metadata_json(metadata))
+
+    def discard(self, location: str) -> None:
+        """Forget a file no table points at any more."""
+        with self._lock:
+            dropped = self._entries.pop(location, None)
+            if dropped is not None:
+                self._bytes -= len(dropped[1])
 
     def _put(self, location: str, metadata: TableMetadata, body: bytes) -> None:
         with self._lock:

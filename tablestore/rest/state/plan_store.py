@@ -219,4 +219,4 @@ class PlanStore:
         return self._for(catalog).take_page(plan_id, int(index_text), token, catalog, principal, table)
 
 
-__all__ = ["DEFAULT_PAGE_SIZE", "DEFAULT_PLAN_TTL_S", "MAX_PLANS", "SCAN_PLANS", "PlanStore", "StoredPlan"]
+__all__ = ["DEFAULT_PAGE_SIZE", "DEFAULT_PLAN_TTL_S", "MAX_PLANS", "PlanStore", "StoredPlan"]

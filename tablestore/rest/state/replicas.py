@@ -45,7 +45,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from tablestore.catalog.base import read_metadata_file
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import TableStoreError
-from tablestore.rest.access import parse_identifier
+from tablestore.rest.paths import parse_identifier
 from tablestore.rest.service_tables import INSTANCES, REVOKED_TOKENS, create_service_table
 
 logger = logging.getLogger(__name__)
@@ -214,5 +214,5 @@ class Replica:
         return bool(self._revoked) and token_hash(token) in self._revoked
 
 
-__all__ = ["DEAD_AFTER_S", "HEARTBEAT_S", "INSTANCES", "REVOKED_TOKENS", "Replica", "keyed_uuid", "landed_commit",
+__all__ = ["DEAD_AFTER_S", "HEARTBEAT_S", "Replica", "keyed_uuid", "landed_commit",
            "token_hash", "written_for"]
