@@ -58,7 +58,9 @@ def build(ws: Workspace, rounds: int | None = None) -> Benchmark:
     from pyspark.sql import DataFrame
 
     from tablestore.config import LakehouseConfig, SparkConfig, SqlCatalogConfig
-    from tablestore.spark import read_table, spark_session, write_dataframe
+    from tablestore.spark import spark_session
+    from tablestore.spark.native.native_read import read_table
+    from tablestore.spark.native.native_write import write_dataframe
 
     root = ws.fresh("spark-io")
     source_dir = root / "source"

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tablestore.catalog import Catalog, load_catalog
+from tablestore.catalog import load_catalog
+from tablestore.catalog.base import Catalog
 from tablestore.catalog_manager import CatalogManager
 from tablestore.errors import TableStoreError
 from tablestore.maintenance import Maintenance

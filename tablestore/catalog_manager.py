@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from tablestore.catalog import Catalog
+from tablestore.catalog.base import Catalog
 from tablestore.config import LakehouseConfig
 from tablestore.errors import NoSuchCatalogError, NoSuchNamespaceError, ValidationError
 from tablestore.names import Identifier, to_namespace, validate_name

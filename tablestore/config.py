@@ -51,10 +51,11 @@ import yaml
 from pydantic import BeforeValidator, Field, ValidationInfo, model_validator
 from pydantic_core import PydanticCustomError, PydanticKnownError
 
-from tablestore.catalog import Catalog, load_catalog
+from tablestore.catalog import load_catalog
+from tablestore.catalog.base import Catalog
 from tablestore.config_problems import FILE_SPELLING, keys_at, validated
 from tablestore.errors import ConfigError, InvalidNameError, NoSuchCatalogError
-from tablestore.io import redact_properties
+from tablestore.io.fileio import redact_properties
 from tablestore.names import validate_name
 
 CONFIG_ENV = "TABLESTORE_CONFIG"

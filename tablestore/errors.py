@@ -41,6 +41,11 @@ class FilterError(ValidationError):
     """A filter that cannot be parsed or bound to the table's schema."""
 
 
+class SnapshotRangeError(ValidationError):
+    """A range of snapshots (a changelog's or an incremental scan's) that cannot be read: its
+    start is not an ancestor of its end, or it reaches into expired snapshots."""
+
+
 class NotFoundError(TableStoreError, LookupError):
     """Something named does not exist."""
 
@@ -115,7 +120,15 @@ class CommitConflictError(CommitFailedError):
 
 
 class CommitStateUnknownError(CommitFailedError):
-    """The commit may or may not have been applied (for example the catalog did not answer)."""
+    """The commit may or may not have been applied (for example the catalog did not answer).
+
+    ``snapshot_id`` names the snapshot the commit would have added, when it made one: it is in
+    the table's history if the commit landed. Its files are kept either way.
+    """
+
+    def __init__(self, message: str, snapshot_id: int | None = None) -> None:
+        super().__init__(message)
+        self.snapshot_id = snapshot_id
 
 
 class CorruptMetadataError(TableStoreError):

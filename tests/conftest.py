@@ -44,7 +44,7 @@ from tests.services import (
 )
 
 if TYPE_CHECKING:
-    from tablestore.catalog import Catalog
+    from tablestore.catalog.base import Catalog
     from tablestore.catalog.sql_catalog import SqlCatalog
     from tests.trino import TrinoServer
 

@@ -10,7 +10,6 @@ import pytest
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.config import (
     CONFIG_ENV,
-    ConfigError,
     LakehouseConfig,
     RestCatalogConfig,
     SparkConfig,
@@ -18,7 +17,7 @@ from tablestore.config import (
     load_config,
     parse_config,
 )
-from tablestore.errors import NoSuchCatalogError, ValidationError
+from tablestore.errors import ConfigError, NoSuchCatalogError, ValidationError
 
 FULL = """
 default-catalog: lakehouse

@@ -3,37 +3,14 @@
 The interface and what every implementation shares is :mod:`tablestore.catalog.base`; the
 implementations are :mod:`tablestore.catalog.sql_catalog` (the Iceberg JDBC layout in SQLite or
 PostgreSQL) and :mod:`tablestore.catalog.rest` (a client of the Iceberg REST protocol). This
-module puts them together, ``load_catalog`` choosing an implementation, and is where the rest
-of the project imports them from.
+module holds ``load_catalog``, which chooses an implementation. Every name has one import path,
+the module that defines it (``tests/test_layers.py`` checks): ``Catalog`` is imported from
+``tablestore.catalog.base``, the identifier helpers from ``tablestore.names``.
 """
 
 from __future__ import annotations
 
-from tablestore.catalog.base import (
-    LOCATION,
-    WRITE_METADATA_PATH,
-    Catalog,
-    FunctionAlreadyExistsError,
-    FunctionDef,
-    Identifier,
-    IdentifierLike,
-    PropertiesUpdateSummary,
-    View,
-    ViewAlreadyExistsError,
-    identifier_str,
-    new_metadata_location,
-    normalize_location,
-    parse_metadata_version,
-    read_metadata_file,
-    read_view_metadata_file,
-    to_function_identifier,
-    to_namespace,
-    to_table_identifier,
-    to_view_identifier,
-    validate_name,
-    write_metadata_file,
-    write_view_metadata_file,
-)
+from tablestore.catalog.base import Catalog
 from tablestore.errors import UnsupportedError, ValidationError
 
 
@@ -61,29 +38,4 @@ def load_catalog(name: str, **properties: str) -> Catalog:
     raise ValidationError(f"unknown catalog type {catalog_type!r}; use 'sql' or 'rest'")
 
 
-__all__ = [
-    "LOCATION",
-    "WRITE_METADATA_PATH",
-    "Catalog",
-    "FunctionAlreadyExistsError",
-    "FunctionDef",
-    "Identifier",
-    "IdentifierLike",
-    "PropertiesUpdateSummary",
-    "View",
-    "ViewAlreadyExistsError",
-    "identifier_str",
-    "load_catalog",
-    "new_metadata_location",
-    "normalize_location",
-    "parse_metadata_version",
-    "read_metadata_file",
-    "read_view_metadata_file",
-    "to_function_identifier",
-    "to_namespace",
-    "to_table_identifier",
-    "to_view_identifier",
-    "validate_name",
-    "write_metadata_file",
-    "write_view_metadata_file",
-]
+__all__ = ["load_catalog"]

@@ -50,7 +50,9 @@ from tablestore.errors import (
     ValidationError,
     ViewAlreadyExistsError,
 )
-from tablestore.io import FileIO, load_file_io
+from tablestore.io import load_file_io
+from tablestore.io.cleanup import deleted_unless_sent
+from tablestore.io.fileio import FileIO
 from tablestore.names import (
     WRITE_METADATA_PATH,
     Identifier,
@@ -65,6 +67,7 @@ from tablestore.names import (
     to_view_identifier,
     validate_name,
 )
+from tablestore.option_values import flag
 from tablestore.spec.metadata.metadata_builder import apply_updates
 from tablestore.spec.metadata.table_metadata import new_table_metadata, parse_metadata, serialize_metadata
 from tablestore.spec.metadata.view import (
@@ -407,11 +410,9 @@ class Catalog(ABC):
         metadata_location = new_metadata_location(metadata, None)
         io = self.table_io(metadata)
         write_metadata_file(io, metadata_location, metadata)
-        try:
+        # Kept when the outcome is unknown: the table may point at it.
+        with deleted_unless_sent(lambda: io.delete(metadata_location)):
             self._create_table_entry(ident, metadata_location)
-        except BaseException:
-            io.delete(metadata_location)
-            raise
         return self._make_table(ident, metadata_location, metadata)
 
     def register_table(self, identifier: IdentifierLike, metadata_location: str) -> Table:
@@ -550,14 +551,12 @@ class Catalog(ABC):
         ident = to_view_identifier(identifier)
         location = new_metadata_location(metadata, base_location)
         write_view_metadata_file(self.io, location, metadata)
-        try:
+        # Kept when the outcome is unknown: the view may point at it.
+        with deleted_unless_sent(lambda: self.io.delete(location)):
             if base_location is None:
                 self._create_view_entry(ident, location)
             else:
                 self._swap_view_entry(ident, base_location, location)
-        except BaseException:
-            self.io.delete(location)
-            raise
         return location
 
     def register_view(self, identifier: IdentifierLike, metadata_location: str) -> View:
@@ -610,7 +609,7 @@ class Catalog(ABC):
     def check_location_free(self, identifier: Identifier, location: str) -> None:
         """Refuse a table location that equals, contains or lies inside a live table's, unless the
         catalog property ``allow-overlapping-locations`` is true."""
-        if self.properties.get(ALLOW_OVERLAPPING_LOCATIONS, "").strip().lower() == "true":
+        if flag(self.properties, ALLOW_OVERLAPPING_LOCATIONS, kind="catalog property"):
             return
         clashes = overlapping(location, self.live_table_locations(exclude=identifier))
         if clashes:

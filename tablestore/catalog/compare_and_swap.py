@@ -15,6 +15,7 @@ based on (the compare-and-swap). Its database failures are told apart here, once
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -50,6 +51,11 @@ SWAP_POINTER: Update = (
         ),
     )
 )
+
+
+class PointerMovedError(CommitConflictError):
+    """A swap lost its race: another writer moved the pointer since the commit read it. Unlike a
+    failed requirement, the same commit may still land when made again on the current state."""
 
 
 class PointerSwap(NamedTuple):
@@ -114,6 +120,11 @@ def swap_pointers(
         try:
             transaction.commit()
         except SQLAlchemyError as e:
+            # A connection whose COMMIT failed is in no known state (an open transaction, a dead
+            # socket): the pool must not hand it out again, or the reload that resolves the
+            # outcome would fail on it.
+            with contextlib.suppress(SQLAlchemyError):
+                conn.invalidate()
             raise CommitStateUnknownError(
                 f"{what} may or may not have been applied (the database failed while committing); "
                 f"reload to check. New metadata: {new_locations}"
@@ -121,9 +132,9 @@ def swap_pointers(
     return None
 
 
-def pointer_moved(what: str, kind: str, swap: PointerSwap) -> CommitConflictError:
+def pointer_moved(what: str, kind: str, swap: PointerSwap) -> PointerMovedError:
     """The error of a swap that lost: another writer moved the pointer since the commit read it."""
-    return CommitConflictError(
+    return PointerMovedError(
         f"{what} not committed: {kind} {swap.qualified_name} was changed by another commit (it no "
         f"longer points at {swap.base}); refresh it and retry"
     )
@@ -131,6 +142,7 @@ def pointer_moved(what: str, kind: str, swap: PointerSwap) -> CommitConflictErro
 
 __all__ = [
     "SWAP_POINTER",
+    "PointerMovedError",
     "PointerSwap",
     "pointer_moved",
     "swap_pointers",

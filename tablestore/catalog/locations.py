@@ -27,7 +27,7 @@ from pyarrow.fs import FileSelector
 from tablestore.maintenance.reachable import metadata_files, normalize_path, snapshot_files
 
 if TYPE_CHECKING:
-    from tablestore.io import FileIO
+    from tablestore.io.fileio import FileIO
     from tablestore.spec.metadata.table_metadata import TableMetadata
 
 # A catalog property: "true" lets tables share or nest locations (purge stays safe either way,

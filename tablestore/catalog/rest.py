@@ -23,19 +23,7 @@ from urllib.parse import quote
 
 import requests
 
-from tablestore.catalog.base import (
-    Catalog,
-    FunctionDef,
-    Identifier,
-    IdentifierLike,
-    PropertiesUpdateSummary,
-    identifier_str,
-    new_table_properties,
-    to_function_identifier,
-    to_namespace,
-    to_table_identifier,
-    to_view_identifier,
-)
+from tablestore.catalog.base import Catalog, FunctionDef, PropertiesUpdateSummary, new_table_properties
 from tablestore.catalog.rest_planning import PLAN_ENDPOINT, SCAN_PLANNING_MODE, TASKS_ENDPOINT, RestScanPlanner
 from tablestore.errors import (
     AlreadyExistsError,
@@ -58,7 +46,17 @@ from tablestore.errors import (
     ValidationError,
     ViewAlreadyExistsError,
 )
-from tablestore.io import FileIO, load_file_io
+from tablestore.io import load_file_io
+from tablestore.io.fileio import FileIO
+from tablestore.names import (
+    Identifier,
+    IdentifierLike,
+    identifier_str,
+    to_function_identifier,
+    to_namespace,
+    to_table_identifier,
+    to_view_identifier,
+)
 from tablestore.spec.metadata.table_metadata import TableMetadata
 from tablestore.spec.metadata.view import COMMENT_PROPERTY, View, ViewMetadata, new_view_metadata
 from tablestore.spec.partitioning.partition_spec import PartitionSpec, build_partition_spec

@@ -38,35 +38,34 @@ from sqlalchemy import Table as SqlTable
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.schema import CreateTable
 
-from tablestore.catalog.base import (
-    FunctionAlreadyExistsError,
-    FunctionDef,
-    Identifier,
-    IdentifierLike,
-    View,
-    ViewAlreadyExistsError,
-    identifier_str,
-    read_view_metadata_file,
-    to_function_identifier,
-    to_namespace,
-    to_view_identifier,
-)
+from tablestore.catalog.base import FunctionDef, read_view_metadata_file
 from tablestore.catalog.compare_and_swap import PointerSwap, pointer_moved, swap_pointers
 from tablestore.catalog.sql_tables import ICEBERG_TABLES, VIEW_TYPE, namespace_text
 from tablestore.errors import (
     CommitConflictError,
     CorruptMetadataError,
+    FunctionAlreadyExistsError,
     InvalidNameError,
     NoSuchFunctionError,
     NoSuchNamespaceError,
     NoSuchViewError,
     UnsupportedError,
+    ViewAlreadyExistsError,
 )
+from tablestore.names import (
+    Identifier,
+    IdentifierLike,
+    identifier_str,
+    to_function_identifier,
+    to_namespace,
+    to_view_identifier,
+)
+from tablestore.spec.metadata.view import View
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-    from tablestore.io import FileIO
+    from tablestore.io.fileio import FileIO
     from tablestore.spec.metadata.view import ViewMetadata
 
 NAME_MAX_LENGTH = 255

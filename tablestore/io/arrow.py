@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from tablestore.errors import UnsupportedError, ValidationError
+from tablestore.io.cleanup import deleted_unless_sent
 from tablestore.io.fileio import (
     S3_ACCESS_KEY_ID,
     S3_CONNECT_TIMEOUT,
@@ -33,6 +34,7 @@ from tablestore.io.fileio import (
     InputFile,
     OutputFile,
 )
+from tablestore.option_values import truth
 
 S3_SCHEMES = frozenset({"s3", "s3a", "s3n"})
 DEFAULT_REGION = "us-east-1"
@@ -95,9 +97,9 @@ class S3Config:
         # endpoint) Arrow uses virtual addressing anyway.
         force_virtual = False
         if _S3_FORCE_VIRTUAL_ADDRESSING in properties:
-            force_virtual = _as_bool(properties[_S3_FORCE_VIRTUAL_ADDRESSING], _S3_FORCE_VIRTUAL_ADDRESSING)
+            force_virtual = truth(properties[_S3_FORCE_VIRTUAL_ADDRESSING], f"property {_S3_FORCE_VIRTUAL_ADDRESSING}")
         elif S3_PATH_STYLE_ACCESS in properties:
-            force_virtual = not _as_bool(properties[S3_PATH_STYLE_ACCESS], S3_PATH_STYLE_ACCESS)
+            force_virtual = not truth(properties[S3_PATH_STYLE_ACCESS], f"property {S3_PATH_STYLE_ACCESS}")
 
         return S3Config(
             region=region,
@@ -141,15 +143,6 @@ def _split_endpoint(endpoint: str) -> tuple[str, str]:
             f"{S3_ENDPOINT} must look like http://host:port or https://host, got {endpoint!r}"
         )
     return parts.netloc, parts.scheme
-
-
-def _as_bool(value: str, key: str) -> bool:
-    lowered = str(value).strip().lower()
-    if lowered in ("true", "1", "yes"):
-        return True
-    if lowered in ("false", "0", "no"):
-        return False
-    raise ValidationError(f"property {key} must be true or false, got {value!r}")
 
 
 def _as_float(value: str | None, key: str) -> float | None:
@@ -317,11 +310,8 @@ class ArrowOutputFile(OutputFile):
         except FileExistsError:
             raise FileExistsError(f"file exists already, not overwriting it: {self.location}") from None
         os.close(fd)
-        try:
+        with deleted_unless_sent(lambda: os.unlink(path)):  # the empty file this writer claimed
             return _LOCAL_FS.open_output_stream(path)
-        except BaseException:
-            os.unlink(path)
-            raise
 
 
 __all__ = ["ArrowFileIO", "ArrowInputFile", "ArrowOutputFile", "S3Config"]

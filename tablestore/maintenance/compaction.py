@@ -24,7 +24,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tablestore.errors import UnsupportedError, ValidationError
+from tablestore.io.cleanup import delete_files, deleted_unless_sent
 from tablestore.maintenance.expire import Progress
+from tablestore.option_values import flag
 from tablestore.spec.expressions.binding import bind
 from tablestore.spec.expressions.expression_parser import to_expression
 from tablestore.spec.expressions.expression_tree import AlwaysTrue
@@ -41,6 +43,7 @@ from tablestore.spec.manifests.manifest import (
 from tablestore.spec.metadata.table_metadata import Snapshot
 from tablestore.spec.partitioning.partition_spec import PartitionSpec
 from tablestore.spec.schemas.schema import schema_to_arrow
+from tablestore.table import CommitIdentity
 from tablestore.table.ops.position_deletes import write_position_deletes
 from tablestore.table.read.deletion_vectors import delete_file_key
 from tablestore.table.read.file_rows import read_file_rows, rewrite_schema
@@ -62,6 +65,8 @@ class RewriteDataResult:
     failed_data_files_count: int = 0
     removed_delete_files_count: int = 0
     rewritten_paths: tuple[str, ...] = ()
+    #: The snapshot of an earlier run with the same commit id (nothing was rewritten now).
+    applied_before: int | None = None
 
 
 @dataclass
@@ -86,10 +91,6 @@ def _option(options: dict[str, Any], key: str, default: int) -> int:
         return int(raw)
     except (TypeError, ValueError):
         raise ValidationError(f"option {key}={raw!r} must be an integer") from None
-
-
-def _bool_option(options: dict[str, Any], key: str) -> bool:
-    return str(options.get(key, "false")).lower() == "true"
 
 
 _KNOWN_OPTIONS = {
@@ -143,8 +144,10 @@ def rewrite_data_files(
     select: Callable[[FileTask], bool] | None = None,
     progress: Progress | None = None,
     keep_spec: bool = False,
+    commit_id: str | CommitIdentity | None = None,
 ) -> RewriteDataResult:
-    """Compact the current snapshot's data files; see the module docstring.
+    """Compact the current snapshot's data files; see the module docstring. ``commit_id``: a
+    retried compaction whose first commit landed returns at once (``applied_before`` names it).
 
     The output is written in the table's current partition spec, as Iceberg does, unless
     ``keep_spec``: then each group is written in the spec of its input files, so a rewrite that
@@ -166,7 +169,7 @@ def rewrite_data_files(
     min_input = _option(options, "min-input-files", 5)
     delete_threshold = _option(options, "delete-file-threshold", MAX_INT)
     group_bytes = _option(options, "max-file-group-size-bytes", 100 * 1024**3)
-    rewrite_all = _bool_option(options, "rewrite-all") or select is not None
+    rewrite_all = flag(options, "rewrite-all", kind="option") or select is not None
     if target <= 0 or min_input < 1:
         raise ValidationError("target-file-size-bytes and min-input-files must be positive")
     ctx = WriteContext(ctx.io, ctx.location, ctx.schema, ctx.spec, {**ctx.properties,
@@ -174,6 +177,11 @@ def rewrite_data_files(
 
     snapshot = table.current_snapshot()
     result = RewriteDataResult()
+    identity = CommitIdentity.of(commit_id)
+    earlier = identity.applied(table.metadata, table.branch) if identity is not None else None
+    if earlier is not None:  # a retry of a compaction that landed: rewrite nothing again
+        result.applied_before = earlier.snapshot_id
+        return result
     if snapshot is None:
         return result
     schema = table.schema()
@@ -208,7 +216,7 @@ def rewrite_data_files(
             size += t.length
         groups.append(current)
     if not groups:
-        if _bool_option(options, "remove-dangling-deletes") or select is not None:
+        if flag(options, "remove-dangling-deletes", kind="option") or select is not None:
             result.removed_delete_files_count = remove_dangling_deletes(table)
         return result
 
@@ -253,18 +261,20 @@ def rewrite_data_files(
     added = [f for files in outputs for f in files]
     input_paths = {f.file_path for f in inputs}
 
-    try:
-        table.transaction().rewrite_files(inputs, added, snapshot, {"compaction": strategy},
-                                          position_deletes_conflict="this compaction rewrites").commit_transaction()
-    except BaseException:
-        for f in added:
-            table.io.delete(f.file_path)
-        raise
+    # Once the rewrite is in the transaction, the transaction owns its files: deleted only when
+    # the commit is known not to have landed (tablestore.table.update.commit_outcome).
+    with deleted_unless_sent(lambda: delete_files(table.io, [f.file_path for f in added])):
+        transaction = table.transaction(commit_id).rewrite_files(
+            inputs, added, snapshot, {"compaction": strategy}, position_deletes_conflict="this compaction rewrites")
+    transaction.commit_transaction()
+    if transaction.applied_before is not None:
+        result.applied_before = transaction.applied_before.snapshot_id
+        return result
     result.rewritten_data_files_count = len(inputs)
     result.added_data_files_count = len(added)
     result.rewritten_bytes_count = sum(f.file_size_in_bytes for f in inputs)
     result.rewritten_paths = tuple(sorted(input_paths))
-    if _bool_option(options, "remove-dangling-deletes") or select is not None:
+    if flag(options, "remove-dangling-deletes", kind="option") or select is not None:
         result.removed_delete_files_count = remove_dangling_deletes(table)
     return result
 
@@ -318,7 +328,7 @@ def rewrite_position_deletes(
         )
     options = {str(k).lower(): v for k, v in (options or {}).items()}
     min_input = _option(options, "min-input-files", 5)
-    rewrite_all = _bool_option(options, "rewrite-all")
+    rewrite_all = flag(options, "rewrite-all", kind="option")
     table.refresh()
     snapshot = table.current_snapshot()
     result = RewriteDeletesResult()

@@ -50,8 +50,8 @@ from tablestore.spec.schemas.schema import type_to_arrow
 from tablestore.table.ops.row_level import MERGE_ON_READ, delete_rows
 
 if TYPE_CHECKING:
-    from tablestore.catalog import Catalog
-    from tablestore.io import FileIO
+    from tablestore.catalog.base import Catalog
+    from tablestore.io.fileio import FileIO
     from tablestore.table import Table
 
 AUDIT_SCHEMA = pa.schema([

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from tablestore.errors import ValidationError
 from tablestore.maintenance.reachable import snapshot_files, statistics_files
+from tablestore.option_values import PointInTime, epoch_ms
 from tablestore.spec.manifests.manifest import DataFileContent
 from tablestore.spec.metadata.table_metadata import TableMetadata, int_property
 from tablestore.spec.metadata.update_models import (
@@ -36,7 +37,6 @@ from tablestore.spec.metadata.update_models import (
     TableRequirement,
     TableUpdate,
 )
-from tablestore.table.timestamps import PointInTime, epoch_ms
 
 if TYPE_CHECKING:
     from tablestore.table import Table

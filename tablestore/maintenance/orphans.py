@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 from tablestore.errors import ValidationError
 from tablestore.maintenance.expire import Progress, delete_files
 from tablestore.maintenance.reachable import metadata_files, normalize_path, snapshot_files
-from tablestore.table.timestamps import PointInTime, epoch_ms
+from tablestore.option_values import PointInTime, epoch_ms
 
 if TYPE_CHECKING:
-    from tablestore.io import FileInfo
+    from tablestore.io.fileio import FileInfo
     from tablestore.table import Table
 
 DEFAULT_ORPHAN_AGE_MS = 3 * 24 * 3600 * 1000

@@ -20,7 +20,7 @@ from tablestore.spec.manifests.manifest import (
 from tablestore.spec.metadata.table_metadata import Snapshot, TableMetadata
 
 if TYPE_CHECKING:
-    from tablestore.io import FileIO
+    from tablestore.io.fileio import FileIO
 
 
 def normalize_path(path: str) -> str:

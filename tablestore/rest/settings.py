@@ -6,15 +6,15 @@
       catalogs: [lakehouse]            # the catalogs served (default: the default catalog)
       tokens: [{name: trino, token: "${TRINO_TOKEN}", role: read}]   # or roles: {lakehouse: write}
       clients: [{client-id: dagster, client-secret: "${DAGSTER_SECRET}", role: write}]
-      authorization: grants            # roles (default) | grants (tablestore.rest.grants)
-      oidc: [{issuer: "https://idp.example/realms/lake", audience: lakehouse}]  # tablestore.rest.oidc_settings
+      authorization: grants            # roles (default) | grants (tablestore.rest.auth.grants)
+      oidc: [{issuer: "https://idp.example/realms/lake", audience: lakehouse}]  # tablestore.rest.auth.oidc_settings
 
 Every key, with its default and what it does, is in docs/catalog-service.md (Configuration);
 :class:`ServerSettings` declares them in the same order, each field the key with hyphens.
 Each served catalog is one REST ``prefix`` (its name). The non-secret ``s3.*`` properties of a
 served catalog (endpoint, region, path style) are handed out in ``/v1/config`` and in every
 LoadTableResult ``config``; its keys never are: clients that ask get scoped, short-lived
-credentials instead (:mod:`tablestore.rest.credentials`).
+credentials instead (:mod:`tablestore.rest.storage.credentials`).
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from pydantic_core import PydanticCustomError
 
 from tablestore.config import LakehouseConfig, SqlCatalogConfig
 from tablestore.config_problems import FILE_SPELLING, validated
-from tablestore.rest.credentials import VendingSettings
-from tablestore.rest.grants import AuthorizationField, AuthorizationSettings
-from tablestore.rest.limits import DEFAULT_MAX_REQUEST_BYTES
-from tablestore.rest.oidc_settings import OidcIssuers, issuers_problem
+from tablestore.rest.auth.grants import AuthorizationField, AuthorizationSettings
+from tablestore.rest.auth.oidc_settings import OidcIssuers, issuers_problem
+from tablestore.rest.routes.limits import DEFAULT_MAX_REQUEST_BYTES
+from tablestore.rest.storage.credentials import VendingSettings
 
 READ = "read"
 WRITE = "write"

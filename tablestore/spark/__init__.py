@@ -4,14 +4,19 @@
     spark = spark_session(config)          # master from config.spark, `tablestore` source registered
     spark.read.format("tablestore").load("db.events").groupBy("country").count().show()
     table.with_engine(SparkEngine(spark))  # the table's file tasks run on the executors
-    write_dataframe(df, "db.events")       # Spark's own Parquet writer, one tablestore commit
-    read_dataframe(spark, "db.events")     # Spark's own Parquet reader, planned by tablestore
 
-pyspark is imported only by this package, ``tablestore.spark_daemon`` and the SQL layer; the core
-(spec, io, engine, catalog, table, maintenance) never imports it (the import-linter contract in
-pyproject.toml). Its parts: ``datasource/`` (the ``tablestore`` data source and its streaming
-sink), ``native/`` (Spark's own Parquet reader and writer), ``tasks/`` (the jobs of SQL writes,
-row-level statements and column merges), and below them the write path every write shares
+    from tablestore.spark.native.native_write import write_dataframe   # Spark's own Parquet writer,
+    write_dataframe(df, "db.events")                                   # one tablestore commit
+    from tablestore.spark.native.native_read import read_dataframe     # Spark's own Parquet reader,
+    read_dataframe(spark, "db.events")                                 # planned by tablestore
+
+pyspark is imported only by this package and the SQL layer; the core (spec, io, engine, catalog,
+table, maintenance) never imports it (the import-linter contract in pyproject.toml). Importing
+this module imports no pyspark: its functions import the engine's parts when called, so the
+worker daemon (``daemon.py``) can live in the package and still order ``sys.path`` first.
+Its parts: ``datasource/`` (the ``tablestore`` data source and its streaming sink), ``native/``
+(Spark's own Parquet reader and writer), ``tasks/`` (the jobs of SQL writes, row-level
+statements and column merges), and below them the write path every write shares
 (``write_task.py``, ``commit.py``) and the conversions (``convert.py``, ``table_types.py``).
 """
 
@@ -25,15 +30,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 from tablestore.config import load_config
 from tablestore.engine.local import LocalEngine
-from tablestore.spark.datasource.source import (
-    SOURCE_NAME,
-    config_to_json,
-    configured_source,
-    quote_name,
-)
-from tablestore.spark.native.native_read import NATIVE_READ_CONF, ReadOutcome, read_dataframe, read_table
-from tablestore.spark.native.native_write import WriteOutcome, write_dataframe
-from tablestore.spark.tasks.column_merge_tasks import spark_rewrite
+from tablestore.option_values import epoch_ms
+from tablestore.spark.options import NATIVE_READ_CONF, SOURCE_NAME, config_to_json, quote_name
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -45,18 +43,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 R = TypeVar("R")
 
-__all__ = [
-    "SOURCE_NAME",
-    "ReadOutcome",
-    "SparkEngine",
-    "WriteOutcome",
-    "read_dataframe",
-    "read_table",
-    "register_data_source",
-    "register_table_view",
-    "spark_session",
-    "write_dataframe",
-]
+__all__ = ["SparkEngine", "register_data_source", "register_table_view", "spark_session"]
 
 # Settings every tablestore session needs; a key in the config's spark.conf wins over them.
 REQUIRED_CONF = {
@@ -78,8 +65,8 @@ DEFAULT_CONF = {
     # row count above; Spark 3 had no byte limit at all).
     "spark.sql.execution.arrow.maxBytesPerBatch": "2147483647",
     # Python workers forked with pyspark, pyarrow, pandas and tablestore already imported
-    # (see spark_daemon): without it every fresh worker spends 2-3 CPU seconds importing.
-    "spark.python.daemon.module": "tablestore.spark_daemon",
+    # (see spark/daemon.py): without it every fresh worker spends 2-3 CPU seconds importing.
+    "spark.python.daemon.module": "tablestore.spark.daemon",
 }
 # Arrow's bounds and reference-count checks on every value the JVM reads or writes are a fifth
 # of a data source read's JVM time; the buffers are Arrow's own, built by Spark or by pyarrow in
@@ -162,6 +149,10 @@ def with_java_options(conf: dict[str, str]) -> dict[str, str]:
 
 def register_data_source(spark: SparkSession, config: LakehouseConfig | None = None) -> None:
     """Register the ``tablestore`` data source in ``spark``, with ``config`` as its default."""
+    # Imported here, as every part of the engine is: importing this package loads no pyspark,
+    # so the worker daemon (spark/daemon.py) can order sys.path before pyspark is imported.
+    from tablestore.spark.datasource.source import configured_source
+
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(configured_source(config))
 
@@ -198,7 +189,7 @@ def register_table_view(
     if snapshot_id is not None:
         reader = reader.option("snapshot-id", str(snapshot_id))
     if as_of_timestamp is not None:
-        reader = reader.option("as-of-timestamp", _timestamp_option(as_of_timestamp))
+        reader = reader.option("as-of-timestamp", str(epoch_ms(as_of_timestamp, "as_of_timestamp")))
     if columns is not None:
         reader = reader.option("columns", ",".join(columns))
     if filter:
@@ -206,14 +197,6 @@ def register_table_view(
     df = reader.load(quote_name(identifier))
     df.createOrReplaceTempView(view_name)
     return df
-
-
-def _timestamp_option(value: int | str | datetime.datetime) -> str:
-    if isinstance(value, datetime.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=datetime.UTC)
-        return str(int(value.timestamp() * 1000))
-    return str(value)
 
 
 # A function whose pickle is larger than this (Spark's default broadcast threshold for a Python
@@ -269,6 +252,8 @@ class SparkEngine:
         """A column merge from a Spark DataFrame runs as Spark tasks (see tasks/column_merge_tasks.py);
         None for any other source, which the table layer merges with :meth:`map`."""
         from pyspark.sql import DataFrame
+
+        from tablestore.spark.tasks.column_merge_tasks import spark_rewrite
 
         if not isinstance(source, DataFrame):
             return None

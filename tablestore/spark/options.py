@@ -8,19 +8,27 @@ Shared by its reads (:mod:`tablestore.spark.datasource.source_read`), writes
 from __future__ import annotations
 
 import contextlib
-import datetime
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from tablestore.catalog_manager import CatalogManager
 from tablestore.config import LakehouseConfig, load_config
 from tablestore.errors import ValidationError
+from tablestore.option_values import epoch_ms, flag
 
 if TYPE_CHECKING:
-    from tablestore.catalog import Catalog
+    from tablestore.catalog.base import Catalog
 
 SOURCE_NAME = "tablestore"
 SNAPSHOT_PROPERTY_PREFIX = "snapshot-property."
+# Spark's settings of read_dataframe (spark/native/native_read.py), every session's too.
+# Match the files' columns by field id; a column a file lacks (added later) reads as NULL.
+NATIVE_READ_CONF = {
+    "spark.sql.parquet.fieldId.read.enabled": "true",
+    # "true" would read a file without any field id as all NULL rows, silently (row-level SQL
+    # then misses every row of it); "false" fails the read and names the file.
+    "spark.sql.parquet.fieldId.read.ignoreMissing": "false",
+}
 
 
 # -- resolving tables on the driver ---------------------------------------------------------------
@@ -105,28 +113,9 @@ def resolved_table(
 
 def as_of_timestamp_ms(text: str) -> int:
     """The ``as-of-timestamp`` option: epoch milliseconds, or an ISO-8601 time (UTC if no zone)."""
-    text = text.strip()
-    if text.lstrip("-").isdigit():
-        return int(text)
-    try:
-        value = datetime.datetime.fromisoformat(text)
-    except ValueError:
-        raise ValidationError(
-            f"as-of-timestamp {text!r} is neither epoch milliseconds nor an ISO-8601 timestamp"
-        ) from None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=datetime.UTC)
-    return int(value.timestamp() * 1000)
+    return epoch_ms(text, "as-of-timestamp")
 
 
 def bool_option(options: Mapping[str, str], key: str, default: bool) -> bool:
     """A true/false option (also 1/0, yes/no); ``default`` when absent."""
-    raw = options.get(key)
-    if raw is None:
-        return default
-    lowered = str(raw).strip().lower()
-    if lowered in ("true", "1", "yes"):
-        return True
-    if lowered in ("false", "0", "no"):
-        return False
-    raise ValidationError(f"option {key}={raw!r} must be true or false")
+    return flag(options, key, default, kind="option")

@@ -25,7 +25,8 @@ from pyspark.sql import types as st
 from pyspark.sql.datasource import WriterCommitMessage
 
 from tablestore.catalog_manager import CatalogManager
-from tablestore.io import FileIO, load_file_io
+from tablestore.io import load_file_io
+from tablestore.io.fileio import FileIO
 from tablestore.spark.convert import from_spark_table, spark_arrow_schema
 from tablestore.spark.options import load_config_from
 from tablestore.spec.manifests.content_file_json import content_file_to_json

@@ -11,7 +11,7 @@ from tablestore.sql import statements as st
 from tablestore.sql.result import StatementResult
 
 if TYPE_CHECKING:
-    from tablestore.catalog import Catalog
+    from tablestore.catalog.base import Catalog
     from tablestore.sql.context import SessionContext
 
 

@@ -12,7 +12,7 @@ from tablestore.sql import statements as st
 from tablestore.sql.result import StatementResult
 
 if TYPE_CHECKING:
-    from tablestore.catalog import Catalog
+    from tablestore.catalog.base import Catalog
 
 
 def table_schema_from_columns(columns: tuple[st.ColumnDef, ...]) -> Schema:

@@ -17,16 +17,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tablestore.errors import ValidationError
+from tablestore.option_values import aware_datetime, epoch_ms
 
 if TYPE_CHECKING:
-    from tablestore.catalog import Catalog
+    from tablestore.catalog.base import Catalog
     from tablestore.sql.context import SessionContext
     from tablestore.sql.result import StatementResult
+    from tablestore.table import Table
 
 # Modules that register procedures when imported (maintenance: issue 9; column merges: issue 7;
-# snapshot management: issue 38).
+# snapshot management: issue 38; changelog views: issue 45).
 _PROCEDURE_MODULES = ("tablestore.sql.procedures_maintenance", "tablestore.sql.procedures_columns",
-                      "tablestore.sql.procedures_refs")
+                      "tablestore.sql.procedures_refs", "tablestore.sql.procedures_changelog")
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,33 @@ def find_procedure(name: str) -> Procedure:
 # -- argument values ------------------------------------------------------------------------------
 
 
+def table_argument(catalog: Catalog, args: dict[str, Any]) -> Table:
+    """The table the ``table`` argument names, loaded from ``catalog``."""
+    name = args["table"]
+    if not isinstance(name, str):
+        raise ValidationError(f"table must be a string like 'db.t', got {name!r}")
+    return catalog.load_table(name)
+
+
+def int_argument(value: Any, name: str) -> int | None:
+    """An integer argument, None when not given."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(f"{name} must be an integer, got {value!r}")
+    return value
+
+
+def time_argument(value: Any, name: str) -> int | None:
+    """A point-in-time argument (a TIMESTAMP or DATE literal, an ISO string, epoch milliseconds)
+    in epoch milliseconds, None when not given."""
+    if value is None:
+        return None
+    if not isinstance(value, int | str | datetime.datetime | datetime.date) or isinstance(value, bool):
+        raise ValidationError(f"{name} must be a TIMESTAMP, got {value!r}")
+    return epoch_ms(value, name)
+
+
 def literal_value(sql: str) -> Any:
     """The Python value of one SQL literal argument (raises ValidationError otherwise)."""
     import sqlglot
@@ -147,8 +176,7 @@ def _value(node: Any, sql: str, exp: Any) -> Any:
         target = node.to.this.name.upper() if hasattr(node.to.this, "name") else str(node.to).upper()
         text = node.this.this
         if target.startswith("TIMESTAMP"):
-            value = datetime.datetime.fromisoformat(text.replace(" ", "T"))
-            return value if value.tzinfo else value.replace(tzinfo=datetime.UTC)
+            return aware_datetime(text)
         if target == "DATE":
             return datetime.date.fromisoformat(text)
         return text
@@ -165,4 +193,5 @@ def _value(node: Any, sql: str, exp: Any) -> Any:
     raise ValidationError(f"procedure arguments must be literals; {sql!r} is not one")
 
 
-__all__ = ["Parameter", "Procedure", "find_procedure", "literal_value", "procedure", "procedures"]
+__all__ = ["Parameter", "Procedure", "find_procedure", "int_argument", "literal_value", "procedure", "procedures",
+           "table_argument", "time_argument"]

@@ -5,50 +5,19 @@ Argument names and result columns follow Iceberg's Spark procedures.
 
 from __future__ import annotations
 
-import datetime
 from typing import TYPE_CHECKING, Any
 
 from tablestore.errors import ValidationError
 from tablestore.maintenance.compaction import rewrite_data_files, rewrite_manifests, rewrite_position_deletes
 from tablestore.maintenance.expire import expire_snapshots, result_row
 from tablestore.maintenance.orphans import remove_orphan_files
-from tablestore.sql.procedures import Parameter, procedure
+from tablestore.option_values import truth
+from tablestore.sql.options import COMMIT_ID
+from tablestore.sql.procedures import Parameter, int_argument, procedure, table_argument, time_argument
 from tablestore.sql.result import StatementResult
 
 if TYPE_CHECKING:
-    from tablestore.catalog import Catalog
-    from tablestore.table import Table
-
-
-def _table(catalog: Catalog, args: dict[str, Any]) -> Table:
-    name = args["table"]
-    if not isinstance(name, str):
-        raise ValidationError(f"table must be a string like 'db.t', got {name!r}")
-    return catalog.load_table(name)
-
-
-def _timestamp(value: Any, name: str) -> datetime.datetime | int | None:
-    if value is None or isinstance(value, datetime.datetime):
-        return value
-    if isinstance(value, datetime.date):
-        return datetime.datetime(value.year, value.month, value.day, tzinfo=datetime.UTC)
-    if isinstance(value, str):
-        try:
-            parsed = datetime.datetime.fromisoformat(value.replace(" ", "T"))
-        except ValueError:
-            raise ValidationError(f"{name} must be a TIMESTAMP, got {value!r}") from None
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise ValidationError(f"{name} must be a TIMESTAMP, got {value!r}")
-
-
-def _int(value: Any, name: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValidationError(f"{name} must be an integer, got {value!r}")
-    return value
+    from tablestore.catalog.base import Catalog
 
 
 def _options(value: Any) -> dict[str, Any]:
@@ -71,9 +40,9 @@ def _expire(session: Any, catalog: Catalog, args: dict[str, Any]) -> StatementRe
     if ids is not None and not isinstance(ids, list):
         ids = [ids]
     result = expire_snapshots(
-        _table(catalog, args), _timestamp(args.get("older_than"), "older_than"),
-        _int(args.get("retain_last"), "retain_last"), [int(i) for i in ids] if ids else None,
-        max_concurrent_deletes=_int(args.get("max_concurrent_deletes"), "max_concurrent_deletes"),
+        table_argument(catalog, args), time_argument(args.get("older_than"), "older_than"),
+        int_argument(args.get("retain_last"), "retain_last"), [int(i) for i in ids] if ids else None,
+        max_concurrent_deletes=int_argument(args.get("max_concurrent_deletes"), "max_concurrent_deletes"),
     )
     row = result_row(result)
     return StatementResult(list(row), [list(row.values())])
@@ -88,8 +57,9 @@ def _expire(session: Any, catalog: Catalog, args: dict[str, Any]) -> StatementRe
 )
 def _orphans(session: Any, catalog: Catalog, args: dict[str, Any]) -> StatementResult:
     result = remove_orphan_files(
-        _table(catalog, args), _timestamp(args.get("older_than"), "older_than"), args.get("location"),
-        bool(args.get("dry_run") or False), _int(args.get("max_concurrent_deletes"), "max_concurrent_deletes"),
+        table_argument(catalog, args), time_argument(args.get("older_than"), "older_than"), args.get("location"),
+        truth(args.get("dry_run") or False, "dry_run"),
+        int_argument(args.get("max_concurrent_deletes"), "max_concurrent_deletes"),
     )
     return StatementResult(["orphan_file_location"], [[p] for p in result.orphan_file_locations])
 
@@ -102,8 +72,9 @@ def _orphans(session: Any, catalog: Catalog, args: dict[str, Any]) -> StatementR
 )
 def _rewrite_data(session: Any, catalog: Catalog, args: dict[str, Any]) -> StatementResult:
     strategy = args.get("strategy") or ("sort" if args.get("sort_order") else "binpack")
-    r = rewrite_data_files(_table(catalog, args), str(strategy), args.get("sort_order"), args.get("where"),
-                           _options(args.get("options")))
+    # SET tablestore.commit-id: a retried compaction whose first commit landed rewrites nothing again.
+    r = rewrite_data_files(table_argument(catalog, args), str(strategy), args.get("sort_order"), args.get("where"),
+                           _options(args.get("options")), commit_id=session.options.get(COMMIT_ID) or None)
     columns = ["rewritten_data_files_count", "added_data_files_count", "rewritten_bytes_count",
                "failed_data_files_count", "removed_delete_files_count"]
     return StatementResult(columns, [[getattr(r, c) for c in columns]])
@@ -115,13 +86,13 @@ def _rewrite_data(session: Any, catalog: Catalog, args: dict[str, Any]) -> State
     doc="Rewrite data manifests clustered by partition, in one commit.",
 )
 def _rewrite_manifests(session: Any, catalog: Catalog, args: dict[str, Any]) -> StatementResult:
-    r = rewrite_manifests(_table(catalog, args), _int(args.get("spec_id"), "spec_id"))
+    r = rewrite_manifests(table_argument(catalog, args), int_argument(args.get("spec_id"), "spec_id"))
     return StatementResult(["rewritten_manifests_count", "added_manifests_count"],
                            [[r.rewritten_manifests_count, r.added_manifests_count]])
 
 
 def _rewrite_deletes(session: Any, catalog: Catalog, args: dict[str, Any]) -> StatementResult:
-    r = rewrite_position_deletes(_table(catalog, args), _options(args.get("options")))
+    r = rewrite_position_deletes(table_argument(catalog, args), _options(args.get("options")))
     columns = ["rewritten_delete_files_count", "added_delete_files_count", "rewritten_bytes_count",
                "added_bytes_count"]
     return StatementResult(columns, [[getattr(r, c) for c in columns]])

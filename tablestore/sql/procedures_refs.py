@@ -20,48 +20,17 @@ it names); what the table core refuses is refused with its message and nothing c
 
 from __future__ import annotations
 
-import datetime
 from typing import TYPE_CHECKING, Any
 
 from tablestore.errors import NoSuchSnapshotError, ValidationError
 from tablestore.spec.metadata.table_metadata import MAIN_BRANCH, WAP_ID_PROPERTY
-from tablestore.sql.procedures import Parameter, procedure
+from tablestore.sql.procedures import Parameter, int_argument, procedure, table_argument, time_argument
 from tablestore.sql.result import StatementResult
 
 if TYPE_CHECKING:
-    from tablestore.catalog import Catalog
+    from tablestore.catalog.base import Catalog
     from tablestore.table import Table
     from tablestore.table.ops.refs import ManageSnapshots
-
-
-def _table(catalog: Catalog, args: dict[str, Any]) -> Table:
-    name = args["table"]
-    if not isinstance(name, str):
-        raise ValidationError(f"table must be a string like 'db.t', got {name!r}")
-    return catalog.load_table(name)
-
-
-def _int(value: Any, name: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValidationError(f"{name} must be an integer, got {value!r}")
-    return value
-
-
-def _timestamp(value: Any) -> datetime.datetime | int:
-    """A TIMESTAMP literal, an ISO string (UTC unless it says otherwise) or epoch milliseconds."""
-    if isinstance(value, datetime.datetime):
-        return value
-    if isinstance(value, str):
-        try:
-            parsed = datetime.datetime.fromisoformat(value.replace(" ", "T"))
-        except ValueError:
-            raise ValidationError(f"timestamp must be a TIMESTAMP, got {value!r}") from None
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise ValidationError(f"timestamp must be a TIMESTAMP, got {value!r}")
 
 
 def _head(table: Table, branch: str = MAIN_BRANCH) -> int | None:
@@ -70,7 +39,7 @@ def _head(table: Table, branch: str = MAIN_BRANCH) -> int | None:
 
 
 def _required_int(args: dict[str, Any], name: str) -> int:
-    value = _int(args.get(name), name)
+    value = int_argument(args.get(name), name)
     if value is None:
         raise ValidationError(f"{name} is required")
     return value
@@ -86,26 +55,28 @@ def _moved(table: Table, change: ManageSnapshots) -> StatementResult:
 @procedure("rollback_to_snapshot", Parameter("table", required=True), Parameter("snapshot_id", required=True),
            doc="Roll main back to snapshot_id, which must be one of its ancestors.")
 def _rollback_to_snapshot(session: Any, catalog: Catalog, args: dict[str, Any]) -> StatementResult:
-    table = _table(catalog, args)
+    table = table_argument(catalog, args)
     return _moved(table, table.manage_snapshots().rollback_to_snapshot(_required_int(args, "snapshot_id")))
 
 
 @procedure("rollback_to_timestamp", Parameter("table", required=True), Parameter("timestamp", required=True),
            doc="Roll main back to its newest ancestor older than timestamp.")
 def _rollback_to_timestamp(session: Any, catalog: Catalog, args: dict[str, Any]) -> StatementResult:
-    table = _table(catalog, args)
-    return _moved(table, table.manage_snapshots().rollback_to_timestamp(_timestamp(args["timestamp"])))
+    table, timestamp = table_argument(catalog, args), time_argument(args.get("timestamp"), "timestamp")
+    if timestamp is None:
+        raise ValidationError("timestamp is required")
+    return _moved(table, table.manage_snapshots().rollback_to_timestamp(timestamp))
 
 
 @procedure("set_current_snapshot", Parameter("table", required=True), Parameter("snapshot_id"), Parameter("ref"),
            doc="Make any snapshot (or the head of ref) main's current snapshot; not only an ancestor.")
 def _set_current_snapshot(session: Any, catalog: Catalog, args: dict[str, Any]) -> StatementResult:
-    snapshot_id, ref = _int(args.get("snapshot_id"), "snapshot_id"), args.get("ref")
+    snapshot_id, ref = int_argument(args.get("snapshot_id"), "snapshot_id"), args.get("ref")
     if (snapshot_id is None) == (ref is None):
         raise ValidationError("set_current_snapshot: give either snapshot_id or ref, not both and not neither")
     if ref is not None and not isinstance(ref, str):
         raise ValidationError(f"ref must be a branch or tag name, got {ref!r}")
-    table = _table(catalog, args)
+    table = table_argument(catalog, args)
     return _moved(table, table.manage_snapshots().set_current_snapshot(snapshot_id=snapshot_id, ref_name=ref))
 
 
@@ -117,14 +88,14 @@ def _picked(table: Table, snapshot_id: int) -> StatementResult:
 @procedure("cherrypick_snapshot", Parameter("table", required=True), Parameter("snapshot_id", required=True),
            doc="Apply the changes of snapshot_id (an append or dynamic overwrite, or any fast-forward) to main.")
 def _cherrypick_snapshot(session: Any, catalog: Catalog, args: dict[str, Any]) -> StatementResult:
-    return _picked(_table(catalog, args), _required_int(args, "snapshot_id"))
+    return _picked(table_argument(catalog, args), _required_int(args, "snapshot_id"))
 
 
 @procedure("publish_changes", Parameter("table", required=True), Parameter("wap_id", required=True),
            doc="Cherry-pick the staged snapshot whose summary has wap.id = wap_id onto main.")
 def _publish_changes(session: Any, catalog: Catalog, args: dict[str, Any]) -> StatementResult:
     wap_id = str(args["wap_id"])
-    table = _table(catalog, args)
+    table = table_argument(catalog, args)
     staged = [s for s in table.snapshots() if s.summary.get(WAP_ID_PROPERTY) == wap_id]
     if not staged:
         raise ValidationError(f"cannot publish wap.id {wap_id!r}: table {table.name} has no snapshot staged with it")
@@ -142,7 +113,7 @@ def _fast_forward(session: Any, catalog: Catalog, args: dict[str, Any]) -> State
     branch, to = args["branch"], args["to"]
     if not isinstance(branch, str) or not isinstance(to, str):
         raise ValidationError(f"branch and to must be branch or tag names, got {branch!r} and {to!r}")
-    table = _table(catalog, args)
+    table = table_argument(catalog, args)
     previous = _head(table, branch)
     table.manage_snapshots().fast_forward(branch, to).commit()
     return StatementResult(["branch_updated", "previous_ref", "updated_ref"],
@@ -152,8 +123,8 @@ def _fast_forward(session: Any, catalog: Catalog, args: dict[str, Any]) -> State
 @procedure("ancestors_of", Parameter("table", required=True), Parameter("snapshot_id"),
            doc="The snapshot (main's current one by default) and its ancestors, newest first.")
 def _ancestors_of(session: Any, catalog: Catalog, args: dict[str, Any]) -> StatementResult:
-    table = _table(catalog, args)
-    snapshot_id = _int(args.get("snapshot_id"), "snapshot_id")
+    table = table_argument(catalog, args)
+    snapshot_id = int_argument(args.get("snapshot_id"), "snapshot_id")
     if snapshot_id is None:
         current = table.current_snapshot()
         snapshot_id = current.snapshot_id if current is not None else None

@@ -43,7 +43,7 @@ from tablestore.sql.tokens import parse_tokens
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from tablestore.catalog import Catalog
+    from tablestore.catalog.base import Catalog
     from tablestore.catalog_manager import CatalogManager
     from tablestore.sql.options import SessionOptions
 
@@ -333,8 +333,8 @@ class QueryPlanner:
 def _version_snapshot(table: Any, version: exp.Version) -> int:
     """The snapshot id a metadata table's ``VERSION AS OF`` (a snapshot id, branch or tag) or
     ``TIMESTAMP AS OF`` (a timestamp string) selects."""
+    from tablestore.option_values import epoch_ms
     from tablestore.table.read.scan import select_snapshot
-    from tablestore.table.timestamps import epoch_ms
 
     value = version.expression
     if not isinstance(value, exp.Literal):

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tablestore.errors import NoSuchTableError, NotFoundError, ValidationError
+from tablestore.option_values import flag
 from tablestore.table import WAP_ENABLED
 
 if TYPE_CHECKING:
-    from tablestore.catalog import Catalog
+    from tablestore.catalog.base import Catalog
     from tablestore.spec.metadata.table_metadata import TableMetadata
     from tablestore.sql.options import SessionOptions
     from tablestore.table import Table
@@ -98,7 +99,7 @@ def check_readable(metadata: TableMetadata, ref: RefName, table_name: str) -> No
 
 
 def wap_enabled(properties: dict[str, str]) -> bool:
-    return properties.get(WAP_ENABLED, "false").strip().lower() == "true"
+    return flag(properties, WAP_ENABLED, kind="table property")
 
 
 def wap_read_ref(options: SessionOptions, metadata: TableMetadata) -> str | None:

@@ -15,7 +15,7 @@ from tablestore.sql.external_statements import create_external_table
 from tablestore.sql.result import StatementResult
 
 if TYPE_CHECKING:
-    from tablestore.catalog import Catalog
+    from tablestore.catalog.base import Catalog
     from tablestore.sql.context import SessionContext
 
 

@@ -18,8 +18,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tablestore.errors import TableStoreError, ValidationError
-from tablestore.io import FileIO
+from tablestore.io.fileio import FileIO
 from tablestore.names import metadata_directory
+from tablestore.option_values import epoch_ms, flag
 from tablestore.spec.expressions.expression_tree import Expression
 from tablestore.spec.manifests.manifest import DataFile
 from tablestore.spec.metadata.table_metadata import MAIN_BRANCH, Snapshot, SnapshotRef, TableMetadata
@@ -28,25 +29,25 @@ from tablestore.spec.schemas.schema import Schema
 from tablestore.table.ops.data import TableTransaction, write_files
 from tablestore.table.ops.overwrite import replace_partitions_producer
 from tablestore.table.read.scan import FileTask, TableScan
-from tablestore.table.timestamps import epoch_ms
-from tablestore.table.update.identity import CommitIdentity
+from tablestore.table.update.identity import CommitIdentity, as_identity
 from tablestore.table.update.transaction import commit_snapshot
 from tablestore.table.write.data_files import WriteContext
 
 if TYPE_CHECKING:
-    from tablestore.catalog import Catalog
+    from tablestore.catalog.base import Catalog
     from tablestore.engine.protocols import Engine
     from tablestore.maintenance import Maintenance
     from tablestore.table.ops.column_merge import Fragment
     from tablestore.table.ops.merge import MergeBuilder
     from tablestore.table.ops.refs import ManageSnapshots
+    from tablestore.table.read.changelog import ChangelogScan
     from tablestore.table.read.inspect import TableInspector
     from tablestore.table.update.schema import UpdateSchema
     from tablestore.table.update.spec import UpdateSpec
 
 # CommitIdentity is part of the Table API: callers name who makes a commit with it
 # (``append_files(..., commit_id=CommitIdentity(...))``) without reaching into the commit path.
-__all__ = ["CommitIdentity", "FileTask", "Table", "TableScan", "TableTransaction"]
+__all__ = ["CommitIdentity", "FileTask", "Table", "TableScan", "TableTransaction", "as_identity"]
 
 #: The table property that lets writes be staged with a ``wap.id`` or go to ``spark.wap.branch``.
 WAP_ENABLED = "write.wap.enabled"
@@ -122,7 +123,7 @@ class Table:
         a snapshot that carries ``wap.id`` in its summary and moves no branch, until
         ``manage_snapshots().cherrypick(id)`` or the ``publish_changes`` procedure publishes it.
         Needs the table property ``write.wap.enabled=true``, as in Iceberg."""
-        if self.metadata.properties.get(WAP_ENABLED, "false").strip().lower() != "true":
+        if not flag(self.metadata.properties, WAP_ENABLED, kind="table property"):
             raise ValidationError(
                 f"cannot stage writes with wap.id {wap_id!r} on table {self.name}: write-audit-publish is "
                 f"off; set the table property {WAP_ENABLED}=true first"
@@ -225,6 +226,47 @@ class Table:
             planner=self.catalog.scan_planner(self.identifier),
         )
 
+    def changes(
+        self,
+        from_snapshot: int | None = None,
+        to_snapshot: int | None = None,
+        *,
+        from_timestamp: int | str | datetime.datetime | None = None,
+        to_timestamp: int | str | datetime.datetime | None = None,
+        from_ref: str | None = None,
+        to_ref: str | None = None,
+        identifier_columns: list[str] | None = None,
+        compute_updates: bool | None = None,
+        net_changes: bool = False,
+    ) -> ChangelogScan:
+        """The rows that changed after ``from`` (exclusive) up to ``to`` (inclusive), as a lazy
+        :class:`~tablestore.table.read.changelog.ChangelogScan` (``to_batches``, ``to_arrow``).
+
+        Each end is a snapshot id, a point in time (epoch ms, ISO string or datetime) or a ref
+        (branch or tag); ``to`` defaults to the head of this object's branch, ``from`` to the
+        table's creation. Rows come in the ``to`` snapshot's schema with ``_change_type``
+        (INSERT, DELETE, UPDATE_BEFORE, UPDATE_AFTER), ``_change_ordinal`` and
+        ``_commit_snapshot_id``; rows a copy-on-write rewrite carried over unchanged, and
+        compactions, yield nothing. Updates pair a DELETE and an INSERT of one key in one
+        snapshot: the key is ``identifier_columns``, else the table's identifier fields, else on
+        format v3 the row lineage ``_row_id``; ``compute_updates=False`` turns pairing off.
+        ``net_changes`` collapses the changes of a row over the range into its net change.
+        See docs/changes.md.
+        """
+        from tablestore.table.read.changelog import ChangelogScan, key_columns_for
+        from tablestore.table.read.changelog_range import resolve_range
+
+        snapshot_range = resolve_range(
+            self.metadata, self.current_snapshot(), from_snapshot, to_snapshot,
+            epoch_ms(from_timestamp, "from_timestamp") if from_timestamp is not None else None,
+            epoch_ms(to_timestamp, "to_timestamp") if to_timestamp is not None else None, from_ref, to_ref)
+        end = snapshot_range.end
+        schema = self.metadata.schema_by_id(end.schema_id) if end is not None and end.schema_id is not None \
+            else None
+        keys = key_columns_for(schema or self.schema(), self.metadata.format_version, identifier_columns,
+                               compute_updates)
+        return ChangelogScan(self.io, self.metadata, self.engine, snapshot_range, keys, net_changes)
+
     # -- writes ----------------------------------------------------------------------------
     def write_context(self) -> WriteContext:
         """Where and how new data files of the current schema and spec are written."""
@@ -286,6 +328,13 @@ class Table:
         return self._commit_alone(self.transaction(commit_id).replace_files(files, read_snapshot_id,
                                                                            snapshot_properties))
 
+    def applied_commit(self, commit_id: str | CommitIdentity | None) -> Snapshot | None:
+        """The snapshot on this table's branch that applied ``commit_id`` (None when none did, or
+        no id is given): a job retried with the id after its first commit landed finds it here
+        and can skip its work (see :mod:`tablestore.table.update.identity`)."""
+        identity = CommitIdentity.of(commit_id)
+        return identity.applied(self.metadata, self.branch) if identity is not None else None
+
     def transaction(self, commit_id: str | CommitIdentity | None = None) -> TableTransaction:
         """Several changes in one atomic commit: ``with table.transaction() as tx: tx.append(...)``.
 
@@ -316,6 +365,7 @@ class Table:
         filter: str | Expression | None = None,
         snapshot_properties: dict[str, str] | None = None,
         branch: str | None = None,
+        commit_id: str | CommitIdentity | None = None,
     ) -> Snapshot:
         """Replace the rows matching ``filter`` (every row when None) with ``data``, in one snapshot.
 
@@ -325,12 +375,12 @@ class Table:
         """
         target = self._target(branch)
         try:
-            return self._commit_alone(target.transaction().overwrite(data, filter, snapshot_properties))
+            return self._commit_alone(target.transaction(commit_id).overwrite(data, filter, snapshot_properties))
         finally:
             self._adopt(target)
 
     def replace_partitions(self, data: Any, snapshot_properties: dict[str, str] | None = None,
-                           branch: str | None = None) -> Snapshot:
+                           branch: str | None = None, commit_id: str | CommitIdentity | None = None) -> Snapshot:
         """Dynamic partition overwrite: replace exactly the partitions ``data`` has rows in.
 
         Files of the current spec in those partitions are dropped; other partitions, and files
@@ -339,7 +389,7 @@ class Table:
         """
         target = self._target(branch)
         try:
-            return commit_snapshot(replace_partitions_producer(target, data, snapshot_properties))
+            return commit_snapshot(replace_partitions_producer(target, data, snapshot_properties), commit_id)
         finally:
             self._adopt(target)
 
@@ -352,25 +402,29 @@ class Table:
 
     def merge_columns(self, source: Any, on: str | list[str], columns: list[str] | None = None,
                       duplicates: str = "error", filter: str | Expression | None = None,
-                      branch: str | None = None) -> Snapshot | None:
-        """Add ``source``'s columns, joined on ``on``, in one commit with the schema change."""
+                      branch: str | None = None, commit_id: str | CommitIdentity | None = None) -> Snapshot | None:
+        """Add ``source``'s columns, joined on ``on``, in one commit with the schema change;
+        ``commit_id`` as in :meth:`append_files`."""
         from tablestore.table.ops.column_merge import merge_table
 
         target = self._target(branch)
         try:
-            return merge_table(target, source, on, columns, "merge", duplicates=duplicates, filter=filter)
+            return merge_table(target, source, on, columns, "merge", duplicates=duplicates, filter=filter,
+                               commit_id=commit_id)
         finally:
             self._adopt(target)
 
     def update_columns(self, source: Any, on: str | list[str], columns: list[str], null_policy: str = "keep",
                        duplicates: str = "error", filter: str | Expression | None = None,
-                       branch: str | None = None) -> Snapshot | None:
-        """Update ``columns`` from ``source`` joined on ``on``: NULL or absent new values keep the old."""
+                       branch: str | None = None, commit_id: str | CommitIdentity | None = None) -> Snapshot | None:
+        """Update ``columns`` from ``source`` joined on ``on``: NULL or absent new values keep the old;
+        ``commit_id`` as in :meth:`append_files`."""
         from tablestore.table.ops.column_merge import merge_table
 
         target = self._target(branch)
         try:
-            return merge_table(target, source, on, columns, "update", null_policy, duplicates, filter)
+            return merge_table(target, source, on, columns, "update", null_policy, duplicates, filter,
+                               commit_id=commit_id)
         finally:
             self._adopt(target)
 
@@ -402,7 +456,7 @@ class Table:
         self.transaction().set_properties(updates, removals).commit_transaction()
 
     def delete(self, filter: str | Expression, snapshot_properties: dict[str, str] | None = None,
-               branch: str | None = None) -> int:
+               branch: str | None = None, commit_id: str | CommitIdentity | None = None) -> int:
         """Delete the rows matching ``filter``; returns how many rows were deleted.
 
         Files that match as a whole are dropped in metadata only; others are rewritten
@@ -413,7 +467,7 @@ class Table:
 
         target = self._target(branch)
         try:
-            return delete_rows(target, filter, snapshot_properties)
+            return delete_rows(target, filter, snapshot_properties, commit_id=commit_id)
         finally:
             self._adopt(target)
 
@@ -423,13 +477,17 @@ class Table:
         filter: str | Expression | None = None,
         snapshot_properties: dict[str, str] | None = None,
         branch: str | None = None,
+        commit_id: str | CommitIdentity | None = None,
     ) -> int:
-        """Set columns to SQL expressions (``{"name": "upper(name)"}``) where ``filter`` holds; returns the count."""
+        """Set columns to SQL expressions (``{"name": "upper(name)"}``) where ``filter`` holds; returns the count.
+
+        ``commit_id``: as in :meth:`append_files`: a retried UPDATE whose first commit landed
+        (its answer lost) applies nothing twice."""
         from tablestore.table.ops.row_level import update_rows
 
         target = self._target(branch)
         try:
-            return update_rows(target, assignments, filter, snapshot_properties)
+            return update_rows(target, assignments, filter, snapshot_properties, commit_id=commit_id)
         finally:
             self._adopt(target)
 

@@ -20,7 +20,7 @@ from tablestore.spec.manifests.manifest import read_manifest, snapshot_manifests
 
 
 def test_to_location_uri_spells_local_paths_as_file_uris(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tablestore.io import to_location_uri
+    from tablestore.names import to_location_uri
 
     monkeypatch.chdir(tmp_path)
     assert to_location_uri("/data/lake/t") == "file:///data/lake/t"

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pytest
 
-from tablestore.catalog import Catalog
+from tablestore.catalog.base import Catalog
 from tablestore.catalog.locations import locations_overlap
 from tablestore.errors import TableStoreError
 from tablestore.io import load_file_io

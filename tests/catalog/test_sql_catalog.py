@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 from sqlalchemy import create_engine, text
 
-from tablestore.catalog import load_catalog, parse_metadata_version
+from tablestore.catalog import load_catalog
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import (
     CommitConflictError,
@@ -28,6 +28,7 @@ from tablestore.errors import (
     ValidationError,
 )
 from tablestore.io import load_file_io
+from tablestore.names import parse_metadata_version
 from tests.conftest import Warehouse
 
 SCHEMA = pa.schema([

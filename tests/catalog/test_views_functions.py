@@ -11,11 +11,11 @@ import pyarrow as pa
 import pytest
 from sqlalchemy import create_engine, inspect, text
 
-from tablestore.catalog import FunctionAlreadyExistsError, ViewAlreadyExistsError
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import (
     AlreadyExistsError,
     CommitConflictError,
+    FunctionAlreadyExistsError,
     InvalidNameError,
     NamespaceNotEmptyError,
     NoSuchFunctionError,
@@ -24,6 +24,7 @@ from tablestore.errors import (
     NoSuchViewError,
     TableAlreadyExistsError,
     UnsupportedError,
+    ViewAlreadyExistsError,
 )
 from tablestore.spec.metadata.view import parse_view_metadata
 from tests.conftest import Warehouse

@@ -14,7 +14,7 @@ from tablestore.spark import DEFAULT_CONF, REQUIRED_CONF, UNSAFE_ARROW_PROPERTY
 
 def test_server_conf_carries_every_setting_a_tablestore_session_needs() -> None:
     conf = server_conf(15002)
-    assert conf["spark.python.daemon.module"] == "tablestore.spark_daemon"
+    assert conf["spark.python.daemon.module"] == "tablestore.spark.daemon"
     assert conf["spark.sql.session.timeZone"] == "UTC"
     assert {k: conf[k] for k in {**DEFAULT_CONF, **REQUIRED_CONF}} == {**DEFAULT_CONF, **REQUIRED_CONF}
     for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import tablestore
-from tablestore.catalog import Catalog, read_metadata_file
+from tablestore.catalog.base import Catalog, read_metadata_file
 from tablestore.spec.schemas.schema import Schema
 from tablestore.table import Table
 from tests.interop.fixture_tables import FIXTURES, NAMESPACE, FixtureTable

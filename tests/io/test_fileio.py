@@ -11,8 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from tablestore.errors import UnsupportedError, ValidationError
-from tablestore.io import FileIO, load_file_io, redact_properties
+from tablestore.io import load_file_io
 from tablestore.io.arrow import S3Config
+from tablestore.io.fileio import FileIO, redact_properties
 from tests.conftest import Warehouse
 from tests.services import S3Server
 

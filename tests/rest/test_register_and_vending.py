@@ -65,7 +65,7 @@ def test_register_with_overwrite_repoints_an_existing_table(rest_service: RestSe
     try:
         from sqlalchemy import select
 
-        from tablestore.catalog.sql_catalog import ICEBERG_TABLES
+        from tablestore.catalog.sql_tables import ICEBERG_TABLES
 
         with direct.engine.connect() as conn:
             rows = dict(conn.execute(select(ICEBERG_TABLES.c.table_name, ICEBERG_TABLES.c.previous_metadata_location)

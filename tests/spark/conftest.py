@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
-from tablestore.catalog import Catalog
+from tablestore.catalog.base import Catalog
 from tablestore.catalog_manager import CatalogManager
 from tablestore.config import LakehouseConfig, SparkConfig, SqlCatalogConfig
 from tablestore.spark import spark_session

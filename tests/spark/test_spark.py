@@ -41,8 +41,9 @@ from tablestore.spark import (  # noqa: E402
     SparkEngine,
     register_table_view,
 )
+from tablestore.spark.commit import WRITE_ID_PROPERTY  # noqa: E402
 from tablestore.spark.convert import filter_to_expression  # noqa: E402
-from tablestore.spark.datasource.source import WRITE_ID_PROPERTY, parse_name, quote_name  # noqa: E402
+from tablestore.spark.options import parse_name, quote_name  # noqa: E402
 from tablestore.table.update.transaction import FixedChange  # noqa: E402
 
 

@@ -14,7 +14,7 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from tablestore.spark import DEFAULT_CONF, with_java_options
-from tablestore.spark_daemon import PRELOADED_MODULES, prefer_installed_pyspark, preload
+from tablestore.spark.daemon import PRELOADED_MODULES, prefer_installed_pyspark, preload
 
 
 def _installed(root: Path, version: str) -> Path:
@@ -76,7 +76,7 @@ def test_java_options_gain_arrows_unchecked_access_unless_the_config_chose() -> 
 
 
 def test_workers_fork_from_a_daemon_that_imported_their_modules(spark: SparkSession) -> None:
-    assert spark.conf.get("spark.python.daemon.module") == "tablestore.spark_daemon"
+    assert spark.conf.get("spark.python.daemon.module") == "tablestore.spark.daemon"
     wanted = PRELOADED_MODULES
 
     # Nested, so that cloudpickle sends it by value: by reference, the worker would import this

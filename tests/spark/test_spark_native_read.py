@@ -23,7 +23,7 @@ pytestmark = pytest.mark.spark
 
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 
-from tablestore.spark import read_dataframe, read_table  # noqa: E402
+from tablestore.spark.native.native_read import read_dataframe, read_table  # noqa: E402
 
 SCHEMA = pa.schema([
     pa.field("id", pa.int64(), nullable=False),

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tablestore.catalog import Catalog
+from tablestore.catalog.base import Catalog
 from tablestore.config import LakehouseConfig, SparkConfig, SqlCatalogConfig
 from tablestore.spec.manifests.manifest import DataFile
 from tablestore.table import Table
@@ -29,8 +29,9 @@ pytestmark = pytest.mark.spark
 from pyspark.sql import SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
-from tablestore.spark import spark_session, write_dataframe  # noqa: E402
-from tablestore.spark.datasource.source import WRITE_ID_PROPERTY  # noqa: E402
+from tablestore.spark import spark_session  # noqa: E402
+from tablestore.spark.commit import WRITE_ID_PROPERTY  # noqa: E402
+from tablestore.spark.native.native_write import write_dataframe  # noqa: E402
 
 # Every type Spark's Parquet writer stores exactly as Iceberg does.
 NATIVE = pa.schema([

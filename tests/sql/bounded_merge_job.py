@@ -26,7 +26,8 @@ from pathlib import Path
 import psutil
 
 from tablestore.config import LakehouseConfig, SparkConfig, SqlCatalogConfig
-from tablestore.spark import spark_session, write_dataframe
+from tablestore.spark import spark_session
+from tablestore.spark.native.native_write import write_dataframe
 from tablestore.sql.session import SqlSession
 
 CAPPED_DRIVER = {"spark.driver.memory": "1g", "spark.driver.maxResultSize": "64m",

@@ -37,7 +37,8 @@ pytestmark = pytest.mark.spark
 
 from pyspark.sql import SparkSession  # noqa: E402
 
-from tablestore.spark import spark_session, write_dataframe  # noqa: E402
+from tablestore.spark import spark_session  # noqa: E402
+from tablestore.spark.native.native_write import write_dataframe  # noqa: E402
 from tablestore.sql.session import SqlSession  # noqa: E402
 
 SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.string()), ("g", pa.int64()), ("v", pa.float64())])

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tablestore.catalog import Catalog
+from tablestore.catalog.base import Catalog
 from tests.conftest import CatalogTarget
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tablestore.catalog import Catalog, IdentifierLike
+from tablestore.catalog.base import Catalog
 from tablestore.catalog.sql_catalog import SqlCatalog
+from tablestore.names import IdentifierLike
 from tablestore.spec.metadata.table_metadata import TableMetadata
 from tablestore.spec.metadata.update_models import TableRequirement, TableUpdate
 

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 import tablestore
-from tablestore.catalog import Catalog
+from tablestore.catalog.base import Catalog
 from tablestore.errors import CommitConflictError, ValidationError
 from tablestore.table import Table
 from tablestore.table.ops.column_merge import MergePlan, rewrite_fragments, source_columns
@@ -256,7 +256,8 @@ def test_spark_fragments_with_overlapping_key_ranges_get_every_matching_row(tmp_
 
 
 def test_spark_tasks_get_contiguous_fragments_of_equal_size() -> None:
-    from tablestore.spark.tasks.column_merge_tasks import assign_tasks, disjoint_order
+    from tablestore.spark.tasks.column_merge_tasks import assign_tasks
+    from tablestore.table.ops.column_merge import disjoint_order
 
     assert disjoint_order([(20, 29), (0, 9), (10, 19)]) == [1, 2, 0]
     assert disjoint_order([(0, 10), (10, 19)]) is None  # touching ranges share the key 10

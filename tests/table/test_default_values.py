@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tablestore.catalog import Catalog
+from tablestore.catalog.base import Catalog
 from tablestore.errors import SchemaError, SchemaEvolutionError
 from tablestore.table import Table
 

@@ -23,7 +23,8 @@ from pyiceberg.table import StaticTable
 
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import CommitConflictError
-from tablestore.maintenance import expire_snapshots, rewrite_data_files
+from tablestore.maintenance.compaction import rewrite_data_files
+from tablestore.maintenance.expire import expire_snapshots
 from tablestore.spec.manifests.manifest import (
     DataFile,
     DataFileContent,

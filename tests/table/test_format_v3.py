@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 from pyiceberg.table import StaticTable
 
-from tablestore.catalog import Catalog
+from tablestore.catalog.base import Catalog
 from tablestore.config import parse_config
 from tablestore.errors import UnsupportedError, ValidationError
 from tablestore.spec.manifests.manifest import read_manifest_list
@@ -140,7 +140,7 @@ def test_appends_overwrites_and_deletes_commit_on_v3_with_row_ids_from_next_row_
 def test_rewrite_position_deletes_on_v3_is_refused_as_it_would_add_position_delete_files(catalog: Catalog) -> None:
     """Merge-on-read on v3 writes deletion vectors (tests/table/test_deletion_vector_writes.py);
     what would still add a Parquet position delete file to a v3 table is refused, unchanged."""
-    from tablestore.maintenance import rewrite_position_deletes
+    from tablestore.maintenance.compaction import rewrite_position_deletes
 
     catalog.create_namespace("m")
     table = catalog.create_table("m.t", ROWS.schema, properties={"write.delete.mode": "merge-on-read"})

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tablestore.catalog import Catalog
+from tablestore.catalog.base import Catalog
 from tablestore.errors import CommitConflictError, SchemaError, ValidationError
 from tablestore.spec.metadata.update_models import (
     AddSchemaUpdate,

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyiceberg.table import StaticTable
 
-from tablestore.catalog import Catalog
+from tablestore.catalog.base import Catalog
 from tablestore.errors import ValidationError
 from tablestore.spec.schemas.name_mapping import DEFAULT_NAME_MAPPING, NameMapping
 from tablestore.table import Table

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from tablestore.catalog import Catalog
+from tablestore.catalog.base import Catalog
 from tablestore.engine.local import LocalEngine
 from tablestore.errors import NoSuchSnapshotError, ValidationError
 from tablestore.spec.expressions.binding import bind

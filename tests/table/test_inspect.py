@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 import tablestore
-from tablestore.catalog import Catalog
+from tablestore.catalog.base import Catalog
 from tablestore.errors import NoSuchSnapshotError
 from tablestore.spec.metadata.update_models import (
     AddPartitionSpecUpdate,

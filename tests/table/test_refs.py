@@ -9,7 +9,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from tablestore.catalog import Catalog
+from tablestore.catalog.base import Catalog
 from tablestore.errors import CommitConflictError, NoSuchSnapshotError, TableStoreError, ValidationError
 from tablestore.table import Table
 

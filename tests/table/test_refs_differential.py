@@ -22,7 +22,7 @@ import pyarrow as pa
 import pytest
 
 import tablestore
-from tablestore.catalog import Catalog
+from tablestore.catalog.base import Catalog
 from tablestore.errors import ValidationError
 from tablestore.table import Table
 from tests import oracle

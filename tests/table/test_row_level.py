@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 from pyiceberg.table import StaticTable
 
-from tablestore.catalog import Catalog
+from tablestore.catalog.base import Catalog
 from tablestore.errors import CommitConflictError, SchemaError, ValidationError
 from tablestore.spec.manifests.manifest import DataFile, ManifestContent, read_manifest, snapshot_manifests
 from tablestore.spec.schemas.schema import Schema

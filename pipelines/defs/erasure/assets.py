@@ -146,7 +146,7 @@ def build_erasure_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition
     # After the events: the requests table is also ingestion's suppression list, so requests
     # loaded before the events landed would keep their subjects out of events, and the erasure
     # would find nothing to delete. As a dependency, this order holds inside a run too (the
-    # hours and the requests share one, pipelines.run.pipeline_plan).
+    # automation may request the hours and the requests together).
     @dg.asset(key=REQUESTS_KEY, deps=[REQUESTS_LANDING_KEY, EVENTS_KEY, EVENTS_HOURLY_KEY], group_name="erasure",
               kinds={"iceberg"}, retry_policy=STEP_RETRY)
     def erasure_requests(tablestore: TableStoreResource) -> dg.MaterializeResult:

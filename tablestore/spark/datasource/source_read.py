@@ -15,7 +15,7 @@ import pyarrow as pa
 from pyspark.sql import types as st
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 
-from tablestore.catalog import read_metadata_file
+from tablestore.catalog.base import read_metadata_file
 from tablestore.engine.local import LocalEngine
 from tablestore.errors import NoSuchSnapshotError, ValidationError
 from tablestore.io import load_file_io

@@ -1,6 +1,6 @@
 """Reading a table into a DataFrame with Spark's own Parquet reader, planned by tablestore.
 
-    from tablestore.spark import read_dataframe, read_table
+    from tablestore.spark.native.native_read import read_dataframe, read_table
     df = read_dataframe(spark, "db.events", config=config, filter="country = 'DE'")
     outcome = read_table(spark, "db.events", config=config)   # the same, and how it reads:
     outcome.df, outcome.path, outcome.reason                   # path: "native" or "data-source"
@@ -44,10 +44,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import types as st
 
-from tablestore.io import FileIO, load_file_io
+from tablestore.io import load_file_io
+from tablestore.io.fileio import FileIO
 from tablestore.spark.datasource.source_read import ReadState, TablestoreReader, resolve_read
 from tablestore.spark.native.native_write import FIELD_ID_KEY, NATIVE_TYPES
-from tablestore.spark.options import SOURCE_NAME, table_options
+from tablestore.spark.options import NATIVE_READ_CONF, SOURCE_NAME, table_options
 from tablestore.spec.manifests.manifest import FileFormat
 from tablestore.spec.schemas.schema import PARQUET_FIELD_ID
 from tablestore.spec.schemas.types import (
@@ -64,13 +65,6 @@ if TYPE_CHECKING:
     from tablestore.config import LakehouseConfig
     from tablestore.table.read.scan import FileTask
 
-# Match the files' columns by field id; a column a file lacks (added later) reads as NULL.
-NATIVE_READ_CONF = {
-    "spark.sql.parquet.fieldId.read.enabled": "true",
-    # "true" would read a file without any field id as all NULL rows, silently (row-level SQL
-    # then misses every row of it); "false" fails the read and names the file.
-    "spark.sql.parquet.fieldId.read.ignoreMissing": "false",
-}
 # Iceberg type -> the Spark type Spark's Parquet reader yields from the Iceberg encoding.
 _READ_TYPES: dict[type[IcebergType], st.DataType] = {t: spark_type() for t, spark_type in NATIVE_TYPES.items()}
 

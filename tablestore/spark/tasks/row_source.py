@@ -32,7 +32,8 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from tablestore.spark.convert import spark_arrow_schema, to_spark_table
 from tablestore.spark.datasource.source import TablestoreDataSource
 from tablestore.spark.datasource.source_read import FileTaskPartition, TablestoreReader, resolve_read
-from tablestore.spark.native.native_read import NATIVE_READ_CONF, ineligible, native_read_schema
+from tablestore.spark.native.native_read import ineligible, native_read_schema
+from tablestore.spark.options import NATIVE_READ_CONF
 from tablestore.table.ops.row_level import RowLevelContext, read_live_rows
 
 if TYPE_CHECKING:

@@ -37,8 +37,8 @@ from tablestore.table.update.register import RegisterFiles
 from tablestore.table.update.transaction import commit_snapshot
 
 if TYPE_CHECKING:
-    from tablestore.catalog import Catalog
-    from tablestore.io import FileInfo
+    from tablestore.catalog.base import Catalog
+    from tablestore.io.fileio import FileInfo
     from tablestore.spec.manifests.manifest import DataFile
     from tablestore.spec.metadata.table_metadata import Snapshot
     from tablestore.table import Table

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyroaring import BitMap64
 
-from tablestore.io import FileIO
+from tablestore.io.fileio import FileIO
 from tablestore.spec.manifests.manifest import DataFile, DataFileContent, FileFormat
 from tablestore.spec.partitioning.partition_spec import PartitionSpec
 from tablestore.spec.schemas import conversions

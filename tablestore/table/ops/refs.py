@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Self
 
 from tablestore.errors import NoSuchSnapshotError, ValidationError
+from tablestore.option_values import PointInTime, epoch_ms
 from tablestore.spec.metadata.table_metadata import MAIN_BRANCH, SnapshotRef, TableMetadata
 from tablestore.spec.metadata.update_models import (
     AssertRefSnapshotId,
@@ -39,7 +40,6 @@ from tablestore.spec.metadata.update_models import (
     TableRequirement,
     TableUpdate,
 )
-from tablestore.table.timestamps import PointInTime, epoch_ms
 from tablestore.table.update.retry import StagedCommit
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import pyarrow.dataset as ds
 
 from tablestore.errors import CorruptMetadataError, UnsupportedError
-from tablestore.io import FileIO
+from tablestore.io.fileio import FileIO
 from tablestore.spec.expressions.arrow_filter import to_arrow_expression
 from tablestore.spec.expressions.bound_predicates import referenced_field_ids
 from tablestore.spec.expressions.expression_tree import AlwaysTrue, BoundExpression

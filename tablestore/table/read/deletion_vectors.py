@@ -20,7 +20,7 @@ import numpy as np
 from pyroaring import BitMap64
 
 from tablestore.errors import CorruptMetadataError
-from tablestore.io import FileIO
+from tablestore.io.fileio import FileIO
 from tablestore.spec.manifests.deletion_vector import DeletionVectorBlob, deserialize_positions, positions_array
 from tablestore.spec.manifests.manifest import DataFile, DataFileContent, FileFormat
 from tablestore.spec.manifests.puffin import CREATED_BY, write_puffin

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 import pyarrow as pa
 
-from tablestore.io import FileIO
+from tablestore.io.fileio import FileIO
 from tablestore.spec.expressions.expression_tree import AlwaysTrue
 from tablestore.spec.manifests.manifest import DataFile
 from tablestore.spec.partitioning.partition_spec import PartitionSpec

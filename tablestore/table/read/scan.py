@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pyarrow as pa
 
 from tablestore.errors import CorruptMetadataError, NoSuchSnapshotError, UnsupportedError, ValidationError
-from tablestore.io import FileIO
+from tablestore.io.fileio import FileIO
 from tablestore.spec.expressions.binding import bind
 from tablestore.spec.expressions.evaluators import InclusiveMetricsEvaluator, ManifestEvaluator, PartitionEvaluator
 from tablestore.spec.expressions.expression_parser import to_expression

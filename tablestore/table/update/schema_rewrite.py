@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tablestore.errors import SchemaEvolutionError
-from tablestore.io import FileIO
+from tablestore.io.fileio import FileIO
 from tablestore.spec.expressions.expression_tree import AlwaysTrue
 from tablestore.spec.manifests.manifest import DataFile
 from tablestore.spec.metadata.schema_evolution import CastMode, TypeChangeRecord, is_implicit_conversion

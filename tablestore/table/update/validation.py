@@ -40,7 +40,7 @@ from tablestore.spec.metadata.table_metadata import MAIN_BRANCH, Snapshot, Table
 from tablestore.table.read.scan import path_in_bounds
 
 if TYPE_CHECKING:
-    from tablestore.io import FileIO
+    from tablestore.io.fileio import FileIO
 
 # Isolation levels of row-level operations (``write.<delete|update|merge>.isolation-level``).
 SERIALIZABLE = "serializable"

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tablestore.errors import SchemaError
+from tablestore.option_values import flag
 from tablestore.spec.schemas.defaults import WRITE
 from tablestore.spec.schemas.schema import Schema, default_array, field_to_arrow, schema_to_arrow, type_to_arrow
 from tablestore.spec.schemas.types import (
@@ -60,7 +61,7 @@ DOWNCAST_NS_PROPERTY = "downcast-ns-timestamp-to-us-on-write"
 
 def downcast_ns_requested(properties: dict[str, str]) -> bool:
     """Whether writes may truncate nanosecond timestamps to the table's microseconds."""
-    return str(properties.get(DOWNCAST_NS_PROPERTY, "false")).strip().lower() == "true"
+    return flag(properties, DOWNCAST_NS_PROPERTY, kind="table property")
 
 
 def conform_to_schema(data: pa.Table, schema: Schema, downcast_ns: bool = False) -> pa.Table:

@@ -19,7 +19,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tablestore.errors import ValidationError
-from tablestore.io import FileIO, to_location_uri
+from tablestore.io.fileio import FileIO
+from tablestore.names import to_location_uri
 from tablestore.spec.manifests.manifest import DataFile
 from tablestore.spec.metadata.table_metadata import int_property
 from tablestore.spec.partitioning.partition_spec import PartitionSpec

@@ -45,6 +45,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tablestore.errors import ValidationError
+from tablestore.io.cleanup import delete_files, deleted_unless_sent
+from tablestore.option_values import flag
 from tablestore.spec.manifests.manifest import DataFile
 from tablestore.spec.schemas.schema import parquet_write_schema, without_unknown_columns
 from tablestore.spec.schemas.types import IcebergType
@@ -105,10 +107,7 @@ def distribution_mode(properties: dict[str, str]) -> str:
 
 
 def fanout_forced(properties: dict[str, str]) -> bool:
-    raw = properties.get(FANOUT_ENABLED_PROPERTY, "false").strip().lower()
-    if raw not in ("true", "false"):
-        raise ValidationError(f"table property {FANOUT_ENABLED_PROPERTY}={raw!r} must be true or false")
-    return raw == "true"
+    return flag(properties, FANOUT_ENABLED_PROPERTY, kind="table property")
 
 
 @functools.cache
@@ -668,15 +667,10 @@ def write_batches(ctx: WriteContext, batches: Iterable[pa.RecordBatch | pa.Table
     On failure, every file written so far is deleted before the error propagates.
     """
     writer = PartitionedWriter(ctx, task_id, partition)
-    try:
+    with deleted_unless_sent(lambda: delete_files(ctx.io, writer.abandon())):
         for batch in batches:
             writer.write(batch)
         files = writer.close()
-    except BaseException:
-        for path in writer.abandon():
-            with contextlib.suppress(OSError):  # best effort: remove_orphan_files catches the rest
-                ctx.io.delete(path)
-        raise
     return files, writer.stats
 
 
