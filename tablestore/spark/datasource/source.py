@@ -77,7 +77,9 @@ class TablestoreDataSource(DataSource):
     ``ref`` (a branch or tag name, or a snapshot id: what SQL's ``VERSION AS OF`` passes),
     ``branch``/``tag``, ``columns``, ``filter`` (SQL), ``pushdown`` (true/false), ``split-size``
     (bytes; default the table's ``read.split.target-size``, else 128 MB), ``row-lineage``
-    (true: the columns ``_row_id`` and ``_last_updated_sequence_number`` appended) for reads;
+    (true: the columns ``_row_id`` and ``_last_updated_sequence_number`` appended),
+    ``start-snapshot-id``/``end-snapshot-id`` (an incremental append scan: the rows appended
+    after the start snapshot up to the end one, default the current) for reads;
     ``snapshot-property.<key>`` for writes. ``df.writeStream.format("tablestore")`` is an
     exactly-once streaming sink (see :mod:`tablestore.spark.datasource.stream`).
     """
