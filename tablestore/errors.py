@@ -115,7 +115,15 @@ class CommitConflictError(CommitFailedError):
 
 
 class CommitStateUnknownError(CommitFailedError):
-    """The commit may or may not have been applied (for example the catalog did not answer)."""
+    """The commit may or may not have been applied (for example the catalog did not answer).
+
+    ``snapshot_id`` names the snapshot the commit would have added, when it made one: it is in
+    the table's history if the commit landed. Its files are kept either way.
+    """
+
+    def __init__(self, message: str, snapshot_id: int | None = None) -> None:
+        super().__init__(message)
+        self.snapshot_id = snapshot_id
 
 
 class CorruptMetadataError(TableStoreError):

@@ -532,3 +532,63 @@ def test_the_engines_are_two_layers_of_the_contract() -> None:
     assert position["tablestore.table"] < position["tablestore.engine"] < position["tablestore.io"]
     assert not [n for n in contract_modules() if n.startswith(("tablestore.engine.", "tablestore.spark."))]
     assert not (PACKAGE / "engine" / "spark").exists()
+
+
+# -- who may delete a written file (tablestore.table.update.commit_outcome) ------------------------
+
+# The one guard that deletes files when a write fails (and never on an unknown commit outcome),
+# and the one commit that cleans up a snapshot's files when it surely did not land.
+CLEANUP_OWNERS = {"tablestore/io/cleanup.py", "tablestore/table/update/transaction.py"}
+DELETING = ("delete", "discard", "remove", "unlink", "rmtree", "cleanup", "purge")
+
+
+def broad_handlers_that_delete(root: Path = ROOT, packages: tuple[str, ...] = PROJECT) -> list[str]:
+    """``except BaseException`` (or a bare ``except``) handlers whose body calls something that
+    deletes (by name), outside the modules that own cleanup."""
+    found = []
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            relative = path.relative_to(root).as_posix()
+            text = path.read_text()
+            if relative in CLEANUP_OWNERS or ("BaseException" not in text and "except:" not in text):
+                continue
+            for node in ast.walk(ast.parse(text)):
+                if not isinstance(node, ast.ExceptHandler):
+                    continue
+                broad = node.type is None or (isinstance(node.type, ast.Name) and node.type.id == "BaseException")
+                if not broad:
+                    continue
+                for call in (n for statement in node.body for n in ast.walk(statement) if isinstance(n, ast.Call)):
+                    func = call.func
+                    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                    if any(word in name.lower() for word in DELETING):
+                        found.append(f"{relative}:{node.lineno} calls {name}()")
+    return found
+
+
+def test_no_broad_except_deletes_files_outside_the_commit_path() -> None:
+    # A write's files may be referenced by a commit whose answer was lost; only
+    # tablestore.io.cleanup.deleted_unless_sent and the Transaction's commit tell the outcomes apart.
+    assert broad_handlers_that_delete() == []
+
+
+def test_the_cleanup_check_sees_broad_handlers_that_delete(tmp_path: Path) -> None:
+    package = tmp_path / "cleanupcheck_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "w.py").write_text(textwrap.dedent("""
+        def write(io, path):
+            try:
+                commit()
+            except BaseException:
+                io.delete(path)
+                raise
+
+        def fine(io, path):
+            try:
+                commit()
+            except ValueError:
+                io.delete(path)
+                raise
+    """))
+    assert broad_handlers_that_delete(tmp_path, ("cleanupcheck_pkg",)) == ["cleanupcheck_pkg/w.py:5 calls delete()"]

@@ -18,3 +18,12 @@ from __future__ import annotations
 import dagster as dg
 
 STEP_RETRY = dg.RetryPolicy(max_retries=3, delay=10, backoff=dg.Backoff.EXPONENTIAL)
+
+
+def step_commit_id(context: dg.AssetExecutionContext, what: str) -> str:
+    """The commit id of a step's write: the same for every retry of the step and every
+    re-execution of its run (the root run's id), and for the same partition. A retry whose first
+    attempt's commit landed (its answer lost) gets that commit back and applies nothing twice."""
+    run = context.run
+    partition = context.partition_key if context.has_partition_key else "-"
+    return f"dagster:{run.root_run_id or run.run_id}:{partition}:{what}"

@@ -51,6 +51,7 @@ from tablestore.errors import (
     ViewAlreadyExistsError,
 )
 from tablestore.io import FileIO, load_file_io
+from tablestore.io.cleanup import deleted_unless_sent
 from tablestore.names import (
     WRITE_METADATA_PATH,
     Identifier,
@@ -407,11 +408,9 @@ class Catalog(ABC):
         metadata_location = new_metadata_location(metadata, None)
         io = self.table_io(metadata)
         write_metadata_file(io, metadata_location, metadata)
-        try:
+        # Kept when the outcome is unknown: the table may point at it.
+        with deleted_unless_sent(lambda: io.delete(metadata_location)):
             self._create_table_entry(ident, metadata_location)
-        except BaseException:
-            io.delete(metadata_location)
-            raise
         return self._make_table(ident, metadata_location, metadata)
 
     def register_table(self, identifier: IdentifierLike, metadata_location: str) -> Table:
@@ -550,14 +549,12 @@ class Catalog(ABC):
         ident = to_view_identifier(identifier)
         location = new_metadata_location(metadata, base_location)
         write_view_metadata_file(self.io, location, metadata)
-        try:
+        # Kept when the outcome is unknown: the view may point at it.
+        with deleted_unless_sent(lambda: self.io.delete(location)):
             if base_location is None:
                 self._create_view_entry(ident, location)
             else:
                 self._swap_view_entry(ident, base_location, location)
-        except BaseException:
-            self.io.delete(location)
-            raise
         return location
 
     def register_view(self, identifier: IdentifierLike, metadata_location: str) -> View:

@@ -15,6 +15,7 @@ based on (the compare-and-swap). Its database failures are told apart here, once
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -114,6 +115,11 @@ def swap_pointers(
         try:
             transaction.commit()
         except SQLAlchemyError as e:
+            # A connection whose COMMIT failed is in no known state (an open transaction, a dead
+            # socket): the pool must not hand it out again, or the reload that resolves the
+            # outcome would fail on it.
+            with contextlib.suppress(SQLAlchemyError):
+                conn.invalidate()
             raise CommitStateUnknownError(
                 f"{what} may or may not have been applied (the database failed while committing); "
                 f"reload to check. New metadata: {new_locations}"

@@ -70,6 +70,7 @@ from tablestore.catalog.sql_views import FUNCTIONS, SqlViewsAndFunctions
 from tablestore.errors import (
     CommitConflictError,
     CommitFailedError,
+    CommitStateUnknownError,
     CorruptMetadataError,
     InvalidNameError,
     NamespaceAlreadyExistsError,
@@ -80,6 +81,7 @@ from tablestore.errors import (
     UnsupportedError,
     ValidationError,
 )
+from tablestore.io.cleanup import deleted_unless_sent
 from tablestore.spec.metadata.update_models import AssertCreate
 
 if TYPE_CHECKING:
@@ -473,16 +475,27 @@ class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
         }
         if self._typed:
             row["iceberg_type"] = TABLE_TYPE
-        try:
-            with self._write() as conn:
+        with self.engine.connect() as conn:
+            conn.execution_options(tablestore_write=True)
+            transaction = conn.begin()
+            try:
                 self._require_namespace(conn, row["table_namespace"])
                 conn.execute(insert(ICEBERG_TABLES).values(**row))
-        except IntegrityError:
-            if self.view_exists(ident):
-                raise TableAlreadyExistsError(
-                    f"View with same name already exists: {identifier_str(ident)}"
-                ) from None
-            raise TableAlreadyExistsError(f"Table already exists: {identifier_str(ident)}") from None
+            except IntegrityError:
+                transaction.rollback()
+                if self.view_exists(ident):
+                    raise TableAlreadyExistsError(
+                        f"View with same name already exists: {identifier_str(ident)}"
+                    ) from None
+                raise TableAlreadyExistsError(f"Table already exists: {identifier_str(ident)}") from None
+            try:
+                transaction.commit()
+            except SQLAlchemyError as e:
+                # The row may be in the table now: its metadata file must stay.
+                raise CommitStateUnknownError(
+                    f"creating table {identifier_str(ident)} may or may not have been applied (the database "
+                    f"failed while committing); load the table to check. Its metadata file is kept: {metadata_location}"
+                ) from e
 
     def _drop_table_entry(self, identifier: Identifier) -> None:
         ident = self._table_ident(identifier)
@@ -580,25 +593,20 @@ class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
         staged = self._new_metadata(ident, None, requirements, updates)
         assert staged is not None  # a new table always has metadata
         new_location, new_metadata = staged
-        try:
-            self.check_location_free(ident, new_metadata.location)
-        except BaseException:
-            self.table_io(new_metadata).delete(new_location)
-            raise
         io = self.table_io(new_metadata)
-        try:
-            self._create_table_entry(ident, new_location)
-        except TableAlreadyExistsError as e:
-            io.delete(new_location)
-            if str(e).startswith("View with same name"):
-                raise  # AlreadyExistsError: a view has the name, no retry helps
-            raise CommitConflictError(
-                "Requirement failed: table already exists "
-                f"(table {identifier_str(ident)} was created concurrently; load it and retry)"
-            ) from None
-        except BaseException:
-            io.delete(new_location)
-            raise
+        # The new metadata file is deleted only when the row surely was not written; a database
+        # lost at COMMIT (CommitStateUnknownError) keeps it: the table may point at it now.
+        with deleted_unless_sent(lambda: io.delete(new_location)):
+            self.check_location_free(ident, new_metadata.location)
+            try:
+                self._create_table_entry(ident, new_location)
+            except TableAlreadyExistsError as e:
+                if str(e).startswith("View with same name"):
+                    raise  # AlreadyExistsError: a view has the name, no retry helps
+                raise CommitConflictError(
+                    "Requirement failed: table already exists "
+                    f"(table {identifier_str(ident)} was created concurrently; load it and retry)"
+                ) from None
         return staged
 
     def _swap_staged(self, ident: Identifier, base_location: str, staged: tuple[str, TableMetadata]) -> bool:
@@ -611,6 +619,8 @@ class SqlCatalog(SqlMultiTableCommit, SqlViewsAndFunctions, Catalog):
         try:
             lost = swap_pointers(self._swap_engine, self.name, [swap], f"commit to table {identifier_str(ident)}",
                                  autocommit=self._swap_autocommit)
+        except CommitStateUnknownError:
+            raise  # the COMMIT may have been applied: the file may be the table's state now
         except CommitFailedError:
             io.delete(new_location)
             raise

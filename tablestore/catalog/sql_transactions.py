@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tablestore.catalog.compare_and_swap import PointerSwap, pointer_moved, swap_pointers
-from tablestore.errors import CommitStateUnknownError, ValidationError
+from tablestore.errors import ValidationError
+from tablestore.io.cleanup import deleted_unless_sent
 from tablestore.names import Identifier, IdentifierLike, identifier_str
 
 if TYPE_CHECKING:
@@ -52,7 +53,15 @@ class SqlMultiTableCommit:
         if len(set(idents)) != len(idents):
             raise ValidationError("a transaction lists the same table twice; merge its changes into one")
         staged: list[tuple[Identifier, str, str, TableMetadata, Any]] = []
-        try:
+
+        def delete_staged() -> None:
+            for _, _, location, _, io in staged:
+                if io is not None:
+                    io.delete(location)
+
+        # The new metadata files are deleted unless the database lost the COMMIT (they may be
+        # the tables' now).
+        with deleted_unless_sent(delete_staged):
             for ident, (_, requirements, updates) in zip(idents, changes, strict=True):
                 base_location, base = self.load_table_metadata(ident)
                 new = self._new_metadata(ident, (base_location, base), requirements, updates)
@@ -61,13 +70,6 @@ class SqlMultiTableCommit:
                 else:
                     staged.append((ident, base_location, new[0], new[1], self.table_io(new[1])))
             self._swap_all(staged)
-        except CommitStateUnknownError:
-            raise
-        except BaseException:
-            for _, _, location, _, io in staged:
-                if io is not None:
-                    io.delete(location)
-            raise
         return [(location, metadata) for _, _, location, metadata, _ in staged]
 
     def _swap_all(self, staged: list[tuple[Identifier, str, str, TableMetadata, Any]]) -> None:

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from tablestore.errors import UnsupportedError, ValidationError
+from tablestore.io.cleanup import deleted_unless_sent
 from tablestore.io.fileio import (
     S3_ACCESS_KEY_ID,
     S3_CONNECT_TIMEOUT,
@@ -317,11 +318,8 @@ class ArrowOutputFile(OutputFile):
         except FileExistsError:
             raise FileExistsError(f"file exists already, not overwriting it: {self.location}") from None
         os.close(fd)
-        try:
+        with deleted_unless_sent(lambda: os.unlink(path)):  # the empty file this writer claimed
             return _LOCAL_FS.open_output_stream(path)
-        except BaseException:
-            os.unlink(path)
-            raise
 
 
 __all__ = ["ArrowFileIO", "ArrowInputFile", "ArrowOutputFile", "S3Config"]

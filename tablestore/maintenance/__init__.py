@@ -21,7 +21,7 @@ from tablestore.maintenance.compaction import (
 )
 from tablestore.maintenance.expire import ExpireResult, Progress, expire_snapshots
 from tablestore.maintenance.orphans import OrphanResult, remove_orphan_files
-from tablestore.table import Table
+from tablestore.table import CommitIdentity, Table
 
 __all__ = ["ExpireResult", "Maintenance", "OrphanResult", "RewriteDataResult", "RewriteDeletesResult",
            "RewriteManifestsResult"]
@@ -50,11 +50,14 @@ class Maintenance:
     def rewrite_data_files(
         self, strategy: str = "binpack", sort_order: str | None = None, where: str | None = None,
         options: dict[str, Any] | None = None, progress: Progress | None = None, branch: str | None = None,
+        commit_id: str | CommitIdentity | None = None,
     ) -> RewriteDataResult:
         """Compact (or sort) the data files of main, or of ``branch``; the rewrite validates
-        against that branch's head."""
+        against that branch's head. ``commit_id``: a retried compaction whose first commit
+        landed rewrites nothing again."""
         table = self.table.on_branch(branch) if branch else self.table
-        return rewrite_data_files(table, strategy, sort_order, where, options, progress=progress)
+        return rewrite_data_files(table, strategy, sort_order, where, options, progress=progress,
+                                  commit_id=commit_id)
 
     def rewrite_position_deletes(self, options: dict[str, Any] | None = None) -> RewriteDeletesResult:
         return rewrite_position_deletes(self.table, options)

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tablestore.errors import UnsupportedError, ValidationError
+from tablestore.io.cleanup import delete_files, deleted_unless_sent
 from tablestore.maintenance.expire import Progress
 from tablestore.spec.expressions.binding import bind
 from tablestore.spec.expressions.expression_parser import to_expression
@@ -45,6 +46,7 @@ from tablestore.table.ops.position_deletes import write_position_deletes
 from tablestore.table.read.deletion_vectors import delete_file_key
 from tablestore.table.read.file_rows import read_file_rows, rewrite_schema
 from tablestore.table.read.scan import FileTask, plan_files
+from tablestore.table.update.identity import CommitIdentity, as_identity
 from tablestore.table.write.conform import conform_to_schema
 from tablestore.table.write.data_files import WriteContext, write_data_files
 
@@ -62,6 +64,8 @@ class RewriteDataResult:
     failed_data_files_count: int = 0
     removed_delete_files_count: int = 0
     rewritten_paths: tuple[str, ...] = ()
+    #: The snapshot of an earlier run with the same commit id (nothing was rewritten now).
+    applied_before: int | None = None
 
 
 @dataclass
@@ -143,8 +147,10 @@ def rewrite_data_files(
     select: Callable[[FileTask], bool] | None = None,
     progress: Progress | None = None,
     keep_spec: bool = False,
+    commit_id: str | CommitIdentity | None = None,
 ) -> RewriteDataResult:
-    """Compact the current snapshot's data files; see the module docstring.
+    """Compact the current snapshot's data files; see the module docstring. ``commit_id``: a
+    retried compaction whose first commit landed returns at once (``applied_before`` names it).
 
     The output is written in the table's current partition spec, as Iceberg does, unless
     ``keep_spec``: then each group is written in the spec of its input files, so a rewrite that
@@ -174,6 +180,11 @@ def rewrite_data_files(
 
     snapshot = table.current_snapshot()
     result = RewriteDataResult()
+    identity = as_identity(commit_id)
+    earlier = identity.applied(table.metadata, table.branch) if identity is not None else None
+    if earlier is not None:  # a retry of a compaction that landed: rewrite nothing again
+        result.applied_before = earlier.snapshot_id
+        return result
     if snapshot is None:
         return result
     schema = table.schema()
@@ -253,13 +264,15 @@ def rewrite_data_files(
     added = [f for files in outputs for f in files]
     input_paths = {f.file_path for f in inputs}
 
-    try:
-        table.transaction().rewrite_files(inputs, added, snapshot, {"compaction": strategy},
-                                          position_deletes_conflict="this compaction rewrites").commit_transaction()
-    except BaseException:
-        for f in added:
-            table.io.delete(f.file_path)
-        raise
+    # Once the rewrite is in the transaction, the transaction owns its files: deleted only when
+    # the commit is known not to have landed (tablestore.table.update.commit_outcome).
+    with deleted_unless_sent(lambda: delete_files(table.io, [f.file_path for f in added])):
+        transaction = table.transaction(commit_id).rewrite_files(
+            inputs, added, snapshot, {"compaction": strategy}, position_deletes_conflict="this compaction rewrites")
+    transaction.commit_transaction()
+    if transaction.applied_before is not None:
+        result.applied_before = transaction.applied_before.snapshot_id
+        return result
     result.rewritten_data_files_count = len(inputs)
     result.added_data_files_count = len(added)
     result.rewritten_bytes_count = sum(f.file_size_in_bytes for f in inputs)

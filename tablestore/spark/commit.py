@@ -16,9 +16,11 @@ source's ``mode("overwrite")`` and the streaming sink's complete mode).
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
-from tablestore.errors import CommitConflictError, CommitStateUnknownError
+from tablestore.errors import CommitConflictError
+from tablestore.io.cleanup import deleted_unless_sent
 from tablestore.spark.write_task import delete_quietly
 from tablestore.spec.expressions.expression_tree import Expression
 from tablestore.spec.manifests.manifest import DataFile
@@ -29,17 +31,28 @@ from tablestore.table import CommitIdentity, Table, TableTransaction
 # looks for it so that it never deletes the files of a commit that did land.
 WRITE_ID_PROPERTY = "tablestore.write-id"
 
-APPEND = "append"
-OVERWRITE = "overwrite"
-REPLACE_PARTITIONS = "replace-partitions"
-REPLACE_TABLE = "replace-table"
+
+
+class CommitMode(enum.StrEnum):
+    """What a write's commit does with the rows already in the table."""
+
+    APPEND = "append"
+    OVERWRITE = "overwrite"
+    REPLACE_PARTITIONS = "replace-partitions"
+    REPLACE_TABLE = "replace-table"
+
+
+APPEND = CommitMode.APPEND
+OVERWRITE = CommitMode.OVERWRITE
+REPLACE_PARTITIONS = CommitMode.REPLACE_PARTITIONS
+REPLACE_TABLE = CommitMode.REPLACE_TABLE
 
 
 @dataclass(frozen=True)
 class FilesCommit:
     """What a commit does with the rows already in the table."""
 
-    mode: str = APPEND
+    mode: CommitMode = CommitMode.APPEND
     #: OVERWRITE: the rows replaced (every row when None).
     filter: Expression | None = None
     #: REPLACE_TABLE: the snapshot the write read (None: the table was empty); data added since
@@ -70,7 +83,10 @@ def commit_files(table: Table, files: list[DataFile], identity: CommitIdentity |
     partition tuples follow the old spec, the new manifest would not. ``writer`` names the write
     in that message.
     """
-    try:
+    # Until the change is in the transaction, a failure leaves files no commit references; from
+    # then on the transaction owns them: deleted only when the commit is known not to have
+    # landed (tablestore.table.update.commit_outcome).
+    with deleted_unless_sent(lambda: delete_quietly(table.io, [f.file_path for f in files])):
         if any(f.spec_id != table.spec().spec_id for f in files):
             raise CommitConflictError(
                 f"the partition spec of {table.name} changed while {writer} wrote its files; run it again"
@@ -78,29 +94,22 @@ def commit_files(table: Table, files: list[DataFile], identity: CommitIdentity |
         # Every Spark write's commit is opened here and only here, so what all of them commit to
         # (and, once writes name one, the ref they target) is decided in one place.
         transaction = _staged(table.transaction(identity), files, how, snapshot_properties)
-        snapshot = transaction.commit_transaction()
-    except CommitStateUnknownError:
-        raise  # the commit may have landed: keep every file
-    except BaseException:
-        # A refused snapshot removes what it wrote; this also covers a commit refused earlier.
-        delete_quietly(table.io, [f.file_path for f in files])
-        raise
+    snapshot = transaction.commit_transaction()
     assert snapshot is not None  # a transaction with a file change makes (or finds) a snapshot
     return Committed(snapshot, transaction.applied_before is not None)
 
 
 def _staged(transaction: TableTransaction, files: list[DataFile], how: FilesCommit,
             snapshot_properties: dict[str, str] | None) -> TableTransaction:
-    if how.mode == APPEND:
+    mode = CommitMode(how.mode)
+    if mode is CommitMode.APPEND:
         return transaction.append_files(files, snapshot_properties)
-    if how.mode == OVERWRITE:
+    if mode is CommitMode.OVERWRITE:
         return transaction.overwrite_files(files, how.filter, snapshot_properties)
-    if how.mode == REPLACE_PARTITIONS:
+    if mode is CommitMode.REPLACE_PARTITIONS:
         return transaction.replace_partitions_files(files, snapshot_properties)
-    if how.mode == REPLACE_TABLE:
-        return transaction.replace_files(files, how.read_snapshot_id, snapshot_properties)
-    raise ValueError(f"unknown commit mode {how.mode!r}")
+    return transaction.replace_files(files, how.read_snapshot_id, snapshot_properties)
 
 
-__all__ = ["APPEND", "OVERWRITE", "REPLACE_PARTITIONS", "REPLACE_TABLE", "WRITE_ID_PROPERTY", "Committed",
+__all__ = ["APPEND", "OVERWRITE", "REPLACE_PARTITIONS", "REPLACE_TABLE", "WRITE_ID_PROPERTY", "CommitMode", "Committed",
            "FilesCommit", "commit_files", "writer_identity"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tablestore.errors import ValidationError
+from tablestore.sql.options import COMMIT_ID
 from tablestore.sql.procedures import Parameter, procedure
 from tablestore.sql.result import StatementResult
 
@@ -68,7 +69,9 @@ def _run(session: SessionContext, catalog: Catalog, args: dict[str, Any], mode: 
 
     with spark_errors():
         source = table_source(session.spark, source_table, [*on, *columns], session.config.model_dump_json())
-        outcome = merge_in_tasks(target, source, on, columns, mode, policy, duplicates)
+        # SET tablestore.commit-id: a retried merge whose first commit landed applies nothing twice.
+        outcome = merge_in_tasks(target, source, on, columns, mode, policy, duplicates,
+                                 commit_id=session.options.get(COMMIT_ID) or None)
     snapshot = outcome.snapshot
     return StatementResult(
         ["rewritten_fragments", "snapshot_id"],

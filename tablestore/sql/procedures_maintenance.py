@@ -12,6 +12,7 @@ from tablestore.errors import ValidationError
 from tablestore.maintenance.compaction import rewrite_data_files, rewrite_manifests, rewrite_position_deletes
 from tablestore.maintenance.expire import expire_snapshots, result_row
 from tablestore.maintenance.orphans import remove_orphan_files
+from tablestore.sql.options import COMMIT_ID
 from tablestore.sql.procedures import Parameter, procedure
 from tablestore.sql.result import StatementResult
 
@@ -102,8 +103,9 @@ def _orphans(session: Any, catalog: Catalog, args: dict[str, Any]) -> StatementR
 )
 def _rewrite_data(session: Any, catalog: Catalog, args: dict[str, Any]) -> StatementResult:
     strategy = args.get("strategy") or ("sort" if args.get("sort_order") else "binpack")
+    # SET tablestore.commit-id: a retried compaction whose first commit landed rewrites nothing again.
     r = rewrite_data_files(_table(catalog, args), str(strategy), args.get("sort_order"), args.get("where"),
-                           _options(args.get("options")))
+                           _options(args.get("options")), commit_id=session.options.get(COMMIT_ID) or None)
     columns = ["rewritten_data_files_count", "added_data_files_count", "rewritten_bytes_count",
                "failed_data_files_count", "removed_delete_files_count"]
     return StatementResult(columns, [[getattr(r, c) for c in columns]])

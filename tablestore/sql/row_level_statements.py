@@ -43,9 +43,11 @@ from tablestore.spark.tasks.row_source import SOURCE_NAME, native_row_positions,
 from tablestore.spec.expressions.binding import bind
 from tablestore.spec.expressions.expression_parser import parse_filter
 from tablestore.spec.expressions.expression_tree import AlwaysTrue, BooleanExpression
+from tablestore.sql.options import COMMIT_ID
 from tablestore.sql.parse_row_level import DeleteFrom, MergeClause, MergeInto, UpdateTable
 from tablestore.sql.query import METADATA_TABLES, QueryPlanner, parse_query, spark_errors
 from tablestore.sql.result import StatementResult
+from tablestore.table import CommitIdentity
 from tablestore.table.ops.row_level import check_assignable
 from tablestore.table.write.conform import conform_to_schema
 
@@ -185,12 +187,19 @@ def _target_planner(context: SessionContext, catalog: Catalog, identifier: tuple
     return planner
 
 
-def _apply(table: Table, snapshot: Snapshot | None, operation: str, changes: DataFrame,
+def commit_identity(context: SessionContext) -> CommitIdentity | None:
+    """``SET tablestore.commit-id``: a statement retried with it after an unknown outcome finds
+    the commit that landed and applies nothing twice (as INSERT does)."""
+    commit_id = context.options.get(COMMIT_ID)
+    return CommitIdentity(commit_id) if commit_id else None
+
+
+def _apply(context: SessionContext, table: Table, snapshot: Snapshot | None, operation: str, changes: DataFrame,
            conflict_filter: BooleanExpression) -> RowLevelOutcome:
     """The statement's effect written by Spark tasks and committed once (tablestore.spark.tasks.row_level_tasks)."""
     with spark_errors():
         return apply_changes(table, snapshot, operation, changes, conflict_filter=conflict_filter,
-                             duplicate_error=DUPLICATE_MATCH_ERROR)
+                             duplicate_error=DUPLICATE_MATCH_ERROR, commit_id=commit_identity(context))
 
 
 # -- DELETE ------------------------------------------------------------------------------------------
@@ -201,14 +210,14 @@ def delete_from(context: SessionContext, s: DeleteFrom) -> StatementResult:
     plain, complete = _plain_filter(s.where, {alias.lower(), identifier[-1].lower()}, table)
     if complete:
         assert plain is not None
-        return StatementResult(affected=table.delete(plain))
+        return StatementResult(affected=table.delete(plain, commit_id=commit_identity(context)))
     snapshot = table.current_snapshot()
     if snapshot is None:
         return StatementResult(affected=0)
     planner = _target_planner(context, catalog, identifier, table, plain)
     df = planner.dataframe(f"SELECT `_file`, `_pos`, {DELETE} AS `__kind` FROM {TARGET_MARKER} AS "
                            f"{_quote(alias)} WHERE {s.where}")
-    outcome = _apply(table, snapshot, "delete", df, plain or AlwaysTrue())
+    outcome = _apply(context, table, snapshot, "delete", df, plain or AlwaysTrue())
     return StatementResult(affected=outcome.deleted)
 
 
@@ -238,7 +247,7 @@ def update_table(context: SessionContext, s: UpdateTable) -> StatementResult:
     df = typed_assignments(df, table, names, "UPDATE")
     if snapshot is None:
         return StatementResult(affected=0)
-    outcome = _apply(table, snapshot, "update", df, plain or AlwaysTrue())
+    outcome = _apply(context, table, snapshot, "update", df, plain or AlwaysTrue())
     return StatementResult(affected=outcome.updated)
 
 
@@ -319,7 +328,7 @@ def _upsert(context: SessionContext, s: MergeInto, table: Table, t: str, src: st
             builder.when_matched_update_all()
         else:
             builder.when_not_matched_insert_all()
-    result = builder.execute()
+    result = builder.execute(commit_identity(context))
     total = result.updated + result.deleted + result.inserted
     return StatementResult(
         ["num_affected_rows", "num_updated_rows", "num_deleted_rows", "num_inserted_rows"],
@@ -422,7 +431,7 @@ def merge_into(context: SessionContext, s: MergeInto) -> StatementResult:
         + " END"
     changes = df.selectExpr("`__file` AS `_file`", "`__pos` AS `_pos`", f"{kind} AS `__kind`",
                             *[_quote(c) for c in columns])
-    outcome = _apply(table, snapshot, "merge", changes, AlwaysTrue())
+    outcome = _apply(context, table, snapshot, "merge", changes, AlwaysTrue())
     counts = {"update": outcome.updated, "delete": outcome.deleted, "insert": outcome.inserted}
     total = sum(counts.values())
     return StatementResult(

@@ -326,6 +326,7 @@ class Table:
         filter: str | Expression | None = None,
         snapshot_properties: dict[str, str] | None = None,
         branch: str | None = None,
+        commit_id: str | CommitIdentity | None = None,
     ) -> Snapshot:
         """Replace the rows matching ``filter`` (every row when None) with ``data``, in one snapshot.
 
@@ -335,12 +336,12 @@ class Table:
         """
         target = self._target(branch)
         try:
-            return self._commit_alone(target.transaction().overwrite(data, filter, snapshot_properties))
+            return self._commit_alone(target.transaction(commit_id).overwrite(data, filter, snapshot_properties))
         finally:
             self._adopt(target)
 
     def replace_partitions(self, data: Any, snapshot_properties: dict[str, str] | None = None,
-                           branch: str | None = None) -> Snapshot:
+                           branch: str | None = None, commit_id: str | CommitIdentity | None = None) -> Snapshot:
         """Dynamic partition overwrite: replace exactly the partitions ``data`` has rows in.
 
         Files of the current spec in those partitions are dropped; other partitions, and files
@@ -349,7 +350,7 @@ class Table:
         """
         target = self._target(branch)
         try:
-            return commit_snapshot(replace_partitions_producer(target, data, snapshot_properties))
+            return commit_snapshot(replace_partitions_producer(target, data, snapshot_properties), commit_id)
         finally:
             self._adopt(target)
 
@@ -362,25 +363,29 @@ class Table:
 
     def merge_columns(self, source: Any, on: str | list[str], columns: list[str] | None = None,
                       duplicates: str = "error", filter: str | Expression | None = None,
-                      branch: str | None = None) -> Snapshot | None:
-        """Add ``source``'s columns, joined on ``on``, in one commit with the schema change."""
+                      branch: str | None = None, commit_id: str | CommitIdentity | None = None) -> Snapshot | None:
+        """Add ``source``'s columns, joined on ``on``, in one commit with the schema change;
+        ``commit_id`` as in :meth:`append_files`."""
         from tablestore.table.ops.column_merge import merge_table
 
         target = self._target(branch)
         try:
-            return merge_table(target, source, on, columns, "merge", duplicates=duplicates, filter=filter)
+            return merge_table(target, source, on, columns, "merge", duplicates=duplicates, filter=filter,
+                               commit_id=commit_id)
         finally:
             self._adopt(target)
 
     def update_columns(self, source: Any, on: str | list[str], columns: list[str], null_policy: str = "keep",
                        duplicates: str = "error", filter: str | Expression | None = None,
-                       branch: str | None = None) -> Snapshot | None:
-        """Update ``columns`` from ``source`` joined on ``on``: NULL or absent new values keep the old."""
+                       branch: str | None = None, commit_id: str | CommitIdentity | None = None) -> Snapshot | None:
+        """Update ``columns`` from ``source`` joined on ``on``: NULL or absent new values keep the old;
+        ``commit_id`` as in :meth:`append_files`."""
         from tablestore.table.ops.column_merge import merge_table
 
         target = self._target(branch)
         try:
-            return merge_table(target, source, on, columns, "update", null_policy, duplicates, filter)
+            return merge_table(target, source, on, columns, "update", null_policy, duplicates, filter,
+                               commit_id=commit_id)
         finally:
             self._adopt(target)
 
@@ -412,7 +417,7 @@ class Table:
         self.transaction().set_properties(updates, removals).commit_transaction()
 
     def delete(self, filter: str | Expression, snapshot_properties: dict[str, str] | None = None,
-               branch: str | None = None) -> int:
+               branch: str | None = None, commit_id: str | CommitIdentity | None = None) -> int:
         """Delete the rows matching ``filter``; returns how many rows were deleted.
 
         Files that match as a whole are dropped in metadata only; others are rewritten
@@ -423,7 +428,7 @@ class Table:
 
         target = self._target(branch)
         try:
-            return delete_rows(target, filter, snapshot_properties)
+            return delete_rows(target, filter, snapshot_properties, commit_id=commit_id)
         finally:
             self._adopt(target)
 
@@ -433,13 +438,17 @@ class Table:
         filter: str | Expression | None = None,
         snapshot_properties: dict[str, str] | None = None,
         branch: str | None = None,
+        commit_id: str | CommitIdentity | None = None,
     ) -> int:
-        """Set columns to SQL expressions (``{"name": "upper(name)"}``) where ``filter`` holds; returns the count."""
+        """Set columns to SQL expressions (``{"name": "upper(name)"}``) where ``filter`` holds; returns the count.
+
+        ``commit_id``: as in :meth:`append_files`: a retried UPDATE whose first commit landed
+        (its answer lost) applies nothing twice."""
         from tablestore.table.ops.row_level import update_rows
 
         target = self._target(branch)
         try:
-            return update_rows(target, assignments, filter, snapshot_properties)
+            return update_rows(target, assignments, filter, snapshot_properties, commit_id=commit_id)
         finally:
             self._adopt(target)
 

@@ -17,7 +17,7 @@ from pipelines.defs.automation import FOLLOWS_UPSTREAM, USER_TABLE_FRESHNESS
 from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVENTS_KEY
 from pipelines.defs.metadata import snapshot_metadata
 from pipelines.defs.resources import SparkResource, TableStoreResource
-from pipelines.defs.retries import STEP_RETRY
+from pipelines.defs.retries import STEP_RETRY, step_commit_id
 from pipelines.settings import table_name
 from tablestore.table import Table
 
@@ -48,14 +48,15 @@ HAVING count_if(event_type = 'purchase') > 0
 """
 
 
-def merge_feature(table: Table, source: "DataFrame", column: str) -> dict[str, str | int]:
+def merge_feature(table: Table, source: "DataFrame", column: str, commit_id: str | None = None) -> dict[str, str | int]:
     """Add ``column`` from ``source`` (joined on user_id), or refresh it if the table has it;
-    the materialization's metadata: the action, the snapshot and the Spark tasks that wrote."""
+    the materialization's metadata: the action, the snapshot and the Spark tasks that wrote.
+    ``commit_id`` (:func:`~pipelines.defs.retries.step_commit_id`): a retried step applies once."""
     from tablestore.spark.tasks.column_merge_tasks import merge_in_tasks  # pyspark: loaded when a run merges
 
     exists = column in [f.name for f in table.schema().fields]
     action = "update_columns" if exists else "merge_columns"
-    outcome = merge_in_tasks(table, source, "user_id", [column], "update" if exists else "merge")
+    outcome = merge_in_tasks(table, source, "user_id", [column], "update" if exists else "merge", commit_id=commit_id)
     summary = outcome.snapshot.summary if outcome.snapshot is not None else {}
     return {
         "action": action,
@@ -95,12 +96,14 @@ def build_customer_assets() -> list[dg.AssetsDefinition]:
 
     @dg.asset(key=SEGMENTS_KEY, deps=[CUSTOMERS_KEY], group_name="customers", kinds={"iceberg", "spark"},
               retry_policy=STEP_RETRY, automation_condition=FOLLOWS_UPSTREAM)
-    def customer_segments(tablestore: TableStoreResource, spark: SparkResource) -> dg.MaterializeResult:
+    def customer_segments(context: dg.AssetExecutionContext, tablestore: TableStoreResource,
+                          spark: SparkResource) -> dg.MaterializeResult:
         """``segment`` (vip, regular, occasional, browser) from purchase counts, merged into
         ``customers`` with merge_columns (update_columns once the column exists)."""
         started = time.monotonic()
         source = tablestore.sql(spark.session()).planner().dataframe(SEGMENT_SQL)
-        metadata = merge_feature(tablestore.table("customers"), source, "segment")
+        metadata = merge_feature(tablestore.table("customers"), source, "segment",
+                                 step_commit_id(context, "segment"))
         # One row per segment (four at most): the only rows of the feature this process sees.
         counts = {r["segment"]: r["count"] for r in source.groupBy("segment").count().collect()}
         return dg.MaterializeResult(metadata={
@@ -110,12 +113,14 @@ def build_customer_assets() -> list[dg.AssetsDefinition]:
 
     @dg.asset(key=LTV_KEY, deps=[SEGMENTS_KEY], group_name="customers", kinds={"iceberg", "spark"},
               retry_policy=STEP_RETRY, automation_condition=FOLLOWS_UPSTREAM)
-    def customer_lifetime_value(tablestore: TableStoreResource, spark: SparkResource) -> dg.MaterializeResult:
+    def customer_lifetime_value(context: dg.AssetExecutionContext, tablestore: TableStoreResource,
+                                spark: SparkResource) -> dg.MaterializeResult:
         """``lifetime_value`` (purchases minus refunds) for customers who bought: a partial update,
         so customers without purchases keep NULL."""
         started = time.monotonic()
         source = tablestore.sql(spark.session()).planner().dataframe(LTV_SQL)
-        metadata = merge_feature(tablestore.table("customers"), source, "lifetime_value")
+        metadata = merge_feature(tablestore.table("customers"), source, "lifetime_value",
+                                 step_commit_id(context, "lifetime_value"))
         return dg.MaterializeResult(metadata={**metadata, **_numbers(tablestore, metadata, started),
                                               "source_rows": source.count()})
 

@@ -24,7 +24,7 @@ from pipelines.defs.customers.assets import LTV_KEY
 from pipelines.defs.erasure.assets import AUDIT, ERASURE_KEY, REQUESTS_KEY
 from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVENTS_KEY
 from pipelines.defs.resources import TableStoreResource
-from pipelines.defs.retries import STEP_RETRY
+from pipelines.defs.retries import STEP_RETRY, step_commit_id
 from tablestore.maintenance.compaction import rewrite_data_files, rewrite_manifests
 from tablestore.maintenance.expire import expire_snapshots
 from tablestore.maintenance.orphans import remove_orphan_files
@@ -75,11 +75,13 @@ class TableFiles:
                    snapshot.snapshot_id if snapshot is not None else None)
 
 
-def maintain(table: Table, config: MaintenanceConfig) -> dict[str, int | float]:
-    """Compact, expire, remove orphans and rewrite manifests; the numbers before and after."""
+def maintain(table: Table, config: MaintenanceConfig, commit_id: str | None = None) -> dict[str, int | float]:
+    """Compact, expire, remove orphans and rewrite manifests; the numbers before and after.
+    ``commit_id`` names the compaction's commit: a retried step does not compact twice."""
     started = time.monotonic()
     before = TableFiles.of(table)
-    compacted = rewrite_data_files(table, options={"min-input-files": config.min_input_files}, keep_spec=True)
+    compacted = rewrite_data_files(table, options={"min-input-files": config.min_input_files}, keep_spec=True,
+                                   commit_id=commit_id)
     now = datetime.datetime.now(datetime.UTC)
     expired = expire_snapshots(table, older_than=now - datetime.timedelta(hours=config.expire_older_than_hours),
                                retain_last=config.retain_last)
@@ -106,10 +108,12 @@ def build_maintenance_asset(name: str, writers: list[dg.AssetKey]) -> dg.AssetsD
     @dg.asset(key=maintenance_key(name), deps=writers, group_name=MAINTENANCE_GROUP, kinds={"iceberg"},
               pool=MAINTENANCE_POOL, retry_policy=STEP_RETRY,
               description=f"Compaction, snapshot expiry, orphan removal and manifest rewrite of lakehouse.shop.{name}.")
-    def _maintain(config: MaintenanceConfig, tablestore: TableStoreResource) -> dg.MaterializeResult:
+    def _maintain(context: dg.AssetExecutionContext, config: MaintenanceConfig,
+                  tablestore: TableStoreResource) -> dg.MaterializeResult:
         if not tablestore.exists(name):
             return dg.MaterializeResult(metadata={"skipped": f"lakehouse.shop.{name} does not exist yet"})
-        return dg.MaterializeResult(metadata=maintain(tablestore.table(name), config))
+        return dg.MaterializeResult(metadata=maintain(tablestore.table(name), config,
+                                                      step_commit_id(context, f"compact-{name}")))
 
     return _maintain
 

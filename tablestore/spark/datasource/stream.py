@@ -39,6 +39,7 @@ from pyspark.sql import types as st
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
 from tablestore.errors import CommitConflictError, TableStoreError
+from tablestore.io.cleanup import deleted_unless_sent
 from tablestore.spark.commit import APPEND, REPLACE_TABLE, FilesCommit, commit_files
 from tablestore.spark.datasource.source_write import resolve_write
 from tablestore.spark.write_task import (
@@ -159,11 +160,9 @@ class TablestoreStreamWriter(DataSourceStreamArrowWriter):
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         files = [f for m in messages if isinstance(m, TablestoreCommitMessage) for f in m.files]
         with self.target.open_table() as table:
-            try:
+            # No commit will reference the files if the batch cannot be named.
+            with deleted_unless_sent(lambda: delete_quietly(table.io, [f.file_path for f in files])):
                 query_id = self.query_id(messages)
-            except BaseException:
-                delete_quietly(table.io, [f.file_path for f in files])  # no commit will reference them
-                raise
             commit_batch(table, files, query_id, batchId, self.complete, self.target.snapshot_properties)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:

@@ -44,6 +44,7 @@ from pyspark.sql import types as st
 
 from tablestore.errors import ValidationError
 from tablestore.io import load_file_io
+from tablestore.io.cleanup import deleted_unless_sent
 from tablestore.spark.datasource.source_write import commit_write, resolve_write
 from tablestore.spark.options import SNAPSHOT_PROPERTY_PREFIX, SOURCE_NAME, table_options
 from tablestore.spark.write_task import WriteTarget
@@ -257,14 +258,11 @@ def _write_native(df: DataFrame, target: WriteTarget, overwrite: bool) -> None:
     )
     if ctx.compression_level is not None and codec == "zstd":
         writer = writer.option("parquet.compression.codec.zstd.level", str(ctx.compression_level))
-    try:
+    with deleted_unless_sent(lambda: shutil.rmtree(local_directory, ignore_errors=True)):
         with _session_conf(df, NATIVE_WRITE_CONF):
             writer.parquet(local_directory)
         files = [_data_file(ctx, f"{directory}/{n}", os.path.join(local_directory, n))
                  for n in sorted(os.listdir(local_directory)) if n.endswith(".parquet") and not n.startswith(".")]
-    except BaseException:
-        shutil.rmtree(local_directory, ignore_errors=True)
-        raise
     _remove_checksums(local_directory)
     # Spark writes a file with no rows for an empty DataFrame; a table has no use for it.
     for empty in [f for f in files if f.record_count == 0]:

@@ -44,11 +44,12 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from tablestore.errors import CommitStateUnknownError
 from tablestore.io import to_location_uri
+from tablestore.io.cleanup import deleted_unless_sent
 from tablestore.spark.native.parquet_files import SourceSlice, parquet_source_slices
 from tablestore.spark.tasks.write_files import remove_write_files, writers_summary
-from tablestore.spark.write_task import delete_quietly, task_executor
+from tablestore.spark.write_task import task_executor
+from tablestore.table import CommitIdentity
 from tablestore.table.ops.column_merge import (
     MergePlan,
     commit_fragments,
@@ -60,6 +61,7 @@ from tablestore.table.ops.column_merge import (
     rows_by_range,
     source_columns,
 )
+from tablestore.table.update.identity import as_identity
 from tablestore.table.write.data_files import WriteContext
 
 if TYPE_CHECKING:
@@ -224,16 +226,12 @@ def executor_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePl
     write_id = uuid.uuid4().hex
     if not fragments:
         return ExecutorRewrite(write_id, [], [])
-    try:
+    context = fragments[0].context
+    location = WriteContext(context.io, context.location, plan.schema, fragments[0].spec, context.properties)
+
+    with deleted_unless_sent(lambda: remove_write_files(context.io, location.data_location, write_id)):
         staged = _staged_rewrite(source, fragments, plan, write_id)
         return staged if staged is not None else _shuffled_rewrite(source, fragments, plan, write_id)
-    except BaseException:
-        context = fragments[0].context
-        location = WriteContext(
-            context.io, context.location, plan.schema, fragments[0].spec, context.properties
-        ).data_location
-        remove_write_files(context.io, location, write_id)
-        raise
 
 
 def spark_rewrite(source: DataFrame, fragments: list[Fragment], plan: MergePlan) -> list[Fragment]:
@@ -425,12 +423,17 @@ def merge_in_tasks(
     duplicates: str = "error",
     filter: str | Expression | None = None,
     snapshot_properties: dict[str, str] | None = None,
+    commit_id: str | CommitIdentity | None = None,
 ) -> ColumnMergeOutcome:
     """``Table.merge_columns`` (``mode="merge"``) or ``update_columns`` (``"update"``) from a
     Spark DataFrame (classic or Connect), whatever the table's engine: the driver plans the
     fragments, Spark tasks rewrite them, and one commit (validated against the planned
     snapshot and schema) records them with the tasks that wrote them. The same semantics as the
     table core's :func:`~tablestore.table.ops.column_merge.merge_table`, which runs them."""
+    identity = as_identity(commit_id)
+    earlier = identity.applied(table.metadata, table.branch) if identity is not None else None
+    if earlier is not None:  # a retry of a merge that landed: nothing is merged again
+        return ColumnMergeOutcome(earlier, 0)
     fragments = list_fragments(table, filter)
     context = fragments[0].context if fragments else context_of(table)
     plan = MergePlan.build(context, source_columns(source), on, columns, mode, null_policy, duplicates)
@@ -440,13 +443,8 @@ def merge_in_tasks(
             commit_schema_only(table, context, plan.schema)
         return ColumnMergeOutcome(None, 0)
     props = {"column-merge": plan.mode, **rewrite.summary(), **(snapshot_properties or {})}
-    try:
-        snapshot = commit_fragments(table, rewrite.fragments, props)
-    except CommitStateUnknownError:
-        raise  # it may have landed: its files must stay
-    except BaseException:
-        delete_quietly(context.io, [f.file.file_path for f in rewrite.fragments])
-        raise
+    # The table core's one commit owns the tasks' files: deleted only when it surely did not land.
+    snapshot = commit_fragments(table, rewrite.fragments, props, commit_id)
     return ColumnMergeOutcome(snapshot, len(rewrite.fragments))
 
 

@@ -43,11 +43,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tablestore.errors import ValidationError
+from tablestore.io.cleanup import deleted_unless_sent
 from tablestore.spark.convert import from_spark_table
 from tablestore.spark.tasks.write_files import remove_write_files, writers_summary
 from tablestore.spark.write_task import task_executor
 from tablestore.spec.expressions.expression_tree import AlwaysTrue, BooleanExpression
 from tablestore.spec.schemas.schema import Schema
+from tablestore.table import CommitIdentity
 from tablestore.table.ops.row_level import (
     FileChange,
     RowLevelContext,
@@ -188,6 +190,7 @@ def apply_changes(
     *,
     conflict_filter: BooleanExpression | None = None,
     duplicate_error: str = "a row of the target table was selected twice",
+    commit_id: str | CommitIdentity | None = None,
 ) -> RowLevelOutcome:
     """Apply the statement's effect ``changes`` (``_file``, ``_pos``, ``__kind`` and, for updates
     and inserts, the table's columns) in Spark tasks, then commit once; see the module docstring.
@@ -209,12 +212,9 @@ def apply_changes(
     task = change_task(ctx, tasks, has_values, duplicate_error)
     # One row per changed file or written group of inserted rows, each a few hundred bytes of
     # file descriptions: the only result the driver receives (capped by the plan, not the data).
-    try:
+    # The tasks that had finished when the job failed wrote files no message reached the driver with.
+    with deleted_unless_sent(lambda: remove_write_files(table.io, ctx.write_context().data_location, write_id)):
         results = sorted_rows.mapInArrow(task, RESULT_SCHEMA).collect()  # type: ignore[arg-type]
-    except BaseException:
-        # The tasks that had finished wrote files no message reached the driver with.
-        remove_write_files(table.io, ctx.write_context().data_location, write_id)
-        raise
     file_changes: list[FileChange] = []
     inserted_files: list[DataFile] = []
     errors = []
@@ -229,17 +229,15 @@ def apply_changes(
             file_changes.append(value)
     counts = [sum(int(row[k]) for row in results) for k in ("deleted", "updated", "inserted")]
     if errors:
-        discard(ctx, file_changes, inserted_files)
+        discard(table, file_changes, inserted_files)
         raise ValidationError(errors[0])
     committed = None
     summary = _summary(results)
-    try:
-        if snapshot is None:
-            committed = table.append_files(inserted_files, summary) if inserted_files else None
-        else:
-            committed = commit_changes(table, file_changes, snapshot, operation, conflict_filter,
-                                       extra_data=inserted_files, snapshot_properties=summary)
-    except BaseException:
-        discard(ctx, file_changes, inserted_files)
-        raise
+    # The tasks' files go to the table core's one commit, which alone deletes them, and only
+    # when the commit is known not to have landed.
+    if snapshot is None:
+        committed = table.append_files(inserted_files, summary, commit_id=commit_id) if inserted_files else None
+    else:
+        committed = commit_changes(table, file_changes, snapshot, operation, conflict_filter,
+                                   extra_data=inserted_files, snapshot_properties=summary, commit_id=commit_id)
     return RowLevelOutcome(counts[0], counts[1], counts[2], committed)

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tablestore.io import FileIO, load_file_io
+from tablestore.io.cleanup import deleted_unless_sent
 from tablestore.spark.commit import WRITE_ID_PROPERTY, FilesCommit, commit_files, writer_identity
 from tablestore.spark.write_task import (
     WriteTarget,
@@ -232,12 +233,9 @@ def write_files(df: DataFrame, target: WriteTarget) -> WrittenFiles:
     files of ``target`` in Spark tasks; nothing is committed. A failed job leaves no file."""
     check_write_schema(df.schema, target)
     df = distributed_for_write(df, target)
-    try:
+    with deleted_unless_sent(lambda: remove_write(target)):
         # One row per task: the descriptions of its files, a few kB (capped by design: never rows).
         rows = df.mapInArrow(described_write_task(target), _RESULT_SCHEMA).collect()
-    except BaseException:
-        remove_write(target)
-        raise
     partition_type, column_types = target.types()
     spec_id = target.spec().spec_id
     tasks = [_task_write(json.loads(r[0]), {spec_id: partition_type}, column_types) for r in rows]

@@ -53,6 +53,7 @@ from tablestore.spec.schemas.types import IntegerType, LongType, NestedField
 from tablestore.table.read.file_rows import read_file_rows, rewrite_schema
 from tablestore.table.read.scan import plan_files
 from tablestore.table.update.column_fragments import CommitFragments
+from tablestore.table.update.identity import CommitIdentity, as_identity
 from tablestore.table.update.transaction import FixedChange, Transaction, commit_snapshot
 from tablestore.table.write.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
 from tablestore.table.write.data_files import PartitionSlice, WriteContext, write_partition
@@ -221,8 +222,10 @@ def list_fragments(table: Table, filter: str | Expression | None = None) -> list
 
 def commit_fragments(
     table: Table, fragments: list[Fragment], snapshot_properties: dict[str, str] | None = None,
+    commit_id: str | CommitIdentity | None = None,
 ) -> Snapshot | None:
-    """Commit rewritten fragments (and their new columns) in one snapshot; None if none."""
+    """Commit rewritten fragments (and their new columns) in one snapshot; None if none. The
+    commit owns the fragments' files: deleted only when it is known not to have landed."""
     fragments = list(fragments)
     if not fragments:
         return None
@@ -245,7 +248,7 @@ def commit_fragments(
         context.snapshot_id, context.table_schema.schema_id, context.last_column_id,
         first.schema if first.new_columns else None, snapshot_properties,
     )
-    return commit_snapshot(producer)
+    return commit_snapshot(producer, commit_id)
 
 
 def commit_schema_only(table: Table, context: FragmentContext, schema: Schema) -> None:
@@ -587,12 +590,17 @@ def merge_table(
     duplicates: str = "error",
     filter: str | Expression | None = None,
     snapshot_properties: dict[str, str] | None = None,
+    commit_id: str | CommitIdentity | None = None,
 ) -> Snapshot | None:
     """Merge or update columns of every fragment (matching ``filter``) in one commit.
 
     Returns the new snapshot, or None when no fragment changed (new columns are still added to
     the schema then, reading NULL everywhere).
     """
+    identity = as_identity(commit_id)
+    earlier = identity.applied(table.metadata, table.branch) if identity is not None else None
+    if earlier is not None:
+        return earlier  # a retry of a merge that landed: its columns exist now, merge nothing again
     fragments = list_fragments(table, filter)
     context = fragments[0].context if fragments else context_of(table)
     plan = MergePlan.build(context, source_columns(source), on, columns, mode, null_policy, duplicates)
@@ -602,7 +610,7 @@ def merge_table(
         if plan.new_columns:
             commit_schema_only(table, context, plan.schema)
         return None
-    return commit_fragments(table, rewritten, props)
+    return commit_fragments(table, rewritten, props, commit_id)
 
 
 def rewrite_fragments(

@@ -32,6 +32,7 @@ from sqlglot import exp
 
 from tablestore.engine.sources import dataframe_source
 from tablestore.errors import SchemaError, UnsupportedError, ValidationError
+from tablestore.io.cleanup import deleted_unless_sent
 from tablestore.spec.expressions.binding import bind
 from tablestore.spec.expressions.expression_tree import (
     AlwaysTrue,
@@ -57,6 +58,7 @@ from tablestore.table.ops.row_level import (
     write_mode,
 )
 from tablestore.table.read.scan import FileTask, plan_files
+from tablestore.table.update.identity import CommitIdentity
 from tablestore.table.write.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
 
 if TYPE_CHECKING:
@@ -149,7 +151,9 @@ class MergeBuilder:
         return tuple(out)
 
     # -- execution -----------------------------------------------------------------------------------
-    def execute(self) -> MergeResult:
+    def execute(self, commit_id: str | CommitIdentity | None = None) -> MergeResult:
+        """Run the MERGE in one commit. ``commit_id``: a retried job whose first commit landed
+        gets that commit back and applies nothing twice."""
         table = self.table
         schema = table.schema()
         plan = self._plan()
@@ -167,7 +171,7 @@ class MergeBuilder:
         changes = [o.change for o in outcomes if o.change is not None]
         result = MergeResult(updated=sum(o.updated for o in outcomes), deleted=sum(o.deleted for o in outcomes))
         inserted_files: list[Any] = []
-        try:
+        with deleted_unless_sent(lambda: discard(table, changes)):
             if plan.clauses_not_matched and source.num_rows:
                 matched = np.zeros(source.num_rows, dtype=bool)
                 for o in outcomes:
@@ -175,10 +179,7 @@ class MergeBuilder:
                 rows = job.inserts(source.filter(pa.array(~matched)))
                 result.inserted = rows.num_rows
                 inserted_files = ctx.write_rows(rows)
-            commit_changes(table, changes, snapshot, "merge", prune, extra_data=inserted_files)
-        except BaseException:
-            discard(ctx, changes, inserted_files)
-            raise
+        commit_changes(table, changes, snapshot, "merge", prune, extra_data=inserted_files, commit_id=commit_id)
         return result
 
     def _plan(self) -> _Plan:

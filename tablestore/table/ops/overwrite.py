@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from tablestore.io.cleanup import deleted_unless_sent
 from tablestore.spec.expressions.binding import bind
 from tablestore.spec.expressions.evaluators import decode_bound
 from tablestore.spec.expressions.expression_parser import to_expression
@@ -167,13 +168,13 @@ def _overwrite(table: Table, write: Callable[[], list[DataFile]], filter: str | 
             removed = [t.file for t in tasks]
         else:
             changes = run_changes(table, delete_job(ctx, bound), tasks, ctx)
-    try:
+    added: list[DataFile] = []
+    # Until the producer exists (the transaction owns its files from then on), a failure leaves
+    # files no commit references.
+    with deleted_unless_sent(lambda: discard(table, changes, added)):
         added = write()
-    except BaseException:
-        discard(ctx, changes)
-        raise
-    return _producer(table, removed, added, changes, snapshot,
-                     [no_new_data_matching(bound, "filter of this operation")], snapshot_properties)
+        return _producer(table, removed, added, changes, snapshot,
+                         [no_new_data_matching(bound, "filter of this operation")], snapshot_properties)
 
 
 # -- dynamic partition overwrite ----------------------------------------------------------------------
@@ -298,11 +299,8 @@ def replace_partitions_producer(table: Table, data: Any,
     that adds files that may hold such rows makes it fail with CommitConflictError."""
     rows = _conformed(table, data)
     added = write_data_files(write_context(table), rows, table.engine.map) if rows.num_rows else []
-    try:
+    with deleted_unless_sent(lambda: discard(table, [], added)):
         return replace_partitions_files_producer(table, added, snapshot_properties)
-    except BaseException:
-        discard(RowLevelContext.of(table, COPY_ON_WRITE), [], added)
-        raise
 
 
 def replace_partitions_files_producer(table: Table, added: list[DataFile],

@@ -25,7 +25,6 @@ data (:class:`RowLevelContext`, :class:`~tablestore.table.read.scan.FileTask`).
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import uuid
 from collections.abc import Callable, Mapping
@@ -38,6 +37,7 @@ import pyarrow.compute as pc
 
 from tablestore.errors import SchemaError, ValidationError
 from tablestore.io import FileIO
+from tablestore.io.cleanup import delete_files, deleted_unless_sent
 from tablestore.spec.expressions.arrow_filter import to_arrow_expression
 from tablestore.spec.expressions.binding import bind
 from tablestore.spec.expressions.bound_predicates import (
@@ -75,6 +75,7 @@ from tablestore.table.ops.row_expressions import ArrowEvaluator, parse_expressio
 from tablestore.table.read.data_files import equality_matches, read_position_deletes
 from tablestore.table.read.file_rows import read_file_rows
 from tablestore.table.read.scan import FileTask, plan_files
+from tablestore.table.update.identity import CommitIdentity
 from tablestore.table.update.snapshot import RowDelta
 from tablestore.table.update.transaction import Transaction, commit_snapshot
 from tablestore.table.update.validation import isolation_level, row_level_checks
@@ -385,32 +386,35 @@ def commit_changes(
     extra_data: list[DataFile] | None = None,
     snapshot_properties: dict[str, str] | None = None,
     transaction: Transaction | None = None,
+    commit_id: str | CommitIdentity | None = None,
 ) -> Snapshot | None:
     """One RowDelta commit of every file's change (none if nothing changed); added to
-    ``transaction`` instead when given (None is returned then)."""
-    removed = [c.data_file for c in changes if c.removed]
-    referenced = [c.data_file for c in changes if c.added_deletes]
-    replaced_deletes = [f for c in changes for f in c.removed_deletes]
-    added = [f for c in changes for f in c.added_data] + list(extra_data or [])
-    deletes = [f for c in changes for f in c.added_deletes]
-    if not removed and not added and not deletes:
-        return None
-    checks = row_level_checks([*removed, *referenced], isolation_level(table.properties, operation),
-                              conflict_filter)
-    producer = RowDelta(table, [*removed, *replaced_deletes], added, deletes,
-                        scan_snapshot.snapshot_id if scan_snapshot else None, checks, snapshot_properties)
-    if transaction is not None:
-        transaction.add_snapshot(producer)
-        return None
-    return commit_snapshot(producer)
+    ``transaction`` instead when given (None is returned then). The files the changes wrote
+    belong to the commit from here on: deleted only when it is known not to have landed (see
+    :mod:`tablestore.table.update.commit_outcome`). ``commit_id``: a retried job whose first
+    commit landed gets that snapshot back and applies nothing twice."""
+    with deleted_unless_sent(lambda: discard(table, changes, extra_data)):
+        removed = [c.data_file for c in changes if c.removed]
+        referenced = [c.data_file for c in changes if c.added_deletes]
+        replaced_deletes = [f for c in changes for f in c.removed_deletes]
+        added = [f for c in changes for f in c.added_data] + list(extra_data or [])
+        deletes = [f for c in changes for f in c.added_deletes]
+        if not removed and not added and not deletes:
+            return None
+        checks = row_level_checks([*removed, *referenced], isolation_level(table.properties, operation),
+                                  conflict_filter)
+        producer = RowDelta(table, [*removed, *replaced_deletes], added, deletes,
+                            scan_snapshot.snapshot_id if scan_snapshot else None, checks, snapshot_properties)
+        if transaction is not None:
+            transaction.add_snapshot(producer)
+            return None
+    return commit_snapshot(producer, commit_id)
 
 
-def discard(ctx: RowLevelContext, changes: list[FileChange], extra: list[DataFile] | None = None) -> None:
-    """Delete the files an operation wrote when it does not commit."""
-    files = [f for c in changes for f in (*c.added_data, *c.added_deletes)] + list(extra or [])
-    for f in files:
-            with contextlib.suppress(OSError):  # remove_orphan_files catches what is left
-                ctx.io.delete(f.file_path)
+def discard(table: Table, changes: list[FileChange], extra: list[DataFile] | None = None) -> None:
+    """Delete the files an operation wrote for a change that is known not to commit."""
+    delete_files(table.io, [f.file_path for c in changes for f in (*c.added_data, *c.added_deletes)]
+                 + [f.file_path for f in extra or []])
 
 
 def run_changes(
@@ -427,7 +431,8 @@ def run_changes(
 
 
 def delete_rows(table: Table, filter: str | Expression, snapshot_properties: dict[str, str] | None = None,
-                mode: str | None = None, transaction: Transaction | None = None) -> int:
+                mode: str | None = None, transaction: Transaction | None = None,
+                commit_id: str | CommitIdentity | None = None) -> int:
     """DELETE FROM table WHERE filter; returns the number of deleted rows.
 
     ``mode`` overrides the table's ``write.delete.mode`` (the verified erasure writes position
@@ -441,12 +446,8 @@ def delete_rows(table: Table, filter: str | Expression, snapshot_properties: dic
     ctx = RowLevelContext.of(table, mode or write_mode(table.properties, "delete"))
     tasks = plan_files(table.io, table.metadata, snapshot, ctx.schema, bound, table.engine)
     changes = run_changes(table, delete_job(ctx, bound), tasks, ctx)
-    try:
-        commit_changes(table, changes, snapshot, "delete", bound, snapshot_properties=snapshot_properties,
-                       transaction=transaction)
-    except BaseException:
-        discard(ctx, changes)
-        raise
+    commit_changes(table, changes, snapshot, "delete", bound, snapshot_properties=snapshot_properties,
+                   transaction=transaction, commit_id=commit_id)
     return sum(c.affected for c in changes)
 
 
@@ -539,6 +540,7 @@ def update_rows(
     assignments: Mapping[str, Any],
     filter: str | Expression | None = None,
     snapshot_properties: dict[str, str] | None = None,
+    commit_id: str | CommitIdentity | None = None,
 ) -> int:
     """UPDATE table SET col = expr, ... WHERE filter; returns the number of updated rows.
 
@@ -571,11 +573,8 @@ def update_rows(
         return change_file(ctx, task, live, positions, mask.to_numpy(zero_copy_only=False), new)
 
     changes = run_changes(table, run, tasks, ctx)
-    try:
-        commit_changes(table, changes, snapshot, "update", bound, snapshot_properties=snapshot_properties)
-    except BaseException:
-        discard(ctx, changes)
-        raise
+    commit_changes(table, changes, snapshot, "update", bound, snapshot_properties=snapshot_properties,
+                   commit_id=commit_id)
     return sum(c.affected for c in changes)
 
 
@@ -625,6 +624,7 @@ def apply_positions(
     inserted: pa.Table | None = None,
     conflict_filter: BooleanExpression | None = None,
     replaced_positions: dict[str, np.ndarray] | None = None,
+    commit_id: str | CommitIdentity | None = None,
 ) -> int:
     """Delete the rows at ``deleted`` (data file path → positions), put ``replacements`` (the
     updated rows of each file) and ``inserted`` in, and commit once. Returns the rows deleted
@@ -654,15 +654,12 @@ def apply_positions(
     mode = ctx.mode
     changes = [c for c in table.engine.map(run, tasks) if c is not None]
     extra: list[DataFile] = []
-    try:
+    with deleted_unless_sent(lambda: discard(table, changes)):
         moved = [] if mode == COPY_ON_WRITE or ctx.lineage else replacements.values()
         new_rows = [*moved,
                     *([inserted] if inserted is not None else [])]
         new_rows = [r for r in new_rows if r.num_rows]
         if new_rows:
             extra = ctx.write_rows(pa.concat_tables(new_rows))
-        commit_changes(table, changes, snapshot, operation, conflict_filter, extra_data=extra)
-    except BaseException:
-        discard(ctx, changes, extra)
-        raise
+    commit_changes(table, changes, snapshot, operation, conflict_filter, extra_data=extra, commit_id=commit_id)
     return sum(c.affected for c in changes)

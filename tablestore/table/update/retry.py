@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tablestore.errors import CommitConflictError
+from tablestore.errors import CommitConflictError, CommitStateUnknownError
 from tablestore.spec.metadata.table_metadata import TableMetadata
 from tablestore.spec.metadata.update_models import TableRequirement, TableUpdate
 
@@ -79,10 +79,14 @@ def commit_with_retries(
     table: Table,
     stage: Callable[[TableMetadata], StagedCommit],
     on_conflict: Callable[[], None] | None = None,
+    on_unknown: Callable[[CommitStateUnknownError], None] | None = None,
 ) -> int:
     """Stage on the table's metadata and commit, retrying lost races under the table's
     ``commit.retry.*`` policy; returns how many attempts it took. ``on_conflict`` runs after a
-    refused attempt (to drop what was written for it only)."""
+    refused attempt (to drop what was written for it only). ``on_unknown`` runs after an attempt
+    whose answer was lost: it reloads the table for the next attempt (whose stage finds the
+    snapshot if it landed) or raises; without it the unknown outcome is raised at once (see
+    :mod:`tablestore.table.update.commit_outcome`)."""
     policy = RetryPolicy.from_properties(table.properties)
     deadline = time.monotonic() + policy.total_timeout_ms / 1000
     attempt = 0
@@ -92,6 +96,10 @@ def commit_with_retries(
             table.metadata_location, table.metadata = table.catalog.commit_table(
                 table.identifier, staged.requirements, staged.updates)
             return attempt + 1
+        except CommitStateUnknownError as e:
+            if on_unknown is None:
+                raise
+            on_unknown(e)
         except CommitConflictError:
             if on_conflict is not None:
                 on_conflict()

@@ -318,6 +318,14 @@ class SnapshotProducer:
                 self.table.io.delete(path)
                 self._written_manifests.remove(path)
 
+    def forget_attempt(self) -> None:
+        """The last attempt's answer was lost: its manifest list and the manifests rewritten for
+        it may be the table's now, so no later cleanup may delete them (orphan removal clears
+        them if it never landed). The added manifests are the same in every attempt."""
+        self._manifest_list = None
+        keep = {m.manifest_path for m in self._added_manifests or []}
+        self._written_manifests = [p for p in self._written_manifests if p in keep]
+
     def cleanup(self, keep_added_files: bool = False) -> None:
         """The commit failed for good (or was applied before): remove what it wrote."""
         for path in [*self._written_manifests, *([self._manifest_list] if self._manifest_list else [])]:

@@ -34,6 +34,10 @@ what it was based on did not change, the snapshot re-runs its conflict validatio
 its manifest list. When a change no longer applies, nothing is committed and the files the
 transaction wrote are deleted.
 
+When the catalog's answer is lost (the outcome is unknown) no file is deleted: the commit looks
+for its snapshot in the reloaded table and sends it again when it is not there; see
+:mod:`tablestore.table.update.commit_outcome`, the rule of who may delete a written file.
+
 A transaction given a commit identifier (:mod:`tablestore.table.update.identity`) is applied at
 most once: when the identifier is already in the history, it commits nothing and returns the
 snapshot that applied it.
@@ -57,6 +61,7 @@ from tablestore.spec.metadata.update_models import (
     TableUpdate,
     UpgradeFormatVersionUpdate,
 )
+from tablestore.table.update.commit_outcome import Landed, Outcome, OutcomeResolver
 from tablestore.table.update.identity import CommitIdentity, as_identity
 from tablestore.table.update.retry import StagedCommit, commit_with_retries
 from tablestore.table.update.snapshot import SnapshotProducer
@@ -159,6 +164,10 @@ class Transaction:
         self.attempts = 0
         #: The earlier snapshot, when the commit identifier showed the work was applied before.
         self.applied_before: Snapshot | None = None
+        #: What became of the commit (None until it was tried).
+        self.outcome: Outcome | None = None
+        #: Attempts whose answer was lost and that were resolved by reloading the table.
+        self.lost_answers = 0
 
     # -- context manager ---------------------------------------------------------------------
     def __enter__(self) -> Self:
@@ -226,8 +235,11 @@ class Transaction:
             producer.snapshot_properties.update(self.identity.summary())
         staged_snapshot: list[Snapshot] = []
         staging_needed = producer is not None or len(self._changes) > 1
+        resolver = OutcomeResolver(self.table, producer.snapshot_id, producer.branch) if producer else None
 
         def stage(base: TableMetadata) -> StagedCommit:
+            if resolver is not None:
+                resolver.check_landed(base)  # an attempt whose answer was lost landed
             if self.identity is not None:
                 earlier = self.identity.applied(base, self.table.branch)
                 if earlier is not None:
@@ -241,30 +253,48 @@ class Transaction:
                 updates.extend(one.updates)
                 if staging_needed:
                     staged = apply_updates(staged, one.updates)
-            if producer is not None:
+            if producer is not None and resolver is not None:
                 one, snapshot = producer.stage(base, staged)
                 requirements.extend(one.requirements)
                 updates.extend(one.updates)
                 staged_snapshot[:] = [snapshot]
+                resolver.last_parent = snapshot.parent_snapshot_id
             unique: dict[tuple[str, str | None], TableRequirement] = {}
             for r in requirements:
                 unique.setdefault(_requirement_key(r), r)
             self.attempts += 1  # a staged attempt goes to the catalog
             return StagedCommit(list(unique.values()), updates)
 
+        def on_unknown(error: CommitStateUnknownError) -> None:
+            assert resolver is not None and producer is not None
+            self.lost_answers += 1
+            resolver.after_unknown(error, producer.forget_attempt)
+
         try:
-            commit_with_retries(self.table, stage, producer.on_conflict if producer else None)
+            commit_with_retries(self.table, stage, producer.on_conflict if producer else None,
+                                on_unknown if producer else None)
+        except Landed as e:
+            self.outcome = Outcome.LANDED
+            return e.snapshot
         except AlreadyApplied as e:
+            self.outcome = Outcome.LANDED
             if producer is not None:
                 producer.cleanup()
             self.applied_before = e.snapshot
             return e.snapshot
         except CommitStateUnknownError:
+            self.outcome = Outcome.UNKNOWN
             raise  # the commit may have landed: keep every file
-        except BaseException:
+        except BaseException as e:
+            # Known not to have landed, unless an attempt whose answer was lost still may.
+            if resolver is not None and resolver.may_still_land():
+                self.outcome = Outcome.UNKNOWN
+                raise resolver.unknown(f"sending it again failed ({type(e).__name__}: {e})") from e
+            self.outcome = Outcome.NOT_LANDED
             if producer is not None:
                 producer.cleanup()
             raise
+        self.outcome = Outcome.LANDED
         return staged_snapshot[0] if staged_snapshot else None
 
     def abort(self) -> None:

@@ -45,6 +45,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tablestore.errors import ValidationError
+from tablestore.io.cleanup import delete_files, deleted_unless_sent
 from tablestore.spec.manifests.manifest import DataFile
 from tablestore.spec.schemas.schema import parquet_write_schema, without_unknown_columns
 from tablestore.spec.schemas.types import IcebergType
@@ -668,15 +669,10 @@ def write_batches(ctx: WriteContext, batches: Iterable[pa.RecordBatch | pa.Table
     On failure, every file written so far is deleted before the error propagates.
     """
     writer = PartitionedWriter(ctx, task_id, partition)
-    try:
+    with deleted_unless_sent(lambda: delete_files(ctx.io, writer.abandon())):
         for batch in batches:
             writer.write(batch)
         files = writer.close()
-    except BaseException:
-        for path in writer.abandon():
-            with contextlib.suppress(OSError):  # best effort: remove_orphan_files catches the rest
-                ctx.io.delete(path)
-        raise
     return files, writer.stats
 
 
