@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from tablestore.table.ops.column_merge import Fragment
     from tablestore.table.ops.merge import MergeBuilder
     from tablestore.table.ops.refs import ManageSnapshots
+    from tablestore.table.read.changelog import ChangelogScan
     from tablestore.table.read.inspect import TableInspector
     from tablestore.table.update.schema import UpdateSchema
     from tablestore.table.update.spec import UpdateSpec
@@ -234,6 +235,47 @@ class Table:
             planner=self.catalog.scan_planner(self.identifier),
             start_snapshot_id=start_snapshot_id, end_snapshot_id=end_snapshot_id,
         )
+
+    def changes(
+        self,
+        from_snapshot: int | None = None,
+        to_snapshot: int | None = None,
+        *,
+        from_timestamp: int | str | datetime.datetime | None = None,
+        to_timestamp: int | str | datetime.datetime | None = None,
+        from_ref: str | None = None,
+        to_ref: str | None = None,
+        identifier_columns: list[str] | None = None,
+        compute_updates: bool | None = None,
+        net_changes: bool = False,
+    ) -> ChangelogScan:
+        """The rows that changed after ``from`` (exclusive) up to ``to`` (inclusive), as a lazy
+        :class:`~tablestore.table.read.changelog.ChangelogScan` (``to_batches``, ``to_arrow``).
+
+        Each end is a snapshot id, a point in time (epoch ms, ISO string or datetime) or a ref
+        (branch or tag); ``to`` defaults to the head of this object's branch, ``from`` to the
+        table's creation. Rows come in the ``to`` snapshot's schema with ``_change_type``
+        (INSERT, DELETE, UPDATE_BEFORE, UPDATE_AFTER), ``_change_ordinal`` and
+        ``_commit_snapshot_id``; rows a copy-on-write rewrite carried over unchanged, and
+        compactions, yield nothing. Updates pair a DELETE and an INSERT of one key in one
+        snapshot: the key is ``identifier_columns``, else the table's identifier fields, else on
+        format v3 the row lineage ``_row_id``; ``compute_updates=False`` turns pairing off.
+        ``net_changes`` collapses the changes of a row over the range into its net change.
+        See docs/changes.md.
+        """
+        from tablestore.table.read.changelog import ChangelogScan, key_columns_for
+        from tablestore.table.read.changelog_range import resolve_range
+
+        snapshot_range = resolve_range(
+            self.metadata, self.current_snapshot(), from_snapshot, to_snapshot,
+            epoch_ms(from_timestamp, "from_timestamp") if from_timestamp is not None else None,
+            epoch_ms(to_timestamp, "to_timestamp") if to_timestamp is not None else None, from_ref, to_ref)
+        end = snapshot_range.end
+        schema = self.metadata.schema_by_id(end.schema_id) if end is not None and end.schema_id is not None \
+            else None
+        keys = key_columns_for(schema or self.schema(), self.metadata.format_version, identifier_columns,
+                               compute_updates)
+        return ChangelogScan(self.io, self.metadata, self.engine, snapshot_range, keys, net_changes)
 
     # -- writes ----------------------------------------------------------------------------
     def write_context(self) -> WriteContext:
