@@ -3,7 +3,7 @@
 The order follows the dates of the settings, in four runs: landing, the daily partitions before
 the evolution and the evolution (with its checks); the remaining daily partitions and the
 rollover; every hour from the cut-over, the retention and the erasure requests; the customers
-and their features, the erasure (with its checks) and the Trino reconciliation. ``make demo`` and
+and their features, the hourly rollup, the erasure (with its checks) and the Trino reconciliation. ``make demo`` and
 the e2e test run this.
 """
 
@@ -29,6 +29,7 @@ from pipelines.defs.ingest.assets import (
 from pipelines.defs.ingest.retention import RETENTION_KEY
 from pipelines.defs.reconcile.assets import RECONCILE_KEY
 from pipelines.defs.resources import resources
+from pipelines.defs.rollups.assets import ROLLUP_KEY
 from pipelines.settings import PipelineSettings, load_settings
 from tablestore.errors import ConfigError
 
@@ -155,8 +156,8 @@ def pipeline_plan(settings: PipelineSettings) -> list[PlanStep]:
         *plan,
         PlanStep(f"events_hourly {_span(hours)}, events retention, erasure requests",
                  [EVENTS_HOURLY_KEY, RETENTION_KEY, REQUESTS_KEY], None, _range_tags(hours)),
-        PlanStep("customers and features, gdpr erasure, trino reconciliation",
-                 [CUSTOMERS_KEY, SEGMENTS_KEY, LTV_KEY, ERASURE_KEY, RECONCILE_KEY]),
+        PlanStep("customers and features, hourly rollup, gdpr erasure, trino reconciliation",
+                 [CUSTOMERS_KEY, SEGMENTS_KEY, LTV_KEY, ROLLUP_KEY, ERASURE_KEY, RECONCILE_KEY]),
     ]
 
 

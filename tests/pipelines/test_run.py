@@ -27,9 +27,10 @@ def test_plan_is_four_runs_with_ranges_of_days_and_hours_in_the_order_of_the_dat
         ("events_hourly 2026-11-04-00:00 .. 2026-11-04-23:00, events retention, erasure requests",
          ["lakehouse/shop/events_hourly", "lakehouse/shop/events_retention", "lakehouse/shop/erasure_requests"],
          None, {RANGE_START: "2026-11-04-00:00", RANGE_END: "2026-11-04-23:00"}),
-        ("customers and features, gdpr erasure, trino reconciliation",
+        ("customers and features, hourly rollup, gdpr erasure, trino reconciliation",
          ["lakehouse/shop/customers", "lakehouse/shop/customer_segments", "lakehouse/shop/customer_lifetime_value",
-          "lakehouse/shop/gdpr_erasure", "lakehouse/shop/trino_reconciliation"], None, None),
+          "lakehouse/shop/events_hourly_rollup", "lakehouse/shop/gdpr_erasure", "lakehouse/shop/trino_reconciliation"],
+         None, None),
     ]
 
 
