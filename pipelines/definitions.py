@@ -19,6 +19,7 @@ from pipelines.defs.ingest.assets import build_ingest_assets
 from pipelines.defs.ingest.checks import build_ingest_checks
 from pipelines.defs.ingest.retention import build_retention_assets
 from pipelines.defs.reconcile.assets import build_reconcile_assets
+from pipelines.defs.rollups.assets import build_rollup_assets
 from pipelines.settings import PipelineSettings, use_settings
 
 PROJECT_DIR = Path(__file__).resolve().parent
@@ -27,7 +28,7 @@ PROJECT_DIR = Path(__file__).resolve().parent
 def build_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]:
     """The assets of the graph for ``settings`` (what the defs folder holds, without loading it)."""
     return [*build_ingest_assets(settings), *build_retention_assets(settings), *build_customer_assets(),
-            *build_erasure_assets(settings), *build_reconcile_assets()]
+            *build_erasure_assets(settings), *build_reconcile_assets(), *build_rollup_assets()]
 
 
 def build_checks() -> list[dg.AssetChecksDefinition]:

@@ -51,7 +51,7 @@ class Changes:
     until: int | None  # the upstream snapshot this run consumes
     full: bool  # recompute everything (then ``keys`` is empty)
     reason: str
-    keys: pa.Table = field(default_factory=pa.table)  # distinct key values of the changed rows
+    keys: pa.Table = field(default_factory=lambda: pa.table({}))  # distinct key values of the changed rows
     changed_rows: int = 0  # changelog rows read
     changed_files: int = 0  # data files the changelog read
 
