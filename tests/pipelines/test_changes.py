@@ -168,3 +168,13 @@ def test_downstream_assets_read_only_the_changes_and_an_erasure_reaches_every_de
     backfill = lake.run([ROLLUP_KEY], full=True)[ROLLUP_KEY.to_user_string()]
     assert backfill["mode"] == "full" and backfill["hours_recomputed"] == DAYS * 24 + 1
     assert rollup_rows(store) == expected_rollup(store)
+
+
+def test_the_reconciliation_compares_only_the_tables_whose_snapshot_moved() -> None:
+    from pipelines.defs.reconcile.assets import changed_tables
+
+    current = {"events": 3, "customers": 7, "erasure_requests": 1}
+    assert changed_tables(current, None) == ["customers", "erasure_requests", "events"]  # the first run: all
+    assert changed_tables(current, {"events": 3, "customers": 6, "erasure_requests": 1}) == ["customers"]
+    assert changed_tables(current, {"events": 3, "customers": 7}) == ["erasure_requests"]  # a new table
+    assert changed_tables(current, dict(current)) == []
