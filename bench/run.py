@@ -36,6 +36,7 @@ BENCHMARKS = [
     "fanout_write",
     "column_merge",
     "maintenance",
+    "pipeline_changes",
 ]
 
 
