@@ -155,3 +155,30 @@ def test_a_stream_killed_between_micro_batches_resumes_from_its_checkpoint_with_
     batches = _target_batches(target)
     assert len(batches) == len(set(batches)), "every batch committed once"
     assert max(batches) > max(before), "the restarted query went on after the batches it had committed"
+
+
+def test_a_changelog_stream_carries_inserts_updates_and_deletes(lake: Lake, spark: SparkSession) -> None:
+    keyed = pa.schema([pa.field("id", pa.int64(), nullable=False), ("grp", pa.string())])
+    table = lake.catalog.create_table("db.changing", keyed, properties={"write.delete.mode": "merge-on-read",
+                                                                         "write.update.mode": "merge-on-read"})
+    with table.update_schema() as update:
+        update.set_identifier_fields("id")
+    table.append(rows(range(0, 3)).cast(keyed))
+    table.update({"grp": "'z'"}, "id = 1")
+    table.delete("id = 2")
+    snapshots = [s.snapshot_id for s in table.snapshots()]
+    query = (spark.readStream.format("tablestore").option("streaming-changelog", "true").load("db.changing")
+             .writeStream.format("memory").queryName("changelog").trigger(availableNow=True).start())
+    query.awaitTermination(300)
+    assert query.exception() is None
+    got = sorted((r["_commit_snapshot_id"], r["_change_type"], r["id"], r["grp"])
+                 for r in spark.table("changelog").collect())
+    inserted, updated, deleted = snapshots
+    assert got == sorted([
+        (inserted, "INSERT", 0, "a"), (inserted, "INSERT", 1, "b"), (inserted, "INSERT", 2, "c"),
+        (updated, "UPDATE_BEFORE", 1, "b"), (updated, "UPDATE_AFTER", 1, "z"),
+        (deleted, "DELETE", 2, "c"),
+    ])
+    # One micro-batch of three snapshots: their ordinals in it.
+    ordinals = {r["_commit_snapshot_id"]: r["_change_ordinal"] for r in spark.table("changelog").collect()}
+    assert ordinals == {inserted: 0, updated: 1, deleted: 2}

@@ -21,7 +21,7 @@ import dagster as dg
 import pyarrow as pa
 
 from pipelines.defs.automation import FOLLOWS_UPSTREAM, USER_TABLE_FRESHNESS
-from pipelines.defs.changes import CONSUMED, Changes, RefreshConfig, changed_keys, last_consumed
+from pipelines.defs.changes import Changes, RefreshConfig, changed_keys, last_consumed
 from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVENTS_KEY
 from pipelines.defs.metadata import snapshot_metadata
 from pipelines.defs.resources import SparkResource, TableStoreResource

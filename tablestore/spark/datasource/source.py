@@ -64,10 +64,11 @@ from tablestore.spark.datasource.source_read import (
 )
 from tablestore.spark.datasource.source_write import TablestoreWriter, resolve_write
 from tablestore.spark.datasource.stream import stream_writer
-from tablestore.spark.datasource.stream_read import stream_reader
+from tablestore.spark.datasource.stream_read import CHANGELOG, changelog_spark_schema, stream_reader
 from tablestore.spark.options import (
     SNAPSHOT_PROPERTY_PREFIX,
     SOURCE_NAME,
+    bool_option,
     config_to_json,
     parse_name,
     quote_name,
@@ -112,7 +113,8 @@ class TablestoreDataSource(DataSource):
         return state
 
     def schema(self) -> st.StructType:
-        return spark_schema(self._state().projected())
+        schema = spark_schema(self._state().projected())
+        return changelog_spark_schema(schema) if bool_option(self.options, CHANGELOG, False) else schema
 
     def reader(self, schema: st.StructType) -> DataSourceReader:
         state = self._state()

@@ -25,6 +25,13 @@ splits one): ``streaming-max-files-per-micro-batch`` and ``streaming-max-rows-pe
 counted from the snapshot summaries' ``added-data-files`` and ``added-records``.
 ``trigger(availableNow=True)`` reads what was committed when the query started, then stops.
 
+Changelog mode (``streaming-changelog=true``), for tables that also delete and update: each
+micro-batch is the changelog of its range (``Table.changes``): every row inserted or deleted,
+with ``_change_type`` (INSERT, DELETE, UPDATE_BEFORE, UPDATE_AFTER, updates paired by the
+table's identifier fields, or ``_row_id`` on format v3), ``_change_ordinal`` (the snapshot's
+place in the micro-batch) and ``_commit_snapshot_id``. Delete and overwrite snapshots are part of
+it, so the skip options do not apply. One Spark partition per snapshot of the range.
+
 The rows come in the schema the table had when the query started (a streaming DataFrame's
 schema is fixed); restart the query to see columns added since.
 """
@@ -47,6 +54,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from tablestore.catalog.base import read_metadata_file
 from tablestore.engine.local import LocalEngine
 from tablestore.errors import ValidationError
 from tablestore.io import load_file_io
@@ -56,6 +64,9 @@ from tablestore.spark.options import as_of_timestamp_ms, bool_option, resolved_t
 from tablestore.spec.expressions.binding import bind
 from tablestore.spec.metadata.table_metadata import Snapshot, TableMetadata
 from tablestore.spec.partitioning.partition_spec import PartitionSpec
+from tablestore.table.read.changelog import ChangelogScan, key_columns_for
+from tablestore.table.read.changelog_range import resolve_range
+from tablestore.table.read.changelog_rows import CHANGE_ORDINAL, CHANGE_TYPE, COMMIT_SNAPSHOT_ID
 from tablestore.table.read.data_files import RowGroupRange, read_task_table
 from tablestore.table.read.scan import FileTask, ancestors_between, plan_added_files
 
@@ -66,6 +77,7 @@ SKIP_OVERWRITES = "streaming-skip-overwrite-snapshots"
 FROM_TIMESTAMP = "stream-from-timestamp"
 MAX_FILES = "streaming-max-files-per-micro-batch"
 MAX_ROWS = "streaming-max-rows-per-micro-batch"
+CHANGELOG = "streaming-changelog"
 
 
 def offset(snapshot_id: int) -> dict[str, int]:
@@ -90,6 +102,7 @@ class StreamOptions:
     max_files: int | None = None
     max_rows: int | None = None
     branch: str = "main"
+    changelog: bool = False
 
     @staticmethod
     def parse(options: Mapping[str, str]) -> StreamOptions:
@@ -114,6 +127,7 @@ class StreamOptions:
             max_files=positive(MAX_FILES),
             max_rows=positive(MAX_ROWS),
             branch=str(options.get("branch") or "main"),
+            changelog=bool_option(options, CHANGELOG, False),
         )
 
 
@@ -126,6 +140,26 @@ class StreamFilePartition(InputPartition):
         self.task = task
         self.spec_json = spec_json
         self.row_groups = row_groups
+
+
+class StreamChangesPartition(InputPartition):
+    """The changelog of one snapshot (after ``start``, exclusive, up to ``snapshot_id``), read on
+    an executor from the table metadata file the driver planned with."""
+
+    def __init__(self, index: int, metadata_location: str, start: int | None, snapshot_id: int,
+                 ordinal: int) -> None:
+        super().__init__(index)
+        self.metadata_location = metadata_location
+        self.start = start
+        self.snapshot_id = snapshot_id
+        self.ordinal = ordinal
+
+
+def changelog_spark_schema(schema: st.StructType) -> st.StructType:
+    """A stream's columns in changelog mode: the table's, then Iceberg's changelog columns."""
+    return st.StructType([*schema.fields, st.StructField(CHANGE_TYPE, st.StringType(), False),
+                          st.StructField(CHANGE_ORDINAL, st.IntegerType(), False),
+                          st.StructField(COMMIT_SNAPSHOT_ID, st.LongType(), False)])
 
 
 class TablestoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -184,6 +218,8 @@ class TablestoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         if start == end:
             return []
         snapshots = ancestors_between(metadata, None if start == BEFORE_FIRST else start, end)[::-1]
+        if self.stream.changelog:
+            return snapshots  # deletes and overwrites are changes like the others
         for s in snapshots:
             if s.operation == "delete" and not self.stream.skip_deletes:
                 raise ValidationError(
@@ -229,8 +265,10 @@ class TablestoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         if first == last:
             return []
         with resolved_table(self.options, self.default_config) as (_, catalog, identifier):
-            metadata = catalog.load_table_metadata(identifier)[1]
+            location, metadata = catalog.load_table_metadata(identifier)
             io = catalog.table_io(metadata)
+        if self.stream.changelog:
+            return self._change_partitions(location, metadata, first, last)
         appends = [s for s in self._pending(metadata, first, last) if s.operation == "append"]
         schema = self.state.schema()
         tasks = plan_added_files(io, metadata, appends, schema, bind(schema, self.state.row_filter), LocalEngine())
@@ -241,16 +279,57 @@ class TablestoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                 out.append(StreamFilePartition(len(out), task, specs[task.spec_id], row_groups))
         return out
 
+    def _change_partitions(self, location: str, metadata: TableMetadata, first: int,
+                           last: int) -> list[InputPartition]:
+        # The range's snapshots that may change rows, oldest first: their index is the ordinal.
+        head = metadata.snapshot_by_id(last)
+        changing = resolve_range(metadata, head, None if first == BEFORE_FIRST else first, last).snapshots
+        out: list[InputPartition] = []
+        start = None if first == BEFORE_FIRST else first
+        for ordinal, snapshot in enumerate(changing):
+            out.append(StreamChangesPartition(ordinal, location, start, snapshot.snapshot_id, ordinal))
+            start = snapshot.snapshot_id
+        return out
+
     # -- on the executors ----------------------------------------------------------------------
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        if not isinstance(partition, StreamFilePartition):
-            return
+    def _context(self) -> dict[str, Any]:
         ctx = self._cache
         if not ctx:
             schema = self.state.schema()
             ctx.update(io=load_file_io(self.state.io_properties), schema=schema, projected=self.state.projected(),
                        row_filter=bind(schema, self.state.row_filter),
                        target=spark_arrow_schema(st.StructType.fromJson(json.loads(self.spark_schema_json))))
+        return ctx
+
+    def _read_changes(self, partition: StreamChangesPartition) -> Iterator[pa.RecordBatch]:
+        ctx = self._context()
+        metadata = read_metadata_file(ctx["io"], partition.metadata_location)
+        snapshot_range = resolve_range(metadata, metadata.snapshot_by_id(partition.snapshot_id), partition.start,
+                                       partition.snapshot_id)
+        end = snapshot_range.end
+        schema = (metadata.schema_by_id(end.schema_id) if end is not None and end.schema_id is not None
+                  else None) or metadata.schema()
+        keys = key_columns_for(schema, metadata.format_version, None, None)
+        scan = ChangelogScan(ctx["io"], metadata, LocalEngine(), snapshot_range, keys, False)
+        target: pa.Schema = ctx["target"]
+        for batch in scan.to_batches():
+            if batch.num_rows == 0:
+                continue
+            # The stream's columns (the schema at its start) by name; a column dropped since reads NULL.
+            columns = [batch.column(f.name) if f.name in batch.schema.names else pa.nulls(batch.num_rows, f.type)
+                       for f in target]
+            columns[target.get_field_index(CHANGE_ORDINAL)] = pa.array([partition.ordinal] * batch.num_rows,
+                                                                       pa.int32())
+            table = pa.Table.from_arrays(columns, schema=target)
+            yield from to_spark_table(table, target, self.state.table_name).to_batches(max_chunksize=READ_BATCH_ROWS)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if isinstance(partition, StreamChangesPartition):
+            yield from self._read_changes(partition)
+            return
+        if not isinstance(partition, StreamFilePartition):
+            return
+        ctx = self._context()
         task = partition.task
         spec = PartitionSpec.from_json(json.loads(partition.spec_json))
         table = read_task_table(ctx["io"], task.file, (), spec, ctx["schema"], ctx["projected"], ctx["row_filter"],
