@@ -38,6 +38,7 @@ BENCHMARKS = [
     "maintenance",
     "changelog",
     "changelog_stream",
+    "pipeline_changes",
 ]
 
 

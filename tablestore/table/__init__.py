@@ -209,12 +209,21 @@ class Table:
         ref: str | None = None,
         case_sensitive: bool = True,
         limit: int | None = None,
+        start_snapshot_id: int | None = None,
+        end_snapshot_id: int | None = None,
     ) -> TableScan:
         """A scan of the table, optionally filtered, projected and at an older snapshot.
 
         ``as_of_timestamp`` takes epoch milliseconds, a datetime (naive means UTC) or an ISO string.
         ``columns`` may name the row lineage columns of format v3, ``_row_id`` and
         ``_last_updated_sequence_number``, which are never part of the default projection.
+
+        ``start_snapshot_id``/``end_snapshot_id`` make it an incremental append scan (Iceberg's
+        ``IncrementalAppendScan``): the rows that ``append`` snapshots after ``start``
+        (exclusive) up to ``end`` (inclusive, default the current snapshot) added; deletes,
+        overwrites and compactions in the range contribute nothing::
+
+            new_rows = table.scan(start_snapshot_id=last_seen).to_arrow()
         """
         if (self.branch != MAIN_BRANCH and snapshot_id is None and as_of_timestamp is None and ref is None
                 and self.branch in self.metadata.refs):
@@ -224,6 +233,7 @@ class Table:
             as_of_timestamp_ms=epoch_ms(as_of_timestamp, "as_of_timestamp") if as_of_timestamp is not None else None,
             ref=ref, case_sensitive=case_sensitive, limit=limit,
             planner=self.catalog.scan_planner(self.identifier),
+            start_snapshot_id=start_snapshot_id, end_snapshot_id=end_snapshot_id,
         )
 
     def changes(
