@@ -12,31 +12,16 @@ from pathlib import Path
 
 import dagster as dg
 
-from pipelines.defs.customers.assets import build_customer_assets
-from pipelines.defs.erasure.assets import build_erasure_assets
-from pipelines.defs.erasure.checks import build_erasure_checks
-from pipelines.defs.ingest.assets import build_ingest_assets
-from pipelines.defs.ingest.checks import build_ingest_checks
-from pipelines.defs.ingest.retention import build_retention_assets
-from pipelines.defs.reconcile.assets import build_reconcile_assets
 from pipelines.settings import PipelineSettings, use_settings
 
 PROJECT_DIR = Path(__file__).resolve().parent
 
 
-def build_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]:
-    """The assets of the graph for ``settings`` (what the defs folder holds, without loading it)."""
-    return [*build_ingest_assets(settings), *build_retention_assets(settings), *build_customer_assets(),
-            *build_erasure_assets(settings), *build_reconcile_assets()]
-
-
-def build_checks() -> list[dg.AssetChecksDefinition]:
-    return [*build_ingest_checks(), *build_erasure_checks()]
-
-
-def build_definitions(settings_file: str | None = None, root: str | None = None) -> dg.Definitions:
-    """The code location for a settings file and root (default: what the environment selects)."""
-    with use_settings(settings_file, root):
+def build_definitions(settings_file: str | None = None, root: str | None = None,
+                      settings: PipelineSettings | None = None) -> dg.Definitions:
+    """The code location for a settings file and root (default: what the environment selects),
+    built from the defs folder alone; ``settings``, when the caller has loaded them already."""
+    with use_settings(settings_file, root, settings):
         folder = dg.load_from_defs_folder(path_within_project=PROJECT_DIR)
     # Every step of a run in the run's process: one SparkSession, so one Spark application,
     # per run. The multiprocess executor started an application per step, and parallel

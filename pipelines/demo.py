@@ -17,8 +17,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from pipelines.defs.erasure.assets import ERASURE_KEY
-from pipelines.drive import drive
-from pipelines.run import PipelineRun
+from pipelines.drive import PipelineRun, drive
 from pipelines.settings import CATALOG, DATABASE
 from tablestore.catalog_manager import CatalogManager
 

@@ -15,31 +15,125 @@ hours wait for the rollover, and everything downstream follows through ``eager``
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import dagster as dg
 
-from pipelines.definitions import build_assets, build_checks, build_definitions
+from pipelines.definitions import build_definitions
 from pipelines.defs.erasure.sensors import ERASURE_SENSOR
 from pipelines.defs.ingest.landing import write_erasure_requests, write_landing_day
 from pipelines.defs.ingest.sensors import LANDING_SENSOR
-from pipelines.defs.resources import resources
-from pipelines.run import PipelineRun, step_outcome
-from pipelines.settings import load_settings
+from pipelines.settings import PipelineSettings, load_settings
 
 # A bound on the daemon's ticks: the graph settles in a few (each tick runs what became ready).
 MAX_TICKS = 20
 
 
+@dataclass
+class CheckOutcome:
+    asset: str
+    name: str
+    passed: bool
+    description: str
+    metadata: dict[str, object]
+
+
+@dataclass
+class StepOutcome:
+    label: str
+    success: bool
+    materializations: dict[str, dict[str, object]] = field(default_factory=dict)
+    checks: list[CheckOutcome] = field(default_factory=list)
+    error: str | None = None
+    # Seconds per Dagster step (an asset, or a check), from its first event to its last one.
+    step_seconds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class PipelineRun:
+    settings: PipelineSettings
+    steps: list[StepOutcome] = field(default_factory=list)
+
+    @property
+    def success(self) -> bool:
+        return all(s.success for s in self.steps) and all(c.passed for c in self.checks)
+
+    @property
+    def checks(self) -> list[CheckOutcome]:
+        return [c for s in self.steps for c in s.checks]
+
+    def metadata(self, key: dg.AssetKey) -> dict[str, object]:
+        """The metadata of the last materialization of ``key`` in this run."""
+        for step in reversed(self.steps):
+            if key.to_user_string() in step.materializations:
+                return step.materializations[key.to_user_string()]
+        return {}
+
+
+def _plain(value: object) -> object:
+    return getattr(value, "value", value)
+
+
+STEP_SPAN = ("STEP_START", "STEP_SUCCESS", "STEP_FAILURE")
+
+
+def _step_seconds(instance: dg.DagsterInstance, run_id: str) -> dict[str, float]:
+    spans: dict[str, list[float]] = {}
+    for entry in instance.all_logs(run_id):
+        event = entry.dagster_event
+        # From the step's start to its end: earlier events (materializations planned at the run's
+        # start) name the step too.
+        if entry.step_key and event is not None and event.event_type_value in STEP_SPAN:
+            spans.setdefault(entry.step_key, []).append(entry.timestamp)
+    return {key: max(t) - min(t) for key, t in spans.items()}
+
+
+def step_outcome(label: str, result: dg.ExecuteInProcessResult, instance: dg.DagsterInstance) -> StepOutcome:
+    outcome = StepOutcome(label, result.success, step_seconds=_step_seconds(instance, result.run_id))
+    for event in result.get_asset_materialization_events():
+        materialization = event.materialization
+        outcome.materializations[materialization.asset_key.to_user_string()] = {
+            k: _plain(v) for k, v in materialization.metadata.items()
+        }
+    for evaluation in result.get_asset_check_evaluations():
+        outcome.checks.append(CheckOutcome(
+            evaluation.asset_key.to_user_string(), evaluation.check_name, evaluation.passed,
+            evaluation.description or "", {k: _plain(v) for k, v in evaluation.metadata.items()},
+        ))
+    if not result.success:
+        failures = [e for e in result.all_events if e.is_step_failure]
+        outcome.error = "; ".join(str(e.step_failure_data.error.message).strip() for e in failures
+                                  if e.step_failure_data and e.step_failure_data.error) or "run failed"
+    return outcome
+
+
+def materialize(
+    definitions: dg.Definitions, selection: Sequence[dg.AssetKey] | dg.AssetSelection,
+    partition_key: str | None = None, tags: dict[str, str] | None = None,
+    instance: dg.DagsterInstance | None = None, log_level: str = "DEBUG",
+) -> dg.ExecuteInProcessResult:
+    """One run of the code location's assets or checks in ``selection``, in this process, with
+    the location's own resources: what a run the daemon launches executes. Failures are in the
+    result, not raised."""
+    if not isinstance(selection, dg.AssetSelection):
+        selection = dg.AssetSelection.assets(*selection)
+    # The resolved assets carry the location's resources bound.
+    return dg.materialize(
+        definitions.resolve_asset_graph().assets_defs, selection=selection,
+        partition_key=partition_key, instance=instance, tags=tags,
+        raise_on_error=False, run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
+    )
+
+
 def drive(settings_file: str | None = None, root: str | None = None, log: Callable[[str], None] = print,
           log_level: str = "DEBUG") -> PipelineRun:
     """Land the data and run whatever the sensors and automation conditions request, until they
-    request nothing more; what each run did, as ``run_pipeline`` reports it."""
+    request nothing more; what each run did. Driving again over the same root is what the
+    daemon does after a failed run: the sensors see every file anew, and each asset finds its
+    work done or does what is left (they are idempotent)."""
     settings = load_settings(settings_file, root)
-    root = str(settings.root)
-    definitions = build_definitions(settings_file, root)
-    assets = [*build_assets(settings), *build_checks()]
-    res = resources(settings_file, root)
+    definitions = build_definitions(settings_file, str(settings.root), settings)
     instance = dg.DagsterInstance.ephemeral()
     run = PipelineRun(settings)
     cursors: dict[str, str | None] = {}
@@ -47,10 +141,7 @@ def drive(settings_file: str | None = None, root: str | None = None, log: Callab
 
     def execute(label: str, selection: list[dg.AssetKey], tags: dict[str, str] | None) -> None:
         log(f"run {label}")
-        result = dg.materialize(
-            assets, selection=dg.AssetSelection.assets(*selection), resources=res, instance=instance, tags=tags,
-            raise_on_error=False, run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
-        )
+        result = materialize(definitions, selection, tags=tags, instance=instance, log_level=log_level)
         outcome = step_outcome(label, result, instance)
         run.steps.append(outcome)
         for check in outcome.checks:

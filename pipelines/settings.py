@@ -16,13 +16,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
-import pydantic
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from tablestore.config import LakehouseConfig, parse_config
-from tablestore.config_problems import problem_message
+from tablestore.config_problems import FILE_SPELLING, validated
 from tablestore.errors import ConfigError
 
 CONFIG_DIR = Path(__file__).parent / "config"
@@ -50,7 +49,8 @@ _Date = Annotated[datetime.date, BeforeValidator(_date)]
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(frozen=True, populate_by_name=True)
+    # Keys as the file spells them: the field events_per_day is the key events-per-day.
+    model_config = ConfigDict(frozen=True, **FILE_SPELLING)
 
 
 class DataSettings(_Section):
@@ -58,7 +58,7 @@ class DataSettings(_Section):
 
     start: _Date
     days: int
-    events_per_day: int = Field(alias="events-per-day")
+    events_per_day: int
     users: int
     seed: int
 
@@ -81,8 +81,7 @@ class _Rollover(_Section):
 
 
 class _Erasure(_Section):
-    requested_users: Annotated[tuple[int, ...], BeforeValidator(lambda v: () if v is None else v)] = Field(
-        default=(), alias="requested-users")
+    requested_users: Annotated[tuple[int, ...], BeforeValidator(lambda v: () if v is None else v)] = ()
 
 
 class _Retention(_Section):
@@ -100,7 +99,7 @@ class _Retention(_Section):
 
 class _Events(_Section):
     # 2 by default: the stack's Trino 476 does not read v3's deletion vectors (Trino 480 does).
-    format_version: Any = Field(default=2, alias="format-version")
+    format_version: Any = 2
 
     @field_validator("format_version")
     @classmethod
@@ -114,7 +113,7 @@ class _Automation(_Section):
     # Whether the sensors and the maintenance schedule start running by themselves.
     running: bool = True
     # The shortest time between two ticks of each sensor (None: each sensor's own default).
-    tick_seconds: int | None = Field(default=None, alias="tick-seconds", ge=1)
+    tick_seconds: int | None = Field(default=None, ge=1)
 
 
 class LandingBucket(_Section):
@@ -149,8 +148,8 @@ class _Document(_Section):
     retention: Annotated[_Retention, BeforeValidator(_section)] = Field(default_factory=_Retention)
     events: Annotated[_Events, BeforeValidator(_section)] = Field(default_factory=_Events)
     automation: Annotated[_Automation, BeforeValidator(_section)] = Field(default_factory=_Automation)
-    landing_bucket: LandingBucket | None = Field(default=None, alias="landing-bucket")
-    data_docs: Annotated[_DataDocs, BeforeValidator(_section)] = Field(default_factory=_DataDocs, alias="data-docs")
+    landing_bucket: LandingBucket | None = None
+    data_docs: Annotated[_DataDocs, BeforeValidator(_section)] = Field(default_factory=_DataDocs)
 
 
 class PipelineSettings(_Section):
@@ -226,10 +225,7 @@ def load_settings(
     source = str(file)
     if not isinstance(doc, dict):
         raise ConfigError(f"{source}: the settings must be a YAML mapping")
-    try:
-        document = _Document.model_validate(doc)
-    except pydantic.ValidationError as e:
-        raise ConfigError(f"{source}: {problem_message(e.errors()[0], _Document)}") from None
+    document = validated(_Document, doc, source)
     root_path = Path(root or os.environ.get("LAKEHOUSE_ROOT") or document.root).absolute()
     tablestore = parse_config(yaml.safe_dump(document.tablestore), source=f"{source} (tablestore)",
                               base_dir=root_path)
@@ -263,19 +259,22 @@ def load_settings(
     return settings
 
 
-# Which settings file and root the code location is being built for. ``dagster dev`` and the
-# daemon load the definitions with neither (the environment decides); ``build_definitions`` and
-# the tests name them. The defs folder's modules are loaded by Dagster (``load_from_defs_folder``)
-# without arguments, so they read the selection from here.
-_SELECTION: contextvars.ContextVar[tuple[str | None, str | None]] = contextvars.ContextVar(
-    "lakehouse_settings_selection", default=(None, None))
+# Which settings file and root the code location is being built for, and those settings, loaded
+# once. ``dagster dev`` and the daemon load the definitions with neither (the environment
+# decides); ``build_definitions`` and the tests name them. The defs folder's modules are loaded by
+# Dagster (``load_from_defs_folder``) without arguments, so they read the selection from here.
+_SELECTION: contextvars.ContextVar[tuple[str | None, str | None, PipelineSettings | None]] = contextvars.ContextVar(
+    "lakehouse_settings_selection", default=(None, None, None))
 
 
 @contextlib.contextmanager
-def use_settings(path: str | os.PathLike[str] | None = None,
-                 root: str | os.PathLike[str] | None = None) -> Iterator[None]:
-    """Within the block, ``selected_settings`` loads ``path`` with ``root``."""
-    token = _SELECTION.set((None if path is None else str(path), None if root is None else str(root)))
+def use_settings(path: str | os.PathLike[str] | None = None, root: str | os.PathLike[str] | None = None,
+                 settings: PipelineSettings | None = None) -> Iterator[None]:
+    """Within the block, ``selected_settings`` are those of ``path`` with ``root``, loaded once
+    here (or ``settings``, when the caller has loaded them)."""
+    path_text, root_text = None if path is None else str(path), None if root is None else str(root)
+    loaded = settings if settings is not None else load_settings(path_text, root_text)
+    token = _SELECTION.set((path_text, root_text, loaded))
     try:
         yield
     finally:
@@ -284,9 +283,11 @@ def use_settings(path: str | os.PathLike[str] | None = None,
 
 def selection() -> tuple[str | None, str | None]:
     """The (settings file, root) chosen by ``use_settings``; (None, None) means the environment."""
-    return _SELECTION.get()
+    path, root, _ = _SELECTION.get()
+    return path, root
 
 
 def selected_settings() -> PipelineSettings:
     """The settings that the definitions being built run with (see ``use_settings``)."""
-    return load_settings(*selection())
+    path, root, loaded = _SELECTION.get()
+    return loaded if loaded is not None else load_settings(path, root)

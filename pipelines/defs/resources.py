@@ -93,7 +93,7 @@ class SparkResource(dg.ConfigurableResource):
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         # A Spark Connect session lives on the server (its temporary views, the DataFrames made
         # from Arrow tables) until released; a run's session ends with the run. A local or
-        # cluster session stays: ``run_pipeline`` reuses it, warm, from step to step.
+        # cluster session stays: ``drive`` reuses it, warm, from run to run.
         if self._remote is not None:
             self._remote.stop()
             self._remote = None

@@ -30,6 +30,7 @@ from tablestore.rest.auth.tokens import Authenticator
 from tablestore.rest.envelope import Envelope, configure_access_log
 from tablestore.rest.errors import error_response, install_error_handlers
 from tablestore.rest.routes import (
+    changelog_planning,
     credentials,
     functions,
     grants,
@@ -222,7 +223,8 @@ def create_app(
         # STS down or refusing: the service cannot give access now, the request was fine.
         return error_response(503, "ServiceUnavailableException", str(exc))
 
-    for module in (namespaces, tables, credentials, signing, views, functions, planning, grants, health, metrics):
+    for module in (namespaces, tables, credentials, signing, views, functions, planning, changelog_planning,
+                   grants, health, metrics):
         app.include_router(module.router)
     _document_prefixes(app, list(served))
     app.add_middleware(IdempotencyMiddleware, stores=stores, landed=landed)

@@ -15,17 +15,18 @@ import dagster as dg
 import pyarrow as pa
 import pytest
 
-from pipelines.definitions import build_assets, build_checks
+from pipelines.definitions import build_definitions
 from pipelines.defs.customers.assets import LTV_KEY, SEGMENTS_KEY
 from pipelines.defs.erasure.assets import ERASURE_KEY
 from pipelines.defs.ingest import events as ev
 from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVENTS_KEY, EVOLUTION_KEY, LANDING_KEY
 from pipelines.defs.resources import resources
-from pipelines.run import PipelineRun, run_pipeline
+from pipelines.drive import PipelineRun, drive, materialize
 from pipelines.settings import DATABASE, load_settings
 from tests import oracle
 
-pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+# Two drives of the whole graph in the module fixture: about 15 minutes on a loaded machine.
+pytestmark = [pytest.mark.e2e, pytest.mark.spark, pytest.mark.timeout(1800)]
 
 TABLES = ("events", "customers", "erasure_requests", "landing_events", "erasure_audit")
 ALL_CHECKS = {"events_batch_valid", "null_device_before_evolution", "evolved_types", "partition_specs_by_cutover",
@@ -65,9 +66,9 @@ def state(root: Path) -> State:
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
     root = tmp_path_factory.mktemp("lakehouse")
-    first = run_pipeline(root=str(root))
+    first = drive(root=str(root))
     after_first = state(root)
-    second = run_pipeline(root=str(root))
+    second = drive(root=str(root))
     yield Lake(root, first, second, after_first, state(root))
 
 
@@ -168,12 +169,7 @@ def test_java_oracle_reads_both_specs_null_device_and_widened_types(lake: Lake) 
 
 def run_check(root: Path, asset: dg.AssetKey, name: str) -> dg.AssetCheckEvaluation:
     """Run one asset check alone through Dagster and return its evaluation."""
-    settings = load_settings(root=str(root))
-    result = dg.materialize(
-        [*build_assets(settings), *build_checks()],
-        selection=dg.AssetSelection.checks(dg.AssetCheckKey(asset, name)),
-        resources=resources(root=str(root)), raise_on_error=False,
-    )
+    result = materialize(build_definitions(root=str(root)), dg.AssetSelection.checks(dg.AssetCheckKey(asset, name)))
     (evaluation,) = result.get_asset_check_evaluations()
     return evaluation
 
@@ -221,12 +217,11 @@ def test_check_fails_when_an_old_row_gets_a_device(lake: Lake) -> None:
 def test_check_fails_when_a_column_is_left_unwidened(tmp_path: Path) -> None:
     settings = load_settings(root=str(tmp_path))
     res = resources(root=str(tmp_path))
-    assets = [*build_assets(settings), *build_checks()]
-    assert dg.materialize(assets, selection=[LANDING_KEY], resources=res).success
+    definitions = build_definitions(root=str(tmp_path), settings=settings)
+    assert materialize(definitions, [LANDING_KEY]).success
     for day in settings.daily_dates:
         if day < settings.evolution_at:
-            assert dg.materialize(assets, selection=[EVENTS_KEY], partition_key=day.isoformat(),
-                                  resources=res).success
+            assert materialize(definitions, [EVENTS_KEY], partition_key=day.isoformat()).success
     store = res["tablestore"]
     ran = ev.evolve_schema(store.sql(res["spark"].session()), skip=("quantity",))
     assert not any("quantity" in s for s in ran)

@@ -17,11 +17,11 @@ import yaml
 
 from pipelines.defs.erasure.assets import ERASURE_KEY
 from pipelines.defs.resources import resources
-from pipelines.run import run_pipeline
+from pipelines.drive import drive
 from pipelines.settings import CONFIG_DIR, load_settings
 from tablestore.errors import ConfigError
 
-pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+pytestmark = [pytest.mark.e2e, pytest.mark.spark, pytest.mark.timeout(1800)]
 
 
 def test_the_shipped_settings_keep_events_on_v2_and_a_bad_version_is_refused(tmp_path: Path) -> None:
@@ -42,7 +42,7 @@ def test_one_run_on_v3_adds_a_not_null_default_column_and_erases_the_requested_u
     settings_file = tmp_path / "v3.yaml"
     settings_file.write_text(yaml.safe_dump(doc))
     root = tmp_path / "lake"
-    run = run_pipeline(str(settings_file), str(root))
+    run = drive(str(settings_file), str(root))
     assert {s.label: s.error for s in run.steps if not s.success} == {}
     assert {c.name: c.passed for c in run.checks if not c.passed} == {}
 

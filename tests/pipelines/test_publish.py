@@ -26,11 +26,12 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from pipelines.definitions import build_assets, build_checks
+from pipelines.definitions import build_definitions
 from pipelines.defs.ingest.assets import BATCH_CHECK, EVENTS_KEY, LANDING_KEY
 from pipelines.defs.ingest.landing import day_directory, events_for_day, write_landing_day
 from pipelines.defs.publish import AUDIT_PREFIX, audit_branch
 from pipelines.defs.resources import resources
+from pipelines.drive import materialize
 from pipelines.settings import CONFIG_DIR, DATABASE, PipelineSettings, load_settings
 from tests.interop.readers import S3Access, duckdb_connect, duckdb_read
 from tests.services import CATALOG, CLIENT_ID, CLIENT_SECRET, WRITE_TOKEN, RestService, S3Server, write_config
@@ -134,13 +135,12 @@ def test_a_batch_that_breaks_its_check_is_never_seen_on_main_by_trino_or_duckdb_
 ) -> None:
     settings = load_settings(lake.settings_file, lake.root)
     res = resources(str(lake.settings_file), str(lake.root))
-    assets = [*build_assets(settings), *build_checks()]
+    definitions = build_definitions(str(lake.settings_file), str(lake.root), settings)
     instance = dg.DagsterInstance.ephemeral()  # one instance: the next run finds the failed one
-    assert dg.materialize(assets, selection=[LANDING_KEY], resources=res, instance=instance).success
+    assert materialize(definitions, [LANDING_KEY], instance=instance).success
     first_day, bad_day = settings.daily_dates[:2]
 
-    first = dg.materialize(assets, selection=[EVENTS_KEY], partition_key=first_day.isoformat(), resources=res,
-                           instance=instance)
+    first = materialize(definitions, [EVENTS_KEY], partition_key=first_day.isoformat(), instance=instance)
     assert first.success
     published = materialization(first)
     table = res["tablestore"].table("events")
@@ -157,8 +157,7 @@ def test_a_batch_that_breaks_its_check_is_never_seen_on_main_by_trino_or_duckdb_
     assert rows_before == rows_of(events_for_day(settings, first_day))  # the landing day, value for value
 
     write_bad_landing_day(settings, bad_day)
-    bad = dg.materialize(assets, selection=[EVENTS_KEY], partition_key=bad_day.isoformat(), resources=res,
-                         instance=instance, raise_on_error=False)
+    bad = materialize(definitions, [EVENTS_KEY], partition_key=bad_day.isoformat(), instance=instance)
 
     assert not bad.success
     (evaluation,) = bad.get_asset_check_evaluations()
@@ -191,8 +190,7 @@ def test_a_batch_that_breaks_its_check_is_never_seen_on_main_by_trino_or_duckdb_
         sorted(rows_before + bad_rows)
 
     write_landing_day(settings, bad_day)  # the source system sends the day again, whole
-    good = dg.materialize(assets, selection=[EVENTS_KEY], partition_key=bad_day.isoformat(), resources=res,
-                          instance=instance)
+    good = materialize(definitions, [EVENTS_KEY], partition_key=bad_day.isoformat(), instance=instance)
     assert good.success
     published = materialization(good)
     assert published["audit_branches_dropped"] == branch  # the failed run's branch, kept until now

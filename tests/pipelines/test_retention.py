@@ -5,13 +5,12 @@ from __future__ import annotations
 import datetime
 from pathlib import Path
 
-import dagster as dg
 import pyarrow as pa
 import pytest
 
-from pipelines.definitions import build_assets
+from pipelines.definitions import build_definitions
 from pipelines.defs.ingest.retention import RETENTION_KEY, apply_retention
-from pipelines.defs.resources import resources
+from pipelines.drive import materialize
 from pipelines.settings import CONFIG_DIR, load_settings
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import ConfigError
@@ -61,7 +60,7 @@ def test_retention_drops_whole_old_partitions_of_both_specs_in_metadata_only(tmp
 def test_retention_is_off_by_default_and_the_asset_commits_nothing(tmp_path: Path) -> None:
     settings = load_settings(root=str(tmp_path))
     assert settings.retention_days is None
-    result = dg.materialize([*build_assets(settings)], selection=[RETENTION_KEY], resources=resources(root=str(tmp_path)))
+    result = materialize(build_definitions(root=str(tmp_path)), [RETENTION_KEY])
     (event,) = result.get_asset_materialization_events()
     assert event.materialization.metadata["retention"].value == "off (set retention.days to enable)"
 
