@@ -9,8 +9,9 @@
 - :mod:`~tablestore.rest.settings` and :mod:`~tablestore.rest.errors`: the ``server:`` section,
   and tablestore errors as the spec's error responses;
 - :mod:`~tablestore.rest.service_tables`: the service's own tables in each catalog's database;
+- :mod:`~tablestore.rest.paths`: names as the REST paths carry them;
 - ``routes/``: the endpoints, one module per resource;
-- ``auth/``: tokens, OpenID Connect issuers, grants and the authorizer;
+- ``auth/``: principals, tokens, OpenID Connect issuers, grants and the authorizer;
 - ``storage/``: vended credentials and remote signing;
 - ``state/``: the served catalogs, their metadata cache, Idempotency-Keys, paged plans, replicas
   and counters.
