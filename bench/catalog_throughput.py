@@ -18,12 +18,18 @@ lost race with another writer on the same table) is sent again, and only landed 
 
 Measured, contestants interleaved round by round (A B, B A, ...):
 
-* commits per second with 1, 4 and 16 concurrent writers on one table and on 16 tables (writer
-  ``i``'s ``j``-th commit goes to table ``(i + j * writers) % tables``), each run ``--seconds``
-  long;
+* commits per second with 1, 4 and 16 concurrent writers on one table and on 16 tables, and
+  64 writers on 16 tables (writer ``i``'s ``j``-th commit goes to table
+  ``(i + j * writers) % tables``), each run ``--seconds`` long;
 * each server's CPU (user + system, all threads, psutil on its pid) per landed commit, and the
   client's;
-* ``loadTable`` latency, p50 and p99, one client loading each of 1,000 tables in turn.
+* ``loadTable`` latency, p50 and p99, one client loading each of 1,000 tables in turn;
+* each server's resident memory (RSS, psutil), sampled every 0.2 s through the whole run: its
+  peak and its last value.
+
+``--profile DIR`` also samples our server with py-spy (it must be on PATH) through the first
+measured round of each case and writes each case's top costs (own time by function, waits left
+out) to ``DIR/<case>.txt``.
 
 Ratios are tablestore / reference: above 1 is better for commits per second, below 1 is better
 for CPU and latency. ``python -m bench.catalog_throughput`` or ``make bench BENCH_ARGS="--only
@@ -59,6 +65,8 @@ from bench.common import RESULTS_DIR, _git_commit
 
 WRITERS = (1, 4, 16)
 TABLE_COUNTS = (1, 16)
+# (tables, writers): every table count with every writer count, and many writers on many tables.
+CASES = [(t, w) for t in TABLE_COUNTS for w in WRITERS] + [(16, 64)]
 LOAD_TABLES = 1000
 CLIENT_PROCESSES = 4
 DEFAULT_SECONDS = 6.0
@@ -67,9 +75,103 @@ TOKEN = "bench-token-0123456789abcdef"
 CATALOG = "bench"
 NAMESPACE = "b"
 SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "required": False, "type": "long"}]}
-TARGET_COMMITS = 1.5  # at 16 writers, tablestore / reference
-TARGET_CPU = 0.5
+TARGET_COMMITS = 1.5  # at 16 writers, on one table and on 16, tablestore / reference
+TARGET_COMMITS_OTHER = 1.0  # every other case
+TARGET_CPU = 0.5  # at 16 writers on 16 tables
+TARGET_CPU_ONE_TABLE = 1.0  # on one table
 TARGET_LOAD = 1.0
+TARGET_RSS = 1.0
+
+
+def targets(tables: int, writers: int) -> tuple[float, float | None]:
+    """The goal of a commit case: the least commits/s ratio, and the most CPU ratio (or None)."""
+    commits = TARGET_COMMITS if writers == 16 else TARGET_COMMITS_OTHER
+    cpu = TARGET_CPU if (tables, writers) == (16, 16) else TARGET_CPU_ONE_TABLE if tables == 1 else None
+    return commits, cpu
+
+
+class MemorySampler:
+    """Each server's resident memory, sampled every 0.2 s in a thread: peak and last, in bytes."""
+
+    def __init__(self, servers: list[Server]) -> None:
+        self.servers = servers
+        self.peak = {s.name: 0 for s in servers}
+        self.last = {s.name: 0 for s in servers}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            for server in self.servers:
+                try:
+                    rss = int(psutil.Process(server.process.pid).memory_info().rss)
+                except psutil.Error:
+                    continue
+                self.last[server.name] = rss
+                self.peak[server.name] = max(self.peak[server.name], rss)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+class Profiler:
+    """py-spy on our server through one round of a case; the case's top costs in a text file."""
+
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory
+        self.summaries: dict[str, list[tuple[float, str]]] = {}
+        if directory is not None:
+            if shutil.which("py-spy") is None:
+                raise RuntimeError("--profile needs py-spy on PATH (pip install py-spy)")
+            directory.mkdir(parents=True, exist_ok=True)
+
+    def start(self, server: Server, case: str, seconds: float) -> subprocess.Popen[bytes] | None:
+        if self.directory is None or server.name != "tablestore":
+            return None
+        return subprocess.Popen(["py-spy", "record", "-r", "200", "-f", "raw", "-p", str(server.process.pid),
+                                 "-d", str(max(1, int(seconds))), "-o", str(self.directory / f"{case}.raw")],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def finish(self, process: subprocess.Popen[bytes] | None, case: str) -> None:
+        if process is None or self.directory is None:
+            return
+        process.wait()
+        raw = self.directory / f"{case}.raw"
+        if raw.exists():
+            top = top_costs(raw.read_text())
+            self.summaries[case] = top
+            (self.directory / f"{case}.txt").write_text(
+                "\n".join(f"{share:5.1f}%  {name}" for share, name in top) + "\n")
+
+
+# Samples of threads waiting (for work, a lock, the GIL, the network) are no cost of a request.
+_IDLE = ("wait (threading.py", "select (selectors.py", "_worker (thread.py", "get (queue.py",
+         "dequeue (logging/handlers.py", "Runner.run (asyncio/runners.py", "_run_once (asyncio/base_events.py")
+
+
+def top_costs(raw: str, count: int = 12) -> list[tuple[float, str]]:
+    """From py-spy's raw (collapsed) stacks: the functions with the most own time, as shares of the
+    samples that were not waiting, each named ``function (module)``."""
+    import collections
+    import re
+
+    own: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in raw.splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not stack or not count_text.isdigit():
+            continue
+        leaf = stack.split(";")[-1]
+        if any(marker in leaf for marker in _IDLE):
+            continue
+        samples = int(count_text)
+        total += samples
+        own[re.sub(r" \((?:.*/)?(?:site-packages/|lib/python3\.\d+/)?([^()]*?):\d+\)$", r" (\1)", leaf)] += samples
+    return [(100 * n / max(total, 1), name) for name, n in own.most_common(count)]
 
 
 @dataclass
@@ -292,7 +394,8 @@ def _percentile(values: list[float], q: float) -> float:
 # -- the run -----------------------------------------------------------------------------------
 
 
-def measure_all(workdir: Path, rounds: int, seconds: float, log: Callable[[str], None]) -> dict[str, Any]:
+def measure_all(workdir: Path, rounds: int, seconds: float, log: Callable[[str], None],
+                profile: Path | None = None) -> dict[str, Any]:
     from tests.services import start_postgres
 
     pg_dir = Path(tempfile.mkdtemp(prefix="tablestore-bench-pg-"))
@@ -300,6 +403,8 @@ def measure_all(workdir: Path, rounds: int, seconds: float, log: Callable[[str],
     pg = start_postgres(pg_dir)
     servers: list[Server] = []
     reference_error: str | None = None
+    profiler = Profiler(profile)
+    memory: MemorySampler | None = None
     pool = ProcessPoolExecutor(CLIENT_PROCESSES, mp_context=multiprocessing.get_context("spawn"))
     try:
         list(pool.map(_warm, range(CLIENT_PROCESSES)))
@@ -315,6 +420,8 @@ def measure_all(workdir: Path, rounds: int, seconds: float, log: Callable[[str],
             log(f"catalog_throughput: the reference server cannot run, so tablestore's figures alone: "
                 f"{reference_error}")
         log(f"catalog_throughput: {', '.join(f'{s.name} on {s.uri}' for s in servers)}")
+        memory = MemorySampler(servers)
+        memory.start()
         commit_names = [f"t{i}" for i in range(max(TABLE_COUNTS))]
         load_names = [f"l{i}" for i in range(LOAD_TABLES)]
         tables: dict[str, list[tuple[str, str]]] = {}
@@ -325,29 +432,31 @@ def measure_all(workdir: Path, rounds: int, seconds: float, log: Callable[[str],
             log(f"catalog_throughput: {server.name}: {len(uuids)} tables created in "
                 f"{time.perf_counter() - started:.1f}s")
         rows: list[dict[str, Any]] = []
-        for table_count in TABLE_COUNTS:
-            for writers in WRITERS:
-                outcomes: dict[str, list[Outcome]] = {s.name: [] for s in servers}
-                for server in servers:  # warm up: connections, pools, JIT
-                    run_commits(pool, server, tables[server.name][:table_count], writers, 1.0)
-                for r in range(rounds):
-                    order = servers if r % 2 == 0 else list(reversed(servers))
-                    for server in order:
-                        outcomes[server.name].append(
-                            run_commits(pool, server, tables[server.name][:table_count], writers, seconds))
-                row: dict[str, Any] = {"case": "commit", "tables": table_count, "writers": writers}
-                for name, runs in outcomes.items():
-                    commits = sum(o.commits for o in runs)
-                    row[f"{name}_commits_s"] = commits / sum(o.seconds for o in runs)
-                    row[f"{name}_conflicts"] = sum(o.conflicts for o in runs)
-                    row[f"{name}_cpu_ms"] = 1000 * sum(o.server_cpu for o in runs) / max(commits, 1)
-                    row[f"{name}_client_cpu_ms"] = 1000 * sum(o.client_cpu for o in runs) / max(commits, 1)
-                if "reference" in outcomes:
-                    row["ratio_commits"] = row["tablestore_commits_s"] / max(row["reference_commits_s"], 1e-9)
-                    row["ratio_cpu"] = row["tablestore_cpu_ms"] / max(row["reference_cpu_ms"], 1e-9)
-                rows.append(row)
-                log("catalog_throughput: " + ", ".join(
-                    f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()))
+        for table_count, writers in CASES:
+            case = f"commit-{table_count}t-{writers}w"
+            outcomes: dict[str, list[Outcome]] = {s.name: [] for s in servers}
+            for server in servers:  # warm up: connections, pools, JIT
+                run_commits(pool, server, tables[server.name][:table_count], writers, 1.0)
+            for r in range(rounds):
+                order = servers if r % 2 == 0 else list(reversed(servers))
+                for server in order:
+                    sampling = profiler.start(server, case, seconds) if r == 0 else None
+                    outcomes[server.name].append(
+                        run_commits(pool, server, tables[server.name][:table_count], writers, seconds))
+                    profiler.finish(sampling, case)
+            row: dict[str, Any] = {"case": "commit", "tables": table_count, "writers": writers}
+            for name, runs in outcomes.items():
+                commits = sum(o.commits for o in runs)
+                row[f"{name}_commits_s"] = commits / sum(o.seconds for o in runs)
+                row[f"{name}_conflicts"] = sum(o.conflicts for o in runs)
+                row[f"{name}_cpu_ms"] = 1000 * sum(o.server_cpu for o in runs) / max(commits, 1)
+                row[f"{name}_client_cpu_ms"] = 1000 * sum(o.client_cpu for o in runs) / max(commits, 1)
+            if "reference" in outcomes:
+                row["ratio_commits"] = row["tablestore_commits_s"] / max(row["reference_commits_s"], 1e-9)
+                row["ratio_cpu"] = row["tablestore_cpu_ms"] / max(row["reference_cpu_ms"], 1e-9)
+            rows.append(row)
+            log("catalog_throughput: " + ", ".join(
+                f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()))
         load: dict[str, Any] = {"case": "load", "tables": LOAD_TABLES}
         latencies: dict[str, list[float]] = {s.name: [] for s in servers}
         load_cpu: dict[str, float] = {s.name: 0.0 for s in servers}
@@ -355,7 +464,9 @@ def measure_all(workdir: Path, rounds: int, seconds: float, log: Callable[[str],
             run_loads(server, load_names[:100])  # warm up
         for r in range(rounds):
             for server in servers if r % 2 == 0 else list(reversed(servers)):
+                sampling = profiler.start(server, "load", 4.0) if r == 0 else None
                 measured, cpu = run_loads(server, load_names)
+                profiler.finish(sampling, "load")
                 latencies[server.name] += measured
                 load_cpu[server.name] += cpu
         for name, values in latencies.items():
@@ -368,9 +479,20 @@ def measure_all(workdir: Path, rounds: int, seconds: float, log: Callable[[str],
             load["ratio_cpu"] = load["tablestore_cpu_ms"] / load["reference_cpu_ms"]
         log("catalog_throughput: " + ", ".join(
             f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in load.items()))
-        return {"rows": rows, "load": load, "reference_error": reference_error, "rounds": rounds,
-                "seconds": seconds}
+        memory.stop()
+        rss: dict[str, Any] = {"case": "memory"}
+        for server in servers:
+            rss[f"{server.name}_rss_peak_mib"] = memory.peak[server.name] / 2**20
+            rss[f"{server.name}_rss_last_mib"] = memory.last[server.name] / 2**20
+        if "reference" in memory.peak:
+            rss["ratio_rss_peak"] = memory.peak["tablestore"] / max(memory.peak["reference"], 1)
+        log("catalog_throughput: " + ", ".join(
+            f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in rss.items()))
+        return {"rows": rows, "load": load, "memory": rss, "reference_error": reference_error, "rounds": rounds,
+                "seconds": seconds, "profile": profiler.summaries}
     finally:
+        if memory is not None and memory._thread.is_alive():
+            memory.stop()
         pool.shutdown()
         for server in servers:
             server.stop()
@@ -401,11 +523,15 @@ def report(result: dict[str, Any], console: Any) -> None:
             table.add_row(str(r["tables"]), str(r["writers"]), f"{r['tablestore_commits_s']:.1f}",
                           f"{r['tablestore_cpu_ms']:.2f}", str(r["tablestore_conflicts"]))
     if both:
-        at16 = [r for r in rows if r["writers"] == 16]
-        verdicts = [f"{r['tables']} table(s) at 16 writers: commits x{r['ratio_commits']:.2f} (target >= "
-                    f"{TARGET_COMMITS}: {'met' if r['ratio_commits'] >= TARGET_COMMITS else 'MISSED'}), cpu "
-                    f"x{r['ratio_cpu']:.2f} (target <= {TARGET_CPU}: "
-                    f"{'met' if r['ratio_cpu'] <= TARGET_CPU else 'MISSED'})" for r in at16]
+        verdicts = []
+        for r in rows:
+            least, most = targets(r["tables"], r["writers"])
+            verdict = (f"{r['tables']} table(s), {r['writers']} writers: commits x{r['ratio_commits']:.2f} (target >= "
+                       f"{least}: {'met' if r['ratio_commits'] >= least else 'MISSED'})")
+            if most is not None:
+                verdict += (f", cpu x{r['ratio_cpu']:.2f} (target <= {most}: "
+                            f"{'met' if r['ratio_cpu'] <= most else 'MISSED'})")
+            verdicts.append(verdict)
         table.caption = "\n".join(verdicts)
     else:
         table.caption = f"reference server not run: {result['reference_error']}"
@@ -425,12 +551,27 @@ def report(result: dict[str, Any], console: Any) -> None:
                       f"{'met' if load['ratio_p99'] <= TARGET_LOAD else 'MISSED'}")
         lt.caption_justify = "left"
     console.print(lt)
+    memory = result["memory"]
+    mt = Table(title="Resident memory (RSS, sampled every 0.2 s through the run)", title_justify="left")
+    for column in ["server", "peak MiB", "last MiB"]:
+        mt.add_column(column, justify="right")
+    for name in names:
+        mt.add_row(name, f"{memory[f'{name}_rss_peak_mib']:.1f}", f"{memory[f'{name}_rss_last_mib']:.1f}")
+    if both:
+        mt.add_row("x ref", f"{memory['ratio_rss_peak']:.2f}", "")
+        mt.caption = (f"target peak <= {TARGET_RSS}x: "
+                      f"{'met' if memory['ratio_rss_peak'] <= TARGET_RSS else 'MISSED'}")
+        mt.caption_justify = "left"
+    console.print(mt)
+    for case, top in result.get("profile", {}).items():
+        console.print(f"[bold]profile of ours, {case}[/bold] (own time, waits left out): " + "; ".join(
+            f"{name} {share:.1f}%" for share, name in top[:5]))
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     common = {"benchmark": "catalog_throughput",
               "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
               "commit": _git_commit(), "cpus": os.cpu_count(), "reference_error": result["reference_error"]}
     with (RESULTS_DIR / "catalog_throughput.jsonl").open("a", encoding="utf-8") as out:
-        for r in [*rows, load]:
+        for r in [*rows, load, memory]:
             out.write(json.dumps({**common, **{k: round(v, 4) if isinstance(v, float) else v
                                                for k, v in r.items()}}) + "\n")
 
@@ -448,11 +589,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.catalog_throughput", description=__doc__)
     parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help="rounds per case and contestant")
     parser.add_argument("--seconds", type=float, default=DEFAULT_SECONDS, help="length of each commit run")
+    parser.add_argument("--profile", type=Path, default=None,
+                        help="sample our server with py-spy in each case's first round; top costs to this folder")
     args = parser.parse_args(argv)
     console = Console(width=160)
     workdir = Path(tempfile.mkdtemp(prefix="tablestore-bench-throughput-"))
     try:
-        report(measure_all(workdir, args.rounds, args.seconds, lambda m: console.log(m, highlight=False)), console)
+        report(measure_all(workdir, args.rounds, args.seconds, lambda m: console.log(m, highlight=False),
+                           args.profile), console)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return 0

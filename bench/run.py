@@ -36,6 +36,9 @@ BENCHMARKS = [
     "fanout_write",
     "column_merge",
     "maintenance",
+    "changelog",
+    "changelog_stream",
+    "pipeline_changes",
 ]
 
 

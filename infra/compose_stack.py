@@ -30,6 +30,8 @@ SETUP = ROOT.parent / "shared" / "docker-stack" / "setup"
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 ENGINE_HINT = ("check out ../shared beside the repository: ../shared/docker-stack/setup installs and starts "
                "the Docker engine and builds the stand-ins of the base images")
+# Seconds before run monitoring fails a run that has not started, in the stacks made here.
+RUN_START_TIMEOUT_S = 45
 PORT_VARIABLES = ("MINIO_PORT", "MINIO_CONSOLE_PORT", "POSTGRES_PORT", "CATALOG_PORT", "SPARK_MASTER_UI_PORT",
                   "SPARK_WORKER_UI_PORT", "DAGSTER_PORT", "TRINO_PORT", "KEYCLOAK_PORT")
 
@@ -111,6 +113,11 @@ def write_env_file(path: Path, project: str) -> dict[str, str]:
         # Trino runs: `make images` builds trinodb/trino:476 where it cannot be pulled.
         "COMPOSE_PROFILES": "trino",
         "LAKEHOUSE_BIND": "127.0.0.1",
+        # Run monitoring fails a run left STARTING after 45 s, polled every 5 s (infra/dagster/
+        # dagster.yaml: 90 s and 15 s); 45 s stays above the slowest start measured under load
+        # (40 s), so a slow start is not failed.
+        "DAGSTER_RUN_START_TIMEOUT_SECONDS": str(RUN_START_TIMEOUT_S),
+        "DAGSTER_RUN_MONITORING_POLL_SECONDS": "5",
         # Empty host ports: the engine picks free ones.
         **{name: "" for name in PORT_VARIABLES},
     }

@@ -41,7 +41,7 @@ from infra.landing_feed import LandingBucketWriter, land_erasure_requests, land_
 # What the landed events bring about, and then what the landed erasure requests do.
 INGESTED = ("lakehouse/shop/events", "lakehouse/shop/events_schema_evolution", "lakehouse/shop/events_rollover",
             "lakehouse/shop/events_hourly", "lakehouse/shop/customers", "lakehouse/shop/customer_segments",
-            "lakehouse/shop/customer_lifetime_value")
+            "lakehouse/shop/customer_lifetime_value", "lakehouse/shop/events_hourly_rollup")
 ERASED = ("lakehouse/shop/erasure_requests", "lakehouse/shop/gdpr_erasure", "lakehouse/shop/trino_reconciliation")
 RUNS = """query($since: Float) { runsOrError(filter: {createdAfter: $since}, limit: 1000) { __typename
   ... on Runs { results { runId status creationTime tags { key value } assetSelection { path } } }

@@ -41,6 +41,11 @@ class FilterError(ValidationError):
     """A filter that cannot be parsed or bound to the table's schema."""
 
 
+class SnapshotRangeError(ValidationError):
+    """A range of snapshots (a changelog's or an incremental scan's) that cannot be read: its
+    start is not an ancestor of its end, or it reaches into expired snapshots."""
+
+
 class NotFoundError(TableStoreError, LookupError):
     """Something named does not exist."""
 

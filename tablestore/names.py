@@ -165,7 +165,7 @@ def new_metadata_location(metadata: _Located, previous_location: str | None) -> 
 
 
 # Where the uuid in a new metadata file's name comes from: uuid4, unless the catalog service runs
-# a request with an Idempotency-Key, whose files it can then recognise (tablestore.rest.replicas).
+# a request with an Idempotency-Key, whose files it can then recognise (tablestore.rest.state.replicas).
 metadata_file_uuid: ContextVar[Callable[[], uuid.UUID]] = ContextVar("metadata_file_uuid", default=uuid.uuid4)
 
 

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.budget import pytest_runtest_logreport, pytest_terminal_summary  # noqa: F401 (hooks: the time budget)
 from tests.services import (
     WRITE_TOKEN,
     PostgresServer,

@@ -31,6 +31,8 @@ from sqlalchemy.exc import OperationalError
 
 PROXY_FAULTS = ("lost", "refused", "reset", "down")
 DATABASE_FAULTS = ("lost", "refused", "terminate", "kill")
+# Of a swap sent in autocommit mode (the service on PostgreSQL: one UPDATE, no COMMIT).
+STATEMENT_FAULTS = ("lost-after-swap", "terminate-before-swap")
 
 
 class FaultProxy:
@@ -139,14 +141,40 @@ class DatabaseFault:
         self.admin_uri = admin_uri
         self.fault: str | None = None
         event.listen(engine, "commit", self._on_commit)
+        event.listen(engine, "before_cursor_execute", self._before_statement)
+        event.listen(engine, "after_cursor_execute", self._after_statement)
 
     def arm(self, fault: str | None) -> None:
-        assert fault is None or fault in DATABASE_FAULTS, fault
+        assert fault is None or fault in (*DATABASE_FAULTS, *STATEMENT_FAULTS), fault
         self.fault = fault
+
+    @staticmethod
+    def _is_swap(statement: str) -> bool:
+        return statement.lstrip().upper().startswith("UPDATE ICEBERG_TABLES")
+
+    def _before_statement(self, conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if self.fault == "terminate-before-swap" and self._is_swap(statement):
+            self.fault = None
+            self._terminate(conn.connection.dbapi_connection.get_backend_pid())
+
+    def _after_statement(self, conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if self.fault == "lost-after-swap" and self._is_swap(statement):
+            self.fault = None  # the UPDATE ran (and, in autocommit mode, is committed)
+            raise OperationalError(statement, None, ConnectionResetError("connection lost after the swap (injected)"))
+
+    def _terminate(self, pid: int) -> None:
+        assert self.admin_uri is not None, "pg_terminate_backend needs the database's URI"
+        admin = create_engine(self.admin_uri)
+        try:
+            with admin.connect() as other:
+                other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+                other.commit()
+        finally:
+            admin.dispose()
 
     def _on_commit(self, conn: Any) -> None:
         # Only a writing transaction (the catalog marks them: on SQLite they BEGIN IMMEDIATE).
-        if self.fault is None or not conn.get_execution_options().get("tablestore_write"):
+        if self.fault not in DATABASE_FAULTS or not conn.get_execution_options().get("tablestore_write"):
             return
         fault, self.fault = self.fault, None
         dbapi = conn.connection.dbapi_connection
@@ -159,13 +187,4 @@ class DatabaseFault:
             dbapi.commit()
             os.kill(os.getpid(), signal.SIGKILL)
         if fault == "terminate":
-            assert self.admin_uri is not None, "pg_terminate_backend needs the database's URI"
-            pid = dbapi.get_backend_pid()
-            admin = create_engine(self.admin_uri)
-            try:
-                with admin.connect() as other:
-                    other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
-                    other.commit()
-            finally:
-                admin.dispose()
-            # The real COMMIT now goes to a backend that is gone.
+            self._terminate(dbapi.get_backend_pid())  # the real COMMIT then goes to a backend that is gone

@@ -53,6 +53,11 @@ SWAP_POINTER: Update = (
 )
 
 
+class PointerMovedError(CommitConflictError):
+    """A swap lost its race: another writer moved the pointer since the commit read it. Unlike a
+    failed requirement, the same commit may still land when made again on the current state."""
+
+
 class PointerSwap(NamedTuple):
     """Point the row of ``namespace.name`` (namespace levels joined by dots, as stored) at
     ``new`` if it still points at ``base``."""
@@ -127,9 +132,9 @@ def swap_pointers(
     return None
 
 
-def pointer_moved(what: str, kind: str, swap: PointerSwap) -> CommitConflictError:
+def pointer_moved(what: str, kind: str, swap: PointerSwap) -> PointerMovedError:
     """The error of a swap that lost: another writer moved the pointer since the commit read it."""
-    return CommitConflictError(
+    return PointerMovedError(
         f"{what} not committed: {kind} {swap.qualified_name} was changed by another commit (it no "
         f"longer points at {swap.base}); refresh it and retry"
     )
@@ -137,6 +142,7 @@ def pointer_moved(what: str, kind: str, swap: PointerSwap) -> CommitConflictErro
 
 __all__ = [
     "SWAP_POINTER",
+    "PointerMovedError",
     "PointerSwap",
     "pointer_moved",
     "swap_pointers",

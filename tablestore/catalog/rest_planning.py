@@ -6,8 +6,9 @@ tasks instead of reading the manifests itself: one request for the plan, then on
 the service paged out. The tasks come back with their delete files and residual filters, and the
 scan reads them as it reads the tasks of its own planner.
 
-The request pins the scan's snapshot (``snapshot-id``), so the service plans exactly the table
-state the client loaded, even if a commit landed since.
+The request pins the scan's snapshot (``snapshot-id``; for an incremental append scan
+``start-snapshot-id`` and ``end-snapshot-id``), so the service plans exactly the table state the
+client loaded, even if a commit landed since.
 """
 
 from __future__ import annotations
@@ -49,8 +50,12 @@ class RestScanPlanner:
     def plan(self, scan: TableScan) -> list[FileTask]:
         if scan.snapshot is None:
             return []
+        # An incremental scan sends its range (the spec's start/end-snapshot-id), else the snapshot.
+        ids: dict[str, Any] = {"start-snapshot-id": scan.start_snapshot_id,
+                               "end-snapshot-id": scan.snapshot.snapshot_id} if scan.incremental \
+            else {"snapshot-id": scan.snapshot.snapshot_id}
         body: dict[str, Any] = {
-            "snapshot-id": scan.snapshot.snapshot_id,
+            **ids,
             "filter": expression_to_json(scan.row_filter),
             "case-sensitive": scan.case_sensitive,
             "use-snapshot-schema": scan.uses_snapshot_schema,

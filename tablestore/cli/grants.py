@@ -21,7 +21,7 @@ from tablestore.catalog_manager import CatalogManager
 from tablestore.cli.output import print_result
 from tablestore.config import load_config
 from tablestore.errors import ValidationError
-from tablestore.rest.grants import (
+from tablestore.rest.auth.grants import (
     CATALOG,
     GRANTEE_TYPES,
     Grant,

@@ -43,7 +43,7 @@ from tablestore.spec.manifests.manifest import (
 from tablestore.spec.metadata.table_metadata import Snapshot
 from tablestore.spec.partitioning.partition_spec import PartitionSpec
 from tablestore.spec.schemas.schema import schema_to_arrow
-from tablestore.table import CommitIdentity, as_identity
+from tablestore.table import CommitIdentity
 from tablestore.table.ops.position_deletes import write_position_deletes
 from tablestore.table.read.deletion_vectors import delete_file_key
 from tablestore.table.read.file_rows import read_file_rows, rewrite_schema
@@ -177,7 +177,7 @@ def rewrite_data_files(
 
     snapshot = table.current_snapshot()
     result = RewriteDataResult()
-    identity = as_identity(commit_id)
+    identity = CommitIdentity.of(commit_id)
     earlier = identity.applied(table.metadata, table.branch) if identity is not None else None
     if earlier is not None:  # a retry of a compaction that landed: rewrite nothing again
         result.applied_before = earlier.snapshot_id

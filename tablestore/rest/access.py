@@ -1,5 +1,5 @@
 """Per-request access: the served catalog named by ``{prefix}``, checked against the caller's role
-or, with ``server.authorization: grants``, against its grants (:mod:`tablestore.rest.grants`).
+or, with ``server.authorization: grants``, against its grants (:mod:`tablestore.rest.auth.grants`).
 
 Authentication comes before the catalog lookup, so an unauthenticated caller learns nothing
 about which catalogs exist (401, not 404). Every endpoint then names the privilege it needs on
@@ -20,10 +20,10 @@ from fastapi import Depends, Request
 
 from tablestore.catalog.base import Catalog
 from tablestore.catalog.sql_catalog import SqlCatalog
-from tablestore.errors import ConfigError, ForbiddenError, NoSuchCatalogError, ValidationError
-from tablestore.names import Identifier, to_namespace, validate_name
-from tablestore.rest.credentials import DELEGATION_HEADER, VENDED, CredentialVendor, public_properties
-from tablestore.rest.grants import (
+from tablestore.errors import ConfigError, NoSuchCatalogError, NotAuthorizedError, ValidationError
+from tablestore.names import Identifier
+from tablestore.rest.auth.authorizer import Authorizer, authorizer_for
+from tablestore.rest.auth.grants import (
     GrantStore,
     Held,
     Privilege,
@@ -32,14 +32,15 @@ from tablestore.rest.grants import (
     namespace_securable,
     table_securable,
 )
-from tablestore.rest.plan_store import PlanStore
-from tablestore.rest.s3_signing import REMOTE_SIGNING, RequestSigner, S3Location, signer_config
-from tablestore.rest.security import LOCATION_PROPERTIES, Authenticator, check_location
-from tablestore.rest.settings import READ, WRITE, Principal, ServerSettings
-from tablestore.rest.stats import Stats
+from tablestore.rest.auth.principals import READ, WRITE, Principal
+from tablestore.rest.auth.tokens import LOCATION_PROPERTIES, Authenticator, check_location
+from tablestore.rest.paths import parse_identifier, parse_namespace
+from tablestore.rest.settings import ServerSettings
+from tablestore.rest.state.plan_store import PlanStore
+from tablestore.rest.state.stats import Stats
+from tablestore.rest.storage.credentials import DELEGATION_HEADER, VENDED, CredentialVendor, public_properties
+from tablestore.rest.storage.signing import REMOTE_SIGNING, RequestSigner, S3Location, signer_config
 
-# The REST spec joins namespace levels in a path segment with the unit separator (%1F).
-NAMESPACE_SEPARATOR = "\x1f"
 # The bearer scheme of the OpenAPI document. Operations name it there (``declare_bearer_auth``)
 # rather than as a dependency, which FastAPI would resolve on every request for nothing: the
 # header itself is read below.
@@ -69,10 +70,12 @@ class Service:
     vendors: dict[str, CredentialVendor] = field(init=False)
     signers: dict[str, RequestSigner] = field(init=False)
     plans: PlanStore = field(init=False)
-    stats: Stats = field(init=False)  # service-wide counters for /metrics (tablestore.rest.stats)
+    stats: Stats = field(init=False)  # service-wide counters for /metrics (tablestore.rest.state.stats)
+    authorizer: Authorizer = field(init=False)  # roles or grants, chosen once (tablestore.rest.auth.authorizer)
 
     def __post_init__(self) -> None:
         self.auth = Authenticator(self.settings)
+        self.authorizer = authorizer_for(self.settings.authorization.grants)
         self.vendors = {name: CredentialVendor(catalog.properties, catalog.warehouse, self.settings.vending)
                         for name, catalog in self.catalogs.items()}
         self.signers = {name: RequestSigner(catalog.properties) for name, catalog in self.catalogs.items()}
@@ -81,6 +84,7 @@ class Service:
             name: catalog.engine for name, catalog in self.catalogs.items() if isinstance(catalog, SqlCatalog)})
         self.stats = Stats()
         self._grant_stores: dict[str, GrantStore] = {}
+        self._client_configs: dict[int, dict[str, str]] = {}
         self._grant_lock = threading.Lock()
         if self.settings.authorization.grants:
             others = [name for name, catalog in self.catalogs.items() if not isinstance(catalog, SqlCatalog)]
@@ -112,9 +116,13 @@ class Service:
     def client_config(self, catalog: Catalog) -> dict[str, str]:
         """What every client may know about a catalog's files: its ``s3.*`` properties without
         the keys (endpoint, region, path style), and table-config."""
-        out = public_properties(catalog.properties)
-        out.update(self.settings.table_config)
-        return out
+        # Made once per catalog (its properties and the settings do not change), copied per answer.
+        found = self._client_configs.get(id(catalog))
+        if found is None:
+            found = public_properties(catalog.properties)
+            found.update(self.settings.table_config)
+            self._client_configs[id(catalog)] = found
+        return dict(found)
 
     def close(self) -> None:
         for catalog in self.catalogs.values():
@@ -133,12 +141,7 @@ class Access:
     delegation: tuple[str, ...] = ()
     _held: Held | None = field(default=None, init=False, repr=False)
 
-    # -- authorization --------------------------------------------------------------------------
-    @property
-    def grants(self) -> bool:
-        """Whether grants decide (``server.authorization: grants``), not the two roles."""
-        return self.service.settings.authorization.grants
-
+    # -- authorization (decided by the service's Authorizer) ------------------------------------
     def held(self) -> Held:
         """The caller's grants in this catalog, read once per request."""
         if self._held is None:
@@ -146,21 +149,12 @@ class Access:
         return self._held
 
     def may(self, privilege: Privilege, securable: Securable) -> bool:
-        if not self.grants:
-            role = READ if privilege in (Privilege.LIST, Privilege.READ) else WRITE
-            return self.principal.can(self.prefix, role)
-        return self.held().holds(privilege, securable)
+        return self.service.authorizer.may(self, privilege, securable)
 
     def require(self, privilege: Privilege, securable: Securable) -> None:
         """ForbiddenError (403) naming the privilege and the object unless the caller holds it."""
-        if self.may(privilege, securable):
-            return
-        if not self.grants:
-            role = READ if privilege in (Privilege.LIST, Privilege.READ) else WRITE
-            raise ForbiddenError(f"{self.principal.name!r} may not {role} in catalog {self.prefix!r}")
-        raise ForbiddenError(
-            f"{self.principal.name!r} lacks the {privilege} privilege on {securable.describe(self.prefix)} "
-            f"(or on a namespace or catalog above it); a holder of MANAGE_GRANTS there can grant it")
+        if not self.may(privilege, securable):
+            raise self.service.authorizer.refusal(self, privilege, securable)
 
     def require_table(self, privilege: Privilege, ident: Identifier) -> None:
         self.require(privilege, table_securable(ident))
@@ -169,6 +163,12 @@ class Access:
         """``privilege`` on a namespace, or on the catalog for its top level (``()``)."""
         self.require(privilege, namespace_securable(namespace) if namespace else catalog_securable())
 
+    def require_seen(self, namespace: Identifier) -> None:
+        """Loading a namespace (or asking whether it exists) needs LIST on it, or any privilege
+        that reaches it or something inside it."""
+        if not self.service.authorizer.sees(self, namespace_securable(namespace)):
+            self.require_namespace(Privilege.LIST, namespace)
+
     def require_listing(self, namespace: Identifier) -> bool:
         """Whether the caller may list everything in ``namespace`` (LIST there or above); False
         when it may list only what its privileges reach (:meth:`visible`); ForbiddenError when
@@ -176,29 +176,22 @@ class Access:
         securable = namespace_securable(namespace) if namespace else catalog_securable()
         if self.may(Privilege.LIST, securable):
             return True
-        if not self.grants or (namespace and not self.held().sees(securable)):
+        if namespace and not self.service.authorizer.sees(self, securable):
             self.require(Privilege.LIST, securable)
         return False
 
     def visible(self, found: Iterable[Identifier], kind: str, whole: bool) -> list[Identifier]:
         """The namespaces or tables of a listing the caller may see: all of them with LIST on
         their namespace (``whole``), else those any of its privileges reaches."""
-        found = list(found)
-        if whole:
-            return found
-        held = self.held()
-        make = namespace_securable if kind == "namespace" else table_securable
-        return [ident for ident in found if held.sees(make(ident))]
+        return list(found) if whole else self.service.authorizer.visible(self, found, kind)
 
     def forget(self, securable: Securable) -> None:
         """Drop the grants of a dropped object, so a new object of its name does not inherit them."""
-        if self.grants:
-            self.service.grant_store(self.prefix).forget(securable)
+        self.service.authorizer.forget(self, securable)
 
     def moved(self, source: Identifier, destination: Identifier) -> None:
         """A renamed table or view keeps its grants under the new name."""
-        if self.grants:
-            self.service.grant_store(self.prefix).move(table_securable(source), table_securable(destination))
+        self.service.authorizer.moved(self, source, destination)
 
     def parse_namespace(self, text: str) -> Identifier:
         """A namespace of a path or query parameter, split by the server's separator."""
@@ -214,7 +207,7 @@ class Access:
         """Whether credentials and signatures for the table ``ident`` may write its files: the
         write role, or under grants WRITE on the table (a staged create's table included)."""
         if ident is None:
-            return not self.grants and self.principal.can(self.prefix, WRITE)
+            return self.service.authorizer.may_write_unnamed(self)
         return self.may(Privilege.WRITE, table_securable(ident))
 
     def storage_credentials(self, location: str, properties: dict[str, str],
@@ -255,17 +248,22 @@ def service_of(request: Request) -> Service:
     return service
 
 
-def authenticate(request: Request) -> Principal:
-    return service_of(request).auth.authenticate(request.headers.get("authorization"))
+def principal_of(request: Request) -> Principal:
+    """The caller, as the envelope authenticated it once for the whole request
+    (:mod:`tablestore.rest.envelope`): never verified again here."""
+    principal: Principal | None = request.scope.get("state", {}).get("principal")
+    if principal is None:
+        # Only a path the envelope leaves open reaches here, and none of them asks who calls.
+        raise NotAuthorizedError("no bearer token; send 'Authorization: Bearer <token>'")
+    return principal
 
 
 def _access(role: str) -> Callable[..., Awaitable[Access]]:
-    # Async although it awaits nothing: it only checks the token and looks up the catalog, and a
+    # Async although it awaits nothing: it only looks up the catalog and checks the role, and a
     # sync dependency would cost a thread-pool hop per request (the endpoints need their own).
     async def dependency(request: Request, prefix: str) -> Access:
         access = open_access(request, prefix)
-        if not access.grants:
-            access.service.auth.authorize(access.principal, prefix, role)
+        access.service.authorizer.check_endpoint(access.principal, prefix, role)
         return access
 
     return dependency
@@ -274,7 +272,7 @@ def _access(role: str) -> Callable[..., Awaitable[Access]]:
 def open_access(request: Request, prefix: str) -> Access:
     """The caller's access to the served catalog ``prefix``, authenticated and not yet authorized."""
     service = service_of(request)
-    principal = service.auth.authenticate(request.headers.get("authorization"))
+    principal = principal_of(request)
     catalog = service.catalogs.get(prefix)
     if catalog is None:
         raise NoSuchCatalogError(f"this server serves no catalog {prefix!r}; GET /v1/config lists the prefix")
@@ -294,42 +292,15 @@ def delegation_mechanisms(header: str | None) -> tuple[str, ...]:
     return tuple(part for part in (p.strip().lower() for p in (header or "").split(",")) if part)
 
 
-def parse_namespace(text: str, separator: str = NAMESPACE_SEPARATOR) -> Identifier:
-    """A namespace path segment as a validated tuple: levels joined by ``separator`` (the
-    server's ``namespace-separator``, decoded) or by the spec's default %1F, which the 1.11 spec
-    asks servers to accept as well, for older clients. A dot is part of a level's name."""
-    parts = [text]
-    for sep in dict.fromkeys((separator, NAMESPACE_SEPARATOR)):
-        parts = [level for part in parts for level in part.split(sep)]
-    return to_namespace(tuple(parts))
-
-
-def parse_identifier(namespace: str, name: str, kind: str = "table",
-                     separator: str = NAMESPACE_SEPARATOR) -> Identifier:
-    validate_name(name, f"{kind} name")
-    return (*parse_namespace(namespace, separator), name)
-
-
-def identifier_of(namespace: list[str], name: str, kind: str = "table") -> Identifier:
-    if not isinstance(namespace, list) or not namespace:
-        raise ValidationError(f"a {kind} identifier needs a namespace with at least one level")
-    validate_name(name, f"{kind} name")
-    return (*to_namespace(tuple(namespace)), name)
-
-
 __all__ = [
-    "NAMESPACE_SEPARATOR",
     "Access",
     "ReadAccess",
     "Service",
     "WriteAccess",
-    "authenticate",
     "declare_bearer_auth",
     "delegation_mechanisms",
-    "identifier_of",
     "open_access",
-    "parse_identifier",
-    "parse_namespace",
+    "principal_of",
     "reader",
     "service_of",
     "writer",

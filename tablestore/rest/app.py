@@ -24,30 +24,30 @@ from fastapi.responses import JSONResponse
 from tablestore.catalog.base import Catalog
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.config import LakehouseConfig
-from tablestore.errors import ForbiddenError, NoSuchCatalogError, NotAuthorizedError
-from tablestore.rest import (
+from tablestore.errors import NoSuchCatalogError, NotAuthorizedError
+from tablestore.rest.access import Service, declare_bearer_auth, principal_of, service_of
+from tablestore.rest.auth.tokens import Authenticator
+from tablestore.rest.envelope import Envelope, configure_access_log
+from tablestore.rest.errors import error_response, install_error_handlers
+from tablestore.rest.routes import (
+    changelog_planning,
+    credentials,
     functions,
-    grants_api,
+    grants,
     health,
     metrics,
     namespaces,
     planning,
     signing,
     tables,
-    vending,
     views,
 )
-from tablestore.rest.access import NAMESPACE_SEPARATOR, Service, authenticate, declare_bearer_auth, service_of
-from tablestore.rest.access_log import AccessLog, configure_access_log
-from tablestore.rest.credentials import VendingError
-from tablestore.rest.errors import error_response, install_error_handlers
-from tablestore.rest.idempotency import IdempotencyMiddleware, IdempotencyStore, Stored, iso_duration
-from tablestore.rest.replicas import Replica, landed_commit
-from tablestore.rest.request_guard import RequestGuard
-from tablestore.rest.s3_signing import SigningUnavailableError
-from tablestore.rest.security import Authenticator
-from tablestore.rest.served_catalog import ServedSqlCatalog
-from tablestore.rest.settings import READ, ServerSettings, server_settings
+from tablestore.rest.settings import ServerSettings, server_settings
+from tablestore.rest.state.idempotency import IdempotencyMiddleware, IdempotencyStore, Stored, iso_duration
+from tablestore.rest.state.replicas import Replica, landed_commit
+from tablestore.rest.state.served_catalog import ServedSqlCatalog
+from tablestore.rest.storage.credentials import VendingError
+from tablestore.rest.storage.signing import SigningUnavailableError
 
 logger = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ def create_app(
     }
     service = Service(settings, dict(served))
     sql_catalogs = {name: c for name, c in served.items() if isinstance(c, SqlCatalog)}
-    # This process among the other replicas on the same databases (tablestore.rest.replicas).
+    # This process among the other replicas on the same databases (tablestore.rest.state.replicas).
     replica = Replica(c.engine for c in sql_catalogs.values())
     service.auth.revoked = replica.is_revoked
     # Idempotency keys live in each catalog's own database (shared by every instance).
@@ -141,7 +141,7 @@ def create_app(
     def get_config(
         request: Request, warehouse: str | None = Query(default=None)
     ) -> dict[str, Any]:
-        principal = authenticate(request)
+        principal = principal_of(request)
         svc = service_of(request)
         name = warehouse or svc.settings.catalogs[0]
         catalog = svc.catalogs.get(name)
@@ -149,12 +149,7 @@ def create_app(
             raise NoSuchCatalogError(
                 f"this server serves no catalog {name!r}; it serves {', '.join(svc.catalogs)}"
             )
-        if not svc.settings.authorization.grants:
-            svc.auth.authorize(principal, name, READ)
-        elif not svc.held(principal, name).any():
-            # Under grants, a principal holding nothing in the catalog is told so at once.
-            raise ForbiddenError(f"{principal.name!r} holds no privilege in catalog {name!r}; "
-                                 "a holder of MANAGE_GRANTS there can grant some")
+        svc.authorizer.check_config(svc, principal, name)
         defaults = svc.client_config(catalog)
         # With external issuers, tokens come from the identity provider: the caller's issuer's
         # token endpoint (else the first issuer's), where Java's, Trino's and pyiceberg's OAuth2
@@ -207,7 +202,7 @@ def create_app(
     async def revoke_token(request: Request) -> JSONResponse:
         # RFC 7009, for any authenticated caller (holding a token is enough to revoke it): unknown
         # and expired tokens are answered 200 too. Every replica refuses it within a heartbeat
-        # (tablestore.rest.replicas).
+        # (tablestore.rest.state.replicas).
         form = {k: v[0] for k, v in parse_qs((await request.body()).decode("utf-8", "replace")).items()}
         token = form.get("token", "")
         if not token:
@@ -228,15 +223,14 @@ def create_app(
         # STS down or refusing: the service cannot give access now, the request was fine.
         return error_response(503, "ServiceUnavailableException", str(exc))
 
-    for module in (namespaces, tables, vending, signing, views, functions, planning, grants_api, health, metrics):
+    for module in (namespaces, tables, credentials, signing, views, functions, planning, changelog_planning,
+                   grants, health, metrics):
         app.include_router(module.router)
     _document_prefixes(app, list(served))
-    app.add_middleware(IdempotencyMiddleware, stores=stores,
-                       authenticate=lambda header: service.auth.authenticate(header).name, landed=landed)
-    # Added last, so outermost: it authenticates and limits a request before anything reads it.
-    app.add_middleware(RequestGuard, service=service)
-    # Outermost of all: it times every request, the guard's refusals included, and logs it.
-    app.add_middleware(AccessLog, routes=app.routes, service=service, metrics=service_metrics)
+    app.add_middleware(IdempotencyMiddleware, stores=stores, landed=landed)
+    # Added last, so outermost: it authenticates a request once and limits it before anything
+    # reads it, and times, counts and logs every request, its own refusals included.
+    app.add_middleware(Envelope, routes=app.routes, service=service, metrics=service_metrics)
     return app
 
 
@@ -360,8 +354,8 @@ def serve(config: LakehouseConfig, host: str | None = None, port: int | None = N
     logger.info("serving catalogs %s on http://%s:%d (request bodies up to %d bytes)", ", ".join(settings.catalogs),
                 settings.host, settings.port, settings.max_request_bytes)
     # uvicorn's access_log off: its lines carry query strings, which are the client's to keep;
-    # tablestore.rest.access_log logs every request without them.
+    # tablestore.rest.envelope logs every request without them.
     uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", access_log=False)
 
 
-__all__ = ["ENDPOINTS", "NAMESPACE_SEPARATOR", "create_app", "serve"]
+__all__ = ["ENDPOINTS", "create_app", "serve"]

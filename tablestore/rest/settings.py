@@ -6,15 +6,15 @@
       catalogs: [lakehouse]            # the catalogs served (default: the default catalog)
       tokens: [{name: trino, token: "${TRINO_TOKEN}", role: read}]   # or roles: {lakehouse: write}
       clients: [{client-id: dagster, client-secret: "${DAGSTER_SECRET}", role: write}]
-      authorization: grants            # roles (default) | grants (tablestore.rest.grants)
-      oidc: [{issuer: "https://idp.example/realms/lake", audience: lakehouse}]  # tablestore.rest.oidc_settings
+      authorization: grants            # roles (default) | grants (tablestore.rest.auth.grants)
+      oidc: [{issuer: "https://idp.example/realms/lake", audience: lakehouse}]  # tablestore.rest.auth.oidc_settings
 
 Every key, with its default and what it does, is in docs/catalog-service.md (Configuration);
 :class:`ServerSettings` declares them in the same order, each field the key with hyphens.
 Each served catalog is one REST ``prefix`` (its name). The non-secret ``s3.*`` properties of a
 served catalog (endpoint, region, path style) are handed out in ``/v1/config`` and in every
 LoadTableResult ``config``; its keys never are: clients that ask get scoped, short-lived
-credentials instead (:mod:`tablestore.rest.credentials`).
+credentials instead (:mod:`tablestore.rest.storage.credentials`).
 """
 
 from __future__ import annotations
@@ -31,18 +31,18 @@ from pydantic_core import PydanticCustomError
 
 from tablestore.config import LakehouseConfig, SqlCatalogConfig
 from tablestore.config_problems import FILE_SPELLING, validated
-from tablestore.rest.credentials import VendingSettings
-from tablestore.rest.grants import AuthorizationField, AuthorizationSettings
-from tablestore.rest.limits import DEFAULT_MAX_REQUEST_BYTES
-from tablestore.rest.oidc_settings import OidcIssuers, issuers_problem
+from tablestore.rest.auth.grants import AuthorizationField, AuthorizationSettings
+from tablestore.rest.auth.oidc_settings import OidcIssuers, issuers_problem
+from tablestore.rest.auth.principals import READ, ROLES, Principal
+from tablestore.rest.storage.credentials import VendingSettings
 
-READ = "read"
-WRITE = "write"
-ROLES = (READ, WRITE)
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8181
 # The REST spec's separator of namespace levels in a URL, url-encoded: the unit separator.
 DEFAULT_NAMESPACE_SEPARATOR = "%1F"
+
+# The default of server.max-request-bytes (the envelope refuses longer bodies with 413).
+DEFAULT_MAX_REQUEST_BYTES = 8 * 1024 * 1024
 
 
 def _text(value: Any) -> Any:
@@ -71,24 +71,6 @@ def _separator(value: str) -> str:
 _Switch = Annotated[bool, BeforeValidator(_required_or_none), BeforeValidator(lambda v: str(v).lower())]
 _Flag = Annotated[bool, BeforeValidator(lambda v: str(v).lower() in ("true", "1", "yes"))]
 _Positive = Annotated[int, Field(ge=1)]
-
-
-class Principal(pydantic.BaseModel):
-    """Who a token belongs to, and its role (``read`` or ``write``) in each served catalog."""
-
-    model_config = pydantic.ConfigDict(frozen=True)
-
-    name: str
-    roles: dict[str, str]
-
-    def can(self, catalog: str, role: str) -> bool:
-        held = self.roles.get(catalog) or self.roles.get("*")
-        return held == WRITE or (held == READ and role == READ)
-
-    def __repr__(self) -> str:
-        return f"Principal(name={self.name!r}, roles={self.roles!r})"
-
-    __str__ = __repr__
 
 
 def _roles(roles: Any) -> Any:
@@ -263,4 +245,4 @@ def server_settings(config: LakehouseConfig, overrides: Mapping[str, Any] | None
     return validated(ServerSettings, raw, config.source, prefix=("server",), context=config)
 
 
-__all__ = ["READ", "WRITE", "ClientEntry", "Principal", "ServerSettings", "TokenEntry", "server_settings"]
+__all__ = ["DEFAULT_MAX_REQUEST_BYTES", "ClientEntry", "ServerSettings", "TokenEntry", "server_settings"]

@@ -34,6 +34,9 @@ class SessionContext:
         self.manager = manager
         self.options = options if options is not None else SessionOptions()
         self._spark = spark
+        #: Temporary views a statement made for the rest of the session (a procedure's, such as
+        #: ``create_changelog_view``): bare name -> Spark view; every query resolves them first.
+        self.temp_views: dict[str, str] = {}
 
     @property
     def spark(self) -> SparkSession:
@@ -48,6 +51,8 @@ class SessionContext:
         """A planner for one statement's queries (it registers the temporary views they read)."""
         planner = QueryPlanner(self.spark, self.manager, self.config.model_dump_json())
         planner.options = self.options
+        for name, view in self.temp_views.items():
+            planner.bind(name, view)
         return planner
 
     def load_table(self, catalog: Catalog, identifier: tuple[str, ...]) -> Table:

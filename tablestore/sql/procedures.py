@@ -26,9 +26,9 @@ if TYPE_CHECKING:
     from tablestore.table import Table
 
 # Modules that register procedures when imported (maintenance: issue 9; column merges: issue 7;
-# snapshot management: issue 38).
+# snapshot management: issue 38; changelog views: issue 45).
 _PROCEDURE_MODULES = ("tablestore.sql.procedures_maintenance", "tablestore.sql.procedures_columns",
-                      "tablestore.sql.procedures_refs")
+                      "tablestore.sql.procedures_refs", "tablestore.sql.procedures_changelog")
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ from tablestore.sql.parse_row_level import DeleteFrom, MergeClause, MergeInto, U
 from tablestore.sql.query import METADATA_TABLES, QueryPlanner, parse_query, spark_errors
 from tablestore.sql.result import StatementResult
 from tablestore.table import CommitIdentity
-from tablestore.table.ops.row_level import check_assignable
+from tablestore.table.ops.row_level import RowLevelOperation, check_assignable
 from tablestore.table.write.conform import conform_to_schema
 
 if TYPE_CHECKING:
@@ -194,7 +194,8 @@ def commit_identity(context: SessionContext) -> CommitIdentity | None:
     return CommitIdentity(commit_id) if commit_id else None
 
 
-def _apply(context: SessionContext, table: Table, snapshot: Snapshot | None, operation: str, changes: DataFrame,
+def _apply(context: SessionContext, table: Table, snapshot: Snapshot | None, operation: RowLevelOperation,
+           changes: DataFrame,
            conflict_filter: BooleanExpression) -> RowLevelOutcome:
     """The statement's effect written by Spark tasks and committed once (tablestore.spark.tasks.row_level_tasks)."""
     with spark_errors():
@@ -217,7 +218,7 @@ def delete_from(context: SessionContext, s: DeleteFrom) -> StatementResult:
     planner = _target_planner(context, catalog, identifier, table, plain)
     df = planner.dataframe(f"SELECT `_file`, `_pos`, {DELETE} AS `__kind` FROM {TARGET_MARKER} AS "
                            f"{_quote(alias)} WHERE {s.where}")
-    outcome = _apply(context, table, snapshot, "delete", df, plain or AlwaysTrue())
+    outcome = _apply(context, table, snapshot, RowLevelOperation.DELETE, df, plain or AlwaysTrue())
     return StatementResult(affected=outcome.deleted)
 
 
@@ -247,7 +248,7 @@ def update_table(context: SessionContext, s: UpdateTable) -> StatementResult:
     df = typed_assignments(df, table, names, "UPDATE")
     if snapshot is None:
         return StatementResult(affected=0)
-    outcome = _apply(context, table, snapshot, "update", df, plain or AlwaysTrue())
+    outcome = _apply(context, table, snapshot, RowLevelOperation.UPDATE, df, plain or AlwaysTrue())
     return StatementResult(affected=outcome.updated)
 
 
@@ -431,7 +432,7 @@ def merge_into(context: SessionContext, s: MergeInto) -> StatementResult:
         + " END"
     changes = df.selectExpr("`__file` AS `_file`", "`__pos` AS `_pos`", f"{kind} AS `__kind`",
                             *[_quote(c) for c in columns])
-    outcome = _apply(context, table, snapshot, "merge", changes, AlwaysTrue())
+    outcome = _apply(context, table, snapshot, RowLevelOperation.MERGE, changes, AlwaysTrue())
     counts = {"update": outcome.updated, "delete": outcome.deleted, "insert": outcome.inserted}
     total = sum(counts.values())
     return StatementResult(

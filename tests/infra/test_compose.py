@@ -376,7 +376,10 @@ def test_secrets_are_all_in_env_example_and_reach_the_services() -> None:
     root = {"MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD"}
     catalog = {"MINIO_CATALOG_USER", "MINIO_CATALOG_PASSWORD"}
     landing = {"MINIO_LANDING_USER", "MINIO_LANDING_PASSWORD"}
-    extra = {"storage-init": root | catalog | landing, "catalog": catalog, "dagster-code": landing}
+    # The daemon's run-monitoring timeouts (not secrets; empty: dagster.yaml's, infra/dagster_instance.py).
+    monitoring = {"DAGSTER_RUN_START_TIMEOUT_SECONDS", "DAGSTER_RUN_MONITORING_POLL_SECONDS"}
+    extra = {"storage-init": root | catalog | landing, "catalog": catalog, "dagster-code": landing,
+             "dagster-daemon": monitoring}
     assert not (root | catalog | landing) & set(lakehouse_env)
     for name in OUR_IMAGE_SERVICES:
         environment = _services()[name]["environment"]

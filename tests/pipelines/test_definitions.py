@@ -23,7 +23,7 @@ def test_definitions_load_with_every_asset_and_blocking_check(tmp_path: Path) ->
         "lakehouse/shop/events_schema_evolution", "lakehouse/shop/events_rollover", "lakehouse/shop/customers",
         "lakehouse/shop/customer_segments", "lakehouse/shop/customer_lifetime_value",
         "lakehouse/shop/erasure_requests", "lakehouse/shop/gdpr_erasure", "lakehouse/shop/trino_reconciliation",
-        "lakehouse/shop/events_retention",
+        "lakehouse/shop/events_retention", "lakehouse/shop/events_hourly_rollup",
         "lakehouse/shop/maintenance/events", "lakehouse/shop/maintenance/customers",
         "lakehouse/shop/maintenance/erasure_requests", "lakehouse/shop/maintenance/erasure_audit",
     }
@@ -86,7 +86,7 @@ def test_sensors_schedule_and_automation_conditions_drive_the_graph(tmp_path: Pa
     assert automated == {
         "lakehouse/shop/events_schema_evolution", "lakehouse/shop/events_rollover", "lakehouse/shop/customers",
         "lakehouse/shop/customer_segments", "lakehouse/shop/customer_lifetime_value",
-        "lakehouse/shop/gdpr_erasure", "lakehouse/shop/trino_reconciliation",
+        "lakehouse/shop/gdpr_erasure", "lakehouse/shop/trino_reconciliation", "lakehouse/shop/events_hourly_rollup",
     }
     fresh = {k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).freshness_policy}
     assert fresh == {"lakehouse/shop/events", "lakehouse/shop/events_hourly", "lakehouse/shop/customers"}

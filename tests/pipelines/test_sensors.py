@@ -24,25 +24,33 @@ from dagster._core.workspace.context import WorkspaceProcessContext
 from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget
 from dagster._daemon.sensor import execute_sensor_iteration
 
-from pipelines.defs.erasure.sensors import ERASURE_INTERVAL, ERASURE_SENSOR
+from pipelines.defs.erasure.sensors import ERASURE_SENSOR
 from pipelines.defs.ingest.assets import EVOLUTION_KEY
 from pipelines.defs.ingest.landing import write_erasure_requests, write_landing_day
-from pipelines.defs.ingest.sensors import LANDING_INTERVAL, LANDING_SENSOR, RANGE_END, RANGE_START
-from pipelines.settings import PipelineSettings, load_settings
+from pipelines.defs.ingest.sensors import LANDING_SENSOR, RANGE_END, RANGE_START
+from pipelines.settings import CONFIG_DIR, PipelineSettings, load_settings
 
 QUEUED = "run_coordinator:\n  module: dagster._core.run_coordinator\n  class: QueuedRunCoordinator\n"
+# The sensors' shortest interval in these tests (settings `automation: {tick-seconds: N}`, as the
+# stack shortens it), instead of their default 10 s: a tick after this long is a new tick.
+TICK_S = 1
 
 
 @pytest.fixture
 def lakehouse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[PipelineSettings, Path]:
-    # The code location reads its settings from the environment, as under the daemon.
+    # The code location reads its settings from the environment, as under the daemon: the
+    # embedded settings, with the sensors ticking every TICK_S seconds.
+    settings_file = tmp_path / "embedded-fast.yaml"
+    settings_file.write_text((CONFIG_DIR / "embedded.yaml").read_text() + f"automation: {{tick-seconds: {TICK_S}}}\n")
     monkeypatch.setenv("LAKEHOUSE_ENV", "embedded")
-    monkeypatch.delenv("LAKEHOUSE_SETTINGS", raising=False)
+    monkeypatch.setenv("LAKEHOUSE_SETTINGS", str(settings_file))
     monkeypatch.setenv("LAKEHOUSE_ROOT", str(tmp_path / "root"))
     home = tmp_path / "dagster-home"
     home.mkdir()
     (home / "dagster.yaml").write_text(QUEUED)
-    return load_settings(), home
+    settings = load_settings()
+    assert settings.tick_seconds == TICK_S
+    return settings, home
 
 
 @contextmanager
@@ -92,7 +100,7 @@ def test_a_landed_file_is_requested_once_across_daemon_restarts_and_days_wait_fo
     assert sorted(cursor(home, LANDING_SENSOR)) == ["dt=2026-11-01/part-00000.parquet",
                                                     "dt=2026-11-02/part-00000.parquet"]
 
-    time.sleep(LANDING_INTERVAL)  # the sensor's minimum interval, measured from its last tick
+    time.sleep(TICK_S)  # the sensor's minimum interval, measured from its last tick
     assert tick(home) == []  # restarted: the cursor came back from the instance
 
     # The evolution materialized (as its automation condition would have it); a second file
@@ -101,7 +109,7 @@ def test_a_landed_file_is_requested_once_across_daemon_restarts_and_days_wait_fo
         instance.report_runless_asset_event(dg.AssetMaterialization(EVOLUTION_KEY))
     extra = settings.events_landing / "dt=2026-11-02" / "part-00001.parquet"
     extra.write_bytes((settings.events_landing / "dt=2026-11-02" / "part-00000.parquet").read_bytes())
-    time.sleep(LANDING_INTERVAL)
+    time.sleep(TICK_S)
     assert tick(home) == [{"sensor": LANDING_SENSOR, "assets": ["lakehouse/shop/events"],
                            "range": ("2026-11-02", "2026-11-03")}]
     assert "dt=2026-11-04/part-00000.parquet" not in cursor(home, LANDING_SENSOR)
@@ -112,9 +120,9 @@ def test_a_request_export_loads_once_and_again_when_it_changes(lakehouse: tuple[
     write_erasure_requests(settings)
     requests = {"sensor": ERASURE_SENSOR, "assets": ["lakehouse/shop/erasure_requests"], "range": (None, None)}
     assert tick(home) == [requests]
-    time.sleep(ERASURE_INTERVAL)
+    time.sleep(TICK_S)
     assert tick(home) == []
     path = settings.requests_landing / "requests.jsonl"
     path.write_text(path.read_text() + '{"request_id": "gdpr-x-9", "user_id": 9, "requested_at": "2026-11-04T10:00:00"}\n')
-    time.sleep(ERASURE_INTERVAL)
+    time.sleep(TICK_S)
     assert tick(home) == [requests]

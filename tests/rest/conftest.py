@@ -48,14 +48,35 @@ def start_service(request: pytest.FixtureRequest, kind: str, workdir: Path, s3: 
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
-def rest_service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestService]:
-    """One service per test module and backend (tests use their own namespaces)."""
-    service = start_service(request, request.param, tmp_path_factory.mktemp("rest"))
+def _session_service(request: pytest.FixtureRequest, kind: str,
+                     tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestService]:
+    service = start_service(request, kind, tmp_path_factory.mktemp(f"rest-{kind}"))
     try:
         yield service
     finally:
         service.stop()
+
+
+@pytest.fixture(scope="session")
+def rest_service_sqlite(request: pytest.FixtureRequest,
+                        tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestService]:
+    yield from _session_service(request, "sqlite", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def rest_service_postgres(request: pytest.FixtureRequest,
+                          tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestService]:
+    yield from _session_service(request, "postgres", tmp_path_factory)
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def rest_service(request: pytest.FixtureRequest) -> RestService:
+    """One service per backend for the whole session, started when a module first asks for it
+    (it was one per module and backend: 22 starts). Tests use namespaces of their own, and what
+    they read back from the log is their own requests'. Tests that kill, restart or reconfigure
+    a service take ``fresh_rest_service`` or start their own."""
+    service: RestService = request.getfixturevalue(f"rest_service_{request.param}")
+    return service
 
 
 @pytest.fixture(params=BACKENDS)

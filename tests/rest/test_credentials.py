@@ -22,7 +22,7 @@ import pytest
 import requests
 
 from tablestore.errors import ConfigError, ForbiddenError, ValidationError
-from tablestore.rest.credentials import (
+from tablestore.rest.storage.credentials import (
     EXPIRES_AT,
     READ_ACTIONS,
     WRITE_ACTIONS,

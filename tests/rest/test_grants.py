@@ -20,7 +20,7 @@ import pytest
 import requests
 from sqlalchemy import create_engine
 
-from tablestore.rest.grants import TABLE_PRIVILEGES, Grant, Grantee, GrantStore, Privilege, Securable
+from tablestore.rest.auth.grants import TABLE_PRIVILEGES, Grant, Grantee, GrantStore, Privilege, Securable
 from tests.rest.conftest import BACKENDS
 from tests.rest.grant_fixtures import ADMIN_TOKEN, ALICE_TOKEN, BOB_TOKEN, CAROL_TOKEN, Admin, start_grants_service
 from tests.services import CATALOG, RestService

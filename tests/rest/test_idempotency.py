@@ -294,10 +294,10 @@ def test_a_second_instance_on_the_same_database_replays(
 def test_the_key_store_waits_releases_takes_over_and_expires(tmp_path: Path) -> None:
     from sqlalchemy import update
 
-    from tablestore.rest.idempotency import (
+    from tablestore.rest.service_tables import IDEMPOTENCY_KEYS
+    from tablestore.rest.state.idempotency import (
         ABANDONED_AFTER_S,
         GRACE_S,
-        IDEMPOTENCY_KEYS,
         Claimed,
         IdempotencyStore,
         Mismatch,

@@ -8,7 +8,7 @@ import pytest
 
 from tablestore.config import parse_config
 from tablestore.errors import ConfigError
-from tablestore.rest.oidc_settings import ASYMMETRIC_ALGORITHMS
+from tablestore.rest.auth.oidc_settings import ASYMMETRIC_ALGORITHMS
 from tablestore.rest.settings import ServerSettings, server_settings
 
 ISSUER = "https://sso.example.com/realms/data"

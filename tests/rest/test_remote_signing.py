@@ -295,6 +295,20 @@ def test_signed_requests_reach_minio(signing: Signing) -> None:
     assert not [k for k in signing.keys(table.metadata.location) if k.startswith(f"{base}/data/")]
 
 
+def test_signed_requests_are_counted_by_catalog(signing: Signing) -> None:
+    """/metrics counts the requests the service signed, by catalog: two signed, one refused."""
+    py = signing.pyiceberg()
+    py.create_namespace("count")
+    table = py.create_table("count.t", SCHEMA)
+    key = table.metadata.location.removeprefix(f"s3://{signing.bucket}/") + "/data/a.parquet"
+    assert signing.sign("count", "t", "PUT", signing.url(key)).status_code == 200
+    assert signing.sign("count", "t", "GET", signing.url(key), token=READ_TOKEN).status_code == 200
+    assert signing.sign("count", "t", "PUT", signing.url(key), token=READ_TOKEN).status_code == 403
+    metrics = requests.get(f"{signing.service.uri}/metrics", headers={"Authorization": f"Bearer {READ_TOKEN}"},
+                           timeout=30)
+    assert f'tablestore_requests_signed_total{{catalog="{CATALOG}"}} 2.0' in metrics.text.splitlines()
+
+
 def _java(signing: Signing, token: str, statements: list[str]) -> subprocess.CompletedProcess[str]:
     """Java's REST catalog client and S3FileIO (``oracle rest-sql`` with Iceberg's AWS bundle),
     asking for remote signing: the URI, a token, nothing of S3."""

@@ -28,8 +28,9 @@ from tablestore.catalog.rest import RestCatalog, uuid7
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import TableStoreError
 from tablestore.names import metadata_file_uuid
-from tablestore.rest.idempotency import IDEMPOTENCY_KEYS, fingerprint
-from tablestore.rest.replicas import keyed_uuid, written_for
+from tablestore.rest.service_tables import IDEMPOTENCY_KEYS
+from tablestore.rest.state.idempotency import fingerprint
+from tablestore.rest.state.replicas import keyed_uuid, written_for
 from tablestore.spec.metadata.update_models import AssertTableUUID, SetPropertiesUpdate
 from tests.rest.conftest import CATALOG, CLIENT_ID, CLIENT_SECRET, WRITE_TOKEN, RestService, write_config
 from tests.services import PostgresServer

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import requests
 
-from tablestore.rest.limits import MAX_PROPERTY_KEY_CHARS, MAX_PROPERTY_VALUE_CHARS
+from tablestore.rest.routes.limits import MAX_PROPERTY_KEY_CHARS, MAX_PROPERTY_VALUE_CHARS
 from tests.rest.conftest import CATALOG, CLIENT_SECRET, READ_TOKEN, WRITE_TOKEN, RestService, write_config
 
 LIMIT = 4 * 1024 * 1024  # the service's max-request-bytes in this module
@@ -124,7 +124,7 @@ def test_every_failed_request_is_logged_once_with_its_id_and_principal_and_no_se
         request_id = answer.headers["X-Request-ID"]
         # Once in text by the guard, and once in the JSON access log (tests/rest/test_metrics.py).
         lines = [line for line in log.splitlines() if request_id in line and not line.startswith("{")]
-        assert lines == [f"WARNING tablestore.rest.request_guard: request {request_id}: {method} {path} -> "
+        assert lines == [f"WARNING tablestore.rest.requests: request {request_id}: {method} {path} -> "
                          f"{status} {error_type} (principal {principal})"], lines
         access = [json.loads(line) for line in log.splitlines() if request_id in line and line.startswith("{")]
         assert [(a["status"], a["error"], a["principal"]) for a in access] == [(status, error_type, principal)]
@@ -195,3 +195,34 @@ def test_the_services_memory_stays_flat_under_oversized_and_unauthenticated_bodi
     assert time.monotonic() - started < 120
     # The service still answers.
     assert requests.get(f"{guarded.uri}/v1/config", headers=_auth(READ_TOKEN), timeout=30).status_code == 200
+
+
+def _verifications(service: RestService) -> float:
+    text = requests.get(f"{service.uri}/metrics", headers=_auth(READ_TOKEN), timeout=30).text
+    return float(next(line.split()[-1] for line in text.splitlines()
+                      if line.startswith("tablestore_token_verifications_total ")))
+
+
+def test_a_token_is_verified_once_per_request(guarded: RestService) -> None:
+    """The envelope verifies a request's token once; the idempotency store, the endpoint's checks,
+    the access log and /metrics read the principal it put on the request. Counted by /metrics,
+    whose own scrape is one authenticated request too."""
+    import uuid
+
+    before = _verifications(guarded)
+    url = f"{guarded.uri}/v1/{CATALOG}"
+    ns = f"once{uuid.uuid4().hex[:6]}"
+    schema: dict[str, Any] = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
+    keyed = {**_auth(), "Idempotency-Key": str(uuid.uuid4())}  # the mutation that read the token three times
+    answers = [
+        requests.post(f"{url}/namespaces", json={"namespace": [ns]}, headers=keyed, timeout=30),
+        requests.post(f"{url}/namespaces/{ns}/tables", json={"name": "t", "schema": schema},
+                      headers={**_auth(), "Idempotency-Key": str(uuid.uuid4())}, timeout=30),
+        requests.get(f"{url}/namespaces/{ns}/tables/t", headers=_auth(READ_TOKEN), timeout=30),
+        requests.post(f"{url}/namespaces", json={"namespace": [ns]}, headers=keyed, timeout=30),  # replayed
+        requests.post(f"{url}/namespaces", json={"namespace": ["x"]}, headers=_auth(READ_TOKEN), timeout=30),  # 403
+        requests.get(f"{guarded.uri}/v1/config", headers=_auth(READ_TOKEN), timeout=30),
+    ]
+    assert [a.status_code for a in answers] == [200, 200, 200, 200, 403, 200]
+    assert answers[3].headers["idempotent-replayed"] == "true"
+    assert _verifications(guarded) - before == len(answers) + 1  # and the second scrape

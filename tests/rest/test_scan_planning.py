@@ -244,6 +244,24 @@ def test_incremental_scans_plan_the_files_appended_between_two_snapshots(service
     assert empty["file-scan-tasks"] == [] and "plan-tasks" not in empty
 
 
+def test_an_incremental_table_scan_plans_its_range_on_the_service(service: RestService,
+                                                                   snapshots: list[int]) -> None:
+    first, second, deleted = snapshots
+    served = _client(service)
+    try:
+        table = served.load_table(TABLE)
+        scan = table.scan(start_snapshot_id=first, end_snapshot_id=deleted)
+        # Served tasks carry a residual: the service planned the range, not the client.
+        assert scan.plan_files() and all(t.residual is not None for t in scan.plan_files())
+        appended = [(i, "abc"[i % 3], i / 10) for i in range(12, 24)]  # the delete after it does not apply
+        assert _rows(scan.to_arrow()) == appended
+        assert _rows(table.scan(start_snapshot_id=first, filter="cat = 'a'").to_arrow()) == \
+            [r for r in appended if r[1] == "a"]
+        assert table.scan(start_snapshot_id=second).to_arrow().num_rows == 0
+    finally:
+        served.close()
+
+
 def test_bad_plan_requests_are_refused_with_what_is_wrong(service: RestService, snapshots: list[int]) -> None:
     cases: list[tuple[dict[str, Any], int, str]] = [
         ({"filter": {"type": "eq", "term": "nope", "value": 1}}, 400, "unknown column 'nope'"),

@@ -242,7 +242,8 @@ def test_a_client_with_credentials_gets_a_new_token_when_its_token_is_refused(re
 
 
 def test_issued_tokens_expire_and_cannot_be_forged() -> None:
-    from tablestore.rest.security import Authenticator
+    from tablestore.rest.auth.authorizer import RoleAuthorizer
+    from tablestore.rest.auth.tokens import Authenticator
 
     settings = _settings("  clients: [{client-id: etl, client-secret: s3cr3t-s3cr3t, role: read}]")
     auth = Authenticator(settings)
@@ -259,13 +260,13 @@ def test_issued_tokens_expire_and_cannot_be_forged() -> None:
     with pytest.raises(NotAuthorizedError, match="expired"):
         expired.authenticate(f"Bearer {old}")
     with pytest.raises(ForbiddenError):
-        Authenticator.authorize(principal, "lake", "write")
+        RoleAuthorizer().check_endpoint(principal, "lake", "write")
 
 
 def test_issued_tokens_are_jwts_with_the_standard_claims_signed_with_the_token_secret(
     rest_service: RestService,
 ) -> None:
-    from tablestore.rest.security import signing_key
+    from tablestore.rest.auth.tokens import signing_key
 
     before = int(time.time())
     token = requests.post(f"{rest_service.uri}/v1/oauth/tokens", timeout=30, data={

@@ -11,6 +11,7 @@ import pytest
 
 from tablestore.errors import CommitConflictError, ValidationError
 from tablestore.table import Table
+from tablestore.table.ops.row_level import RowLevelOperation
 from tests.spark.conftest import Lake
 
 pytestmark = pytest.mark.spark
@@ -51,7 +52,7 @@ def test_tasks_delete_update_and_insert_then_the_driver_commits_once(lake: Lake,
         (first, 0, DELETE, None, None), (first, 3, UPDATE, 3, "u3"), (second, 9, UPDATE, 19, "u19"),
         (None, None, INSERT, 100, "new"), (None, None, INSERT, 101, "new"),
     ], CHANGES).repartition(3)
-    outcome = apply_changes(table, table.current_snapshot(), "merge", changes)
+    outcome = apply_changes(table, table.current_snapshot(), RowLevelOperation.MERGE, changes)
     assert (outcome.deleted, outcome.updated, outcome.inserted) == (1, 2, 2)
     table = lake.load(table.identifier[-1])
     assert len(table.snapshots()) == snapshots + 1 and outcome.snapshot == table.current_snapshot()
@@ -78,7 +79,7 @@ def test_a_commit_that_lost_its_files_to_a_concurrent_delete_fails_and_leaves_no
     before = _files_on_disk(table)
     changes = spark.createDataFrame([(first, 1, UPDATE, 1, "late")], CHANGES)
     with pytest.raises(CommitConflictError):
-        apply_changes(table, scanned, "update", changes)
+        apply_changes(table, scanned, RowLevelOperation.UPDATE, changes)
     table = lake.load("conflicting")
     assert _files_on_disk(table) == before  # the task's rewrite was deleted
     assert sorted(r["id"] for r in table.scan().to_arrow().to_pylist()) == [i for i in range(20) if i != 5]
@@ -94,10 +95,10 @@ def test_a_row_selected_twice_or_a_file_outside_the_snapshot_is_refused_before_a
     twice = spark.createDataFrame([(first, 2, UPDATE, 2, "a"), (first, 2, UPDATE, 2, "b"),
                                    (None, None, INSERT, 50, "x")], CHANGES)
     with pytest.raises(ValidationError, match="selected twice"):
-        apply_changes(table, table.current_snapshot(), "merge", twice)
+        apply_changes(table, table.current_snapshot(), RowLevelOperation.MERGE, twice)
     elsewhere = spark.createDataFrame([(first + ".other", 0, DELETE, None, None)], CHANGES)
     with pytest.raises(ValidationError, match="not in the snapshot"):
-        apply_changes(table, table.current_snapshot(), "delete", elsewhere)
+        apply_changes(table, table.current_snapshot(), RowLevelOperation.DELETE, elsewhere)
     table = lake.load("refused")
     assert table.metadata_location == location and _files_on_disk(table) == before
 
@@ -148,14 +149,14 @@ def test_a_job_whose_task_fails_leaves_no_file_of_its_write(lake: Lake, spark: S
         with monkeypatch.context() as patched:
             patched.setattr(spark_row_level, "remove_write_files", lambda io, location, write_id: removed.append(write_id))
             with pytest.raises(Exception, match="required"):
-                apply_changes(table, table.current_snapshot(), "merge", changes)
+                apply_changes(table, table.current_snapshot(), RowLevelOperation.MERGE, changes)
         left = _files_on_disk(table) - before
         assert len(left) >= 2 and len(removed) == 1 and all(removed[0] in p.name for p in left), left
         for path in left:
             path.unlink()
 
         with pytest.raises(Exception, match="required"):
-            apply_changes(table, table.current_snapshot(), "merge", changes)
+            apply_changes(table, table.current_snapshot(), RowLevelOperation.MERGE, changes)
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", previous)
     assert _files_on_disk(table) == before

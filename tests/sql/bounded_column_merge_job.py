@@ -28,7 +28,8 @@ from tablestore.sql.session import SqlSession
 from tests.sql.bounded_merge_job import CAPPED_DRIVER, PeakRss
 
 
-def main(root: Path, rows: int, pad: int) -> dict[str, object]:
+def main(root: Path, rows: int, pad: int, stop: bool = True) -> dict[str, object]:
+    """The job; ``stop=False`` leaves the Spark session for the next job (tests/sql/bounded_jobs.py)."""
     catalog = SqlCatalogConfig(name="lake", properties={"uri": f"sqlite:///{root}/catalog.db", "warehouse": str(root / "wh")},
                             default_database="db")
     config = LakehouseConfig(default_catalog="lake", catalogs={"lake": catalog}, spark=SparkConfig(master="local[2]", conf=CAPPED_DRIVER))
@@ -51,7 +52,8 @@ def main(root: Path, rows: int, pad: int) -> dict[str, object]:
         f"SELECT count(*), count_if(feature = {feature}), count_if(s = concat('row-', id)) FROM db.t").rows[0]
     snapshot = session.manager.catalog().load_table("db.t").current_snapshot()
     assert snapshot is not None
-    spark.stop()
+    if stop:
+        spark.stop()
     return {"result": result.rows[0][0], "checks": checks, "summary": dict(snapshot.summary),
             "source_bytes": source_bytes, "seconds": round(seconds, 1), "rss_before": before, "rss_peak": peak.peak}
 

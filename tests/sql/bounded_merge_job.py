@@ -57,7 +57,8 @@ class PeakRss:
         self.peak = max(self.peak, self.process.memory_info().rss)
 
 
-def main(root: Path, rows: int, keys: int, pad: int = 0) -> dict[str, object]:
+def main(root: Path, rows: int, keys: int, pad: int = 0, stop: bool = True) -> dict[str, object]:
+    """The job; ``stop=False`` leaves the Spark session for the next job (tests/sql/bounded_jobs.py)."""
     catalog = SqlCatalogConfig(name="lake", properties={"uri": f"sqlite:///{root}/catalog.db", "warehouse": str(root / "wh")},
                             default_database="db")
     config = LakehouseConfig(default_catalog="lake", catalogs={"lake": catalog}, spark=SparkConfig(master="local[2]", conf=CAPPED_DRIVER))
@@ -82,11 +83,13 @@ def main(root: Path, rows: int, keys: int, pad: int = 0) -> dict[str, object]:
     seconds = time.monotonic() - started
     total, distinct, merged = session.execute_one(
         "SELECT count(*), count(DISTINCT id), count_if(g = -1) FROM db.t").rows[0]
-    spark.stop()
+    if stop:
+        spark.stop()
     return {"rows": rows, "keys": keys, "result": result.rows[0], "count": total, "distinct": distinct,
             "merged": merged, "seconds": round(seconds, 1), "rss_before": before, "rss_peak": peak.peak,
             "expected_matched": min(keys, len(range(0, rows, step)))}
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(Path(sys.argv[1]), *(int(a) for a in sys.argv[2:]))))
+    rows, keys, *pad = (int(a) for a in sys.argv[2:])
+    print(json.dumps(main(Path(sys.argv[1]), rows, keys, pad[0] if pad else 0)))

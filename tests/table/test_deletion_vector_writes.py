@@ -36,7 +36,7 @@ from tablestore.spec.manifests.manifest import (
     read_manifest_list,
 )
 from tablestore.table import Table
-from tablestore.table.ops.row_level import apply_positions
+from tablestore.table.ops.row_level import RowLevelOperation, apply_positions
 from tablestore.table.read.deletion_vectors import referenced_data_file
 from tests.spec.manifests.test_puffin import parse_dv, parse_puffin
 
@@ -218,7 +218,7 @@ def test_positions_selected_by_an_engine_are_applied_as_one_merged_dv(catalog: S
     table = catalog.load_table("db.t")
     chosen = positions_of(table, data_file, {12, 19})
     replacement = rows_of([12], 2).set_column(1, "v", pa.array(["new12"]))
-    affected = apply_positions(table, table.current_snapshot(), "update",  # type: ignore[arg-type]
+    affected = apply_positions(table, table.current_snapshot(), RowLevelOperation.UPDATE,  # type: ignore[arg-type]
                                {data_file.file_path: np.array(sorted(chosen))},
                                replacements={data_file.file_path: replacement},
                                replaced_positions={data_file.file_path: np.array(sorted(positions_of(

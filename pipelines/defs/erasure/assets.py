@@ -5,24 +5,42 @@ verified erasure (rewrite every file that held them, expire older snapshots, rem
 files, read every Parquet file back to prove they are gone, append the audit record), and
 finally marks the requests done. The requests table doubles as the suppression list of
 ingestion, so re-running the pipeline never brings an erased subject back.
+
+Between the logical DELETE and the physical erasure, the erasure flows down as deletes: the
+derived tables (the hourly rollup, the customers and their features) are refreshed from the
+changelog of ``events``, which holds the subjects' rows as DELETEs, so no derived table keeps
+them. This must happen before the physical erasure, which expires every older snapshot and with
+them the changelog's range. What each derived asset consumed is recorded in this asset's
+metadata (``consumed:<asset>``), where the asset's next run finds it
+(:func:`pipelines.defs.changes.last_consumed`).
 """
 
 
 import datetime
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 import dagster as dg
 import pyarrow as pa
 
 from pipelines.defs.automation import FOLLOWS_UPSTREAM
-from pipelines.defs.customers.assets import LTV_KEY
+from pipelines.defs.changes import ERASURE_CONSUMED_PREFIX, last_consumed
+from pipelines.defs.customers.assets import (
+    CUSTOMERS_KEY,
+    LTV_KEY,
+    REBUILD,
+    SEGMENTS_KEY,
+    refresh_customers,
+    refresh_feature,
+)
 from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVENTS_KEY, REQUESTS_LANDING_KEY
 from pipelines.defs.ingest.landing_bucket import stage_requests
 from pipelines.defs.metadata import snapshot_metadata
 from pipelines.defs.resources import SparkResource, TableStoreResource
 from pipelines.defs.retries import STEP_RETRY
+from pipelines.defs.rollups.assets import ROLLUP_KEY, refresh_rollup
 from pipelines.settings import PipelineSettings, selected_settings, table_name
 from tablestore.maintenance.erasure import erase
 from tablestore.sql.session import SqlSession
@@ -103,8 +121,39 @@ def verified_audit(store: TableStoreResource, request_id: str) -> dict[str, Any]
     return next((r for r in rows if r["verified"]), None)
 
 
-def run_erasure(store: TableStoreResource, spark: SparkResource) -> dict[str, Any]:
-    """Execute the pending requests; returns the erasure report as plain data."""
+def refresh_downstream(instance: dg.DagsterInstance, store: TableStoreResource,
+                       spark: SparkResource) -> dict[str, Any]:
+    """Refresh every table derived from ``events`` from its changes since what it consumed; the
+    consumed snapshots (``consumed:<asset>``) and what each refresh recomputed."""
+    session = spark.session()
+    out: dict[str, Any] = {}
+
+    def record(key: dg.AssetKey, until: int | None, what: dict[str, Any]) -> None:
+        out[ERASURE_CONSUMED_PREFIX + key.to_user_string()] = until or 0
+        out[f"refreshed:{key.to_user_string()}"] = what
+
+    changes, numbers = refresh_rollup(store, session, last_consumed(instance, ROLLUP_KEY, ERASURE_KEY))
+    record(ROLLUP_KEY, changes.until, {"mode": "full" if changes.full else "incremental",
+                                       "hours_recomputed": numbers["hours_recomputed"]})
+    if store.exists("customers"):
+        changes, numbers = refresh_customers(store, session, last_consumed(instance, CUSTOMERS_KEY, ERASURE_KEY))
+        record(CUSTOMERS_KEY, changes.until, {"mode": "full" if changes.full else "incremental",
+                                              "users_recomputed": numbers["users_recomputed"]})
+        until = changes.until
+        for key, column in ((SEGMENTS_KEY, "segment"), (LTV_KEY, "lifetime_value")):
+            if column in [f.name for f in store.table("customers").schema().fields]:
+                feature, _ = refresh_feature(store, session, column, last_consumed(instance, key, ERASURE_KEY),
+                                             until, changes.full)
+                record(key, feature.until, {"mode": "full" if feature.full else "incremental",
+                                            "users_recomputed": feature.keys.num_rows})
+        out[REBUILD] = numbers[REBUILD]
+    return out
+
+
+def run_erasure(store: TableStoreResource, spark: SparkResource,
+                before_erase: Callable[[], dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Execute the pending requests; returns the erasure report as plain data. ``before_erase``
+    runs between the logical DELETE and the physical erasure (the derived tables' refresh)."""
     requests = store.table("erasure_requests").scan(filter="status = 'pending'").to_arrow().to_pylist()
     if not requests:
         return {"pending": 0, "message": "no pending erasure requests"}
@@ -122,6 +171,7 @@ def run_erasure(store: TableStoreResource, spark: SparkResource) -> dict[str, An
                 "audit_table": "lakehouse.shop.erasure_audit", "resumed": "audited by an earlier attempt"}
     sql = store.sql(spark.session())
     deleted = delete_subjects(sql, store)
+    downstream = before_erase() if before_erase is not None else {}
     tables = [f"shop.{t}" for t in ERASED_TABLES if store.exists(t)]
     report = erase(
         store.catalog(), tables, column="user_id", request_id=request_id, values=users,
@@ -139,6 +189,7 @@ def run_erasure(store: TableStoreResource, spark: SparkResource) -> dict[str, An
         "files_removed": report.files_removed,
         "verified": report.verified,
         "audit_table": "lakehouse.shop.erasure_audit",
+        **downstream,
     }
 
 
@@ -158,12 +209,16 @@ def build_erasure_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition
             **snapshot_metadata(tablestore.table("erasure_requests"), started, committed=new > 0),
         })
 
-    @dg.asset(key=ERASURE_KEY, deps=[REQUESTS_KEY, EVENTS_KEY, EVENTS_HOURLY_KEY, LTV_KEY], group_name="erasure",
+    # After the rollup too: the erasure refreshes it, and the two must not write it at once.
+    @dg.asset(key=ERASURE_KEY, deps=[REQUESTS_KEY, EVENTS_KEY, EVENTS_HOURLY_KEY, LTV_KEY, ROLLUP_KEY],
+              group_name="erasure",
               kinds={"iceberg", "spark"}, retry_policy=STEP_RETRY, automation_condition=FOLLOWS_UPSTREAM)
-    def gdpr_erasure(tablestore: TableStoreResource, spark: SparkResource) -> dg.MaterializeResult:
-        """Delete the pending subjects from events and customers, erase them physically (rewrite,
-        expire, remove orphans, verify), write the audit record and mark the requests done."""
-        report = run_erasure(tablestore, spark)
+    def gdpr_erasure(context: dg.AssetExecutionContext, tablestore: TableStoreResource,
+                     spark: SparkResource) -> dg.MaterializeResult:
+        """Delete the pending subjects from events and customers, refresh the derived tables from
+        the changes (the deletes flow down), erase them physically (rewrite, expire, remove
+        orphans, verify), write the audit record and mark the requests done."""
+        report = run_erasure(tablestore, spark, lambda: refresh_downstream(context.instance, tablestore, spark))
         return dg.MaterializeResult(metadata={k: dg.MetadataValue.json(v) if isinstance(v, (list, dict)) else v
                                               for k, v in report.items()})
 

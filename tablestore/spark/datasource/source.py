@@ -1,7 +1,8 @@
 """The ``tablestore`` data source for Spark (the PySpark 4 Python data source API): the class
 Spark registers. Its reads are in :mod:`tablestore.spark.datasource.source_read`, its writes in
 :mod:`tablestore.spark.datasource.source_write`, its streaming sink in
-:mod:`tablestore.spark.datasource.stream` and its options in :mod:`tablestore.spark.options`.
+:mod:`tablestore.spark.datasource.stream`, its streaming reads in
+:mod:`tablestore.spark.datasource.stream_read` and its options in :mod:`tablestore.spark.options`.
 
     spark.read.format("tablestore").option("snapshot-id", 123).load("cat.db.t")
     df.write.format("tablestore").mode("append").save("cat.db.t")
@@ -42,7 +43,13 @@ from __future__ import annotations
 from typing import ClassVar
 
 from pyspark.sql import types as st
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamWriter, DataSourceWriter
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
 
 from tablestore.config import LakehouseConfig
 from tablestore.errors import SchemaError
@@ -57,9 +64,11 @@ from tablestore.spark.datasource.source_read import (
 )
 from tablestore.spark.datasource.source_write import TablestoreWriter, resolve_write
 from tablestore.spark.datasource.stream import stream_writer
+from tablestore.spark.datasource.stream_read import CHANGELOG, changelog_spark_schema, stream_reader
 from tablestore.spark.options import (
     SNAPSHOT_PROPERTY_PREFIX,
     SOURCE_NAME,
+    bool_option,
     config_to_json,
     parse_name,
     quote_name,
@@ -77,9 +86,13 @@ class TablestoreDataSource(DataSource):
     ``ref`` (a branch or tag name, or a snapshot id: what SQL's ``VERSION AS OF`` passes),
     ``branch``/``tag``, ``columns``, ``filter`` (SQL), ``pushdown`` (true/false), ``split-size``
     (bytes; default the table's ``read.split.target-size``, else 128 MB), ``row-lineage``
-    (true: the columns ``_row_id`` and ``_last_updated_sequence_number`` appended) for reads;
+    (true: the columns ``_row_id`` and ``_last_updated_sequence_number`` appended),
+    ``start-snapshot-id``/``end-snapshot-id`` (an incremental append scan: the rows appended
+    after the start snapshot up to the end one, default the current) for reads;
     ``snapshot-property.<key>`` for writes. ``df.writeStream.format("tablestore")`` is an
-    exactly-once streaming sink (see :mod:`tablestore.spark.datasource.stream`).
+    exactly-once streaming sink (see :mod:`tablestore.spark.datasource.stream`), and
+    ``spark.readStream.format("tablestore")`` reads the appends of each new snapshot as
+    micro-batches (see :mod:`tablestore.spark.datasource.stream_read`).
     """
 
     # Set on the subclass that spark_session registers, so that the config given there reaches
@@ -100,7 +113,8 @@ class TablestoreDataSource(DataSource):
         return state
 
     def schema(self) -> st.StructType:
-        return spark_schema(self._state().projected())
+        schema = spark_schema(self._state().projected())
+        return changelog_spark_schema(schema) if bool_option(self.options, CHANGELOG, False) else schema
 
     def reader(self, schema: st.StructType) -> DataSourceReader:
         state = self._state()
@@ -117,6 +131,10 @@ class TablestoreDataSource(DataSource):
         target = resolve_write(self.options, self.default_config_json)
         check_write_schema(schema, target)
         return TablestoreWriter(target, overwrite)
+
+    def streamReader(self, schema: st.StructType) -> DataSourceStreamReader:
+        """Streaming reads: the appends of each new snapshot as micro-batches (stream_read)."""
+        return stream_reader(self.options, self.default_config_json, self._state(), schema)
 
     def streamWriter(self, schema: st.StructType, overwrite: bool) -> DataSourceStreamWriter:
         """The Structured Streaming sink: one exactly-once commit per micro-batch (spark_stream)."""

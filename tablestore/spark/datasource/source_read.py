@@ -29,7 +29,13 @@ from tablestore.spec.partitioning.partition_spec import PartitionSpec
 from tablestore.spec.schemas.row_lineage import ROW_LINEAGE_FIELDS
 from tablestore.spec.schemas.schema import Schema
 from tablestore.table.read.data_files import RowGroupRange, read_task_table
-from tablestore.table.read.scan import FileTask, plan_files, select_snapshot
+from tablestore.table.read.scan import (
+    FileTask,
+    ancestors_between,
+    plan_appended_files,
+    plan_files,
+    select_snapshot,
+)
 
 # Iceberg's read.split.target-size default: a larger file is read by several Spark partitions,
 # split along its row groups.
@@ -78,6 +84,8 @@ class ReadState:
     name_mapping: str | None = None  # schema.name-mapping.default, for files without field ids
     split_size: int = DEFAULT_SPLIT_SIZE  # files larger than this are read by several partitions
     row_lineage: bool = False  # the `row-lineage` option: _row_id and _last_updated_sequence_number appended
+    # An incremental append scan (start-snapshot-id): the appends after this snapshot up to snapshot_id.
+    start_snapshot_id: int | None = None
 
     def schema(self) -> Schema:
         return Schema.from_json(json.loads(self.schema_json))
@@ -97,15 +105,30 @@ class ReadState:
         return PartitionSpec.from_json(json.loads(self.specs_json[spec_id]))
 
 
+def _snapshot_option(options: Mapping[str, str], key: str) -> int | None:
+    raw = options.get(key)
+    try:
+        return int(raw) if raw is not None else None
+    except ValueError:
+        raise ValidationError(f"{key} {raw!r} is not an integer") from None
+
+
 def resolve_read(options: Mapping[str, str], default_config: str | None) -> ReadState:
     """Resolve the table, the snapshot and the read schema for a ``spark.read`` of the options."""
-    snapshot_option = options.get("snapshot-id")
     timestamp_option = options.get("as-of-timestamp")
     ref_option = options.get("branch") or options.get("tag")
-    try:
-        snapshot_id = int(snapshot_option) if snapshot_option is not None else None
-    except ValueError:
-        raise ValidationError(f"snapshot-id {snapshot_option!r} is not an integer") from None
+    snapshot_id = _snapshot_option(options, "snapshot-id")
+    # Iceberg Spark's incremental append scan: start-snapshot-id (exclusive), end-snapshot-id
+    # (inclusive, default the current snapshot); it reads with the current schema.
+    start_id = _snapshot_option(options, "start-snapshot-id")
+    end_id = _snapshot_option(options, "end-snapshot-id")
+    if end_id is not None and start_id is None:
+        raise ValidationError("option end-snapshot-id needs start-snapshot-id too (an incremental scan reads the "
+                              "appends after start-snapshot-id up to end-snapshot-id)")
+    if start_id is not None and (snapshot_id is not None or timestamp_option is not None
+                                 or options.get("ref") is not None):
+        raise ValidationError("give either start-snapshot-id/end-snapshot-id (an incremental scan) or one of "
+                              "snapshot-id, as-of-timestamp and ref (time travel), not both")
     as_of = as_of_timestamp_ms(timestamp_option) if timestamp_option is not None else None
     with resolved_table(options, default_config) as (_, catalog, identifier):
         metadata_location, metadata = catalog.load_table_metadata(identifier)
@@ -113,8 +136,14 @@ def resolve_read(options: Mapping[str, str], default_config: str | None) -> Read
     name = ".".join((catalog.name, *identifier))
     if options.get("ref") is not None:
         ref_option, snapshot_id = resolve_ref(metadata, str(options["ref"]), name, ref_option, snapshot_id)
-    snapshot = select_snapshot(metadata, snapshot_id, as_of, ref_option)
-    explicit = snapshot_id is not None or as_of is not None or ref_option is not None
+    if start_id is not None:
+        snapshot = select_snapshot(metadata, end_id, None, None if end_id is not None else ref_option)
+        if snapshot is None:
+            raise NoSuchSnapshotError(f"table {name} has no snapshot after start-snapshot-id {start_id}")
+        ancestors_between(metadata, start_id, snapshot.snapshot_id)  # a bad range fails now, naming the ids
+    else:
+        snapshot = select_snapshot(metadata, snapshot_id, as_of, ref_option)
+    explicit = (snapshot_id is not None or as_of is not None or ref_option is not None) and start_id is None
     if explicit and snapshot is None:
         # select_snapshot raises for an unknown id or ref; only a time before the first commit gets here.
         raise NoSuchSnapshotError(
@@ -149,6 +178,7 @@ def resolve_read(options: Mapping[str, str], default_config: str | None) -> Read
         name_mapping=metadata.properties.get("schema.name-mapping.default"),
         split_size=_split_size(options, metadata.properties),
         row_lineage=bool_option(options, "row-lineage", False),
+        start_snapshot_id=start_id,
     )
 
 
@@ -222,6 +252,9 @@ class TablestoreReader(DataSourceReader):
         metadata = read_metadata_file(io, self.state.metadata_location)
         snapshot = metadata.snapshot_by_id(self.state.snapshot_id)
         schema = self.state.schema()
+        if self.state.start_snapshot_id is not None:
+            return plan_appended_files(io, metadata, self.state.start_snapshot_id, self.state.snapshot_id, schema,
+                                       bind(schema, self.row_filter()), LocalEngine())
         return plan_files(io, metadata, snapshot, schema, bind(schema, self.row_filter()), LocalEngine())
 
     def partitions(self) -> list[InputPartition]:

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
+from tablestore.errors import CommitStateUnknownError
 from tablestore.io import load_file_io
 from tablestore.spark.commit import (
     APPEND,
@@ -68,6 +69,8 @@ class TablestoreWriter(DataSourceArrowWriter):
     def __init__(self, target: WriteTarget, overwrite: bool) -> None:
         self.target = target
         self.overwrite = overwrite
+        #: commit() ended with an unknown outcome: abort() must keep every file (it may have landed).
+        self.outcome_unknown = False
 
     # -- on the executors ------------------------------------------------------------------
     def write(self, iterator: Iterator[pa.RecordBatch]) -> TablestoreCommitMessage:
@@ -75,12 +78,16 @@ class TablestoreWriter(DataSourceArrowWriter):
 
     # -- on the driver -----------------------------------------------------------------------
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        commit_write(self.target, [f for m in messages if isinstance(m, TablestoreCommitMessage) for f in m.files],
-                     self.overwrite)
+        try:
+            commit_write(self.target, [f for m in messages if isinstance(m, TablestoreCommitMessage)
+                                       for f in m.files], self.overwrite)
+        except CommitStateUnknownError:
+            self.outcome_unknown = True
+            raise
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         files = [f.file_path for m in messages if isinstance(m, TablestoreCommitMessage) for f in m.files]
-        if not files:
+        if not files or self.outcome_unknown:  # a commit whose outcome is unknown keeps its files
             return
         try:
             with self.target.open_table() as table:

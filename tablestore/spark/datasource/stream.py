@@ -38,7 +38,7 @@ import pyarrow as pa
 from pyspark.sql import types as st
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
-from tablestore.errors import CommitConflictError, TableStoreError
+from tablestore.errors import CommitConflictError, CommitStateUnknownError, TableStoreError
 from tablestore.io.cleanup import deleted_unless_sent
 from tablestore.spark.commit import APPEND, REPLACE_TABLE, FilesCommit, commit_files
 from tablestore.spark.datasource.source_write import resolve_write
@@ -140,6 +140,8 @@ class TablestoreStreamWriter(DataSourceStreamArrowWriter):
         self.target = target
         self.complete = complete
         self.checkpoint = checkpoint
+        #: Batches whose commit ended with an unknown outcome: abort() keeps their files.
+        self.outcome_unknown: set[int] = set()
 
     # -- on the executors ------------------------------------------------------------------
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StreamCommitMessage:
@@ -163,13 +165,17 @@ class TablestoreStreamWriter(DataSourceStreamArrowWriter):
             # No commit will reference the files if the batch cannot be named.
             with deleted_unless_sent(lambda: delete_quietly(table.io, [f.file_path for f in files])):
                 query_id = self.query_id(messages)
-            commit_batch(table, files, query_id, batchId, self.complete, self.target.snapshot_properties)
+            try:
+                commit_batch(table, files, query_id, batchId, self.complete, self.target.snapshot_properties)
+            except CommitStateUnknownError:
+                self.outcome_unknown.add(batchId)
+                raise
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         from tablestore.io import load_file_io
 
         files = [f.file_path for m in messages if isinstance(m, TablestoreCommitMessage) for f in m.files]
-        if not files:
+        if not files or batchId in self.outcome_unknown:  # it may have landed: keep its files
             return
         query_id = self.query_id(messages)
         try:

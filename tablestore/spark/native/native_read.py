@@ -187,12 +187,16 @@ def read_table(
     snapshot_id: int | None = None,
     as_of_timestamp: int | str | None = None,
     filter: str | None = None,
+    start_snapshot_id: int | None = None,
+    end_snapshot_id: int | None = None,
 ) -> ReadOutcome:
     """The table ``name`` (its current snapshot, or the one chosen) as a DataFrame.
 
     Spark's own Parquet reader reads the planned files when they need nothing of tablestore's
     reader (see the module docstring); otherwise this is ``spark.read.format("tablestore")``.
     ``as_of_timestamp`` is epoch milliseconds or ISO-8601 text; ``filter`` is SQL text.
+    ``start_snapshot_id`` (exclusive) and ``end_snapshot_id`` (inclusive, default the current
+    snapshot) read only the rows appended in between (the source's options of those names).
     """
     options = table_options(name, config, catalog)
     if snapshot_id is not None:
@@ -201,6 +205,10 @@ def read_table(
         options["as-of-timestamp"] = str(as_of_timestamp)
     if filter:
         options["filter"] = filter
+    if start_snapshot_id is not None:
+        options["start-snapshot-id"] = str(start_snapshot_id)
+    if end_snapshot_id is not None:
+        options["end-snapshot-id"] = str(end_snapshot_id)
     return read_with_options(spark, name, options)
 
 
@@ -251,7 +259,10 @@ def read_dataframe(
     snapshot_id: int | None = None,
     as_of_timestamp: int | str | None = None,
     filter: str | None = None,
+    start_snapshot_id: int | None = None,
+    end_snapshot_id: int | None = None,
 ) -> DataFrame:
     """The table ``name`` as a DataFrame: ``read_table(...).df`` (which also says how it reads)."""
     return read_table(spark, name, config=config, catalog=catalog, snapshot_id=snapshot_id,
-                      as_of_timestamp=as_of_timestamp, filter=filter).df
+                      as_of_timestamp=as_of_timestamp, filter=filter, start_snapshot_id=start_snapshot_id,
+                      end_snapshot_id=end_snapshot_id).df

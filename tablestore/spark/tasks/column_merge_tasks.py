@@ -49,7 +49,7 @@ from tablestore.names import to_location_uri
 from tablestore.spark.native.parquet_files import SourceSlice, parquet_source_slices
 from tablestore.spark.tasks.write_files import remove_write_files, writers_summary
 from tablestore.spark.write_task import task_executor
-from tablestore.table import CommitIdentity, as_identity
+from tablestore.table import CommitIdentity
 from tablestore.table.ops.column_merge import (
     MergePlan,
     commit_fragments,
@@ -429,7 +429,7 @@ def merge_in_tasks(
     fragments, Spark tasks rewrite them, and one commit (validated against the planned
     snapshot and schema) records them with the tasks that wrote them. The same semantics as the
     table core's :func:`~tablestore.table.ops.column_merge.merge_table`, which runs them."""
-    identity = as_identity(commit_id)
+    identity = CommitIdentity.of(commit_id)
     earlier = identity.applied(table.metadata, table.branch) if identity is not None else None
     if earlier is not None:  # a retry of a merge that landed: nothing is merged again
         return ColumnMergeOutcome(earlier, 0)

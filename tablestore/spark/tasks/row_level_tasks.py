@@ -53,6 +53,7 @@ from tablestore.table import CommitIdentity
 from tablestore.table.ops.row_level import (
     FileChange,
     RowLevelContext,
+    RowLevelOperation,
     commit_changes,
     discard,
     position_change,
@@ -185,7 +186,7 @@ def change_task(ctx: RowLevelContext, tasks: dict[str, FileTask], has_values: bo
 def apply_changes(
     table: Table,
     snapshot: Snapshot | None,
-    operation: str,
+    operation: RowLevelOperation,
     changes: DataFrame,
     *,
     conflict_filter: BooleanExpression | None = None,

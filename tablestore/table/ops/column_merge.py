@@ -53,7 +53,7 @@ from tablestore.spec.schemas.types import IntegerType, LongType, NestedField
 from tablestore.table.read.file_rows import read_file_rows, rewrite_schema
 from tablestore.table.read.scan import plan_files
 from tablestore.table.update.column_fragments import CommitFragments
-from tablestore.table.update.identity import CommitIdentity, as_identity
+from tablestore.table.update.identity import CommitIdentity
 from tablestore.table.update.transaction import FixedChange, Transaction, commit_snapshot
 from tablestore.table.write.conform import conform_to_schema, downcast_ns_requested, to_arrow_table
 from tablestore.table.write.data_files import PartitionSlice, WriteContext, write_partition
@@ -597,8 +597,7 @@ def merge_table(
     Returns the new snapshot, or None when no fragment changed (new columns are still added to
     the schema then, reading NULL everywhere).
     """
-    identity = as_identity(commit_id)
-    earlier = identity.applied(table.metadata, table.branch) if identity is not None else None
+    earlier = table.applied_commit(commit_id)
     if earlier is not None:
         return earlier  # a retry of a merge that landed: its columns exist now, merge nothing again
     fragments = list_fragments(table, filter)

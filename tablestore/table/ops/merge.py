@@ -48,6 +48,7 @@ from tablestore.table.ops.row_level import (
     MERGE_ON_READ,
     FileChange,
     RowLevelContext,
+    RowLevelOperation,
     as_sql,
     change_file,
     check_assignable,
@@ -159,7 +160,7 @@ class MergeBuilder:
         plan = self._plan()
         self._check(plan)
         snapshot = table.current_snapshot()
-        ctx = RowLevelContext.of(table, write_mode(table.properties, "merge"))
+        ctx = RowLevelContext.of(table, write_mode(table.properties, RowLevelOperation.MERGE))
         source = self.source
         prune = self._pruning_filter(plan)
         tasks = plan_files(table.io, table.metadata, snapshot, schema, bind(schema, prune), table.engine) \
@@ -179,7 +180,8 @@ class MergeBuilder:
                 rows = job.inserts(source.filter(pa.array(~matched)))
                 result.inserted = rows.num_rows
                 inserted_files = ctx.write_rows(rows)
-        commit_changes(table, changes, snapshot, "merge", prune, extra_data=inserted_files, commit_id=commit_id)
+        commit_changes(table, changes, snapshot, RowLevelOperation.MERGE, prune, extra_data=inserted_files,
+                       commit_id=commit_id)
         return result
 
     def _plan(self) -> _Plan:

@@ -25,6 +25,7 @@ data (:class:`RowLevelContext`, :class:`~tablestore.table.read.scan.FileTask`).
 
 from __future__ import annotations
 
+import enum
 import itertools
 import uuid
 from collections.abc import Callable, Mapping
@@ -88,7 +89,17 @@ if TYPE_CHECKING:
 COPY_ON_WRITE = "copy-on-write"
 MERGE_ON_READ = "merge-on-read"
 MODES = (COPY_ON_WRITE, MERGE_ON_READ)
-OPERATIONS = ("delete", "update", "merge")
+
+
+class RowLevelOperation(enum.StrEnum):
+    """The kind of a row-level change: it picks ``write.<kind>.mode`` and the isolation level."""
+
+    DELETE = "delete"
+    UPDATE = "update"
+    MERGE = "merge"
+
+
+OPERATIONS = tuple(RowLevelOperation)
 
 
 def write_mode(properties: Mapping[str, str], operation: str) -> str:
@@ -381,7 +392,7 @@ def commit_changes(
     table: Table,
     changes: list[FileChange],
     scan_snapshot: Snapshot | None,
-    operation: str,
+    operation: RowLevelOperation,
     conflict_filter: BooleanExpression | None,
     extra_data: list[DataFile] | None = None,
     snapshot_properties: dict[str, str] | None = None,
@@ -443,10 +454,10 @@ def delete_rows(table: Table, filter: str | Expression, snapshot_properties: dic
         return 0
     if mode is not None and mode not in MODES:
         raise ValidationError(f"delete mode {mode!r} must be copy-on-write or merge-on-read")
-    ctx = RowLevelContext.of(table, mode or write_mode(table.properties, "delete"))
+    ctx = RowLevelContext.of(table, mode or write_mode(table.properties, RowLevelOperation.DELETE))
     tasks = plan_files(table.io, table.metadata, snapshot, ctx.schema, bound, table.engine)
     changes = run_changes(table, delete_job(ctx, bound), tasks, ctx)
-    commit_changes(table, changes, snapshot, "delete", bound, snapshot_properties=snapshot_properties,
+    commit_changes(table, changes, snapshot, RowLevelOperation.DELETE, bound, snapshot_properties=snapshot_properties,
                    transaction=transaction, commit_id=commit_id)
     return sum(c.affected for c in changes)
 
@@ -560,7 +571,7 @@ def update_rows(
     snapshot = table.current_snapshot()
     if snapshot is None or isinstance(bound, AlwaysFalse):
         return 0
-    ctx = RowLevelContext.of(table, write_mode(table.properties, "update"))
+    ctx = RowLevelContext.of(table, write_mode(table.properties, RowLevelOperation.UPDATE))
     tasks = plan_files(table.io, table.metadata, snapshot, schema, bound, table.engine)
 
     def run(task: FileTask) -> FileChange | None:
@@ -573,7 +584,7 @@ def update_rows(
         return change_file(ctx, task, live, positions, mask.to_numpy(zero_copy_only=False), new)
 
     changes = run_changes(table, run, tasks, ctx)
-    commit_changes(table, changes, snapshot, "update", bound, snapshot_properties=snapshot_properties,
+    commit_changes(table, changes, snapshot, RowLevelOperation.UPDATE, bound, snapshot_properties=snapshot_properties,
                    commit_id=commit_id)
     return sum(c.affected for c in changes)
 
@@ -618,7 +629,7 @@ def position_change(
 def apply_positions(
     table: Table,
     snapshot: Snapshot,
-    operation: str,
+    operation: RowLevelOperation,
     deleted: dict[str, np.ndarray],
     replacements: dict[str, pa.Table] | None = None,
     inserted: pa.Table | None = None,

@@ -251,12 +251,13 @@ def projected_schema(schema: Schema, columns: list[str] | None, case_sensitive: 
     return Schema(tuple(by_id[i] for i in order if i in by_id), schema.schema_id)
 
 
-def _ancestors_between(metadata: TableMetadata, start_snapshot_id: int, end_snapshot_id: int) -> list[Snapshot]:
-    """The snapshots after ``start`` (exclusive) up to ``end`` (inclusive), newest first."""
+def ancestors_between(metadata: TableMetadata, start_snapshot_id: int | None, end_snapshot_id: int) -> list[Snapshot]:
+    """The snapshots after ``start`` (exclusive) up to ``end`` (inclusive), newest first; with no
+    ``start``, every ancestor of ``end`` the metadata still holds, ``end`` included."""
     end = metadata.snapshot_by_id(end_snapshot_id)
     if end is None:
         raise NoSuchSnapshotError(f"the table has no snapshot {end_snapshot_id} (end-snapshot-id)")
-    if metadata.snapshot_by_id(start_snapshot_id) is None:
+    if start_snapshot_id is not None and metadata.snapshot_by_id(start_snapshot_id) is None:
         raise NoSuchSnapshotError(f"the table has no snapshot {start_snapshot_id} (start-snapshot-id)")
     out: list[Snapshot] = []
     snapshot: Snapshot | None = end
@@ -264,7 +265,7 @@ def _ancestors_between(metadata: TableMetadata, start_snapshot_id: int, end_snap
         out.append(snapshot)
         parent = snapshot.parent_snapshot_id
         snapshot = metadata.snapshot_by_id(parent) if parent is not None else None
-    if snapshot is None:
+    if snapshot is None and start_snapshot_id is not None:
         raise ValidationError(f"start snapshot {start_snapshot_id} is not an ancestor of end snapshot "
                               f"{end_snapshot_id}; an incremental scan reads the appends between the two")
     return out
@@ -273,17 +274,31 @@ def _ancestors_between(metadata: TableMetadata, start_snapshot_id: int, end_snap
 def plan_appended_files(
     io: FileIO,
     metadata: TableMetadata,
-    start_snapshot_id: int,
+    start_snapshot_id: int | None,
     end_snapshot_id: int,
     schema: Schema,
     row_filter: BoundExpression,
     engine: Engine,
 ) -> list[FileTask]:
     """An incremental append scan, as Java's ``IncrementalAppendScan``: the data files added by
-    the ``append`` snapshots after ``start`` (exclusive) up to ``end`` (inclusive), pruned like a
-    scan; delete files do not apply (the rows were appended, not yet deleted, in that range)."""
-    appends = [s for s in _ancestors_between(metadata, start_snapshot_id, end_snapshot_id)
+    the ``append`` snapshots after ``start`` (exclusive; None: from the oldest ancestor on) up to
+    ``end`` (inclusive), pruned like a scan; delete files do not apply (the rows were appended,
+    not yet deleted, in that range)."""
+    appends = [s for s in ancestors_between(metadata, start_snapshot_id, end_snapshot_id)
                if s.operation == "append"]
+    return plan_added_files(io, metadata, appends, schema, row_filter, engine)
+
+
+def plan_added_files(
+    io: FileIO,
+    metadata: TableMetadata,
+    snapshots: list[Snapshot],
+    schema: Schema,
+    row_filter: BoundExpression,
+    engine: Engine,
+) -> list[FileTask]:
+    """The data files each of ``snapshots`` added (in that snapshot's own manifests), pruned by
+    ``row_filter``, without delete files: the rows as they were when added."""
     specs = {spec.spec_id: spec for spec in metadata.partition_specs}
     filtering = not isinstance(row_filter, AlwaysTrue)
     evaluators = {i: PartitionEvaluator(spec, schema, row_filter) for i, spec in specs.items()} if filtering else {}
@@ -291,7 +306,7 @@ def plan_appended_files(
         if filtering else {}
     metrics = InclusiveMetricsEvaluator(schema, row_filter) if filtering else None
     wanted: list[tuple[int, ManifestFile]] = []
-    for snapshot in appends:
+    for snapshot in snapshots:
         if snapshot.manifest_list is None:
             raise UnsupportedError(f"snapshot {snapshot.snapshot_id} lists its manifests inline; "
                                    "rewrite the table's metadata with a newer writer to scan it incrementally")
@@ -325,6 +340,11 @@ class TableScan:
 
     ``columns`` may name the row lineage columns ``_row_id`` and
     ``_last_updated_sequence_number`` (see :func:`projected_schema`).
+
+    With ``start_snapshot_id`` or ``end_snapshot_id`` it is an incremental append scan (see
+    :func:`plan_appended_files`): the rows appended after ``start`` (exclusive; None: from the
+    oldest snapshot on) up to ``end`` (inclusive; None: the head of ``ref``, else the current
+    snapshot), in the table's current schema.
     """
 
     def __init__(
@@ -340,14 +360,28 @@ class TableScan:
         case_sensitive: bool = True,
         limit: int | None = None,
         planner: ScanPlanner | None = None,
+        start_snapshot_id: int | None = None,
+        end_snapshot_id: int | None = None,
     ) -> None:
         self.io = io
         self.planner = planner
         self.metadata = metadata
         self.engine = engine
+        self.incremental = start_snapshot_id is not None or end_snapshot_id is not None
+        self.start_snapshot_id = start_snapshot_id
+        if self.incremental:
+            if snapshot_id is not None or as_of_timestamp_ms is not None:
+                raise ValidationError("an incremental scan (start/end snapshot id) reads the appends between two "
+                                      "snapshots; do not also give snapshot_id or as_of_timestamp")
+            snapshot_id, ref = (end_snapshot_id, None) if end_snapshot_id is not None else (None, ref)
         self.snapshot = select_snapshot(metadata, snapshot_id, as_of_timestamp_ms, ref)
-        # Time travel reads with the schema the snapshot was written with, as Spark does.
-        explicit = snapshot_id is not None or as_of_timestamp_ms is not None or ref is not None
+        if self.incremental and self.snapshot is None:
+            raise NoSuchSnapshotError(f"the table has no snapshot, so there is no snapshot after "
+                                      f"{start_snapshot_id} to read incrementally; append to it first")
+        # Time travel reads with the schema the snapshot was written with, as Spark does; an
+        # incremental scan reads with the current schema, as Iceberg's does.
+        explicit = (snapshot_id is not None or as_of_timestamp_ms is not None or ref is not None) \
+            and not self.incremental
         self.uses_snapshot_schema = explicit
         self.case_sensitive = case_sensitive
         self.columns = columns
@@ -364,8 +398,15 @@ class TableScan:
         # The REST protocol's file scan tasks carry no data sequence number, which row lineage
         # inherits: a scan that reads the lineage columns plans here.
         lineage = any(f.field_id in ROW_LINEAGE_IDS for f in self.projected.fields)
-        if self._tasks is None and self.planner is not None and not lineage:
+        # The REST protocol's incremental plan needs both ends; one from the table's start plans here.
+        open_start = self.incremental and self.start_snapshot_id is None
+        if self._tasks is None and self.planner is not None and not lineage and not open_start:
             self._tasks = self.planner.plan(self)
+        if self._tasks is None and self.incremental:
+            assert self.snapshot is not None  # checked in __init__
+            self._tasks = plan_appended_files(self.io, self.metadata, self.start_snapshot_id,
+                                              self.snapshot.snapshot_id, self.table_schema, self.row_filter,
+                                              self.engine)
         if self._tasks is None:
             self._tasks = plan_files(self.io, self.metadata, self.snapshot, self.table_schema,
                                      self.row_filter, self.engine)

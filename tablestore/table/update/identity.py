@@ -33,6 +33,13 @@ class CommitIdentity:
     sequence: int | None = None
     sequence_key: str | None = None
 
+    @classmethod
+    def of(cls, commit_id: str | CommitIdentity | None) -> CommitIdentity | None:
+        """The identity a caller named: a plain string is the value under the default key."""
+        if commit_id is None or isinstance(commit_id, CommitIdentity):
+            return commit_id
+        return cls(str(commit_id))
+
     def summary(self) -> dict[str, str]:
         out = {self.key: self.value}
         if self.sequence is not None and self.sequence_key is not None:
@@ -67,6 +74,4 @@ class CommitIdentity:
 
 
 def as_identity(commit_id: str | CommitIdentity | None) -> CommitIdentity | None:
-    if commit_id is None or isinstance(commit_id, CommitIdentity):
-        return commit_id
-    return CommitIdentity(str(commit_id))
+    return CommitIdentity.of(commit_id)

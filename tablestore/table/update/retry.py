@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tablestore.errors import CommitConflictError, CommitStateUnknownError
+from tablestore.errors import CommitConflictError, CommitStateUnknownError, TableStoreError
 from tablestore.spec.metadata.table_metadata import TableMetadata
 from tablestore.spec.metadata.update_models import TableRequirement, TableUpdate
 
@@ -80,13 +80,19 @@ def commit_with_retries(
     stage: Callable[[TableMetadata], StagedCommit],
     on_conflict: Callable[[], None] | None = None,
     on_unknown: Callable[[CommitStateUnknownError], None] | None = None,
+    on_interrupted: Callable[[], None] | None = None,
 ) -> int:
     """Stage on the table's metadata and commit, retrying lost races under the table's
     ``commit.retry.*`` policy; returns how many attempts it took. ``on_conflict`` runs after a
     refused attempt (to drop what was written for it only). ``on_unknown`` runs after an attempt
     whose answer was lost: it reloads the table for the next attempt (whose stage finds the
     snapshot if it landed) or raises; without it the unknown outcome is raised at once (see
-    :mod:`tablestore.table.update.commit_outcome`)."""
+    :mod:`tablestore.table.update.commit_outcome`). ``on_interrupted`` runs when the process is
+    interrupted (Ctrl-C, SystemExit) while a request may be in flight, before that propagates.
+
+    Only the catalog's own answers count as "not landed": a conflict or another
+    :class:`TableStoreError` it raised. Any other error out of the catalog call may have come
+    after the request was sent, so it is an unknown outcome."""
     policy = RetryPolicy.from_properties(table.properties)
     deadline = time.monotonic() + policy.total_timeout_ms / 1000
     attempt = 0
@@ -100,11 +106,29 @@ def commit_with_retries(
             if on_unknown is None:
                 raise
             on_unknown(e)
+            continue
         except CommitConflictError:
             if on_conflict is not None:
                 on_conflict()
             attempt += 1
             if attempt > policy.num_retries or time.monotonic() > deadline:
                 raise
-            time.sleep(policy.wait_seconds(attempt))
-            table.refresh()
+        except TableStoreError:
+            raise  # the catalog answered and refused the commit: it did not land
+        except Exception as e:
+            # Not classified by the catalog (a driver's socket error, a database error at
+            # COMMIT): the commit may have landed, so it is an unknown outcome, never a reason
+            # to delete files.
+            unknown = CommitStateUnknownError(
+                f"the commit to {table.name} may or may not have landed ({type(e).__name__}: {e}); "
+                "reload the table to check")
+            if on_unknown is None:
+                raise unknown from e
+            on_unknown(unknown)
+            continue
+        except BaseException:
+            if on_interrupted is not None:
+                on_interrupted()
+            raise
+        time.sleep(policy.wait_seconds(attempt))
+        table.refresh()

@@ -270,9 +270,11 @@ class Transaction:
             self.lost_answers += 1
             resolver.after_unknown(error, producer.forget_attempt)
 
+        interrupted_in_flight: list[bool] = []
+
         try:
             commit_with_retries(self.table, stage, producer.on_conflict if producer else None,
-                                on_unknown if producer else None)
+                                on_unknown if producer else None, lambda: interrupted_in_flight.append(True))
         except Landed as e:
             self.outcome = Outcome.LANDED
             return e.snapshot
@@ -286,6 +288,9 @@ class Transaction:
             self.outcome = Outcome.UNKNOWN
             raise  # the commit may have landed: keep every file
         except BaseException as e:
+            if interrupted_in_flight:
+                self.outcome = Outcome.UNKNOWN
+                raise  # interrupted with a request in flight: it may land, so keep every file
             # Known not to have landed, unless an attempt whose answer was lost still may.
             if resolver is not None and resolver.may_still_land():
                 self.outcome = Outcome.UNKNOWN
