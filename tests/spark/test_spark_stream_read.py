@@ -25,8 +25,8 @@ pytestmark = pytest.mark.spark
 from pyspark.errors import StreamingQueryException  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
 
-from tablestore.spark.native.native_read import read_dataframe  # noqa: E402
 from tablestore.spark.datasource.stream import EPOCH_ID_PROPERTY, QUERY_ID_PROPERTY  # noqa: E402
+from tablestore.spark.native.native_read import read_dataframe  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = pa.schema([("id", pa.int64()), ("grp", pa.string())])
