@@ -461,9 +461,9 @@ def top_level_names(tree: ast.Module) -> set[str]:
 
 # The one name passed on on purpose: the commit path, tablestore.table.update, is table/'s own (an
 # import contract of pyproject.toml forbids it to the rest of the house), and a caller names who
-# makes a commit with CommitIdentity (as_identity reads a commit id given as text) through the
-# Table API. So their one path outside table/ is tablestore.table, and inside table/ their module.
-TABLE_API = {"tablestore.table": {"CommitIdentity", "as_identity"}}
+# makes a commit with CommitIdentity through the Table API. So its one path outside table/ is
+# tablestore.table, and inside table/ its module.
+TABLE_API = {"tablestore.table": {"CommitIdentity"}}
 
 
 def imports_of_names_not_from_their_module(

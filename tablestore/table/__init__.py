@@ -29,7 +29,7 @@ from tablestore.spec.schemas.schema import Schema
 from tablestore.table.ops.data import TableTransaction, write_files
 from tablestore.table.ops.overwrite import replace_partitions_producer
 from tablestore.table.read.scan import FileTask, TableScan
-from tablestore.table.update.identity import CommitIdentity, as_identity
+from tablestore.table.update.identity import CommitIdentity
 from tablestore.table.update.transaction import commit_snapshot
 from tablestore.table.write.data_files import WriteContext
 
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 # CommitIdentity is part of the Table API: callers name who makes a commit with it
 # (``append_files(..., commit_id=CommitIdentity(...))``) without reaching into the commit path.
-__all__ = ["CommitIdentity", "FileTask", "Table", "TableScan", "TableTransaction", "as_identity"]
+__all__ = ["CommitIdentity", "FileTask", "Table", "TableScan", "TableTransaction"]
 
 #: The table property that lets writes be staged with a ``wap.id`` or go to ``spark.wap.branch``.
 WAP_ENABLED = "write.wap.enabled"

@@ -31,7 +31,7 @@ from minio import Minio
 from infra.local.processes import http_ok
 from infra.local.topology import ACCESS_KEY, BUCKET, LocalStack
 
-pytestmark = [pytest.mark.e2e, pytest.mark.spark, pytest.mark.s3, pytest.mark.postgres, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.e2e, pytest.mark.spark, pytest.mark.s3, pytest.mark.postgres, pytest.mark.timeout(3600)]
 
 PIPELINE_DATA = {"events-per-day": 600, "users": 150}  # small: this is about the topology
 CRASH_AT = "lakehouse/shop/gdpr_erasure"  # the services die when the run of this asset starts
