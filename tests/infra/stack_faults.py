@@ -2,11 +2,10 @@
 
 ``tests/infra/test_docker_stack.py`` drives the pipeline once undisturbed (its ``pipeline``
 fixture: files landed in MinIO, the sensors and automation run the rest) and takes every table's
-column checksums through Trino. Then it empties the lakehouse through the stack's own APIs
-(``empty_lakehouse``: every warehouse table dropped with its files, Dagster's record of their
-materializations wiped, the daemon stopped meanwhile) and lands the files again, while
-``FAULTS`` kill one service at a time with SIGKILL, each when the event log of a run the daemon
-started reaches a chosen point.
+column checksums through Trino. Then it brings a new stack up on the same image (`down
+--volumes`, `up`: Dagster's instance, the catalog and the buckets empty) and lands the files
+again, while ``FAULTS`` kill one service at a time with SIGKILL, each when the event log of
+a run the daemon started reaches a chosen point.
 Before each kill the snapshots of every table are listed; once the service is back (by itself,
 its restart policy), each of them must still be there and each table's snapshot log must
 extend the one before. After the pipeline: every run succeeded (the interrupted steps retried, the
@@ -207,67 +206,6 @@ def run_with_faults(stack: Stack, faults: tuple[Fault, ...], timeout_s: float,
     if pending:
         raise AssertionError(f"the pipeline settled before the points of {pending}")
     return flow.results, records
-
-
-WIPE = """mutation($ranges: [PartitionsByAssetSelector!]!) { wipeAssets(assetPartitionRanges: $ranges) {
-  __typename ... on PythonError { message } } }"""
-MATERIALIZED = """query($key: AssetKeyInput!) { assetNodeOrError(assetKey: $key) { __typename
-  ... on AssetNode { assetMaterializations(limit: 1) { timestamp } partitionStats { numMaterialized } } } }"""
-
-
-def drop_every_table(stack: Stack) -> None:
-    """Every table of ``shop`` dropped with its files (purge), but the external landing table,
-    whose files are the landing data (its metadata lies among them, and an external table is not
-    created again over a location holding one: the next ingest finds it and registers no file)."""
-    for name, loaded in tables(stack).items():
-        if external(loaded):
-            continue
-        request = urllib.request.Request(
-            f"{stack.url('catalog', 8181)}/v1/metastore/namespaces/shop/tables/{urllib.parse.quote(name)}"
-            "?purgeRequested=true", method="DELETE",
-            headers={"Authorization": f"Bearer {stack.env['CATALOG_TOKEN_DAGSTER']}"})
-        with urllib.request.urlopen(request, timeout=300):
-            pass
-
-
-def empty_lakehouse(stack: Stack) -> None:
-    """The lakehouse as on a new stack, through the stack's APIs: every warehouse table dropped
-    and purged (the catalog), Dagster's record of every ``lakehouse/shop`` asset's
-    materializations wiped (GraphQL ``wipeAssets``), each of them then read back as never
-    materialized, with no partition materialized.
-
-    The daemon is stopped meanwhile, and that is what makes the wipe hold: its automation ticks
-    read and write back each partitioned asset's cached partition status, and a tick that read
-    it before the wipe can write the old status back after it. That is the likely cause of what
-    the first try, without stopping the daemon, showed: the conditions requested ``customers``
-    before ``events`` existed. Read after the wipe, by the webserver below, the status is rebuilt from the
-    post-wipe event log, and the daemon starts from it. The sensors' cursors stay (in
-    PostgreSQL): files landed again are new to them (a new modification time)."""
-    client = DagsterClient(f"http://{stack.address('dagster-webserver', 3000)}")
-    stack.compose("stop", "dagster-daemon", timeout=120)
-    try:
-        drop_every_table(stack)
-        keys = [k for k in client.asset_keys() if k[:2] == ["lakehouse", "shop"]]
-        answer = client.graphql(WIPE, {"ranges": [{"assetKey": {"path": key}} for key in keys]})["wipeAssets"]
-        if answer["__typename"] != "AssetWipeSuccess":
-            raise AssertionError(f"wiping {len(keys)} assets failed: {answer}")
-        left = {}
-        for key in keys:
-            node = client.graphql(MATERIALIZED, {"key": {"path": key}})["assetNodeOrError"]
-            materialized = (len(node.get("assetMaterializations") or []),
-                            (node.get("partitionStats") or {}).get("numMaterialized", 0))
-            if materialized != (0, 0):
-                left["/".join(key)] = materialized
-        if left:
-            raise AssertionError(f"after the wipe, Dagster still reads these assets as materialized "
-                                 f"(materializations, partitions): {left}")
-    finally:
-        stack.compose("start", "dagster-daemon", timeout=300)
-    deadline = time.monotonic() + 300
-    while stack.container("dagster-daemon")["State"].get("Health", {}).get("Status") != "healthy":
-        if time.monotonic() > deadline:
-            raise AssertionError("dagster-daemon is not healthy 300 s after its start")
-        time.sleep(1)
 
 
 def column_checksums(stack: Stack) -> dict[str, dict[str, str | None]]:

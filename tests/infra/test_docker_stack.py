@@ -61,7 +61,6 @@ from tests.infra.stack_faults import (
     catalog_get,
     column_checksums,
     differing_columns,
-    empty_lakehouse,
     kill_and_wait,
     landing_writer,
     missing_files,
@@ -602,7 +601,7 @@ def test_a_run_the_daemon_left_starting_is_failed_by_run_monitoring_and_run_agai
 
 def test_every_service_killed_while_the_plan_runs_and_every_table_reads_as_undisturbed(
         stack: Stack, pipeline: list[RunResult], undisturbed: dict[str, dict[str, str | None]]) -> None:
-    """The pipeline again on the emptied lakehouse (its files landed again), while MinIO, the
+    """The pipeline again on a new stack (its files landed again), while MinIO, the
     catalog, the Dagster daemon, PostgreSQL and the Spark Connect server are killed with SIGKILL one at a time, each at a
     point of the run's event log (``tests/infra/stack_faults.FAULTS``): each comes back by
     itself, the interrupted steps retry, the pipeline completes; nothing committed before a kill is
@@ -613,13 +612,17 @@ def test_every_service_killed_while_the_plan_runs_and_every_table_reads_as_undis
     print(f"[stack] undisturbed: {checked} files referenced by the tables' snapshots, none missing")
     assert missing == [] and checked > 20, (checked, missing[:20])
     _settled_runs(stack)
-    # The same stack, emptied through its own APIs (no `down --volumes`, `up`: 90 s): the daemon
-    # stopped, every table of the warehouse dropped with its files through the catalog, Dagster's
-    # record of their materializations wiped, then the daemon started (stack_faults.empty_lakehouse).
+    # A new stack on the same image: Dagster's instance, the catalog and the buckets start empty, as
+    # on the first `make up`. (Dropping the tables and wiping Dagster's materializations is not
+    # enough: the automation conditions did not see the wiped assets as missing and requested
+    # the downstream ones before `events` existed. Doing it with the daemon stopped, so that no
+    # automation tick writes a partitioned asset's old cached status back after the wipe, is
+    # the likely fix: commit 8b988c5, not yet verified on a stack, docs/testing.md.)
     started = time.monotonic()
-    empty_lakehouse(stack)
-    print(f"[stack] the lakehouse emptied through the catalog and Dagster's API: {time.monotonic() - started:.1f} s")
-    assert [t["name"] for t in catalog_get(stack, "namespaces/shop/tables")["identifiers"]] == ["landing_events"]
+    stack.compose("down", "--volumes", timeout=600)
+    stack.compose("up", "-d", "--wait", "--wait-timeout", "600", timeout=900)
+    print(f"[stack] down --volumes, up: {time.monotonic() - started:.1f} s")
+    assert catalog_get(stack, "namespaces")["namespaces"] == []
     started = time.monotonic()
     results, records = run_with_faults(stack, FAULTS, timeout_s=PLAN_TIMEOUT_S)
     print(f"[stack] the pipeline with {len(records)} services killed: {time.monotonic() - started:.1f} s")
