@@ -51,9 +51,24 @@ class StepOutcome:
 
 
 @dataclass
+class DaemonState:
+    """What the daemon keeps between ticks: its instance (runs, materializations), the sensors'
+    cursors, the automation's cursor, and the runs that failed (launched again on resume, as
+    Dagster's run retries do)."""
+
+    instance: dg.DagsterInstance
+    cursors: dict[str, str | None] = field(default_factory=dict)
+    automation_cursor: object = None
+    failed: list[tuple[str, list[dg.AssetKey], dict[str, str] | None]] = field(default_factory=list)
+    erasure_landed: bool = False
+
+
+@dataclass
 class PipelineRun:
     settings: PipelineSettings
     steps: list[StepOutcome] = field(default_factory=list)
+    #: The daemon's state when the drive stopped: ``drive(..., resume=run)`` goes on from it.
+    daemon: DaemonState | None = None
 
     @property
     def success(self) -> bool:
@@ -127,17 +142,18 @@ def materialize(
 
 
 def drive(settings_file: str | None = None, root: str | None = None, log: Callable[[str], None] = print,
-          log_level: str = "DEBUG") -> PipelineRun:
+          log_level: str = "DEBUG", resume: PipelineRun | None = None) -> PipelineRun:
     """Land the data and run whatever the sensors and automation conditions request, until they
-    request nothing more; what each run did. Driving again over the same root is what the
-    daemon does after a failed run: the sensors see every file anew, and each asset finds its
-    work done or does what is left (they are idempotent)."""
+    request nothing more; what each run did. With ``resume`` (a drive that stopped at a failed
+    run), go on as the daemon does after the failure: the same instance and cursors, the failed
+    runs launched again (Dagster's run retries), then ticks until nothing is requested."""
     settings = load_settings(settings_file, root)
     definitions = build_definitions(settings_file, str(settings.root), settings)
-    instance = dg.DagsterInstance.ephemeral()
-    run = PipelineRun(settings)
-    cursors: dict[str, str | None] = {}
-    automation: dict[str, object] = {"cursor": None}
+    state = resume.daemon if resume is not None and resume.daemon is not None else \
+        DaemonState(dg.DagsterInstance.ephemeral())
+    instance = state.instance
+    run = PipelineRun(settings, daemon=state)
+    cursors = state.cursors
 
     def execute(label: str, selection: list[dg.AssetKey], tags: dict[str, str] | None) -> None:
         log(f"run {label}")
@@ -148,6 +164,7 @@ def drive(settings_file: str | None = None, root: str | None = None, log: Callab
             log(f"  check {check.name}: {'passed' if check.passed else 'FAILED'} ({check.description})")
         if outcome.error:
             log(f"  failed: {outcome.error}")
+            state.failed.append((label, selection, tags))
 
     def tick() -> int:
         """One daemon tick: the sensors' runs, then the automation's; how many runs it made."""
@@ -165,8 +182,8 @@ def drive(settings_file: str | None = None, root: str | None = None, log: Callab
                 execute(f"{name}: {', '.join(k.to_user_string() for k in keys)}{span}", keys, dict(request.tags))
                 made += 1
         evaluated = dg.evaluate_automation_conditions(definitions, instance,
-                                                      cursor=automation["cursor"])  # type: ignore[arg-type]
-        automation["cursor"] = evaluated.cursor
+                                                      cursor=state.automation_cursor)  # type: ignore[arg-type]
+        state.automation_cursor = evaluated.cursor
         requested = [r.key for r in evaluated.results
                      if isinstance(r.key, dg.AssetKey) and evaluated.get_num_requested(r.key) > 0]
         if requested:
@@ -183,15 +200,21 @@ def drive(settings_file: str | None = None, root: str | None = None, log: Callab
                 return
         raise RuntimeError(f"the sensors and automation still requested runs after {MAX_TICKS} ticks")
 
-    # The automation's first evaluation, before any data: as the daemon's first tick, it sets the
-    # cursor that later ticks compare with (an update before any cursor is not a new update).
-    automation["cursor"] = dg.evaluate_automation_conditions(definitions, instance).cursor
-    for day in settings.data.dates:
-        write_landing_day(settings, day)
-    log(f"landed {len(settings.data.dates)} days of events in {settings.events_landing}")
+    if resume is None:
+        # The automation's first evaluation, before any data: as the daemon's first tick, it sets
+        # the cursor that later ticks compare with (an update before any cursor is not a new update).
+        state.automation_cursor = dg.evaluate_automation_conditions(definitions, instance).cursor
+        for day in settings.data.dates:
+            write_landing_day(settings, day)
+        log(f"landed {len(settings.data.dates)} days of events in {settings.events_landing}")
+    else:
+        retried, state.failed = state.failed, []
+        for label, selection, tags in retried:
+            execute(f"retry of {label}", selection, tags)
     settle()
-    if run.success:
+    if run.success and not state.erasure_landed:
         path, _ = write_erasure_requests(settings)
+        state.erasure_landed = True
         log(f"landed the erasure requests in {path}")
         settle()
     return run

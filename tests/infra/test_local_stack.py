@@ -7,7 +7,8 @@ every run): Spark jobs go to the standalone master and its worker, tables sit in
 ``s3://lakehouse/warehouse`` on the loopback MinIO, and the catalog is the REST service on
 PostgreSQL. When the erasure's run starts, the catalog service, PostgreSQL and MinIO are killed
 (SIGKILL); that run fails; all three restart on the same data directory and port, and the
-pipeline is driven again, as the daemon goes on after a failed run. Then nothing committed
+daemon goes on (``drive(..., resume=...)``: the same instance and cursors, the failed run
+launched again as Dagster's run retries do). Then nothing committed
 before the crash is lost, every table's rows
 are right, and pyiceberg's RestCatalog reads every table as tablestore does.
 
@@ -151,7 +152,8 @@ def test_asset_graph_on_the_topology_survives_a_crash_of_catalog_postgres_and_mi
         assert [s.snapshot_id for s in table.snapshots()] == state["snapshots"], name
         assert table.current_snapshot().snapshot_id == current_before_crash[name], name
 
-    resumed = drive(settings_file, log=log, log_level="WARNING")
+    # The daemon goes on: the same instance and cursors, the failed run launched again.
+    resumed = drive(settings_file, log=log, log_level="WARNING", resume=first)
     assert [(s.label, s.error) for s in resumed.steps if not s.success] == []
     assert any(CRASH_AT in s.materializations for s in resumed.steps)
     assert [c.name for c in [*first.checks, *resumed.checks] if not c.passed] == []
