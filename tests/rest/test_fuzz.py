@@ -45,8 +45,10 @@ def test_schemathesis_finds_no_server_error(rest_service: RestService, tmp_path:
         client.close()
     schema = requests.get(f"{rest_service.uri}/openapi.json", timeout=30).json()
     operations = {f"{method.upper()} {path}" for path, item in schema["paths"].items() for method in item}
-    # The Iceberg REST operations we serve, plus the grants administration (a tablestore extension).
-    assert len(operations) == 40
+    # The Iceberg REST operations we serve, plus the grants administration and changelog planning
+    # (tablestore extensions).
+    assert len(operations) == 41
+    assert "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan-changelog" in operations
     assert {"GET /v1/admin/grants", "POST /v1/admin/grants", "DELETE /v1/admin/grants"} <= operations
     assert "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials" in operations
     # Remote signing and token revocation are fuzzed as every other operation is.
