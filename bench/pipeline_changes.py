@@ -10,7 +10,10 @@ session: the hourly rollup, the customers, and their two features (segment, life
   recomputed (``full=True``: what the first run and a backfill do).
 - ``changes``: before each round (untimed) one new hour of events lands (``rows / 720`` rows, one
   data file); the round refreshes the four from the changelog since the snapshot they consumed
-  (one hour recomputed, the users of that hour).
+  (one hour recomputed, the users of that hour), where the settings' bounds decide (the embedded
+  defaults: in the run's process at this size, see ``pipelines.settings.InProcessLimits``).
+- ``changes-spark``: the same after its own one-hour landing, with every refresh forced into
+  Spark (what ``changes`` did before the in-process path: the before/after in one run).
 
 Target: ``changes`` takes at most 10% of the full recompute's time.
 """
@@ -67,19 +70,22 @@ class _Pipeline:
         rows = rows.set_column(0, "event_id", pc.add(rows.column("event_id"), 10**12 * self.landed))
         self.store.table("events").append(rows)
 
-    def changes(self) -> int:
-        return self._refresh(full=False)
+    def changes(self, engine: str) -> int:
+        return self._refresh(full=False, engine=engine)
 
-    def _refresh(self, full: bool) -> int:
+    def _refresh(self, full: bool, engine: str = "auto") -> int:
         from pipelines.defs.customers.assets import refresh_customers, refresh_feature
         from pipelines.defs.rollups.assets import refresh_rollup
 
-        rollup, _ = refresh_rollup(self.store, self.spark, self.consumed.get("rollup"), full)
-        customers, _ = refresh_customers(self.store, self.spark, self.consumed.get("customers"), full)
+        def session() -> Any:
+            return self.spark
+
+        rollup, _ = refresh_rollup(self.store, session, self.consumed.get("rollup"), full, engine=engine)
+        customers, _ = refresh_customers(self.store, session, self.consumed.get("customers"), full, engine=engine)
         read = rollup.changed_rows + customers.changed_rows
         for column in ("segment", "lifetime_value"):
-            feature, _ = refresh_feature(self.store, self.spark, column, self.consumed.get(column), customers.until,
-                                         full)
+            feature, _ = refresh_feature(self.store, session, column, self.consumed.get(column), customers.until,
+                                         full, engine=engine)
             self.consumed[column] = feature.until
             read += feature.changed_rows
         self.consumed.update(rollup=rollup.until, customers=customers.until)
@@ -102,7 +108,8 @@ def build(ws: Workspace, rounds: int) -> Benchmark:
         "downstream assets, 30-day table",
         [
             Contestant("full-recompute", lambda: pipeline().full(), setup=prepare, floor=True),
-            Contestant("changes", lambda: pipeline().changes(), setup=lambda: pipeline().land_hour()),
+            Contestant("changes", lambda: pipeline().changes("auto"), setup=lambda: pipeline().land_hour()),
+            Contestant("changes-spark", lambda: pipeline().changes("spark"), setup=lambda: pipeline().land_hour()),
         ],
         rounds=rounds,
         targets={"full-recompute": 0.10},

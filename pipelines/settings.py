@@ -124,13 +124,30 @@ class LandingBucket(_Section):
     region: str = "us-east-1"
 
 
+def _section(value: Any) -> Any:
+    return {} if value is None else value
+
+
+class InProcessLimits(_Section):
+    """When the downstream refresh of a change runs in the run's process (tablestore's scan and
+    pyarrow) instead of Spark (settings ``changes: {in-process: {...}}``). Every bound is known
+    from manifests before a row is read: the changelog's planned data files and their rows (an
+    upper bound of the changed rows, so of the keys touched), and the rows the recompute's
+    pruned scan plans (what streams through the process, one file at a time). A change over any
+    bound, and every full recomputation, runs in Spark. 0 turns the in-process path off."""
+
+    max_files: int = Field(default=32, ge=0)
+    max_rows: int = Field(default=100_000, ge=0)
+    max_scan_rows: int = Field(default=2_000_000, ge=0)
+
+
+class _Changes(_Section):
+    in_process: Annotated[InProcessLimits, BeforeValidator(_section)] = Field(default_factory=InProcessLimits)
+
+
 class _DataDocs(_Section):
     # Where GX's Data Docs site is served (e.g. http://127.0.0.1:3001); None: links are file:// URLs.
     url: str | None = None
-
-
-def _section(value: Any) -> Any:
-    return {} if value is None else value
 
 
 class _Document(_Section):
@@ -150,6 +167,7 @@ class _Document(_Section):
     automation: Annotated[_Automation, BeforeValidator(_section)] = Field(default_factory=_Automation)
     landing_bucket: LandingBucket | None = None
     data_docs: Annotated[_DataDocs, BeforeValidator(_section)] = Field(default_factory=_DataDocs)
+    changes: Annotated[_Changes, BeforeValidator(_section)] = Field(default_factory=_Changes)
 
 
 class PipelineSettings(_Section):
@@ -183,6 +201,8 @@ class PipelineSettings(_Section):
     # The URL the Data Docs site is served at (settings `data-docs: {url: ...}`); None: the checks
     # link to the pages as files.
     data_docs_url: str | None = None
+    # Settings `changes: {in-process: {...}}`: how small a change is refreshed without Spark.
+    in_process: InProcessLimits = Field(default_factory=InProcessLimits)
 
     @property
     def events_landing(self) -> Path:
@@ -249,6 +269,7 @@ def load_settings(
         tick_seconds=document.automation.tick_seconds,
         landing_bucket=document.landing_bucket,
         data_docs_url=document.data_docs.url.rstrip("/") if document.data_docs.url else None,
+        in_process=document.changes.in_process,
     )
     if not data.start < settings.evolution_at <= settings.cutover < data.end:
         raise ConfigError(

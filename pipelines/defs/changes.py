@@ -18,20 +18,43 @@ later changelog would need), and records what each consumed in its own metadata
 
 A full recomputation stays: on the first run, for a backfill (the asset's ``full`` run config),
 or when the consumed snapshot has been expired and the changes since cannot be told.
+
+Where the recomputation runs (:func:`choose_engine`): a small change is recomputed in the run's
+process, by tablestore's own scan pruned to the touched keys and pyarrow's grouped aggregation,
+and committed through the table API; Spark's fixed cost per statement (tens of seconds on a
+loaded machine, whatever it reads) would otherwise be the whole cost of a one-hour landing.
+"Small" is decided from manifests before any row is read, under the bounds of the settings
+(:class:`~pipelines.settings.InProcessLimits`): the changelog's planned files and rows, and the
+rows the recompute's pruned scan plans. A change over any bound, and every full recomputation,
+runs in Spark, where the rows never reach this process. Both give the same rows
+(``tests/pipelines/test_changes.py`` compares them).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipelines.settings import InProcessLimits
 from tablestore.errors import TableStoreError
 from tablestore.spec.metadata.table_metadata import TableMetadata
 from tablestore.table import Table
+from tablestore.table.read.scan import TableScan
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+# The run's SparkSession, asked for only when a refresh runs in Spark: a run whose changes are
+# all small starts no Spark application.
+SessionSource = Callable[[], "SparkSession"]
+# Where a refresh runs: ``auto`` decides by the settings' bounds; the others force one path
+# (the differential test runs both on the same changes).
+AUTO, IN_PROCESS, SPARK = "auto", "in-process", "spark"
 
 CONSUMED = "consumed_snapshot_id"
 ERASURE_CONSUMED_PREFIX = "consumed:"
@@ -54,6 +77,7 @@ class Changes:
     keys: pa.Table = field(default_factory=lambda: pa.table({}))  # distinct key values of the changed rows
     changed_rows: int = 0  # changelog rows read
     changed_files: int = 0  # data files the changelog read
+    planned_rows: int = 0  # the record counts of those files (from manifests: at least changed_rows)
 
     def metadata(self) -> dict[str, Any]:
         """What the materialization records: the consumed snapshot and what was read for it."""
@@ -119,7 +143,8 @@ def changed_keys(table: Table, since: int | None, columns: list[str], key: Any =
                                            "cannot be read")
     try:
         scan = table.changes(from_snapshot=since, to_snapshot=until, compute_updates=False)
-        files = len(scan.plan_tasks())
+        tasks = scan.plan_tasks()
+        files, planned = len(tasks), sum(t.data_file.record_count for t in tasks)
         parts, rows = [], 0
         for batch in scan.to_batches():
             rows += batch.num_rows
@@ -131,7 +156,65 @@ def changed_keys(table: Table, since: int | None, columns: list[str], key: Any =
     keys = pa.concat_tables(parts).group_by(columns).aggregate([]) if parts else pa.table(
         {c: pa.array([], pa.null()) for c in columns})
     keys = keys.filter(pc.is_valid(keys.column(columns[0]))) if keys.num_rows else keys
-    return Changes(since, until, False, f"changelog since snapshot {since}", keys, rows, files)
+    return Changes(since, until, False, f"changelog since snapshot {since}", keys, rows, files, planned)
 
 
-__all__ = ["CONSUMED", "ERASURE_CONSUMED_PREFIX", "Changes", "RefreshConfig", "changed_keys", "last_consumed"]
+def planned_scan_rows(scan: TableScan) -> int:
+    """The rows a scan reads at most: its planned files' record counts (manifests only)."""
+    return sum(task.file.record_count for task in scan.plan_files())
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """Where a refresh runs, and why (the materialization's ``engine`` and ``engine_reason``)."""
+
+    in_process: bool
+    reason: str
+    scan: TableScan | None = None  # the planned recompute scan, when it was planned (read it, don't re-plan)
+
+    def metadata(self) -> dict[str, str]:
+        return {"engine": IN_PROCESS if self.in_process else SPARK, "engine_reason": self.reason}
+
+
+def choose_engine(changes: Changes, limits: InProcessLimits, scan: Callable[[], TableScan],
+                  forced: str = AUTO) -> EngineChoice:
+    """In this process when the change and the recompute's scan (``scan``, planned only if the
+    change is small) are within ``limits``; else Spark. ``forced`` overrides the decision."""
+    if forced != AUTO:
+        if forced not in (IN_PROCESS, SPARK):
+            raise ValueError(f"engine must be {AUTO!r}, {IN_PROCESS!r} or {SPARK!r}, got {forced!r}")
+        if forced == IN_PROCESS and changes.full:
+            raise ValueError("a full recomputation runs in Spark only; in-process refreshes recompute keys")
+        return EngineChoice(forced == IN_PROCESS, f"{forced} asked", scan() if forced == IN_PROCESS else None)
+    if changes.full:
+        return EngineChoice(False, "full recomputation")
+    if changes.changed_files > limits.max_files:
+        return EngineChoice(False, f"the changelog planned {changes.changed_files} data files "
+                                   f"(in process up to {limits.max_files})")
+    if changes.planned_rows > limits.max_rows:
+        return EngineChoice(False, f"the changelog planned {changes.planned_rows} rows "
+                                   f"(in process up to {limits.max_rows})")
+    planned = scan()
+    rows = planned_scan_rows(planned)
+    if rows > limits.max_scan_rows:
+        return EngineChoice(False, f"the recompute's scan planned {rows} rows (in process up to "
+                                   f"{limits.max_scan_rows})")
+    return EngineChoice(True, f"{changes.changed_files} changelog files of {changes.planned_rows} rows, "
+                              f"a recompute scan of {rows} rows: within the in-process bounds", planned)
+
+
+__all__ = [
+    "AUTO",
+    "CONSUMED",
+    "ERASURE_CONSUMED_PREFIX",
+    "IN_PROCESS",
+    "SPARK",
+    "Changes",
+    "EngineChoice",
+    "RefreshConfig",
+    "SessionSource",
+    "changed_keys",
+    "choose_engine",
+    "last_consumed",
+    "planned_scan_rows",
+]

@@ -12,6 +12,11 @@ changed up to the snapshot ``customers`` consumed, or for every user after a reb
 feature query is a Spark DataFrame and the merge runs in Spark tasks
 (``tablestore.spark.tasks.column_merge_tasks.merge_in_tasks``, classic or Spark Connect): the run
 process plans and commits; the feature rows never reach it.
+
+A small change (:func:`pipelines.defs.changes.choose_engine`) is recomputed in the run's process
+instead: tablestore's scan of the touched users' events, reduced one file at a time to one row
+per user by pyarrow (:func:`customers_in_process`, :func:`feature_in_process`), then the table
+API's ``overwrite`` or ``update_columns``. The rows are the Spark queries' own, kept beside them.
 """
 
 import time
@@ -19,18 +24,29 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipelines.defs.automation import FOLLOWS_UPSTREAM, USER_TABLE_FRESHNESS
-from pipelines.defs.changes import Changes, RefreshConfig, changed_keys, last_consumed
+from pipelines.defs.changes import (
+    AUTO,
+    Changes,
+    EngineChoice,
+    RefreshConfig,
+    SessionSource,
+    changed_keys,
+    choose_engine,
+    last_consumed,
+)
 from pipelines.defs.ingest.assets import EVENTS_HOURLY_KEY, EVENTS_KEY
 from pipelines.defs.metadata import snapshot_metadata
 from pipelines.defs.resources import SparkResource, TableStoreResource
 from pipelines.defs.retries import STEP_RETRY, step_commit_id
 from pipelines.settings import table_name
 from tablestore.table import Table
+from tablestore.table.read.scan import TableScan
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
 CUSTOMERS_KEY = dg.AssetKey(["lakehouse", "shop", "customers"])
 SEGMENTS_KEY = dg.AssetKey(["lakehouse", "shop", "customer_segments"])
@@ -85,19 +101,99 @@ def users_filter(users: list[int]) -> str:
     return f"user_id IN ({', '.join(str(u) for u in users)})"
 
 
-def refresh_customers(store: TableStoreResource, spark: "SparkSession", since: int | None, full: bool = False,
-                      until: int | None = None, rebuilt: int | None = None) -> tuple[Changes, dict[str, Any]]:
+def users_scan(events: Table, users: list[int], columns: list[str]) -> TableScan:
+    """The events of ``users``, in ``columns``: what an in-process recompute reads."""
+    return events.scan(filter=users_filter(users), columns=columns)
+
+
+_FIRST = pc.ScalarAggregateOptions(skip_nulls=False)  # the first row's value, even NULL (min_by's)
+
+
+def _first_seen(rows: pa.Table) -> pa.Table:
+    """Per user, the email and country of the earliest event and its time (rows without a time
+    last): reduces the rows of a file, and the reductions of every file, alike."""
+    ordered = rows.sort_by([("user_id", "ascending"), ("event_ts", "ascending", "at_end")])
+    first = ordered.group_by("user_id", use_threads=False).aggregate(
+        [("email", "first", _FIRST), ("country_code", "first", _FIRST), ("event_ts", "first", _FIRST)])
+    return first.rename_columns(["user_id", "email", "country_code", "event_ts"])
+
+
+def customers_in_process(scan: TableScan, schema: pa.Schema) -> pa.Table:
+    """``BASE_SQL`` over ``scan`` (:func:`users_scan`) in this process, as rows of ``schema`` (the
+    columns after the base four, the features, NULL). ``min_by(x, event_ts)`` is the x of the
+    earliest event, NULL or not; a user whose events have no time gets NULL for all three."""
+    parts = [_first_seen(pa.Table.from_batches([batch])) for batch in scan.to_batches()]
+    first = _first_seen(pa.concat_tables(parts)) if parts else pa.table(
+        {"user_id": pa.array([], pa.int64()), "email": pa.array([], pa.string()),
+         "country_code": pa.array([], pa.string()), "event_ts": pa.array([], pa.timestamp("us"))})
+    timeless = pc.is_null(first.column("event_ts"))
+    columns = [first.column("user_id"), *(pc.if_else(timeless, pa.scalar(None, first.column(c).type), first.column(c))
+                                          for c in ("email", "country_code")), first.column("event_ts")]
+    columns += [pa.nulls(first.num_rows, f.type) for f in list(schema)[4:]]
+    return pa.Table.from_arrays(columns, names=schema.names).cast(schema)
+
+
+def _purchases(rows: pa.Table) -> pa.Array:
+    # count_if(event_type = 'purchase'): a NULL type is no purchase.
+    return pc.cast(pc.fill_null(pc.equal(rows.column("event_type"), "purchase"), False), pa.int64())
+
+
+def feature_in_process(scan: TableScan, column: str) -> pa.Table:
+    """``SEGMENT_SQL`` or ``LTV_SQL`` (``column``) over ``scan`` (:func:`users_scan`) in this
+    process: user_id and the feature, one row per user, each file reduced to per-user sums."""
+    parts = []
+    for batch in scan.to_batches():
+        rows = pa.Table.from_batches([batch])
+        purchase = _purchases(rows)
+        if column == "segment":
+            parts.append(pa.table({"user_id": rows.column("user_id"), "purchases": purchase})
+                         .group_by("user_id").aggregate([("purchases", "sum")])
+                         .rename_columns(["user_id", "purchases"]))
+            continue
+        keep = pc.is_in(rows.column("event_type"), value_set=pa.array(["purchase", "refund"]))
+        amount = rows.column("amount")
+        signed = pc.if_else(pc.cast(purchase, pa.bool_()), amount, pc.negate(amount))
+        parts.append(pa.table({"user_id": rows.column("user_id"), "purchases": purchase, "value": signed})
+                     .filter(pc.fill_null(keep, False)).group_by("user_id")
+                     .aggregate([("purchases", "sum"), ("value", "sum")])
+                     .rename_columns(["user_id", "purchases", "value"]))
+    if column == "segment":
+        sums = pa.concat_tables(parts).group_by("user_id").aggregate([("purchases", "sum")]) if parts else \
+            pa.table({"user_id": pa.array([], pa.int64()), "purchases_sum": pa.array([], pa.int64())})
+        n = sums.column("purchases_sum")
+        segment = pc.case_when(pc.make_struct(pc.greater_equal(n, 8), pc.greater_equal(n, 3), pc.greater_equal(n, 1)),
+                               "vip", "regular", "occasional", "browser")
+        return pa.table({"user_id": sums.column("user_id"), "segment": segment})
+    if not parts:
+        return pa.table({"user_id": pa.array([], pa.int64()), "lifetime_value": pa.array([], pa.decimal128(14, 2))})
+    sums = pa.concat_tables(parts).group_by("user_id").aggregate([("purchases", "sum"), ("value", "sum")])
+    sums = sums.filter(pc.greater(sums.column("purchases_sum"), 0))  # HAVING count_if(purchase) > 0
+    return pa.table({"user_id": sums.column("user_id"),
+                     "lifetime_value": pc.cast(sums.column("value_sum"), pa.decimal128(14, 2))})
+
+
+def refresh_customers(store: TableStoreResource, session: SessionSource, since: int | None, full: bool = False,
+                      until: int | None = None, rebuilt: int | None = None,
+                      engine: str = AUTO) -> tuple[Changes, dict[str, Any]]:
     """Recompute the customers whose events changed after ``since`` (everyone when ``full``);
-    ``rebuilt`` is the customers snapshot of the last full rebuild, carried forward."""
+    ``rebuilt`` is the customers snapshot of the last full rebuild, carried forward; ``engine``
+    forces where (:func:`~pipelines.defs.changes.choose_engine`)."""
     started = time.monotonic()
-    changes = changed_keys(store.table("events"), since, ["user_id"], None, full, until)
-    sql = store.sql(spark)
+    events = store.table("events")
+    changes = changed_keys(events, since, ["user_id"], None, full, until)
     if not store.exists("customers"):
+        sql = store.sql(session())
         sql.execute_one(f"CREATE TABLE {CUSTOMERS} ({BASE_COLUMNS})")
         sql.execute_one(f"ALTER TABLE {CUSTOMERS} SET IDENTIFIER FIELDS user_id")
     table = store.table("customers")
     users = sorted(int(u) for u in changes.keys.column("user_id").to_pylist()) if changes.keys.num_rows else []
+    choice = EngineChoice(False, "no user changed")
+    if changes.full or users:
+        choice = choose_engine(changes, store.settings.in_process,
+                               lambda: users_scan(events, users, ["user_id", "email", "country_code", "event_ts"]),
+                               engine)
     if changes.full:
+        sql = store.sql(session())
         extra = [f.name for f in table.schema().fields][4:]
         nulls = "".join(f", NULL AS {name}" for name in extra)
         sql.execute_one(
@@ -106,15 +202,20 @@ def refresh_customers(store: TableStoreResource, spark: "SparkSession", since: i
         )
         rebuilt = table.refresh().current_snapshot().snapshot_id  # type: ignore[union-attr]
     elif users:
-        # A few rows per touched user: the recomputed rows come back to this process.
-        result = sql.execute_one(BASE_SQL.format(where=f"WHERE {users_filter(users)}"))
         schema = table.schema().as_arrow()
-        names = schema.names
-        rows = [dict(zip(names, [*r, *([None] * (len(names) - len(r)))], strict=True)) for r in result.rows]
-        table.overwrite(pa.Table.from_pylist(rows, schema=schema), users_filter(users))
+        if choice.scan is not None and choice.in_process:
+            recomputed = customers_in_process(choice.scan, schema)
+        else:
+            # A few rows per touched user: the recomputed rows come back to this process.
+            result = store.sql(session()).execute_one(BASE_SQL.format(where=f"WHERE {users_filter(users)}"))
+            names = schema.names
+            rows = [dict(zip(names, [*r, *([None] * (len(names) - len(r)))], strict=True)) for r in result.rows]
+            recomputed = pa.Table.from_pylist(rows, schema=schema)
+        table.overwrite(recomputed, users_filter(users))
     committed = changes.full or bool(users)
     numbers = snapshot_metadata(table, started, committed=committed)
-    return changes, {"rows": numbers["rows_total"], "users_recomputed": len(users), REBUILD: rebuilt or 0, **numbers}
+    return changes, {"rows": numbers["rows_total"], "users_recomputed": len(users), REBUILD: rebuilt or 0,
+                     **choice.metadata(), **numbers}
 
 
 def _latest(instance: dg.DagsterInstance, key: dg.AssetKey, name: str) -> int | None:
@@ -125,28 +226,43 @@ def _latest(instance: dg.DagsterInstance, key: dg.AssetKey, name: str) -> int | 
     return int(materialization.metadata[name].value) or None  # type: ignore[arg-type]
 
 
-def refresh_feature(store: TableStoreResource, spark: "SparkSession", column: str, since: int | None,
-                    until: int | None, full: bool, commit_id: str | None = None) -> tuple[Changes, dict[str, Any]]:
+def refresh_feature(store: TableStoreResource, session: SessionSource, column: str, since: int | None,
+                    until: int | None, full: bool, commit_id: str | None = None,
+                    engine: str = AUTO) -> tuple[Changes, dict[str, Any]]:
     """Refresh ``column`` for the users whose events changed after ``since`` up to ``until``
-    (the snapshot ``customers`` consumed), or for every user when ``full``."""
+    (the snapshot ``customers`` consumed), or for every user when ``full``; ``engine`` forces
+    where (:func:`~pipelines.defs.changes.choose_engine`)."""
     table = store.table("customers")
     full = full or column not in [f.name for f in table.schema().fields]  # merge_columns adds it for all
-    changes = changed_keys(store.table("events"), since, ["user_id"], None, full, until)
+    events = store.table("events")
+    changes = changed_keys(events, since, ["user_id"], None, full, until)
     users = sorted(int(u) for u in changes.keys.column("user_id").to_pylist()) if changes.keys.num_rows else []
     if not changes.full and not users:
         return changes, {"action": "unchanged", "snapshot_id": "None", "source_rows": 0}
+    columns = ["user_id", "event_type"] if column == "segment" else ["user_id", "event_type", "amount"]
+    choice = choose_engine(changes, store.settings.in_process, lambda: users_scan(events, users, columns), engine)
+    if choice.scan is not None and choice.in_process:
+        rows = feature_in_process(choice.scan, column)
+        snapshot = table.update_columns(rows, "user_id", [column], commit_id=commit_id)
+        metadata: dict[str, Any] = {"action": "update_columns", "snapshot_id": str(snapshot.snapshot_id if snapshot
+                                                                                    is not None else None),
+                                    "users_recomputed": len(users), "source_rows": rows.num_rows}
+        if column == "segment":
+            counts = {str(c["values"]): int(c["counts"]) for c in pc.value_counts(rows.column("segment")).to_pylist()}
+            metadata["segments"] = counts
+        return changes, {**metadata, **choice.metadata()}
     where = "" if changes.full else users_filter(users)
     text = SEGMENT_SQL.format(where=f"WHERE {where}" if where else "") if column == "segment" else \
         LTV_SQL.format(and_where=f"AND {where}" if where else "")
-    source = store.sql(spark).planner().dataframe(text)
-    metadata: dict[str, Any] = {**merge_feature(table, source, column, commit_id), "users_recomputed": len(users)}
+    source = store.sql(session()).planner().dataframe(text)
+    metadata = {**merge_feature(table, source, column, commit_id), "users_recomputed": len(users)}
     if column == "segment":
         # One row per segment (four at most): the only rows of the feature this process sees.
         counts = {r["segment"]: r["count"] for r in source.groupBy("segment").count().collect()}
         metadata.update(source_rows=sum(counts.values()), segments=counts)
     else:
         metadata["source_rows"] = source.count()
-    return changes, metadata
+    return changes, {**metadata, **choice.metadata()}
 
 
 def _numbers(tablestore: TableStoreResource, merged: dict[str, str | int], started: float) -> dict[str, int | float]:
@@ -166,7 +282,7 @@ def _refresh(context: dg.AssetExecutionContext, store: TableStoreResource, spark
     until = last_consumed(context.instance, CUSTOMERS_KEY, ERASURE_KEY)
     rebuilt = _latest(context.instance, CUSTOMERS_KEY, REBUILD)
     followed = _latest(context.instance, key, REBUILD)
-    changes, metadata = refresh_feature(store, spark.session(), column, since, until, full or rebuilt != followed,
+    changes, metadata = refresh_feature(store, spark.session, column, since, until, full or rebuilt != followed,
                                         step_commit_id(context, column))
     return changes, {**metadata, REBUILD: rebuilt or 0}
 
@@ -181,7 +297,7 @@ def build_customer_assets() -> list[dg.AssetsDefinition]:
         recomputed for the users whose events changed; the features are refilled after it."""
         since = last_consumed(context.instance, CUSTOMERS_KEY, ERASURE_KEY)
         rebuilt = _latest(context.instance, CUSTOMERS_KEY, REBUILD)
-        changes, numbers = refresh_customers(tablestore, spark.session(), since, config.full, rebuilt=rebuilt)
+        changes, numbers = refresh_customers(tablestore, spark.session, since, config.full, rebuilt=rebuilt)
         return dg.MaterializeResult(metadata={**changes.metadata(), **numbers},
                                     data_version=dg.DataVersion(str(changes.until)))
 

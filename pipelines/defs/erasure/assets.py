@@ -125,7 +125,7 @@ def refresh_downstream(instance: dg.DagsterInstance, store: TableStoreResource,
                        spark: SparkResource) -> dict[str, Any]:
     """Refresh every table derived from ``events`` from its changes since what it consumed; the
     consumed snapshots (``consumed:<asset>``) and what each refresh recomputed."""
-    session = spark.session()
+    session = spark.session
     out: dict[str, Any] = {}
 
     def record(key: dg.AssetKey, until: int | None, what: dict[str, Any]) -> None:
