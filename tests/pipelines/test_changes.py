@@ -20,13 +20,20 @@ import pyarrow as pa
 import pytest
 
 from pipelines.definitions import build_definitions
-from pipelines.defs.changes import CONSUMED, ERASURE_CONSUMED_PREFIX
-from pipelines.defs.customers.assets import CUSTOMERS_KEY, LTV_KEY, SEGMENTS_KEY
+from pipelines.defs.changes import CONSUMED, ERASURE_CONSUMED_PREFIX, IN_PROCESS, SPARK, changed_keys, choose_engine
+from pipelines.defs.customers.assets import (
+    CUSTOMERS_KEY,
+    LTV_KEY,
+    SEGMENTS_KEY,
+    refresh_customers,
+    refresh_feature,
+    users_scan,
+)
 from pipelines.defs.erasure.assets import ERASURE_KEY, REQUEST_SCHEMA
-from pipelines.defs.resources import TableStoreResource, resources
+from pipelines.defs.resources import SparkResource, TableStoreResource, resources
 from pipelines.defs.rollups import assets as rollups
-from pipelines.defs.rollups.assets import ROLLUP_KEY
-from pipelines.settings import load_settings
+from pipelines.defs.rollups.assets import ROLLUP_KEY, refresh_rollup
+from pipelines.settings import InProcessLimits, load_settings
 
 pytestmark = pytest.mark.spark
 
@@ -90,17 +97,21 @@ def expected_rollup(store: TableStoreResource) -> list[tuple[Any, ...]]:
     rows = store.table("events").scan().to_arrow().to_pylist()
     out: dict[tuple[str, str], list[Any]] = {}
     for r in rows:
+        if r["event_ts"] is None:
+            continue  # no hour: an incremental refresh never recomputes it
         key = (r["event_ts"].strftime("%Y-%m-%d %H:00"), r["event_type"])
         entry = out.setdefault(key, [0, set(), Decimal(0)])
         entry[0] += 1
         entry[1].add(r["user_id"])
-        entry[2] += r["amount"]
-    return sorted((h, t, n, len(u), a) for (h, t), (n, u, a) in out.items())
+        entry[2] += r["amount"] or 0
+    return sorted(((h, t, n, len(u - {None}), a) for (h, t), (n, u, a) in out.items()),
+                  key=lambda row: (row[0], row[1] or ""))
 
 
 def rollup_rows(store: TableStoreResource) -> list[tuple[Any, ...]]:
     rows = store.table(rollups.ROLLUP).scan().to_arrow().to_pylist()
-    return sorted((r["hour"], r["event_type"], r["events"], r["users"], r["amount"]) for r in rows)
+    return sorted(((r["hour"], r["event_type"], r["events"], r["users"], r["amount"]) for r in rows),
+                  key=lambda row: (row[0], row[1] or ""))
 
 
 def customers(store: TableStoreResource) -> dict[int, dict[str, Any]]:
@@ -137,6 +148,9 @@ def test_downstream_assets_read_only_the_changes_and_an_erasure_reaches_every_de
         meta = second[key.to_user_string()]
         assert (meta["mode"], meta["changed_rows_read"], meta["users_recomputed"]) == \
             ("incremental", PER_HOUR, touched_users), key
+    # A one-hour change is within the settings' bounds: no step of the run asked Spark for work.
+    assert {second[k.to_user_string()]["engine"] for k in DOWNSTREAM} == {IN_PROCESS}
+    assert {first[k.to_user_string()]["engine"] for k in (ROLLUP_KEY, CUSTOMERS_KEY)} == {SPARK}  # full
     assert rollup_rows(store) == expected_rollup(store)
 
     # Nothing new upstream: nothing read, nothing written.
@@ -168,6 +182,91 @@ def test_downstream_assets_read_only_the_changes_and_an_erasure_reaches_every_de
     backfill = lake.run([ROLLUP_KEY], full=True)[ROLLUP_KEY.to_user_string()]
     assert backfill["mode"] == "full" and backfill["hours_recomputed"] == DAYS * 24 + 1
     assert rollup_rows(store) == expected_rollup(store)
+
+
+def _customers_rows(store: TableStoreResource) -> list[dict[str, Any]]:
+    return sorted(customers(store).values(), key=lambda r: r["user_id"])
+
+
+def test_in_process_and_spark_refreshes_of_the_same_changes_write_the_same_rows(lake: Lake) -> None:
+    """The differential test of the two paths: one change of every kind (an appended hour with
+    NULLs in every column a query reads, a copy-on-write UPDATE, a merge-on-read DELETE), each
+    downstream table refreshed from it by Spark and then, over the same range, in this process;
+    every row of the derived table compared after each."""
+    store = lake.store
+    session = SparkResource(tablestore=store).session
+    if not store.exists("customers"):
+        lake.run(DOWNSTREAM)  # run alone: the derived tables first
+    events = store.table("events")
+    since = events.current_snapshot().snapshot_id  # type: ignore[union-attr]
+    hour = START + datetime.timedelta(days=DAYS, hours=2)
+    edge = [  # user 60's earliest event has no email (min_by keeps the NULL); 61 has no time at all
+        {"event_id": 7_000_001, "event_ts": hour, "user_id": None, "email": None, "country_code": None,
+         "event_type": "purchase", "amount": Decimal("5.00")},
+        {"event_id": 7_000_002, "event_ts": hour + datetime.timedelta(minutes=1), "user_id": 60, "email": None,
+         "country_code": "FR", "event_type": None, "amount": None},
+        {"event_id": 7_000_003, "event_ts": hour + datetime.timedelta(minutes=2), "user_id": 60,
+         "email": "u60@example.com", "country_code": "IT", "event_type": "purchase", "amount": Decimal("9.50")},
+        {"event_id": 7_000_004, "event_ts": None, "user_id": 61, "email": "u61@example.com", "country_code": "ES",
+         "event_type": "refund", "amount": Decimal("1.00")},
+    ]
+    events.append(pa.concat_tables([events_of_hour(hour, 888_000), pa.Table.from_pylist(edge, schema=EVENTS_SCHEMA)]))
+    # Purchases and refunds for one user (the segments and lifetime values move), an amount changed.
+    events.update({"event_type": "'refund'"}, "event_id IN (101, 105)")
+    events.update({"amount": "CAST(amount + 1 AS DECIMAL(12, 2))"}, "event_id = 109")
+    events.update_properties({"write.delete.mode": "merge-on-read"})
+    events.delete("event_id IN (2401, 2405)")
+    until = events.refresh().current_snapshot().snapshot_id  # type: ignore[union-attr]
+
+    # The bounds decide from the plans: this change is small, unless a bound says otherwise.
+    changes = changed_keys(events, since, ["user_id"], None, False, until)
+    users = sorted(int(u) for u in changes.keys.column("user_id").to_pylist())
+
+    def scan() -> Any:
+        return users_scan(events, users, ["user_id", "event_type"])
+    assert choose_engine(changes, InProcessLimits(), scan).in_process
+    for limits, words in ((InProcessLimits(max_files=0), "data files"), (InProcessLimits(max_rows=1), "rows"),
+                          (InProcessLimits(max_scan_rows=1), "recompute's scan")):
+        choice = choose_engine(changes, limits, scan)
+        assert not choice.in_process and words in choice.reason, choice.reason
+
+    def both(refresh: Any, read: Any, reset: Any = None) -> Any:
+        by_spark = refresh(SPARK)
+        after_spark = read()
+        if reset is not None:
+            reset()  # the feature columns of the touched users back to NULL, as before the Spark run
+        by_us = refresh(IN_PROCESS)
+        assert (by_spark["engine"], by_us["engine"]) == (SPARK, IN_PROCESS)
+        assert read() == after_spark
+        return after_spark
+
+    rollup = both(lambda engine: refresh_rollup(store, session, since, until=until, engine=engine)[1],
+                  lambda: rollup_rows(store))
+    assert rollup == expected_rollup(store)
+    assert any(r[1] is None for r in rollup) and any(r[0] == hour.strftime("%Y-%m-%d %H:00") for r in rollup)
+
+    def customers_once(engine: str) -> dict[str, Any]:
+        return refresh_customers(store, session, since, until=until, engine=engine)[1]
+
+    table = both(customers_once, lambda: _customers_rows(store))
+    by_user = {r["user_id"]: r for r in table}
+    assert (by_user[60]["email"], by_user[60]["country_code"]) == (None, "FR")
+    assert (by_user[61]["email"], by_user[61]["first_seen"]) == (None, None)
+    assert by_user[60]["segment"] is None  # the recomputed rows wait for their features
+
+    for column in ("segment", "lifetime_value"):
+        def feature(engine: str, column: str = column) -> dict[str, Any]:
+            return refresh_feature(store, session, column, since, until, False, engine=engine)[1]
+
+        def reset(column: str = column) -> None:
+            customers_once(IN_PROCESS)
+            if column == "lifetime_value":
+                feature(IN_PROCESS, "segment")
+
+        table = both(feature, lambda: _customers_rows(store), reset)
+    by_user = {r["user_id"]: r for r in table}
+    assert by_user[60]["segment"] == "occasional" and by_user[60]["lifetime_value"] == Decimal("9.50")
+    assert by_user[61]["segment"] == "browser"
 
 
 def test_the_reconciliation_compares_only_the_tables_whose_snapshot_moved() -> None:
