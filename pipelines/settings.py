@@ -136,12 +136,15 @@ class InProcessLimits(_Section):
     pruned scan plans (what streams through the process, one file at a time). A change over any
     bound, and every full recomputation, runs in Spark. 0 turns the in-process path off."""
 
+    # A misspelt bound is refused, not silently left at its default.
+    model_config = ConfigDict(frozen=True, extra="forbid", **FILE_SPELLING)
     max_files: int = Field(default=32, ge=0)
     max_rows: int = Field(default=100_000, ge=0)
     max_scan_rows: int = Field(default=2_000_000, ge=0)
 
 
 class _Changes(_Section):
+    model_config = ConfigDict(frozen=True, extra="forbid", **FILE_SPELLING)
     in_process: Annotated[InProcessLimits, BeforeValidator(_section)] = Field(default_factory=InProcessLimits)
 
 

@@ -23,3 +23,26 @@ def test_a_top_level_key_is_quoted_as_in_the_configuration(tmp_path: Path, chang
     with pytest.raises(ConfigError) as info:
         load_settings(path, root=tmp_path)
     assert str(info.value) == f"{path}: {message}"
+
+
+@pytest.mark.parametrize(("section", "message"), [
+    ("changes:\n  in-process: {max-rowz: 5}\n",
+     "unknown key 'changes.in-process.max-rowz' (did you mean 'max-rows'?); expected one of max-files, max-rows, "
+     "max-scan-rows"),
+    ("changes:\n  in-process: {max-files: -1}\n", "changes.in-process.max-files must be at least 0"),
+])
+def test_the_in_process_bounds_are_checked_as_written(tmp_path: Path, section: str, message: str) -> None:
+    path = tmp_path / "settings.yaml"
+    path.write_text((CONFIG_DIR / "embedded.yaml").read_text() + section)
+    with pytest.raises(ConfigError) as info:
+        load_settings(path, root=tmp_path)
+    assert str(info.value) == f"{path}: {message}"
+
+
+def test_the_in_process_bounds_default_and_read_from_the_file(tmp_path: Path) -> None:
+    bounds = load_settings(CONFIG_DIR / "embedded.yaml", root=tmp_path).in_process
+    assert (bounds.max_files, bounds.max_rows, bounds.max_scan_rows) == (32, 100_000, 2_000_000)
+    path = tmp_path / "settings.yaml"
+    path.write_text((CONFIG_DIR / "embedded.yaml").read_text() + "changes:\n  in-process: {max-rows: 0}\n")
+    bounds = load_settings(path, root=tmp_path).in_process
+    assert (bounds.max_files, bounds.max_rows, bounds.max_scan_rows) == (32, 0, 2_000_000)
