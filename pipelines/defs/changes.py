@@ -88,6 +88,7 @@ class Changes:
             "mode_reason": self.reason,
             "changed_rows_read": self.changed_rows,
             "changed_files_read": self.changed_files,
+            "changed_rows_planned": self.planned_rows,
             "keys_touched": self.keys.num_rows,
         }
 
