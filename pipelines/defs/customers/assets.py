@@ -187,7 +187,7 @@ def refresh_customers(store: TableStoreResource, session: SessionSource, since: 
         sql.execute_one(f"ALTER TABLE {CUSTOMERS} SET IDENTIFIER FIELDS user_id")
     table = store.table("customers")
     users = sorted(int(u) for u in changes.keys.column("user_id").to_pylist()) if changes.keys.num_rows else []
-    choice = EngineChoice(False, "no user changed")
+    choice = EngineChoice(True, "no user changed: nothing recomputed, no Spark asked for")
     if changes.full or users:
         choice = choose_engine(changes, store.settings.in_process,
                                lambda: users_scan(events, users, ["user_id", "email", "country_code", "event_ts"]),
