@@ -1,7 +1,8 @@
 """The downstream assets consume the changes of ``events``: after a one-hour landing the hourly
 rollup recomputes that hour alone and the customers and their features only the users in it,
 each recording the events snapshot it consumed; a GDPR erasure reaches every derived table as
-deletes; a backfill recomputes everything.
+deletes; a backfill recomputes everything. A small change is recomputed in the run's process, a
+full one in Spark, and both paths write the same rows from the same change.
 
 The assets run through ``dagster.materialize`` on one instance (so each run finds what the
 previous one recorded), with the pipeline's resources and one local Spark session.
