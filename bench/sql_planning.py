@@ -92,8 +92,8 @@ def work() -> dict[str, Any]:
     """One process's figures for the ``tablestore`` it imports (either side's)."""
     from sqlglot import exp
 
-    from tablestore.sql.parser import parse_script
-    from tablestore.sql.query import QueryPlanner, parse_query
+    from tablestore.sql.parse.parser import parse_script
+    from tablestore.sql.plan.planner import QueryPlanner, parse_query
 
     statements = parse_script(SCRIPT)
     queries = []  # (text, tokens) of every query; tokens only where the planner takes them

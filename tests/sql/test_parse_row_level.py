@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tablestore.errors import ParseError
-from tablestore.sql.parse_row_level import DeleteFrom, MergeClause, MergeInto, UpdateTable
-from tablestore.sql.parser import parse_statement
+from tablestore.sql.parse.parser import parse_statement
+from tablestore.sql.parse.statements import DeleteFrom, MergeClause, MergeInto, UpdateTable
 
 
 def test_delete_with_alias_and_subquery() -> None:

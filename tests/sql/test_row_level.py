@@ -278,7 +278,7 @@ def test_an_upsert_of_a_table_into_itself_and_of_null_structs(session: SqlSessio
 def test_merge_using_a_table_reads_it_with_sparks_parquet_reader_by_field_id(session: SqlSession, spark: Any) -> None:
     # A USING table is read whole, so Spark's own Parquet reader reads it when its files allow;
     # its columns still match by field id: `nm` was renamed to `name` after the rows were written.
-    from tablestore.sql.row_level_statements import source_table_name
+    from tablestore.sql.run.row_level import source_table_name
 
     _setup(session, "merge-on-read")
     session.execute("""
@@ -306,7 +306,7 @@ def test_merge_using_a_table_reads_it_with_sparks_parquet_reader_by_field_id(ses
 
 
 def test_merge_reads_only_the_target_columns_its_query_names() -> None:
-    from tablestore.sql.row_level_statements import _target_columns
+    from tablestore.sql.run.row_level import _target_columns
 
     columns = ["id", "name", "region", "addr"]
     upsert = ("SELECT t._file, CASE WHEN t._file IS NOT NULL THEN s.name END AS name FROM target AS t "
@@ -348,7 +348,7 @@ def test_row_positions_source_reads_only_the_columns_option(session: SqlSession,
 
 
 def test_merge_join_keys_are_the_target_source_equalities_of_on() -> None:
-    from tablestore.sql.row_level_statements import _key_pairs
+    from tablestore.sql.run.row_level import _key_pairs
 
     assert _key_pairs("t.id = s.id AND s.region = t.region AND t.name <> s.name", "t", "s") == [
         ("t.id", "s.id"), ("t.region", "s.region")]
