@@ -1,9 +1,9 @@
 """What a statement handler is given: the session's typed context and its options.
 
-Every handler (``catalog_statements.py``, ``table_statements.py``, ``dml.py``, the
-``*_statements.py`` modules, the procedures) is a function of a :class:`SessionContext` and one
-parsed statement. Handlers import this module and never ``session.py``: the session imports
-them, through ``registry.py``, so the dependency runs one way.
+Every handler (the modules of ``sql/run/``, the procedures of ``sql/procedures/``) is a function
+of a :class:`SessionContext` and one parsed statement. Handlers import this module and never
+``session.py``: the session imports them, through ``run/registry.py``, so the dependency runs
+one way.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from tablestore.errors import ValidationError
 INSERT_OVERWRITE_MODE = "tablestore.insert-overwrite.mode"
 SPARK_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
 OVERWRITE_MODES = ("dynamic", "static")
-# ``SET tablestore.commit-id = ...``: the commit identifier of the session's INSERTs (dml.py).
+# ``SET tablestore.commit-id = ...``: the commit identifier of the session's INSERTs (run/insert.py).
 COMMIT_ID = "tablestore.commit-id"
 UNDEFINED = "<undefined>"
 

@@ -8,7 +8,7 @@ Catalog and DDL statements run as catalog calls; queries run in Spark SQL (start
 use); INSERT runs its query in Spark and commits through the table API. A failed statement
 raises a TableStoreError and commits nothing; the statements before it stay committed.
 
-Each statement runs in its handler, found by the statement's type in ``registry.py``; handlers
+Each statement runs in its handler, found by the statement's type in ``run/registry.py``; handlers
 see the session through its :class:`~tablestore.sql.context.SessionContext`.
 """
 

@@ -7,8 +7,10 @@
       WHEN NOT MATCHED [AND cond] THEN INSERT (c, ...) VALUES (expr, ...) | INSERT *
 
 The statement header (keyword and target name) is read with the shared cursor, so a mistake
-there points at its token; the rest is parsed by sqlglot (Spark dialect). Conditions and
-expressions are kept as Spark SQL text: they run in Spark, with their subqueries.
+there points at its token; the rest is parsed by sqlglot (Spark dialect), once, from the tokens
+the script was lexed into. Conditions, values and the MERGE source are kept as the trees of
+that parse: planning (:mod:`tablestore.sql.run.row_level`) builds them into its queries and
+turns plain filters into table expressions without reading any SQL text again.
 """
 
 from __future__ import annotations
@@ -38,10 +40,6 @@ def _tree(c: Cursor, kind: type[exp.Expr]) -> exp.Expr:
     return tree
 
 
-def _sql(node: exp.Expr | None) -> str | None:
-    return node.sql(dialect="spark") if node is not None else None
-
-
 def _alias(table: exp.Expr) -> str | None:
     alias = table.args.get("alias")
     return alias.name if alias is not None and alias.name else None
@@ -53,12 +51,12 @@ def _target(c: Cursor, *keywords: str) -> st.Name:
     return c.qualified_name("a table name")
 
 
-def _assignments(items: list[exp.Expr], c: Cursor) -> tuple[tuple[str, str], ...]:
+def _assignments(items: list[exp.Expr], c: Cursor) -> tuple[tuple[str, exp.Expr], ...]:
     out = []
     for item in items:
         if not isinstance(item, exp.EQ) or not isinstance(item.this, exp.Column):
             raise c.error(f"expected column = value in SET but found {item.sql(dialect='spark')!r}")
-        out.append((item.this.name, item.expression.sql(dialect="spark")))
+        out.append((item.this.name, item.expression))
     return tuple(out)
 
 
@@ -66,7 +64,7 @@ def _delete(c: Cursor) -> st.Statement:
     name = _target(c, "DELETE", "FROM")
     tree = _tree(c, exp.Delete)
     where = tree.args.get("where")
-    return st.DeleteFrom(c.sql, name, _alias(tree.this), _sql(where.this) if where is not None else None)
+    return st.DeleteFrom(c.sql, name, _alias(tree.this), where.this if where is not None else None)
 
 
 def _update(c: Cursor) -> st.Statement:
@@ -76,14 +74,14 @@ def _update(c: Cursor) -> st.Statement:
     if not assignments:
         raise c.error("UPDATE needs SET column = value")
     where = tree.args.get("where")
-    return st.UpdateTable(c.sql, name, assignments, _alias(tree.this), _sql(where.this) if where is not None else None)
+    return st.UpdateTable(c.sql, name, assignments, _alias(tree.this), where.this if where is not None else None)
 
 
 def _when(when: exp.Expr, c: Cursor) -> st.MergeClause:
     if when.args.get("source"):
         raise c.error("WHEN NOT MATCHED BY SOURCE is not supported; use WHEN MATCHED or WHEN NOT MATCHED")
     matched = bool(when.args.get("matched"))
-    condition = _sql(when.args.get("condition"))
+    condition = when.args.get("condition")
     then = when.args.get("then")
     if isinstance(then, exp.Var) and then.name.upper() == "DELETE":
         if not matched:
@@ -103,14 +101,13 @@ def _when(when: exp.Expr, c: Cursor) -> st.MergeClause:
             return st.MergeClause(False, "insert", condition)
         columns = tuple(col.name for col in then.this.expressions) if isinstance(then.this, exp.Tuple) else None
         values_node = then.expression
-        values = tuple(v.sql(dialect="spark") for v in values_node.expressions) \
-            if isinstance(values_node, exp.Tuple) else None
+        values = tuple(values_node.expressions) if isinstance(values_node, exp.Tuple) else None
         if values is None:
             raise c.error("expected INSERT (columns) VALUES (values) or INSERT *")
         if columns is not None and len(columns) != len(values):
             raise c.error(f"INSERT names {len(columns)} column(s) but gives {len(values)} value(s)")
         return st.MergeClause(False, "insert", condition, None, columns, values)
-    raise c.error(f"unsupported MERGE action {_sql(then)!r}")
+    raise c.error(f"unsupported MERGE action {then.sql(dialect='spark') if then is not None else None!r}")
 
 
 def _merge(c: Cursor) -> st.Statement:
@@ -126,8 +123,7 @@ def _merge(c: Cursor) -> st.Statement:
     clauses = tuple(_when(w, c) for w in (whens.expressions if whens is not None else []))
     if not clauses:
         raise c.error("MERGE needs at least one WHEN MATCHED or WHEN NOT MATCHED clause")
-    return st.MergeInto(c.sql, name, source.sql(dialect="spark"), _sql(tree.args["on"]) or "", clauses,
-                     _alias(tree.this), source_alias)
+    return st.MergeInto(c.sql, name, source, tree.args["on"], clauses, _alias(tree.this), source_alias)
 
 
 STATEMENT_PARSERS: dict[str, Callable[[Cursor], st.Statement]] = {

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from sqlglot import exp
     from sqlglot.tokens import Token
 
 Name = tuple[str, ...]
@@ -336,39 +337,42 @@ class ResetOption(Statement):
 
 
 # -- Row-level DML -----------------------------------------------------------------------------
+# Their conditions, values and MERGE source are the sqlglot trees (Spark dialect) of the
+# statement's one parse; they stay trees down to planning. A handler copies a tree before it
+# builds it into a query: a statement may run more than once.
 
 
 @dataclass(frozen=True)
 class DeleteFrom(Statement):
     name: Name
     alias: str | None = None
-    where: str | None = None
+    where: exp.Expr | None = None
 
 
 @dataclass(frozen=True)
 class UpdateTable(Statement):
     name: Name
-    assignments: tuple[tuple[str, str], ...]
+    assignments: tuple[tuple[str, exp.Expr], ...]
     alias: str | None = None
-    where: str | None = None
+    where: exp.Expr | None = None
 
 
 @dataclass(frozen=True)
 class MergeClause:
     matched: bool
     action: str  # "update", "delete" or "insert"
-    condition: str | None = None
+    condition: exp.Expr | None = None
     # UPDATE SET column = value pairs, or INSERT's columns and values; None means ``*``.
-    assignments: tuple[tuple[str, str], ...] | None = None
+    assignments: tuple[tuple[str, exp.Expr], ...] | None = None
     insert_columns: tuple[str, ...] | None = None
-    insert_values: tuple[str, ...] | None = None
+    insert_values: tuple[exp.Expr, ...] | None = None
 
 
 @dataclass(frozen=True)
 class MergeInto(Statement):
     name: Name
-    source: str  # a table name or a parenthesised query, as Spark SQL text
-    on: str
+    source: exp.Expr  # a table (exp.Table) or a query (exp.Subquery), without its alias
+    on: exp.Expr
     clauses: tuple[MergeClause, ...]
     alias: str | None = None
     source_alias: str | None = None

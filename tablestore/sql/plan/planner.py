@@ -109,16 +109,18 @@ class QueryPlanner:
         self._bound[(name,)] = view
 
     # -- the entry point -----------------------------------------------------------------------
-    def dataframe(self, sql: str, tokens: Sequence[Token] = ()) -> DataFrame:
-        """The query as a Spark DataFrame; ``tokens``, when given, are the query's tokens as the
-        statement parser lexed them (a statement's ``query_tokens``), so it is not lexed again."""
-        rewritten = self.rewrite(sql, tokens)
+    def dataframe(self, query: str | exp.Expression, tokens: Sequence[Token] = ()) -> DataFrame:
+        """The query as a Spark DataFrame. ``query`` is SQL text, or a tree a statement built
+        from its own parse (a row-level statement's query: not parsed again; the planner
+        changes it, so pass a tree of its own); ``tokens``, when given, are the text's tokens as
+        the statement parser lexed them (a statement's ``query_tokens``), so it is not lexed again."""
+        rewritten = self.rewrite(query, tokens)
         with spark_errors():
             return self.spark.sql(rewritten)
 
-    def rewrite(self, sql: str, tokens: Sequence[Token] = ()) -> str:
+    def rewrite(self, query: str | exp.Expression, tokens: Sequence[Token] = ()) -> str:
         """The query in Spark SQL over the temporary views it reads (registered here)."""
-        tree = parse_query(sql, tokens)
+        tree = query if isinstance(query, exp.Expression) else parse_query(query, tokens)
         outer, self._row_lineage = self._row_lineage, references_row_lineage(tree)
         try:
             return self._rewrite(tree)

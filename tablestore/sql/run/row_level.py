@@ -41,11 +41,12 @@ from tablestore.spark.table_types import typed_assignments
 from tablestore.spark.tasks.row_level_tasks import DELETE, INSERT, UPDATE, RowLevelOutcome, apply_changes
 from tablestore.spark.tasks.row_source import SOURCE_NAME, native_row_positions, register
 from tablestore.spec.expressions.binding import bind
-from tablestore.spec.expressions.expression_parser import parse_filter
+from tablestore.spec.expressions.expression_parser import filter_from_tree
 from tablestore.spec.expressions.expression_tree import AlwaysTrue, BooleanExpression
 from tablestore.sql.options import COMMIT_ID
 from tablestore.sql.parse.statements import DeleteFrom, MergeClause, MergeInto, UpdateTable
-from tablestore.sql.plan.planner import METADATA_TABLES, QueryPlanner, parse_query, spark_errors
+from tablestore.sql.plan import trees
+from tablestore.sql.plan.planner import METADATA_TABLES, QueryPlanner, spark_errors
 from tablestore.sql.result import StatementResult
 from tablestore.table import CommitIdentity
 from tablestore.table.ops.row_level import RowLevelOperation, check_assignable
@@ -73,18 +74,14 @@ def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _conjuncts(sql: str) -> list[exp.Expr]:
-    tree = parse_query(f"SELECT 1 WHERE {sql}").args["where"].this
-    return list(tree.flatten()) if isinstance(tree, exp.And) else [tree]
-
-
-def _plain_filter(sql: str | None, qualifiers: set[str], table: Table) -> tuple[BooleanExpression | None, bool]:
+def _plain_filter(where: exp.Expr | None, qualifiers: set[str],
+                  table: Table) -> tuple[BooleanExpression | None, bool]:
     """The plain-filter part of a WHERE (AND of what the table core can evaluate) and whether it is all of it."""
-    if sql is None:
+    if where is None:
         return AlwaysTrue(), True
     parts: list[BooleanExpression] = []
     complete = True
-    for conjunct in _conjuncts(sql):
+    for conjunct in trees.conjuncts(where):
         node = conjunct.copy()
         if any(True for _ in node.find_all(exp.Subquery, exp.Exists, exp.Select)):
             complete = False
@@ -93,7 +90,7 @@ def _plain_filter(sql: str | None, qualifiers: set[str], table: Table) -> tuple[
             if column.table and column.table.lower() in qualifiers:
                 column.set("table", None)
         try:
-            expr = parse_filter(node.sql(dialect="spark"))
+            expr = filter_from_tree(node)
             bind(table.schema(), expr)
         except (FilterError, ValidationError):
             complete = False
@@ -107,13 +104,12 @@ def _plain_filter(sql: str | None, qualifiers: set[str], table: Table) -> tuple[
     return out, complete
 
 
-def _target_columns(sql: str, alias: str, columns: list[str]) -> list[str]:
+def _target_columns(tree: exp.Expr, alias: str, columns: list[str]) -> list[str]:
     """The target's columns that a row-level statement's query can read, in the table's order:
     every column qualified with the target's alias, and every unqualified one (or struct path)
     that starts with a target column's name (it may be the target's). A ``*`` of the target (``t.*``, or a bare ``*``
     outside a subquery of its own) reads them all. The target's rows are then read with only
     these (an upsert's UPDATE SET * and INSERT * need only the keys)."""
-    tree = parse_query(sql)
     names = {c.lower(): c for c in columns}
     used: set[str] = set()
     for star in tree.find_all(exp.Star):
@@ -132,27 +128,26 @@ def _target_columns(sql: str, alias: str, columns: list[str]) -> list[str]:
     return [c for c in columns if c in used]
 
 
-def source_table_name(source: str) -> tuple[str, ...] | None:
+def source_table_name(source: exp.Expr) -> tuple[str, ...] | None:
     """The name's parts when a MERGE source is a bare table name (no query, no time travel)."""
-    table = parse_query(f"SELECT * FROM {source}").args["from_"].this
-    if not isinstance(table, exp.Table) or table.args.get("version") or isinstance(table.this, exp.Func):
+    if not isinstance(source, exp.Table) or source.args.get("version") or isinstance(source.this, exp.Func):
         return None
-    return tuple(part.name for part in table.parts)
+    return tuple(part.name for part in source.parts)
 
 
-def _key_pairs(on: str, target: str, source: str) -> list[tuple[str, str]]:
+def _key_pairs(on: exp.Expr, target: str, source: str) -> list[tuple[exp.Column, exp.Column]]:
     """The ``target.x = source.y`` equalities among the top-level ANDs of a MERGE's ON, as
-    (target expression, source expression) Spark SQL: only such a pair is a join key."""
+    (target column, source column): only such a pair is a join key."""
     out = []
-    for conjunct in _conjuncts(on):
+    for conjunct in trees.conjuncts(on):
         if not (isinstance(conjunct, exp.EQ) and isinstance(conjunct.left, exp.Column)
                 and isinstance(conjunct.right, exp.Column)):
             continue
         sides = [(c.table or "").lower() for c in (conjunct.left, conjunct.right)]
         if sides == [target.lower(), source.lower()]:
-            out.append((conjunct.left.sql(dialect="spark"), conjunct.right.sql(dialect="spark")))
+            out.append((conjunct.left, conjunct.right))
         elif sides == [source.lower(), target.lower()]:
-            out.append((conjunct.right.sql(dialect="spark"), conjunct.left.sql(dialect="spark")))
+            out.append((conjunct.right, conjunct.left))
     return out
 
 
@@ -179,7 +174,7 @@ def _target_planner(context: SessionContext, catalog: Catalog, identifier: tuple
     view = f"__tablestore_rows_{next(_view_ids)}"
     with spark_errors():
         # Spark's Parquet reader when the files allow it, else the tablestore_rows source.
-        df = native_row_positions(spark, name, options)
+        df = native_row_positions(spark, name, options, prune)
         if df is None:
             df = spark.read.format(SOURCE_NAME).options(**options).load(name)
         df.createOrReplaceTempView(view)
@@ -216,9 +211,12 @@ def delete_from(context: SessionContext, s: DeleteFrom) -> StatementResult:
     if snapshot is None:
         return StatementResult(affected=0)
     planner = _target_planner(context, catalog, identifier, table, plain)
-    df = planner.dataframe(f"SELECT `_file`, `_pos`, {DELETE} AS `__kind` FROM {TARGET_MARKER} AS "
-                           f"{_quote(alias)} WHERE {s.where}")
-    outcome = _apply(context, table, snapshot, RowLevelOperation.DELETE, df, plain or AlwaysTrue())
+    # SELECT _file, _pos, DELETE AS __kind FROM target AS alias WHERE <the statement's WHERE>
+    query = trees.select(trees.column("_file"), trees.column("_pos"), trees.aliased(trees.number(DELETE), "__kind"),
+                   from_=trees.relation(exp.Table(this=trees.identifier(TARGET_MARKER)), alias),
+                   where=s.where.copy() if s.where is not None else None)
+    outcome = _apply(context, table, snapshot, RowLevelOperation.DELETE, planner.dataframe(query),
+                     plain or AlwaysTrue())
     return StatementResult(affected=outcome.deleted)
 
 
@@ -232,20 +230,22 @@ def update_table(context: SessionContext, s: UpdateTable) -> StatementResult:
     plain, _ = _plain_filter(s.where, {alias.lower(), identifier[-1].lower()}, table)
     snapshot = table.current_snapshot()
     planner = _target_planner(context, catalog, identifier, table, plain) if snapshot is not None else None
-    select = ", ".join(
-        f"({values[c]}) AS {_quote(c)}" if c in values else f"{_quote(alias)}.{_quote(c)}"
+    # SELECT [_file, _pos, UPDATE AS __kind,] (value) AS c | alias.c, ... FROM target AS alias [WHERE ...]
+    assigned = [
+        trees.aliased(exp.Paren(this=values[c].copy()), c) if c in values else trees.column(c, alias)
         for c in table.schema().column_names
-    )
-    where = f" WHERE {s.where}" if s.where else ""
+    ]
     if planner is None:
         # An empty table: still check the statement (unknown columns, types) in Spark.
         planner = context.planner()
-        from_clause = f"{'.'.join(_quote(p) for p in (catalog.name, *identifier))} AS {_quote(alias)}"
+        target = trees.table_name((catalog.name, *identifier))
+        files: list[exp.Expr] = []
     else:
-        from_clause = f"{TARGET_MARKER} AS {_quote(alias)}"
-    files = f"`_file`, `_pos`, {UPDATE} AS `__kind`, " if snapshot is not None else ""
-    df = planner.dataframe(f"SELECT {files}{select} FROM {from_clause}{where}")
-    df = typed_assignments(df, table, names, "UPDATE")
+        target = exp.Table(this=trees.identifier(TARGET_MARKER))
+        files = [trees.column("_file"), trees.column("_pos"), trees.aliased(trees.number(UPDATE), "__kind")]
+    query = trees.select(*files, *assigned, from_=trees.relation(target, alias),
+                   where=s.where.copy() if s.where is not None else None)
+    df = typed_assignments(planner.dataframe(query), table, names, "UPDATE")
     if snapshot is None:
         return StatementResult(affected=0)
     outcome = _apply(context, table, snapshot, RowLevelOperation.UPDATE, df, plain or AlwaysTrue())
@@ -253,10 +253,10 @@ def update_table(context: SessionContext, s: UpdateTable) -> StatementResult:
 
 
 # -- MERGE -------------------------------------------------------------------------------------------
-def _deterministic(planner: QueryPlanner, source: str) -> bool:
+def _deterministic(planner: QueryPlanner, source: exp.Expr) -> bool:
     """Whether Spark's analysed plan of the MERGE source is deterministic (False when it
     cannot tell, as over Spark Connect)."""
-    df = planner.dataframe(f"SELECT * FROM {source} AS __source")
+    df = planner.dataframe(trees.select(exp.Star(), from_=trees.relation(source, "__source")))
     try:
         return bool(df._jdf.queryExecution().analyzed().deterministic())
     except AttributeError:
@@ -307,11 +307,11 @@ def _upsert(context: SessionContext, s: MergeInto, table: Table, t: str, src: st
     (for a small source that is most of the statement's time saved). Every other MERGE, a
     large or computed source included, runs in Spark below, where Spark tasks write the
     files and no row reaches this process."""
-    keys = _key_pairs(s.on, t, src) if s.on else []
-    if source_table is None or not keys or len(keys) != len(_conjuncts(s.on)):
+    keys = _key_pairs(s.on, t, src)
+    if source_table is None or not keys or len(keys) != len(trees.conjuncts(s.on)):
         return None
     schema = table.schema()
-    key_columns = {k.split(".")[-1].strip("`").lower() for k, _ in keys}
+    key_columns = {k.name.lower() for k, _ in keys}
     if any((schema.find_column_name(i) or "").lower() not in key_columns for i in schema.identifier_field_ids):
         return None  # UPDATE SET * keeps a row's identifier fields, which only the general path does
     kinds = sorted((c.matched, c.action) for c in s.clauses)
@@ -323,7 +323,7 @@ def _upsert(context: SessionContext, s: MergeInto, table: Table, t: str, src: st
     source = _same_typed_table(context, source_table, table)
     if source is None:
         return None
-    builder = table.merge(source, on=s.on, source_alias=src, target_alias=t)
+    builder = table.merge(source, on=s.on.copy(), source_alias=src, target_alias=t)
     for clause in s.clauses:
         if clause.matched:
             builder.when_matched_update_all()
@@ -355,23 +355,24 @@ def merge_into(context: SessionContext, s: MergeInto) -> StatementResult:
     if upsert is not None:
         return upsert
     snapshot = table.current_snapshot()
-    matched = f"{_quote(t)}.`_file` IS NOT NULL"
 
-    def when(clause: MergeClause) -> str:
-        condition = f" AND ({clause.condition})" if clause.condition else ""
-        return f"{matched if clause.matched else 'NOT (' + matched + ')'}{condition}"
+    def when(clause: MergeClause) -> exp.Expr:
+        # t._file IS NOT NULL [AND (condition)], or NOT (t._file IS NOT NULL) [AND (condition)]
+        matched = trees.is_not_null(trees.column("_file", t))
+        side = matched if clause.matched else trees.not_(matched)
+        return trees.and_(side, clause.condition.copy()) if clause.condition is not None else side
 
-    def value(clause: MergeClause, column: str) -> str:
+    def value(clause: MergeClause, name: str) -> exp.Expr:
         if clause.action == "delete":
-            return "NULL"
+            return exp.Null()
         if clause.action == "update":
             if clause.assignments is None:
-                keep = column in identifier_columns
-                return f"{_quote(t) if keep else _quote(src)}.{_quote(column)}"
+                keep = name in identifier_columns
+                return trees.column(name, t if keep else src)
             given = {c.lower(): v for c, v in clause.assignments}
-            return f"({given[column.lower()]})" if column.lower() in given else f"{_quote(t)}.{_quote(column)}"
+            return exp.Paren(this=given[name.lower()].copy()) if name.lower() in given else trees.column(name, t)
         if clause.insert_values is None:
-            return f"{_quote(src)}.{_quote(column)}"
+            return trees.column(name, src)
         names = clause.insert_columns or tuple(columns)
         if clause.insert_columns is None and len(clause.insert_values) != len(columns):
             raise ValidationError(f"INSERT VALUES gives {len(clause.insert_values)} value(s) but {table.name} "
@@ -380,30 +381,40 @@ def merge_into(context: SessionContext, s: MergeInto) -> StatementResult:
         if unknown:
             raise SchemaError(f"MERGE inserts unknown column(s) {', '.join(unknown)}; the columns are "
                               f"{', '.join(columns)}")
-        given = {n.lower(): v for n, v in zip(names, clause.insert_values, strict=True)}
-        return f"({given[column.lower()]})" if column.lower() in given else "NULL"
+        values = {n.lower(): v for n, v in zip(names, clause.insert_values, strict=True)}
+        return exp.Paren(this=values[name.lower()].copy()) if name.lower() in values else exp.Null()
 
-    action = "CASE " + " ".join(f"WHEN {when(c)} THEN {i}" for i, c in enumerate(s.clauses)) + " ELSE -1 END"
-    values = [
-        "CASE " + " ".join(f"WHEN {when(c)} THEN {value(c, col)}" for c in s.clauses) + f" END AS {_quote(col)}"
-        for col in columns
-    ]
-    join = "RIGHT OUTER JOIN" if any(not c.matched for c in s.clauses) else "INNER JOIN"
+    inserts = any(not c.matched for c in s.clauses)
 
-    def select(target: str, source: str = s.source) -> str:
-        return (f"SELECT {_quote(t)}.`_file` AS `__file`, {_quote(t)}.`_pos` AS `__pos`, "
-                f"{action} AS `__action`, {', '.join(values)} FROM {target} AS {_quote(t)} {join} "
-                f"{source} AS {_quote(src)} ON {s.on}")
+    def merged(target: exp.Expr, source: exp.Expr) -> exp.Select:
+        """SELECT t._file AS __file, t._pos AS __pos, CASE ... END AS __action, CASE ... END AS c, ...
+        FROM target AS t {RIGHT OUTER | INNER} JOIN source AS src ON <the statement's ON>"""
+        action = trees.case([(when(c), trees.number(i)) for i, c in enumerate(s.clauses)], trees.number(-1))
+        values = [trees.aliased(trees.case([(when(c), value(c, name)) for c in s.clauses]), name) for name in columns]
+        join = exp.Join(this=trees.relation(source, src), on=s.on.copy(),
+                        **({"side": "RIGHT", "kind": "OUTER"} if inserts else {"kind": "INNER"}))
+        return trees.select(trees.aliased(trees.column("_file", t), "__file"),
+                            trees.aliased(trees.column("_pos", t), "__pos"), trees.aliased(action, "__action"),
+                            *values, from_=trees.relation(target, t), joins=(join,))
 
+    def effective(select: exp.Select) -> exp.Select:
+        # SELECT * FROM (select) WHERE __action >= 0
+        return trees.select(exp.Star(), from_=trees.subquery(select),
+                            where=exp.GTE(this=trees.column("__action"), expression=trees.number(0)))
+
+    marker = exp.Table(this=trees.identifier(TARGET_MARKER))
     if snapshot is None:
         planner = context.planner()
-        target = f"(SELECT *, CAST(NULL AS STRING) AS `_file`, CAST(NULL AS BIGINT) AS `_pos` FROM " \
-                 f"{'.'.join(_quote(p) for p in (catalog.name, *identifier))})"
+        # (SELECT *, CAST(NULL AS STRING) AS _file, CAST(NULL AS BIGINT) AS _pos FROM the table)
+        target: exp.Expr = trees.subquery(trees.select(
+            exp.Star(), trees.aliased(trees.cast_null("TEXT"), "_file"),
+            trees.aliased(trees.cast_null("BIGINT"), "_pos"),
+            from_=trees.table_name((catalog.name, *identifier))))
     else:
-        used = _target_columns(select(TARGET_MARKER), t, columns)
+        used = _target_columns(merged(marker, s.source), t, columns)
         planner = _target_planner(context, catalog, identifier, table, None,
                                   used if len(used) < len(columns) else None)
-        target = TARGET_MARKER
+        target = marker
     if source_table is not None:
         # A USING table is read whole, so Spark's Parquet reader may read it (the data
         # source's Arrow-to-JVM transfer was a large share of a large MERGE). A name that
@@ -411,7 +422,7 @@ def merge_into(context: SessionContext, s: MergeInto) -> StatementResult:
         with contextlib.suppress(ValidationError, NoSuchTableError, NoSuchNamespaceError, LookupError):
             source_catalog, source_identifier = context.manager.resolve_table(source_table)
             planner.native_reads.add((source_catalog.name, *source_identifier))
-    query = f"SELECT * FROM ({select(target)}) WHERE `__action` >= 0"
+    query = effective(merged(target, s.source))
     keys = _key_pairs(s.on, t, src) if snapshot is not None else []
     if keys and _deterministic(planner, s.source):
         # Only target rows whose keys the source has can match: a semi-join on the keys
@@ -419,13 +430,14 @@ def merge_into(context: SessionContext, s: MergeInto) -> StatementResult:
         # otherwise shuffles every target row (it cannot broadcast its preserved source).
         # The source is a CTE read once per reference at one snapshot; a deterministic
         # source gives both references the same rows.
-        source_cte = "__merge_source"
-        target_keys = ", ".join(k for k, _ in keys)
-        source_keys = ", ".join(v for _, v in keys)
-        filtered = (f"(SELECT * FROM {TARGET_MARKER} AS {_quote(t)} WHERE ({target_keys}) IN "
-                    f"(SELECT {source_keys} FROM {source_cte} AS {_quote(src)}))")
-        query = (f"WITH {source_cte} AS (SELECT * FROM {s.source} AS {_quote(src)}) SELECT * FROM "
-                 f"({select(filtered, source_cte)}) WHERE `__action` >= 0")
+        source_cte = exp.Table(this=trees.identifier("__merge_source"))
+        # (SELECT * FROM target AS t WHERE (t.k, ...) IN (SELECT s.k, ... FROM __merge_source AS src))
+        in_source = exp.In(this=exp.Tuple(expressions=[k.copy() for k, _ in keys]), query=trees.subquery(
+            trees.select(*(v.copy() for _, v in keys), from_=trees.relation(source_cte, src))))
+        filtered = trees.subquery(trees.select(exp.Star(), from_=trees.relation(marker, t), where=in_source))
+        # WITH __merge_source AS (SELECT * FROM source AS src) SELECT * FROM (...) WHERE __action >= 0
+        query = trees.with_cte(effective(merged(filtered, source_cte)), "__merge_source",
+                               trees.select(exp.Star(), from_=trees.relation(s.source, src)))
     df = typed_assignments(planner.dataframe(query), table, list(columns), "MERGE")
     kinds = {"delete": DELETE, "update": UPDATE, "insert": INSERT}
     kind = "CASE `__action` " + " ".join(f"WHEN {i} THEN {kinds[c.action]}" for i, c in enumerate(s.clauses)) \

@@ -1,4 +1,4 @@
-"""Tables: CREATE TABLE (with AS SELECT, OR REPLACE; EXTERNAL in ``external_statements.py``),
+"""Tables: CREATE TABLE (with AS SELECT, OR REPLACE; EXTERNAL in ``run/external.py``),
 DROP, RENAME, SET and UNSET TBLPROPERTIES, DESCRIBE, SHOW TBLPROPERTIES and SHOW CREATE TABLE."""
 
 from __future__ import annotations
