@@ -86,15 +86,65 @@ CALL system.expire_snapshots(table => 'shop.orders', older_than => TIMESTAMP '20
 DESCRIBE TABLE EXTENDED orders
 """
 TABLES = ("orders", "customers", "staging", "regions", "customer_totals", "staging_customers", "big_spenders")
+# 20 row-level statements: plain filters (run by the table core), subqueries, UPDATE SET lists,
+# MERGE with conditions, assignments and INSERT values.
+DML_SCRIPT = """
+DELETE FROM orders WHERE status = 'cancelled';
+DELETE FROM orders o WHERE o.ts < TIMESTAMP '2024-01-01 00:00:00' AND o.amount < 10 AND o.status IN ('new', 'held');
+DELETE FROM orders WHERE customer_id IN (SELECT id FROM customers WHERE NOT active);
+DELETE FROM orders o WHERE EXISTS (SELECT 1 FROM staging s WHERE s.id = o.id) AND o.amount > 0;
+DELETE FROM orders WHERE id BETWEEN 100 AND 200 OR (status = 'held' AND channel IS NULL);
+DELETE FROM customers c WHERE c.region = 'eu' AND c.name LIKE 'test%';
+UPDATE orders SET status = 'shipped', amount = amount * 1.1 WHERE status = 'new' AND ts < '2024-02-01';
+UPDATE orders o SET o.channel = coalesce(o.channel, 'web') WHERE o.id > 1000;
+UPDATE orders SET amount = (SELECT max(amount) FROM orders) WHERE status = 'promo';
+UPDATE customers SET active = false, region = upper(region) WHERE id IN (SELECT customer_id FROM orders
+  WHERE status = 'cancelled' GROUP BY customer_id HAVING count(*) > 3);
+UPDATE customers c SET name = concat(c.name, ' (', c.region, ')') WHERE c.active AND c.region <> 'us';
+UPDATE orders SET tags = array('late') WHERE ts < date_sub(current_date(), 90) AND status = 'new';
+MERGE INTO customers t USING (SELECT id, name, region, active, NULL AS address FROM staging_customers) s
+  ON t.id = s.id
+  WHEN MATCHED AND s.active = false THEN DELETE
+  WHEN MATCHED THEN UPDATE SET t.name = s.name, t.region = s.region
+  WHEN NOT MATCHED THEN INSERT *;
+MERGE INTO customers t USING staging_customers s ON t.id = s.id
+  WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *;
+MERGE INTO orders t USING staging s ON t.id = s.id AND t.ts = s.ts
+  WHEN MATCHED AND s.status = 'cancelled' THEN DELETE
+  WHEN MATCHED THEN UPDATE SET status = s.status, amount = s.amount
+  WHEN NOT MATCHED AND s.amount > 0 THEN INSERT (id, customer_id, amount, ts, status)
+    VALUES (s.id, s.customer_id, s.amount, s.ts, s.status);
+MERGE INTO orders t USING (SELECT id, sum(amount) AS amount FROM staging GROUP BY id) s ON s.id = t.id
+  WHEN MATCHED THEN UPDATE SET amount = t.amount + s.amount;
+MERGE INTO customers t USING (SELECT * FROM staging_customers WHERE region = 'eu') s
+  ON t.id = s.id AND t.region = s.region
+  WHEN NOT MATCHED THEN INSERT (id, name, region, active) VALUES (s.id, s.name, s.region, true);
+DELETE FROM orders WHERE amount IS NULL OR amount < 0;
+UPDATE orders SET status = CASE WHEN amount > 100 THEN 'big' ELSE 'small' END WHERE status IS NULL;
+MERGE INTO orders t USING staging s ON t.id = s.id WHEN MATCHED THEN DELETE
+"""
+
+
+def _modules() -> tuple[Any, Any, Any]:
+    """The parser, planner and row-level handlers of the side's checkout: sql/ in rooms (after
+    issue 47), or its flat modules (before)."""
+    import importlib
+
+    try:
+        return tuple(importlib.import_module(f"tablestore.sql.{m}")  # type: ignore[return-value]
+                     for m in ("parse.parser", "plan.planner", "run.row_level"))
+    except ModuleNotFoundError:
+        return tuple(importlib.import_module(f"tablestore.sql.{m}")  # type: ignore[return-value]
+                     for m in ("parser", "query", "row_level_statements"))
 
 
 def work() -> dict[str, Any]:
     """One process's figures for the ``tablestore`` it imports (either side's)."""
     from sqlglot import exp
 
-    from tablestore.sql.parser import parse_script
-    from tablestore.sql.query import QueryPlanner, parse_query
-
+    parser, planner_module, _ = _modules()
+    parse_script, QueryPlanner, parse_query = parser.parse_script, planner_module.QueryPlanner, \
+        planner_module.parse_query
     statements = parse_script(SCRIPT)
     queries = []  # (text, tokens) of every query; tokens only where the planner takes them
     takes_tokens = len(inspect.signature(QueryPlanner.rewrite).parameters) > 2
@@ -120,10 +170,60 @@ def work() -> dict[str, Any]:
                 planner.rewrite(*((s.query, s.query_tokens) if takes_tokens else (s.query,)))
 
     return {"statements": len(statements), "queries": len(queries), "takes_tokens": takes_tokens,
-            **_timed(lambda: parse_script(SCRIPT), plan)}
+            **_timed(lambda: parse_script(SCRIPT), plan, "")}
 
 
-def _timed(parse: Any, plan: Any) -> dict[str, Any]:
+def dml_work() -> dict[str, Any]:
+    """The 20 row-level statements of ``DML_SCRIPT``: their parse, and the planning hops that need
+    no Spark, each side with its own functions (the same names before and after): a DELETE's or
+    UPDATE's WHERE split into the plain filter the table core runs and prunes with, bound to a
+    real table's schema; a MERGE's join keys and whether its source is a bare table. Before,
+    these read the clauses' SQL text again; after, they read the trees of the one parse."""
+    import tempfile
+
+    import tablestore
+    from tablestore.spec.schemas.schema import Schema
+    from tablestore.spec.schemas.types import (
+        BooleanType,
+        DecimalType,
+        ListType,
+        LongType,
+        NestedField,
+        StringType,
+        TimestampType,
+    )
+
+    parser, _, row_level = _modules()
+    parse_script = parser.parse_script
+    with tempfile.TemporaryDirectory() as directory:
+        catalog = tablestore.load_catalog("bench", type="sql", uri=f"sqlite:///{directory}/catalog.db",
+                                          warehouse=f"{directory}/wh")
+        catalog.create_namespace("shop")
+        fields = {"orders": [("id", LongType()), ("customer_id", LongType()), ("amount", DecimalType(10, 2)),
+                             ("ts", TimestampType()), ("status", StringType()), ("channel", StringType()),
+                             ("tags", ListType(100, StringType()))],
+                  "customers": [("id", LongType()), ("name", StringType()), ("region", StringType()),
+                                ("active", BooleanType())]}
+        tables = {name: catalog.create_table(f"shop.{name}", schema=Schema(
+            tuple(NestedField(i, n, t) for i, (n, t) in enumerate(cols, 1)))) for name, cols in fields.items()}
+
+        def plan(statements: list[Any]) -> None:
+            for s in statements:
+                table = tables[s.name[-1]]
+                alias = (s.alias or s.name[-1]).lower()
+                if type(s).__name__ == "MergeInto":
+                    row_level._key_pairs(s.on, alias, s.source_alias or "__source")
+                    row_level.source_table_name(s.source)
+                else:
+                    row_level._plain_filter(s.where, {alias, s.name[-1]}, table)
+
+        statements = parse_script(DML_SCRIPT)
+        assert len(statements) == 20 and all(
+            type(s).__name__ in ("DeleteFrom", "UpdateTable", "MergeInto") for s in statements)
+        return _timed(lambda: parse_script(DML_SCRIPT), plan, "dml ")
+
+
+def _timed(parse: Any, plan: Any, prefix: str) -> dict[str, Any]:
     reps = int(sys.argv[sys.argv.index("--reps") + 1])
     for _ in range(max(5, reps // 10)):  # warm-up
         plan(parse())
@@ -139,8 +239,8 @@ def _timed(parse: Any, plan: Any) -> dict[str, Any]:
             out["parse"].append(b - a)
             out["plan"].append(c - b)
             out["total"].append(c - a)
-    return {"wall_ms": {k: statistics.median(v) * 1e3 for k, v in wall.items()},
-            "cpu_ms": {k: statistics.median(v) * 1e3 for k, v in cpu.items()}}
+    return {"wall_ms": {prefix + k: statistics.median(v) * 1e3 for k, v in wall.items()},
+            "cpu_ms": {prefix + k: statistics.median(v) * 1e3 for k, v in cpu.items()}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -188,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     for column in ("phase", "cpu before, per process", "cpu after, per process", "cpu before", "cpu after",
                    "cpu after / before", "wall before", "wall after", "wall after / before"):
         table.add_column(column, justify="left" if column == "phase" else "right")
-    for phase in ("parse", "plan", "total"):
+    # "dml parse" and "dml plan": DML_SCRIPT's 20 row-level statements (dml_work).
+    for phase in ("parse", "plan", "total", "dml parse", "dml plan", "dml total"):
         cpu_b = [r["cpu_ms"][phase] for r in rounds["before"]]
         cpu_a = [r["cpu_ms"][phase] for r in rounds["after"]]
         wall_b = statistics.median(r["wall_ms"][phase] for r in rounds["before"])
@@ -203,6 +304,9 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     if "--worker" in sys.argv:
-        print(json.dumps(work()))
+        figures, dml = work(), dml_work()
+        for key in ("wall_ms", "cpu_ms"):
+            figures[key].update(dml[key])
+        print(json.dumps(figures))
         sys.exit(0)
     sys.exit(main())

@@ -7,8 +7,8 @@ import argparse
 from tablestore.catalog_manager import CatalogManager
 from tablestore.cli.output import print_result
 from tablestore.config import load_config
-from tablestore.sql.ddl import describe_table
 from tablestore.sql.result import StatementResult
+from tablestore.sql.run.ddl import describe_table
 
 
 def run_table(args: argparse.Namespace) -> int:

@@ -20,9 +20,10 @@ from tablestore.catalog_manager import CatalogManager
 from tablestore.cli.output import print_result
 from tablestore.config import load_config
 from tablestore.errors import ValidationError
-from tablestore.sql.parse_refs import BRANCH, TAG, CreateRef, DropRef
-from tablestore.sql.ref_statements import apply_create_ref, apply_drop_ref
+from tablestore.sql.parse.refs import BRANCH, TAG
+from tablestore.sql.parse.statements import CreateRef, DropRef
 from tablestore.sql.result import StatementResult
+from tablestore.sql.run.refs import apply_create_ref, apply_drop_ref
 from tablestore.table import Table
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from tablestore.cli.output import print_result
 from tablestore.errors import ParseError, TableStoreError
-from tablestore.sql.parser import parse_script
+from tablestore.sql.parse.parser import parse_script
 from tablestore.sql.session import SqlSession
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from tablestore.cli.output import print_result
 from tablestore.cli.shell import run_shell
 from tablestore.config import load_config
 from tablestore.errors import ValidationError
-from tablestore.sql.parser import parse_script
+from tablestore.sql.parse.parser import parse_script
 from tablestore.sql.session import SqlSession
 
 

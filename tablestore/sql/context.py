@@ -1,9 +1,9 @@
 """What a statement handler is given: the session's typed context and its options.
 
-Every handler (``catalog_statements.py``, ``table_statements.py``, ``dml.py``, the
-``*_statements.py`` modules, the procedures) is a function of a :class:`SessionContext` and one
-parsed statement. Handlers import this module and never ``session.py``: the session imports
-them, through ``registry.py``, so the dependency runs one way.
+Every handler (the modules of ``sql/run/``, the procedures of ``sql/procedures/``) is a function
+of a :class:`SessionContext` and one parsed statement. Handlers import this module and never
+``session.py``: the session imports them, through ``run/registry.py``, so the dependency runs
+one way.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from tablestore.errors import NoSuchTableError, ValidationError
 from tablestore.sql.options import SessionOptions
-from tablestore.sql.query import QueryPlanner
+from tablestore.sql.plan.planner import QueryPlanner
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from tablestore.catalog.base import Catalog
     from tablestore.catalog_manager import CatalogManager
     from tablestore.config import LakehouseConfig
-    from tablestore.sql import statements as st
+    from tablestore.sql.parse import statements as st
     from tablestore.table import Table
 
 class SessionContext:
@@ -73,8 +73,8 @@ class SessionContext:
         """The catalog, identifier and table a write statement (INSERT, DELETE, UPDATE, MERGE)
         commits through: ``db.t.branch_x`` writes branch x, ``db.t.tag_x`` is refused, and a
         table with ``write.wap.enabled`` follows the session's ``spark.wap.branch`` or
-        ``spark.wap.id`` (:mod:`tablestore.sql.ref_names`)."""
-        from tablestore.sql.ref_names import split_ref, write_target
+        ``spark.wap.id`` (:mod:`tablestore.sql.plan.ref_names`)."""
+        from tablestore.sql.plan.ref_names import split_ref, write_target
 
         split = split_ref(self.manager.resolve_table, tuple(name))
         if split is None:

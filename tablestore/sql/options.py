@@ -1,7 +1,9 @@
 """A session's options: what ``SET key=value`` changed, and the runtime mode.
 
-Its own module so that the query planner, which reads ``spark.wap.branch`` from them, needs
-nothing of the handlers' context (``context.py`` imports the planner).
+``SET`` and ``RESET`` are parsed in :mod:`tablestore.sql.parse.options` and run in
+:mod:`tablestore.sql.run.options`. This module is below the handlers' context so that the query
+planner, which reads ``spark.wap.branch`` from the options, needs nothing of it (``context.py``
+imports the planner).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from tablestore.errors import ValidationError
 INSERT_OVERWRITE_MODE = "tablestore.insert-overwrite.mode"
 SPARK_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
 OVERWRITE_MODES = ("dynamic", "static")
-# ``SET tablestore.commit-id = ...``: the commit identifier of the session's INSERTs (dml.py).
+# ``SET tablestore.commit-id = ...``: the commit identifier of the session's INSERTs (run/insert.py).
 COMMIT_ID = "tablestore.commit-id"
 UNDEFINED = "<undefined>"
 

@@ -8,7 +8,7 @@ Catalog and DDL statements run as catalog calls; queries run in Spark SQL (start
 use); INSERT runs its query in Spark and commits through the table API. A failed statement
 raises a TableStoreError and commits nothing; the statements before it stay committed.
 
-Each statement runs in its handler, found by the statement's type in ``registry.py``; handlers
+Each statement runs in its handler, found by the statement's type in ``run/registry.py``; handlers
 see the session through its :class:`~tablestore.sql.context.SessionContext`.
 """
 
@@ -18,19 +18,19 @@ from typing import TYPE_CHECKING
 
 from tablestore.catalog_manager import CatalogManager
 from tablestore.config import LakehouseConfig, load_config
-from tablestore.sql import statements as st
 from tablestore.sql.context import SessionContext
 from tablestore.sql.options import SessionOptions
-from tablestore.sql.parser import parse_script, parse_statement
-from tablestore.sql.query_statements import query_arrow
-from tablestore.sql.registry import HANDLERS
+from tablestore.sql.parse import statements as st
+from tablestore.sql.parse.parser import parse_script, parse_statement
 from tablestore.sql.result import StatementResult
+from tablestore.sql.run.queries import query_arrow
+from tablestore.sql.run.registry import HANDLERS
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import SparkSession
 
-    from tablestore.sql.query import QueryPlanner
+    from tablestore.sql.plan.planner import QueryPlanner
 
 
 class SqlSession:

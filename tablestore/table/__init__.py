@@ -34,6 +34,8 @@ from tablestore.table.update.transaction import commit_snapshot
 from tablestore.table.write.data_files import WriteContext
 
 if TYPE_CHECKING:
+    from sqlglot import exp
+
     from tablestore.catalog.base import Catalog
     from tablestore.engine.protocols import Engine
     from tablestore.maintenance import Maintenance
@@ -501,9 +503,10 @@ class Table:
         finally:
             self._adopt(target)
 
-    def merge(self, source: Any, on: str, source_alias: str = "s", target_alias: str = "t",
+    def merge(self, source: Any, on: str | exp.Expr, source_alias: str = "s", target_alias: str = "t",
               branch: str | None = None) -> MergeBuilder:
-        """MERGE INTO this table USING ``source`` ON ``on``: a builder, run by ``.execute()``."""
+        """MERGE INTO this table USING ``source`` ON ``on``: a builder, run by ``.execute()``.
+        ``on`` is SQL text, or the tree of a statement already parsed (SQL's MERGE)."""
         from tablestore.table.ops.merge import MergeBuilder
 
         return MergeBuilder(self._target(branch), source, on, source_alias, target_alias)

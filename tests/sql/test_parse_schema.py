@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tablestore.errors import ParseError
-from tablestore.sql.parse_schema import (
+from tablestore.sql.parse.parser import parse_statement
+from tablestore.sql.parse.statements import (
     AddColumnAction,
     AlterColumnAction,
     AlterSchema,
@@ -13,7 +14,6 @@ from tablestore.sql.parse_schema import (
     IdentifierFieldsAction,
     RenameColumnAction,
 )
-from tablestore.sql.parser import parse_statement
 
 
 def actions(sql: str) -> tuple[object, ...]:

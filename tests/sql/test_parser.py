@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tablestore.errors import ParseError
-from tablestore.sql import statements as st
-from tablestore.sql.parser import parse_script, parse_statement
+from tablestore.sql.parse import statements as st
+from tablestore.sql.parse.parser import parse_script, parse_statement
 
 
 def test_create_table_with_every_clause() -> None:

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from tablestore.errors import ParseError, ValidationError
-from tablestore.sql.parse_procedures import Call
-from tablestore.sql.parser import parse_statement
-from tablestore.sql.procedures import Parameter, literal_value, procedure
+from tablestore.sql.parse.parser import parse_statement
+from tablestore.sql.parse.statements import Call
+from tablestore.sql.procedures.arguments import literal_value
+from tablestore.sql.procedures.registry import Parameter, procedure
 from tablestore.sql.result import StatementResult
 from tablestore.sql.session import SqlSession
 from tests.lakehouse_config import SqliteCatalog, sqlite_catalog

@@ -8,8 +8,8 @@ import pytest
 
 from tablestore.errors import NoSuchSnapshotError, ParseError, TableStoreError, ValidationError
 from tablestore.spec.metadata.table_metadata import SnapshotRef
-from tablestore.sql.parse_refs import CreateRef, DropRef, ResetOption
-from tablestore.sql.parser import parse_statement
+from tablestore.sql.parse.parser import parse_statement
+from tablestore.sql.parse.statements import CreateRef, DropRef, ResetOption
 from tablestore.sql.session import SqlSession
 from tablestore.table import Table
 

@@ -11,10 +11,10 @@ import grimp
 import pytest
 
 from tablestore.errors import ValidationError
-from tablestore.sql import parser  # noqa: F401  (imports every parse module: every statement type)
-from tablestore.sql import statements as st
 from tablestore.sql.options import SessionOptions
-from tablestore.sql.registry import HANDLERS
+from tablestore.sql.parse import parser  # noqa: F401  (imports every parse module: every statement type)
+from tablestore.sql.parse import statements as st
+from tablestore.sql.run.registry import HANDLERS
 from tablestore.sql.session import SqlSession
 from tests.lakehouse_config import lakehouse_config, sqlite_catalog
 from tests.sql.conftest import rows
@@ -46,7 +46,7 @@ class Unknown(st.Statement):
 def test_a_statement_type_without_a_handler_is_refused_by_name(tmp_path: Path) -> None:
     session = SqlSession(lakehouse_config(tmp_path, sqlite_catalog(tmp_path, "cat")))
     with pytest.raises(ValidationError, match=r"statement Unknown \(tests\.sql\.test_registry\) is not supported "
-                                              r"yet: no handler is registered for it in tablestore\.sql\.registry"):
+                                              r"yet: no handler is registered for it in tablestore\.sql\.run\.registry"):
         session.execute_statement(Unknown("FROB"))
 
 

@@ -278,7 +278,8 @@ def test_an_upsert_of_a_table_into_itself_and_of_null_structs(session: SqlSessio
 def test_merge_using_a_table_reads_it_with_sparks_parquet_reader_by_field_id(session: SqlSession, spark: Any) -> None:
     # A USING table is read whole, so Spark's own Parquet reader reads it when its files allow;
     # its columns still match by field id: `nm` was renamed to `name` after the rows were written.
-    from tablestore.sql.row_level_statements import source_table_name
+    from tablestore.sql.plan.planner import parse_query
+    from tablestore.sql.run.row_level import source_table_name
 
     _setup(session, "merge-on-read")
     session.execute("""
@@ -301,12 +302,20 @@ def test_merge_using_a_table_reads_it_with_sparks_parquet_reader_by_field_id(ses
                         "WHEN MATCHED THEN UPDATE SET name = concat('again-', s.name)")
     rows = {r[0]: r for r in _users(session)}
     assert rows[21] == [21, "s21", "apac"] and rows[22] == [22, "again-s22", "apac"]
-    assert source_table_name("db.staging") == ("db", "staging")
-    assert source_table_name("(SELECT * FROM staging)") is None and source_table_name("staging VERSION AS OF 1") is None
+    def source(sql: str) -> Any:  # a MERGE's source as the parser keeps it
+        return parse_query(f"SELECT * FROM {sql}").args["from_"].this
+
+    assert source_table_name(source("db.staging")) == ("db", "staging")
+    assert source_table_name(source("(SELECT * FROM staging)")) is None
+    assert source_table_name(source("staging VERSION AS OF 1")) is None
 
 
 def test_merge_reads_only_the_target_columns_its_query_names() -> None:
-    from tablestore.sql.row_level_statements import _target_columns
+    from tablestore.sql.plan.planner import parse_query
+    from tablestore.sql.run.row_level import _target_columns as target_columns
+
+    def _target_columns(sql: str, alias: str, columns: list[str]) -> list[str]:
+        return target_columns(parse_query(sql), alias, columns)
 
     columns = ["id", "name", "region", "addr"]
     upsert = ("SELECT t._file, CASE WHEN t._file IS NOT NULL THEN s.name END AS name FROM target AS t "
@@ -348,7 +357,12 @@ def test_row_positions_source_reads_only_the_columns_option(session: SqlSession,
 
 
 def test_merge_join_keys_are_the_target_source_equalities_of_on() -> None:
-    from tablestore.sql.row_level_statements import _key_pairs
+    from tablestore.sql.plan.planner import parse_query
+    from tablestore.sql.run.row_level import _key_pairs as key_pairs
+
+    def _key_pairs(on: str, target: str, source: str) -> list[tuple[str, str]]:
+        tree = parse_query(f"SELECT 1 WHERE {on}").args["where"].this
+        return [(t.sql(dialect="spark"), s.sql(dialect="spark")) for t, s in key_pairs(tree, target, source)]
 
     assert _key_pairs("t.id = s.id AND s.region = t.region AND t.name <> s.name", "t", "s") == [
         ("t.id", "s.id"), ("t.region", "s.region")]
@@ -368,3 +382,44 @@ def test_merge_with_a_nondeterministic_source_keeps_its_matches(session: SqlSess
     assert result.rows == [[10, 6, 0, 4]]
     rows = {r[0]: r for r in _users(session)}
     assert len(rows) == 24 and rows[15] == [15, "r", "eu"] and rows[24] == [24, "r", "eu"]
+
+
+def test_delete_update_and_merge_are_each_parsed_once_by_sqlglot(session: SqlSession,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every sqlglot parse (parse_one, parse, maybe_parse, the statement's own parse from its tokens)
+    # goes through Parser.parse: a hook that counts its calls and still parses counts the parses
+    # of a statement from its text to its commit. The clauses are carried as trees down to the
+    # plain filter and the Spark query, so the statement's own parse is the only one.
+    from sqlglot.parser import Parser
+
+    _setup(session, "merge-on-read")
+    session.execute("CREATE TABLE staging (id BIGINT, name STRING, region STRING); "
+                    "INSERT INTO staging SELECT id, concat('s', id), 'eu' FROM range(18, 23)")
+    calls: list[str] = []
+    parse = Parser.parse
+
+    def counted(self: Parser, raw_tokens: list[Any], sql: str) -> Any:
+        calls.append(sql)
+        return parse(self, raw_tokens, sql)
+
+    monkeypatch.setattr(Parser, "parse", counted)
+
+    def parses(sql: str) -> tuple[int, int | None]:
+        calls.clear()
+        affected = session.execute_one(sql).affected
+        return len(calls), affected
+
+    # A plain filter: the table core deletes, with the WHERE's tree turned into its filter.
+    assert parses("DELETE FROM user WHERE id = 1 OR region = 'nowhere'") == (1, 1)
+    # A subquery: Spark runs the query built from the WHERE's tree.
+    assert parses("DELETE FROM user u WHERE u.id IN (SELECT id * 4 FROM employee)") == (1, 5)
+    assert parses("UPDATE user SET name = upper(name) WHERE id > 17") == (1, 2)
+    assert parses("MERGE INTO user t USING (SELECT id, name, region FROM staging) s ON t.id = s.id "
+                  "WHEN MATCHED AND s.id = 18 THEN DELETE WHEN MATCHED THEN UPDATE SET name = s.name "
+                  "WHEN NOT MATCHED THEN INSERT *") == (1, 5)
+    # The upsert from a small table of the same columns: the table core merges on the ON's tree.
+    assert parses("MERGE INTO user t USING staging s ON t.id = s.id "
+                  "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *") == (1, 5)
+    monkeypatch.undo()
+    assert _users(session) == [[i, f"n{i}", "us" if i % 2 == 0 else "eu"] for i in range(2, 18) if i not in (4, 8, 12, 16)] \
+        + [[18, "s18", "eu"], [19, "s19", "eu"], [20, "s20", "eu"], [21, "s21", "eu"], [22, "s22", "eu"]]

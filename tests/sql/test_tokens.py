@@ -7,10 +7,10 @@ import pytest
 from sqlglot.tokens import Token
 
 from tablestore.errors import ParseError
-from tablestore.sql import statements as st
-from tablestore.sql.parser import parse_script, parse_statement
-from tablestore.sql.query import QueryPlanner, parse_query
-from tablestore.sql.tokens import relocate, split_statements, tokenize
+from tablestore.sql.parse import statements as st
+from tablestore.sql.parse.parser import parse_script, parse_statement
+from tablestore.sql.parse.tokens import relocate, split_statements, tokenize
+from tablestore.sql.plan.planner import QueryPlanner, parse_query
 
 # Statements mid-line and over lines, CRLF and a lone CR, a string over two lines, quoted names,
 # a hint, 21L (lexed as 21 :: L), comments inside statements, before them and after them.

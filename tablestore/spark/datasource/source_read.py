@@ -113,8 +113,11 @@ def _snapshot_option(options: Mapping[str, str], key: str) -> int | None:
         raise ValidationError(f"{key} {raw!r} is not an integer") from None
 
 
-def resolve_read(options: Mapping[str, str], default_config: str | None) -> ReadState:
-    """Resolve the table, the snapshot and the read schema for a ``spark.read`` of the options."""
+def resolve_read(options: Mapping[str, str], default_config: str | None,
+                 row_filter: BooleanExpression | None = None) -> ReadState:
+    """Resolve the table, the snapshot and the read schema for a ``spark.read`` of the options.
+    ``row_filter``, given by a caller in this process, stands for the ``filter`` option, whose
+    text would be parsed again (a row-level statement passes its WHERE's plain filter)."""
     timestamp_option = options.get("as-of-timestamp")
     ref_option = options.get("branch") or options.get("tag")
     snapshot_id = _snapshot_option(options, "snapshot-id")
@@ -163,7 +166,8 @@ def resolve_read(options: Mapping[str, str], default_config: str | None) -> Read
                 f"option columns names {', '.join(map(repr, unknown))}, not top-level columns of {name}; "
                 f"the columns are {', '.join(schema.column_names)}"
             )
-    row_filter = to_expression(options.get("filter") or None)
+    if row_filter is None:
+        row_filter = to_expression(options.get("filter") or None)
     bind(schema, row_filter)  # a bad filter fails now, naming the columns
     return ReadState(
         table_name=name,

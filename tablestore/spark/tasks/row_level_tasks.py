@@ -1,7 +1,7 @@
 """Row-level changes written by Spark tasks: the executor half of SQL DELETE, UPDATE and MERGE.
 
 The SQL layer turns a statement into one Spark query whose rows are its effect (see
-``tablestore.sql.row_level_statements``): each row names a target row by ``_file`` and
+``tablestore.sql.run.row_level``): each row names a target row by ``_file`` and
 ``_pos`` and says what happens to it (``__kind``: delete, or update with the row's new values),
 or, with ``_file`` NULL, is a row to insert. :func:`apply_changes` then
 

@@ -39,6 +39,8 @@ from tablestore.table.ops.row_level import RowLevelContext, read_live_rows
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from tablestore.spec.expressions.expression_tree import BooleanExpression
+
 SOURCE_NAME = "tablestore_rows"
 FILE_COLUMN = "_file"
 POS_COLUMN = "_pos"
@@ -103,13 +105,15 @@ def _spark_paths(spark: SparkSession, files: list[str]) -> list[str] | None:
     return out
 
 
-def native_row_positions(spark: SparkSession, name: str, options: dict[str, str]) -> DataFrame | None:
+def native_row_positions(spark: SparkSession, name: str, options: dict[str, str],
+                         row_filter: BooleanExpression | None = None) -> DataFrame | None:
     """The ``tablestore_rows`` read of ``name`` with these options (``config``, ``snapshot-id``,
     ``filter``, ``columns``) through Spark's Parquet reader, or None when that does not apply
-    (then read the source). The ``filter`` prunes files only, as in the source."""
+    (then read the source). The ``filter`` prunes files only, as in the source; ``row_filter``,
+    when given, is that filter already made (its text is not parsed again)."""
     from pyspark.sql import functions as F
 
-    state = resolve_read({**options, "path": name}, None)
+    state = resolve_read({**options, "path": name}, None, row_filter)
     spark_schema = native_read_schema(state.projected().fields)
     if spark_schema is None or state.row_lineage:
         return None

@@ -103,6 +103,12 @@ def parse_filter(sql: str) -> BooleanExpression:
     return _Converter().boolean(trees[0])
 
 
+def filter_from_tree(tree: exp.Expr) -> BooleanExpression:
+    """The filter of a boolean expression that sqlglot already parsed (Spark dialect), such as a
+    DELETE's WHERE: the conversion of :func:`parse_filter` without reading any text again."""
+    return _Converter().boolean(tree)
+
+
 def _syntax_message(sql: str, error: ParseError) -> str:
     details = error.errors[0] if error.errors else {}
     line, col = details.get("line"), details.get("col")
@@ -360,4 +366,4 @@ def to_expression(filter: str | BooleanExpression | None) -> BooleanExpression:
     raise FilterError(f"a filter must be SQL text or an expression, got {type(filter).__name__}: {filter!r}")
 
 
-__all__ = ["parse_filter", "to_expression"]
+__all__ = ["filter_from_tree", "parse_filter", "to_expression"]

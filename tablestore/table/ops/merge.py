@@ -107,7 +107,8 @@ class _Plan:
 
 
 class MergeBuilder:
-    def __init__(self, table: Table, source: Any, on: str, source_alias: str = "s", target_alias: str = "t") -> None:
+    def __init__(self, table: Table, source: Any, on: str | exp.Expr, source_alias: str = "s",
+                 target_alias: str = "t") -> None:
         adapted = dataframe_source(source)
         if adapted is not None:  # another library's DataFrame (Spark's)
             if adapted.is_streaming:
@@ -185,7 +186,8 @@ class MergeBuilder:
         return result
 
     def _plan(self) -> _Plan:
-        tree = parse_expression(self.on)
+        # A tree is SQL's MERGE's own ON, parsed with its statement: it is read, never changed.
+        tree = self.on if isinstance(self.on, exp.Expr) else parse_expression(self.on)
         conjuncts = list(tree.flatten()) if isinstance(tree, exp.And) else [tree]
         target_names = {n.lower(): n for n in self.table.schema().column_names}
         source_names = {n.lower(): n for n in self.source.column_names}
@@ -204,11 +206,14 @@ class MergeBuilder:
             residual.append(c.sql(dialect="spark"))
         if not keys:
             raise ValidationError(
-                f"the MERGE condition {self.on!r} needs an equality between a target and a source column "
+                f"the MERGE condition {self._on_text()!r} needs an equality between a target and a source column "
                 f"(like {self.target_alias}.id = {self.source_alias}.id)"
             )
         return _Plan(keys, " AND ".join(f"({r})" for r in residual) or None, list(self.matched),
                      list(self.not_matched))
+
+    def _on_text(self) -> str:
+        return self.on.sql(dialect="spark") if isinstance(self.on, exp.Expr) else self.on
 
     def _side(self, column: exp.Column, target: dict[str, str], source: dict[str, str]) -> tuple[str, str]:
         qualifier = column.table.lower() if column.table else None
