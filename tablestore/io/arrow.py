@@ -214,6 +214,9 @@ class ArrowFileIO(FileIO):
         resolved = self._resolve(path)
         return resolved.fs, resolved.path
 
+    def is_local(self, path: str) -> bool:
+        return self._resolve(path).is_local
+
     def new_input(self, path: str) -> ArrowInputFile:
         return ArrowInputFile(path, self._resolve(path))
 
