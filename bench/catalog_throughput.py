@@ -259,19 +259,26 @@ def start_reference(workdir: Path, socket_dir: str, socket_port: int, database: 
     if java is None:
         raise RuntimeError("no java on PATH (the reference server runs on Java 17 or later)")
     lib, server_lib = install(), install_server()
-    port = _free_port()
     # The driver reaches PostgreSQL's Unix socket through junixsocket.
     socket = f"{socket_dir}/.s.PGSQL.{socket_port}"
     jdbc = (f"jdbc:postgresql://localhost/{database}?socketFactory=org.newsclub.net.unix.AFUNIXSocketFactory"
             f"$FactoryArg&socketFactoryArg={quote(socket)}")
-    env = {**os.environ, "CATALOG_URI": jdbc, "CATALOG_JDBC_USER": user, "CATALOG_JDBC_PASSWORD": "",
-           "CATALOG_WAREHOUSE": f"file://{workdir / 'warehouse'}", "CATALOG_REST_PORT": str(port)}
     log = workdir / "reference.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(server_command(java, lib, server_lib), stdout=out, stderr=subprocess.STDOUT,
-                                   env=env, cwd=workdir)
-    uri = f"http://127.0.0.1:{port}"
-    _wait(uri, "/v1/config", {}, process, log)
+    for attempt in range(3):
+        port = _free_port()
+        env = {**os.environ, "CATALOG_URI": jdbc, "CATALOG_JDBC_USER": user, "CATALOG_JDBC_PASSWORD": "",
+               "CATALOG_WAREHOUSE": f"file://{workdir / 'warehouse'}", "CATALOG_REST_PORT": str(port)}
+        with log.open("wb") as out:
+            process = subprocess.Popen(server_command(java, lib, server_lib), stdout=out, stderr=subprocess.STDOUT,
+                                       env=env, cwd=workdir)
+        uri = f"http://127.0.0.1:{port}"
+        try:
+            _wait(uri, "/v1/config", {}, process, log)
+            break
+        except RuntimeError:
+            # On a busy machine another process may take the free port before the JVM binds it.
+            if attempt == 2 or "Failed to bind" not in log.read_text(errors="replace"):
+                raise
     with urllib.request.urlopen(uri + "/v1/config", timeout=10) as response:
         prefix = (json.load(response).get("overrides") or {}).get("prefix")
     return Server("reference", process, uri, f"/v1/{prefix}" if prefix else "/v1", {})

@@ -356,7 +356,6 @@ class BatchedLines(logging.Handler):
         self.stream = stream
         self.interval = interval
         self._lines: collections.deque[str] = collections.deque()
-        self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="access-log", daemon=True)
         self._thread.start()
 
@@ -378,11 +377,13 @@ class BatchedLines(logging.Handler):
             self.stream.flush()
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval):
+        while True:
+            time.sleep(self.interval)
             self.flush()
 
     def close(self) -> None:
-        self._stop.set()
+        # The writer goes on: logging's configuration by uvicorn closes every handler there is
+        # (dictConfig), and this one is still attached to its logger after that.
         self.flush()
         super().close()
 
