@@ -132,7 +132,10 @@ class Profiler:
     def start(self, server: Server, case: str, seconds: float) -> subprocess.Popen[bytes] | None:
         if self.directory is None or server.name != "tablestore":
             return None
-        return subprocess.Popen(["py-spy", "record", "-r", "200", "-f", "raw", "-p", str(server.process.pid),
+        # --nonblocking: py-spy otherwise stops the process for every sample, which made one slow
+        # answer in a hundred of ours (the loads' p99) while the reference ran unsampled.
+        return subprocess.Popen(["py-spy", "record", "--nonblocking", "-r", "200", "-f", "raw", "-p",
+                                 str(server.process.pid),
                                  "-d", str(max(1, int(seconds))), "-o", str(self.directory / f"{case}.raw")],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
