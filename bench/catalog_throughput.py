@@ -153,7 +153,9 @@ class Profiler:
 
 # Samples of threads waiting (for work, a lock, the GIL, the network) are no cost of a request.
 _IDLE = ("wait (threading.py", "select (selectors.py", "_worker (thread.py", "get (queue.py",
-         "dequeue (logging/handlers.py", "Runner.run (asyncio/runners.py", "_run_once (asyncio/base_events.py")
+         "dequeue (logging/handlers.py", "Runner.run (asyncio/runners.py", "_run_once (asyncio/base_events.py",
+         # The access log's writer between its writes (time.sleep has no frame of its own).
+         "BatchedLines._run (")
 
 
 def top_costs(raw: str, count: int = 12) -> list[tuple[float, str]]:

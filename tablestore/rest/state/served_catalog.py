@@ -28,7 +28,9 @@ connection, reads the row in one transaction, pings again and swaps it in anothe
 BEGIN, a statement and a COMMIT (psycopg2 sends each on its own). Pooled connections are not
 pinged but checked locally for having been closed by the server (``_drop_if_closed_by_server``);
 the lookup of the row that every load makes is repeated once if its connection turns out dead,
-and a swap whose connection fails mid-way is reported as of unknown state, as before. Every
+and a swap whose connection fails mid-way is reported as of unknown state, as before. The
+envelope's table loads read the row with :meth:`ServedSqlCatalog.pointer` instead, on the event
+loop (:mod:`tablestore.rest.state.async_pointers`), and finish with :meth:`ServedSqlCatalog.load_at`. Every
 statement still runs at READ COMMITTED and every swap is durable when acknowledged. On SQLite
 (a local file: no round trips to save) a commit is the one attempt on the current row.
 
