@@ -132,7 +132,10 @@ class Profiler:
     def start(self, server: Server, case: str, seconds: float) -> subprocess.Popen[bytes] | None:
         if self.directory is None or server.name != "tablestore":
             return None
-        return subprocess.Popen(["py-spy", "record", "-r", "200", "-f", "raw", "-p", str(server.process.pid),
+        # --nonblocking: py-spy otherwise stops the process for every sample, which made one slow
+        # answer in a hundred of ours (the loads' p99) while the reference ran unsampled.
+        return subprocess.Popen(["py-spy", "record", "--nonblocking", "-r", "200", "-f", "raw", "-p",
+                                 str(server.process.pid),
                                  "-d", str(max(1, int(seconds))), "-o", str(self.directory / f"{case}.raw")],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -150,7 +153,9 @@ class Profiler:
 
 # Samples of threads waiting (for work, a lock, the GIL, the network) are no cost of a request.
 _IDLE = ("wait (threading.py", "select (selectors.py", "_worker (thread.py", "get (queue.py",
-         "dequeue (logging/handlers.py", "Runner.run (asyncio/runners.py", "_run_once (asyncio/base_events.py")
+         "dequeue (logging/handlers.py", "Runner.run (asyncio/runners.py", "_run_once (asyncio/base_events.py",
+         # The access log's writer between its writes (time.sleep has no frame of its own).
+         "BatchedLines._run (")
 
 
 def top_costs(raw: str, count: int = 12) -> list[tuple[float, str]]:
@@ -259,19 +264,26 @@ def start_reference(workdir: Path, socket_dir: str, socket_port: int, database: 
     if java is None:
         raise RuntimeError("no java on PATH (the reference server runs on Java 17 or later)")
     lib, server_lib = install(), install_server()
-    port = _free_port()
     # The driver reaches PostgreSQL's Unix socket through junixsocket.
     socket = f"{socket_dir}/.s.PGSQL.{socket_port}"
     jdbc = (f"jdbc:postgresql://localhost/{database}?socketFactory=org.newsclub.net.unix.AFUNIXSocketFactory"
             f"$FactoryArg&socketFactoryArg={quote(socket)}")
-    env = {**os.environ, "CATALOG_URI": jdbc, "CATALOG_JDBC_USER": user, "CATALOG_JDBC_PASSWORD": "",
-           "CATALOG_WAREHOUSE": f"file://{workdir / 'warehouse'}", "CATALOG_REST_PORT": str(port)}
     log = workdir / "reference.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(server_command(java, lib, server_lib), stdout=out, stderr=subprocess.STDOUT,
-                                   env=env, cwd=workdir)
-    uri = f"http://127.0.0.1:{port}"
-    _wait(uri, "/v1/config", {}, process, log)
+    for attempt in range(3):
+        port = _free_port()
+        env = {**os.environ, "CATALOG_URI": jdbc, "CATALOG_JDBC_USER": user, "CATALOG_JDBC_PASSWORD": "",
+               "CATALOG_WAREHOUSE": f"file://{workdir / 'warehouse'}", "CATALOG_REST_PORT": str(port)}
+        with log.open("wb") as out:
+            process = subprocess.Popen(server_command(java, lib, server_lib), stdout=out, stderr=subprocess.STDOUT,
+                                       env=env, cwd=workdir)
+        uri = f"http://127.0.0.1:{port}"
+        try:
+            _wait(uri, "/v1/config", {}, process, log)
+            break
+        except RuntimeError:
+            # On a busy machine another process may take the free port before the JVM binds it.
+            if attempt == 2 or "Failed to bind" not in log.read_text(errors="replace"):
+                raise
     with urllib.request.urlopen(uri + "/v1/config", timeout=10) as response:
         prefix = (json.load(response).get("overrides") or {}).get("prefix")
     return Server("reference", process, uri, f"/v1/{prefix}" if prefix else "/v1", {})

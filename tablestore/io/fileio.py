@@ -140,6 +140,14 @@ class FileIO(ABC):
     def filesystem_for(self, path: str) -> tuple[pafs.FileSystem, str]:
         """The pyarrow filesystem for a location and the path to give it (no scheme)."""
 
+    def is_local(self, path: str) -> bool:
+        """Whether ``path`` is on a local file system, where looking at a file is a system call
+        rather than a request over the network (the catalog service's loads look without a
+        worker thread then)."""
+        import pyarrow.fs as pafs
+
+        return isinstance(self.filesystem_for(path)[0], pafs.LocalFileSystem)
+
     def make_local_directory(self, path: str) -> None:
         """Create the directory ``path`` (and its parents) if it is on a local file system.
 

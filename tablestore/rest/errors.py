@@ -77,6 +77,13 @@ def status_of(exc: BaseException) -> tuple[int, str]:
     return 500, "ServerErrorException"
 
 
+def log_unexpected(request_id: str | None, method: str, path: str, exc: BaseException) -> None:
+    """The traceback of an unexpected error, under the request's id (the envelope logs the 500
+    answer itself). The path and exception class are logged, never the headers (tokens)."""
+    logger.error("request %s: unexpected error on %s %s: %s", request_id, method, path, type(exc).__name__,
+                 exc_info=exc)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(TableStoreError)
     async def _tablestore(_request: Request, exc: TableStoreError) -> JSONResponse:
@@ -97,11 +104,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        # The request path and exception class are logged, never the headers (tokens).
-        # The request guard logs the 500 answer itself; this is its traceback, under the same id.
-        logger.exception("request %s: unexpected error on %s %s: %s", request.scope.get("state", {}).get("request_id"),
-                         request.method, request.url.path, type(exc).__name__)
+        log_unexpected(request.scope.get("state", {}).get("request_id"), request.method, request.url.path, exc)
         return error_response(500, "ServerErrorException", "internal server error; see the server log")
 
 
-__all__ = ["error_body", "error_response", "install_error_handlers", "status_of"]
+__all__ = ["error_body", "error_response", "install_error_handlers", "log_unexpected", "status_of"]

@@ -109,6 +109,7 @@ def test_local_uri_forms(tmp_path: Path) -> None:
     assert io.new_input(f"file:{tmp_path}/u/a.txt").read() == b"uri"  # Hadoop's file:/path form
     assert io.new_input(str(tmp_path / "u" / "a.txt")).read() == b"uri"
     assert [f.path for f in io.list_prefix(f"file://{tmp_path}/u")] == [f"file://{tmp_path}/u/a.txt"]
+    assert io.is_local(f"file://{tmp_path}/u/a.txt") and io.is_local(f"file:{tmp_path}/u") and io.is_local("rel/a")
 
 
 def test_local_exclusive_create_race(tmp_path: Path) -> None:
@@ -209,5 +210,6 @@ def test_s3a_scheme_reaches_same_objects(s3_server: S3Server) -> None:
     io = load_file_io(s3_server.properties)
     io.new_output(f"s3a://{bucket}/k/obj").write(b"v")
     assert io.new_input(f"s3://{bucket}/k/obj").read() == b"v"
+    assert not io.is_local(f"s3://{bucket}/k/obj")
     body = s3_server.client().get_object(Bucket=bucket, Key="k/obj")["Body"].read()
     assert body == b"v"

@@ -188,7 +188,8 @@ def register_table(namespace: str, body: RegisterTableRequest, access: WriteAcce
     return table_response(access, table.metadata_location, table.metadata, ident=ident)
 
 
-def _etag(metadata_location: str, snapshots: str) -> str:
+def etag_of(metadata_location: str, snapshots: str) -> str:
+    """The ETag of a load: its metadata file and the snapshots asked for."""
     return '"' + hashlib.sha256(f"{metadata_location}|{snapshots}".encode()).hexdigest()[:32] + '"'
 
 
@@ -203,7 +204,7 @@ def load_table(
     ident = access.parse_identifier(namespace, table)
     access.require_table(Privilege.READ, ident)
     location, metadata = access.catalog.load_table_metadata(ident)
-    etag = _etag(location, snapshots)
+    etag = etag_of(location, snapshots)
     if if_none_match and (if_none_match.strip() == "*" or etag in [t.strip() for t in if_none_match.split(",")]):
         return Response(status_code=304, headers={"ETag": etag})
     if snapshots == "refs":
@@ -281,4 +282,4 @@ def commit_transaction(body: CommitTransactionRequest, access: WriteAccess) -> R
     return Response(status_code=204)
 
 
-__all__ = ["load_result", "parsed", "require_commit", "require_rename", "router", "table_response"]
+__all__ = ["etag_of", "load_result", "parsed", "require_commit", "require_rename", "router", "table_response"]

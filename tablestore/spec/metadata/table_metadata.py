@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from pydantic_core import to_json
+
 from tablestore.errors import CorruptMetadataError, NoSuchSnapshotError, SchemaError, ValidationError
 from tablestore.spec.partitioning.partition_spec import PartitionField, PartitionSpec
 from tablestore.spec.partitioning.sort_order import SortField, SortOrder
@@ -588,8 +590,14 @@ def parse_metadata(data: bytes) -> TableMetadata:
 
 
 def serialize_metadata(metadata: TableMetadata) -> bytes:
-    """The JSON bytes of a metadata file."""
-    return json.dumps(metadata.to_json(), indent=2).encode("utf-8")
+    """The JSON bytes of a metadata file, indented as Java writes them.
+
+    pydantic-core's encoder: ``json.dumps`` with an indent falls back to its pure-Python encoder,
+    13x slower on a metadata file with a full metadata log (100 entries), which the catalog
+    service paid on every commit. The output differs only where JSON allows: non-ASCII text is
+    written as UTF-8 rather than ``\\u`` escapes, and floats in their shortest form.
+    """
+    return to_json(metadata.to_json(), indent=2, inf_nan_mode="constants")
 
 
 # -- new tables ----------------------------------------------------------------------------------
