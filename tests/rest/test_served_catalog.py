@@ -191,14 +191,22 @@ def test_sixteen_writers_on_one_table_get_no_conflict_while_the_requirements_hol
     statuses: list[int] = []
     done = threading.Event()
 
+    racer_commits = 0
+    # The writers go on past COMMITS_EACH until the racer has landed commits of its own (within a
+    # deadline): once the service's commits got fast enough, 16 writers could finish before the
+    # racer's first swap won, and the race this test is about never happened.
+    deadline = time.monotonic() + 120
+    last: dict[int, int] = {}  # each writer's last value
+
     def writer(index: int) -> None:
         with requests.Session() as session:
-            for j in range(COMMITS_EACH):
+            j = 0
+            while j < COMMITS_EACH or (racer_commits < 3 and time.monotonic() < deadline):
+                last[index] = j
+                j += 1
                 body = {"requirements": [{"type": "assert-table-uuid", "uuid": table_uuid}],
-                        "updates": [{"action": "set-properties", "updates": {f"w{index}": str(j)}}]}
+                        "updates": [{"action": "set-properties", "updates": {f"w{index}": str(last[index])}}]}
                 statuses.append(session.post(f"{base}/tables/t", json=body, headers=auth, timeout=60).status_code)
-
-    racer_commits = 0
 
     def racer() -> None:
         nonlocal racer_commits
@@ -226,22 +234,22 @@ def test_sixteen_writers_on_one_table_get_no_conflict_while_the_requirements_hol
         done.set()
         racing.join()
 
-    assert statuses == [200] * (WRITERS * COMMITS_EACH)
+    assert len(statuses) >= WRITERS * COMMITS_EACH and statuses == [200] * len(statuses)
     after = _scrape(service)
 
     def delta(name: str, **labels: str) -> float:
         key = (name, frozenset({"catalog": CATALOG, **labels}.items()))
         return after.get(key, 0.0) - before.get(key, 0.0)
 
-    assert delta("tablestore_commits_total", kind="table") == WRITERS * COMMITS_EACH
+    assert delta("tablestore_commits_total", kind="table") == len(statuses)
     assert delta("tablestore_commit_conflicts_total", kind="table") == 0
     assert racer_commits >= 1 and delta("tablestore_commit_retries_total") >= 1
     loaded = requests.get(f"{base}/tables/t", headers=auth, timeout=30).json()
     properties = loaded["metadata"]["properties"]
     assert {k: v for k, v in properties.items() if k.startswith("w")} == \
-        {f"w{i}": str(COMMITS_EACH - 1) for i in range(WRITERS)}
+        {f"w{i}": str(last[i]) for i in range(WRITERS)}
     # One metadata file per landed commit, none twice: version N after the create's 00000.
-    assert Path(loaded["metadata-location"]).name.startswith(f"{WRITERS * COMMITS_EACH + racer_commits:05d}-")
+    assert Path(loaded["metadata-location"]).name.startswith(f"{len(statuses) + racer_commits:05d}-")
 
 
 def _scrape(service: RestService) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
