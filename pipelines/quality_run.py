@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no lakehouse.shop.events under {args.root}: run `make demo` first", file=sys.stderr)
         return 2
     lake = Lakehouse(store.settings, store.manager, res["spark"].session(), CATALOG, DATABASE,
-                     data_docs=store.settings.data_docs)
+                     data_docs=store.settings.data_docs.site)
     failed = []
     for name in args.suites or list(SUITES):
         run = SUITES[name](lake)

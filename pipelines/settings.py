@@ -1,9 +1,12 @@
 """The pipeline's settings: one YAML file per environment (``embedded`` or ``stack``).
 
 ``$LAKEHOUSE_ENV`` picks the environment (``embedded`` by default), ``$LAKEHOUSE_SETTINGS``
-names another settings file, and ``$LAKEHOUSE_ROOT`` replaces the file's ``root``. The
-``tablestore`` section is a tablestore configuration (docs/design.md, section 7) whose relative
-paths resolve against ``root``.
+names another settings file, and ``$LAKEHOUSE_ROOT`` replaces the file's ``root``. Each section
+of the file is a model here, its keys the fields with hyphens (``events-per-day``), and the
+``tablestore`` section is a tablestore configuration (docs/design.md, section 7): a
+:class:`~tablestore.config.LakehouseConfig`, its relative paths, as the other paths of the file,
+resolved against ``root``. ``${VAR}`` in any value is the environment variable, as in a
+tablestore configuration.
 """
 
 from __future__ import annotations
@@ -16,12 +19,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
-import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, Field, ValidationInfo, model_validator
 from pydantic_core import PydanticCustomError
 
-from tablestore.config import LakehouseConfig, parse_config
-from tablestore.config_problems import FILE_SPELLING, validated
+from tablestore.config import ConfigFile, LakehouseConfig, read_file, yaml_mapping
+from tablestore.config_problems import FileModel, Flag, Listed, checked, problem_at, validated
 from tablestore.errors import ConfigError
 
 CONFIG_DIR = Path(__file__).parent / "config"
@@ -35,25 +37,17 @@ def table_name(name: str) -> str:
     return f"{CATALOG}.{DATABASE}.{name}"
 
 
-def _date(value: Any) -> datetime.date:
-    if isinstance(value, datetime.date):
-        return value
-    try:
-        return datetime.date.fromisoformat(str(value))
-    except ValueError:
-        raise PydanticCustomError("config_must", "must be a date (YYYY-MM-DD), got {got}",
-                                  {"got": repr(value)}) from None
+def _under_root(path: Path, info: ValidationInfo) -> Path:
+    # The loader's context is the file with ``root`` as its directory.
+    return Path(info.context.path(str(path))) if isinstance(info.context, ConfigFile) else path
 
 
-_Date = Annotated[datetime.date, BeforeValidator(_date)]
+_Date = Annotated[datetime.date, Field(description="a date (YYYY-MM-DD)")]
+# A path of the file: relative to ``root``.
+_UnderRoot = Annotated[Path, AfterValidator(_under_root)]
 
 
-class _Section(BaseModel):
-    # Keys as the file spells them: the field events_per_day is the key events-per-day.
-    model_config = ConfigDict(frozen=True, **FILE_SPELLING)
-
-
-class DataSettings(_Section):
+class DataSettings(FileModel):
     """The generated landing data: which days, how many events and users, and the seed."""
 
     start: _Date
@@ -72,63 +66,51 @@ class DataSettings(_Section):
         return self.start + datetime.timedelta(days=self.days)
 
 
-class _Evolution(_Section):
+class Evolution(FileModel):
+    # Days from here on carry `device`; the schema evolves before they land.
     at: _Date
 
 
-class _Rollover(_Section):
+class Rollover(FileModel):
+    # The daily asset ends here and the hourly asset starts.
     cutover: _Date
 
 
-class _Erasure(_Section):
-    requested_users: Annotated[tuple[int, ...], BeforeValidator(lambda v: () if v is None else v)] = ()
+class Erasure(FileModel):
+    # The subjects of the landed erasure requests.
+    requested_users: Listed[int] = ()
 
 
-class _Retention(_Section):
+class Retention(FileModel):
     # Days of events to keep (counted back from the end of the landed data); None: no retention.
-    days: Any = None
-
-    @field_validator("days")
-    @classmethod
-    def _whole_days(cls, days: Any) -> int | None:
-        if days is not None and (isinstance(days, bool) or not isinstance(days, int) or days < 1):
-            raise PydanticCustomError("config_must", "must be a whole number of days >= 1, got {got}",
-                                      {"got": repr(days)})
-        return days
+    days: Annotated[int | None, checked(lambda days: days is None or (type(days) is int and days >= 1),
+                                        "a whole number of days >= 1")] = None
 
 
-class _Events(_Section):
-    # 2 by default: the stack's Trino 476 does not read v3's deletion vectors (Trino 480 does).
-    format_version: Any = 2
-
-    @field_validator("format_version")
-    @classmethod
-    def _two_or_three(cls, version: Any) -> int:
-        if isinstance(version, bool) or version not in (2, 3, "2", "3"):
-            raise PydanticCustomError("config_must", "must be 2 or 3, got {got}", {"got": repr(version)})
-        return int(version)
+class Events(FileModel):
+    # The Iceberg format version of `events`. 2 by default: the stack's Trino 476 does not read
+    # v3's deletion vectors (Trino 480 does).
+    format_version: Annotated[int, checked(lambda version: version in (2, 3, "2", "3"), "2 or 3")] = 2
 
 
-class _Automation(_Section):
-    # Whether the sensors and the maintenance schedule start running by themselves.
-    running: bool = True
+class Automation(FileModel):
+    # Whether the sensors and the maintenance schedule start running by themselves (false leaves
+    # them stopped until someone starts them in the UI).
+    running: Flag = True
     # The shortest time between two ticks of each sensor (None: each sensor's own default).
     tick_seconds: int | None = Field(default=None, ge=1)
 
 
-class LandingBucket(_Section):
-    """An S3 bucket (MinIO in the stack) that the sensors watch for landed files."""
+class LandingBucket(FileModel):
+    """An S3 bucket (MinIO in the stack) that the sensors watch for landed files, instead of the
+    local landing folder; the runs copy what they ingest from it (pipelines/defs/ingest/landing_bucket.py)."""
 
     endpoint: str
     name: str
     region: str = "us-east-1"
 
 
-def _section(value: Any) -> Any:
-    return {} if value is None else value
-
-
-class InProcessLimits(_Section):
+class InProcessLimits(FileModel):
     """When the downstream refresh of a change runs in the run's process (tablestore's scan and
     pyarrow) instead of Spark (settings ``changes: {in-process: {...}}``). Every bound is known
     from manifests before a row is read: the changelog's planned data files and their rows (an
@@ -136,76 +118,56 @@ class InProcessLimits(_Section):
     pruned scan plans (what streams through the process, one file at a time). A change over any
     bound, and every full recomputation, runs in Spark. 0 turns the in-process path off."""
 
-    # A misspelt bound is refused, not silently left at its default.
-    model_config = ConfigDict(frozen=True, extra="forbid", **FILE_SPELLING)
     max_files: int = Field(default=32, ge=0)
     max_rows: int = Field(default=100_000, ge=0)
     max_scan_rows: int = Field(default=2_000_000, ge=0)
 
 
-class _Changes(_Section):
-    model_config = ConfigDict(frozen=True, extra="forbid", **FILE_SPELLING)
-    in_process: Annotated[InProcessLimits, BeforeValidator(_section)] = Field(default_factory=InProcessLimits)
-
-
-class _DataDocs(_Section):
-    # Where GX's Data Docs site is served (e.g. http://127.0.0.1:3001); None: links are file:// URLs.
-    url: str | None = None
-
-
-class _Document(_Section):
-    """A settings file, key by key."""
-
-    environment: str
-    root: str
-    tablestore: dict[str, Any]
-    landing: str
-    data: DataSettings
-    evolution: _Evolution
-    rollover: _Rollover
-    erasure: Annotated[_Erasure, BeforeValidator(_section)]
-    trino: dict[str, Any] | None = None
-    retention: Annotated[_Retention, BeforeValidator(_section)] = Field(default_factory=_Retention)
-    events: Annotated[_Events, BeforeValidator(_section)] = Field(default_factory=_Events)
-    automation: Annotated[_Automation, BeforeValidator(_section)] = Field(default_factory=_Automation)
-    landing_bucket: LandingBucket | None = None
-    data_docs: Annotated[_DataDocs, BeforeValidator(_section)] = Field(default_factory=_DataDocs)
-    changes: Annotated[_Changes, BeforeValidator(_section)] = Field(default_factory=_Changes)
-
-
-class PipelineSettings(_Section):
-    """The validated settings of one environment, with its paths resolved against ``root``."""
-
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-
-    environment: str
-    root: Path
-    tablestore: LakehouseConfig
-    landing: Path
-    data: DataSettings
-    evolution_at: datetime.date
-    cutover: datetime.date
-    erasure_users: tuple[int, ...]
-    trino: dict[str, Any] | None
-    source: str
-    # Days of events to keep (counted back from the end of the landed data); None: no retention.
-    retention_days: int | None = None
-    # The Iceberg format version of `events` (settings `events: {format-version: N}`). 2 by
-    # default: the stack's Trino 476 does not read v3's deletion vectors (Trino 480 does).
-    events_format_version: int = 2
-    # Whether the sensors and the maintenance schedule run by default (settings `automation:
-    # {running: false}` leaves them stopped until someone starts them in the UI).
-    automation_running: bool = True
-    # Settings `automation: {tick-seconds: N}`: the sensors' shortest interval (the stack's is short).
-    tick_seconds: int | None = None
-    # Settings `landing-bucket`: the sensors watch this bucket, not the local landing folder, and
-    # the runs copy what they ingest from it (pipelines/defs/ingest/landing_bucket.py).
-    landing_bucket: LandingBucket | None = None
-    # The URL the Data Docs site is served at (settings `data-docs: {url: ...}`); None: the checks
-    # link to the pages as files.
-    data_docs_url: str | None = None
-    # Settings `changes: {in-process: {...}}`: how small a change is refreshed without Spark.
+class Changes(FileModel):
     in_process: InProcessLimits = Field(default_factory=InProcessLimits)
+
+
+class DataDocs(FileModel):
+    # Where GX's Data Docs site is served (e.g. http://127.0.0.1:3001); None: links are file:// URLs.
+    url: Annotated[str | None, AfterValidator(lambda url: url.rstrip("/") if url else None)] = None
+    # GX's Data Docs site, which every validation of the pipeline's checks adds its page to.
+    site: _UnderRoot = Field(Path("data_docs"), validate_default=True)
+
+
+class PipelineSettings(FileModel):
+    """The settings of one environment, key by key, with their paths resolved against ``root``."""
+
+    environment: str
+    root: Annotated[Path, AfterValidator(Path.absolute)]
+    tablestore: LakehouseConfig
+    landing: _UnderRoot
+    data: DataSettings
+    evolution: Evolution
+    rollover: Rollover
+    erasure: Erasure
+    trino: dict[str, Any] | None = None
+    retention: Retention = Field(default_factory=Retention)
+    events: Events = Field(default_factory=Events)
+    automation: Automation = Field(default_factory=Automation)
+    landing_bucket: LandingBucket | None = None
+    # Validated when absent too, so that its site is under root.
+    data_docs: DataDocs = Field(default={}, validate_default=True)
+    changes: Changes = Field(default_factory=Changes)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> PipelineSettings:
+        if CATALOG not in self.tablestore.catalogs:
+            raise problem_at(("tablestore", "catalogs"), f"must define the catalog {CATALOG!r}")
+        start, at, cutover, end = self.data.start, self.evolution.at, self.rollover.cutover, self.data.end
+        if not start < at <= cutover < end:
+            raise PydanticCustomError("config", "the dates must satisfy data.start < evolution.at <= rollover.cutover "
+                                      f"< the day after the last landing day ({start} < {at} <= {cutover} < {end})")
+        return self
+
+    @property
+    def source(self) -> str:
+        """The settings file."""
+        return self.tablestore.source
 
     @property
     def events_landing(self) -> Path:
@@ -216,14 +178,9 @@ class PipelineSettings(_Section):
         return self.landing / "erasure_requests"
 
     @property
-    def data_docs(self) -> Path:
-        """GX's Data Docs site, which every validation of the pipeline's checks adds its page to."""
-        return self.root / "data_docs"
-
-    @property
     def daily_dates(self) -> list[datetime.date]:
         """Days the daily asset ingests: from the first landing day up to the cut-over."""
-        return [d for d in self.data.dates if d < self.cutover]
+        return [d for d in self.data.dates if d < self.rollover.cutover]
 
 
 def settings_path(environment: str | None = None) -> Path:
@@ -239,48 +196,14 @@ def settings_path(environment: str | None = None) -> Path:
 def load_settings(
     path: str | os.PathLike[str] | None = None, root: str | os.PathLike[str] | None = None
 ) -> PipelineSettings:
-    """The settings from ``path`` (default: the environment's file); ``root`` overrides the root."""
+    """The settings from ``path`` (default: the environment's file); ``root`` (else
+    ``$LAKEHOUSE_ROOT``) overrides the file's root."""
     file = Path(path) if path is not None else settings_path()
-    try:
-        doc = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"the pipeline settings file {file} does not exist") from None
-    source = str(file)
-    if not isinstance(doc, dict):
-        raise ConfigError(f"{source}: the settings must be a YAML mapping")
-    document = validated(_Document, doc, source)
-    root_path = Path(root or os.environ.get("LAKEHOUSE_ROOT") or document.root).absolute()
-    tablestore = parse_config(yaml.safe_dump(document.tablestore), source=f"{source} (tablestore)",
-                              base_dir=root_path)
-    if CATALOG not in tablestore.catalogs:
-        raise ConfigError(f"{source}: the tablestore section must define the catalog {CATALOG!r}")
-    data = document.data
-    settings = PipelineSettings(
-        environment=document.environment,
-        root=root_path,
-        tablestore=tablestore,
-        landing=root_path / document.landing,
-        data=data,
-        evolution_at=document.evolution.at,
-        cutover=document.rollover.cutover,
-        erasure_users=document.erasure.requested_users,
-        trino=document.trino,
-        source=source,
-        retention_days=document.retention.days,
-        events_format_version=document.events.format_version,
-        automation_running=document.automation.running,
-        tick_seconds=document.automation.tick_seconds,
-        landing_bucket=document.landing_bucket,
-        data_docs_url=document.data_docs.url.rstrip("/") if document.data_docs.url else None,
-        in_process=document.changes.in_process,
-    )
-    if not data.start < settings.evolution_at <= settings.cutover < data.end:
-        raise ConfigError(
-            f"{source}: the dates must satisfy data.start < evolution.at <= rollover.cutover < the day after the "
-            f"last landing day ({data.start} < {settings.evolution_at} <= {settings.cutover} "
-            f"< {data.end})"
-        )
-    return settings
+    doc = yaml_mapping(read_file(file, "the pipeline settings file"), str(file), PipelineSettings)
+    if root or os.environ.get("LAKEHOUSE_ROOT"):
+        doc["root"] = str(root or os.environ["LAKEHOUSE_ROOT"])
+    base_dir = Path(str(doc.get("root") or "")).absolute()
+    return validated(PipelineSettings, doc, str(file), context=ConfigFile(str(file), str(base_dir)))
 
 
 # Which settings file and root the code location is being built for, and those settings, loaded

@@ -40,15 +40,25 @@ def _expectations() -> ModuleType:
     return gxe
 
 
+class _Evolution(Protocol):
+    @property
+    def at(self) -> datetime.date: ...
+
+
+class _Rollover(Protocol):
+    @property
+    def cutover(self) -> datetime.date: ...
+
+
 class SuiteSettings(Protocol):
     """What the suites read of a pipeline's settings (``pipelines.settings.PipelineSettings``)."""
 
     @property
     def events_landing(self) -> Path: ...
     @property
-    def evolution_at(self) -> datetime.date: ...
+    def evolution(self) -> _Evolution: ...
     @property
-    def cutover(self) -> datetime.date: ...
+    def rollover(self) -> _Rollover: ...
 
 
 @dataclass
@@ -172,7 +182,7 @@ def validate(lake: Lakehouse, name: str, df: DataFrame, expectations: list[Any],
 def null_device_before_evolution(lake: Lakehouse) -> SuiteRun:
     """Rows ingested before the schema evolution read NULL for the added column ``device``."""
     gxe = _expectations()
-    start = lake.settings.evolution_at
+    start = lake.settings.evolution.at
     df = lake.table_df("events").where(f"event_ts < TIMESTAMP '{start.isoformat()} 00:00:00'").select("device")
     return validate(lake, "null_device_before_evolution", df, [
         gxe.ExpectTableRowCountToBeBetween(min_value=1),  # the suite must look at some rows
@@ -193,7 +203,7 @@ def evolved_types(lake: Lakehouse) -> SuiteRun:
     events = lake.table_df("events")
     types = {f.name: f.dataType for f in events.schema.fields}
     observed: dict[str, Any] = {name: repr(types.get(name)) for name in EVOLVED_TYPES}
-    before = f"TIMESTAMP '{lake.settings.evolution_at.isoformat()} 00:00:00'"
+    before = f"TIMESTAMP '{lake.settings.evolution.at.isoformat()} 00:00:00'"
     old = events.where(f"event_ts < {before}")
     landing = lake.landing_df().where(f"event_ts < {before}").select(
         "event_id",
@@ -285,7 +295,7 @@ def partition_specs_by_cutover(lake: Lakehouse) -> SuiteRun:
 
     table = lake.manager.catalog(lake.catalog).load_table((lake.database, "events"))
     specs = table.specs()
-    cutover = datetime.datetime.combine(lake.settings.cutover, datetime.time())
+    cutover = datetime.datetime.combine(lake.settings.rollover.cutover, datetime.time())
     rows = []
     for f in table.inspect.data_files().to_pylist():
         spec = specs[f["spec_id"]]
@@ -311,7 +321,7 @@ def partition_specs_by_cutover(lake: Lakehouse) -> SuiteRun:
     return validate(lake, "partition_specs_by_cutover", df, [
         gxe.ExpectColumnPairValuesToBeEqual(column_A="spec_kind", column_B="expected_kind"),
         gxe.ExpectColumnDistinctValuesToEqualSet(column="spec_kind", value_set=["day", "hour"]),
-    ], {"files_per_spec": counts, "cutover": lake.settings.cutover.isoformat()})
+    ], {"files_per_spec": counts, "cutover": lake.settings.rollover.cutover.isoformat()})
 
 
 # The bounds a batch of events must keep: a quantity is a count of items in one order line.

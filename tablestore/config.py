@@ -53,7 +53,7 @@ from pydantic_core import PydanticCustomError, PydanticKnownError
 
 from tablestore.catalog import load_catalog
 from tablestore.catalog.base import Catalog
-from tablestore.config_problems import FILE_SPELLING, keys_at, validated
+from tablestore.config_problems import FileModel, keys_at, problem_at, validated
 from tablestore.errors import ConfigError, InvalidNameError, NoSuchCatalogError
 from tablestore.io.fileio import redact_properties
 from tablestore.names import validate_name
@@ -83,7 +83,7 @@ def _redacted(properties: Mapping[str, str]) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class _Loading:
+class ConfigFile:
     """The validation context of a file: its name, and the directory its relative paths start from."""
 
     source: str
@@ -101,8 +101,8 @@ class _Loading:
         return f"{match.group(1)}{self.path(match.group(2))}{match.group(3) or ''}"
 
 
-def _loading(info: ValidationInfo) -> _Loading | None:
-    return info.context if isinstance(info.context, _Loading) else None
+def _loading(info: ValidationInfo) -> ConfigFile | None:
+    return info.context if isinstance(info.context, ConfigFile) else None
 
 
 def _single_value(value: Any) -> str:
@@ -120,20 +120,12 @@ def _values(value: Any) -> Any:
 
 
 _Value = Annotated[str, BeforeValidator(_single_value)]
-_Values = Annotated[dict[str, _Value], BeforeValidator(_values)]
+# A mapping of single values, as strings (a catalog's properties, Spark's settings, a table's config).
+Properties = Annotated[dict[str, _Value], BeforeValidator(_values)]
 _PROPERTIES = pydantic.TypeAdapter(dict[str, _Value])
-_OrEmpty = BeforeValidator(lambda value: {} if value is None else value)
 
 
-class _Model(pydantic.BaseModel):
-    # Frozen and compared by value; str() is the redacted repr (pydantic's would show secrets).
-    model_config = pydantic.ConfigDict(frozen=True, extra="forbid", **FILE_SPELLING)
-
-    def __str__(self) -> str:
-        return repr(self)
-
-
-class _Catalog(_Model):
+class _Catalog(FileModel):
     """One named catalog: its type, its properties (what the implementation takes: ``uri``,
     ``warehouse``, ``s3.endpoint``, ...) and its default database. In a file, every other key of
     an entry is a property, as written, and ``s3`` gives ``s3.<key>`` properties; the JSON (and
@@ -144,7 +136,7 @@ class _Catalog(_Model):
     default_database: str = DEFAULT_DATABASE
     properties: dict[str, str] = Field(default_factory=dict)
     # Where the error is when `s3` is not a mapping; a mapping becomes properties.
-    s3: _Values = Field(default_factory=dict, exclude=True, description="a mapping (endpoint, access-key-id, ...)")
+    s3: Properties = Field(default_factory=dict, exclude=True, description="a mapping (endpoint, access-key-id, ...)")
 
     @model_validator(mode="before")
     @classmethod
@@ -164,7 +156,7 @@ class _Catalog(_Model):
                 "properties": properties if loading is None else cls.resolved(properties, loading)}
 
     @classmethod
-    def resolved(cls, properties: dict[str, str], loading: _Loading) -> dict[str, str]:
+    def resolved(cls, properties: dict[str, str], loading: ConfigFile) -> dict[str, str]:
         """``properties`` of a catalog read from a file, with its relative paths resolved."""
         return properties
 
@@ -184,7 +176,7 @@ class SqlCatalogConfig(_Catalog):
     type: Literal["sql"] = "sql"
 
     @classmethod
-    def resolved(cls, properties: dict[str, str], loading: _Loading) -> dict[str, str]:
+    def resolved(cls, properties: dict[str, str], loading: ConfigFile) -> dict[str, str]:
         paths = {"uri": loading.sqlite_uri, "warehouse": loading.path}
         return {k: paths[k](v) if k in paths else v for k, v in properties.items()}
 
@@ -239,24 +231,24 @@ def _by_name(entries: Any, info: ValidationInfo) -> Any:
     entries = _CATALOG_LIST.validate_python(entries or [], context=info.context, by_name=False)
     for index, catalog in enumerate(entries):
         if catalog.name in catalogs:
-            raise PydanticCustomError("config", f"catalogs[{index}]: the catalog name {catalog.name!r} is defined "
-                                                "twice")
+            raise PydanticCustomError("config_value", f"the catalog name {catalog.name!r} is defined twice",
+                                      {"at": (index,)})
         catalogs[catalog.name] = catalog
     return catalogs
 
 
-class SparkConfig(_Model):
+class SparkConfig(FileModel):
     """How to start Spark: the master URL and extra ``spark.*`` settings."""
 
     master: Annotated[str, BeforeValidator(lambda v: _single_value(v) if v not in (None, "") else DEFAULT_SPARK_MASTER)
                       ] = DEFAULT_SPARK_MASTER
-    conf: _Values = Field(default_factory=dict, description="a mapping of Spark settings")
+    conf: Properties = Field(default_factory=dict, description="a mapping of Spark settings")
 
     def __repr__(self) -> str:
         return f"SparkConfig(master={self.master!r}, conf={_redacted(self.conf)!r})"
 
 
-class LakehouseConfig(_Model):
+class LakehouseConfig(FileModel):
     """The whole configuration: the catalogs by name, which one is the default, and Spark.
 
     ``source`` says where it came from (a file path, ``<embedded default>`` or ``<string>``).
@@ -266,28 +258,14 @@ class LakehouseConfig(_Model):
     catalogs: Annotated[dict[str, CatalogConfig], BeforeValidator(_by_name),
                         pydantic.WrapSerializer(lambda catalogs, dump: list(dump(catalogs).values()))] = Field(
         default_factory=dict, description="a list of catalog entries (each starting with '- name: ...')")
-    spark: Annotated[SparkConfig, _OrEmpty] = Field(default_factory=SparkConfig,
-                                                    description="a mapping with master and conf")
+    spark: SparkConfig = Field(default_factory=SparkConfig, description="a mapping with master and conf")
     # The ``server:`` section for ``tablestore catalog serve`` as written (after ${VAR}
     # substitution); tablestore.rest.settings validates it. It holds tokens, so it is left out
     # of reprs and of the JSON (executors never need it).
-    server: Annotated[dict[str, Any], _OrEmpty] = Field(
+    server: Annotated[dict[str, Any], BeforeValidator(lambda value: {} if value is None else value)] = Field(
         default_factory=dict, exclude=True, description="a mapping (catalogs, tokens, clients, ...)")
     # Not a key of the file (init=False keeps it out of the keys): the loader names the file.
     source: str = Field(None, init=False, validate_default=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _first_is_default(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or data.get("default-catalog", data.get("default_catalog")) is not None:
-            return data
-        catalogs = data.get("catalogs")
-        if not isinstance(catalogs, list | dict):
-            return data
-        first = next(iter(catalogs.values() if isinstance(catalogs, dict) else catalogs), None)
-        name = first.get("name") if isinstance(first, dict) else getattr(first, "name", None)
-        return {k: v for k, v in data.items() if k != "default-catalog"} | (
-            {"default-catalog": name} if isinstance(name, str) else {})
 
     @pydantic.field_validator("source", mode="before")
     @classmethod
@@ -301,11 +279,13 @@ class LakehouseConfig(_Model):
     def _default_is_defined(self, info: ValidationInfo) -> LakehouseConfig:
         if not self.catalogs:
             raise PydanticCustomError("config", "defines no catalogs; add at least one under 'catalogs:'")
+        if not self.default_catalog:
+            # Unless told, the first catalog is the default (set here once: the model is frozen).
+            object.__setattr__(self, "default_catalog", next(iter(self.catalogs)))
         if self.default_catalog not in self.catalogs:
             default, names = repr(self.default_catalog), _names(self.catalogs)
-            message = (f"default-catalog {default} is not one of the catalogs defined: {names}" if _loading(info)
-                       else f"default-catalog {default} is not defined; the catalogs are {names}")
-            raise PydanticCustomError("config", message)
+            raise problem_at(("default-catalog",), f"{default} is not one of the catalogs defined: {names}"
+                             if _loading(info) else f"{default} is not defined; the catalogs are {names}")
         return self
 
     @classmethod
@@ -354,18 +334,22 @@ def default_config(base_dir: str | os.PathLike[str] | None = None) -> LakehouseC
     """The embedded default: a SQLite catalog ``local`` with its warehouse in ``./warehouse``."""
     local = {"name": DEFAULT_CATALOG_NAME, "type": "sql", "uri": "sqlite:///warehouse/catalog.db",
              "warehouse": "warehouse"}
-    loading = _Loading(EMBEDDED_SOURCE, os.path.abspath(base_dir or os.getcwd()))
+    loading = ConfigFile(EMBEDDED_SOURCE, os.path.abspath(base_dir or os.getcwd()))
     return validated(LakehouseConfig, {"catalogs": [local]}, EMBEDDED_SOURCE, context=loading)
 
 
 def _load_file(path: Path, what: str) -> LakehouseConfig:
+    return parse_config(read_file(path, what), source=str(path.absolute()))
+
+
+def read_file(path: Path, what: str) -> str:
+    """The text of the file ``path``; ``what`` names it when it is missing or unreadable."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{what} {path} does not exist") from None
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"cannot read {what} {path}: {e}") from None
-    return parse_config(text, source=str(path.absolute()))
 
 
 def parse_config(text: str, source: str = STRING_SOURCE, *,
@@ -376,19 +360,24 @@ def parse_config(text: str, source: str = STRING_SOURCE, *,
     if base_dir is None:
         is_file = not (source.startswith("<") and source.endswith(">"))
         base_dir = os.path.dirname(os.path.abspath(source)) if is_file else os.getcwd()
+    doc = yaml_mapping(text, source, LakehouseConfig)
+    return validated(LakehouseConfig, doc, source, context=ConfigFile(source, os.fspath(base_dir)))
+
+
+def yaml_mapping(text: str, source: str, model: type[pydantic.BaseModel]) -> dict[str, Any]:
+    """The mapping of keys in the YAML ``text`` of a file that ``model`` reads, with ``${VAR}``
+    replaced in its values; a ConfigError if it is none (``source`` names the file)."""
     try:
         doc = yaml.safe_load(text)
-    except yaml.YAMLError as e:
+    except (yaml.YAMLError, ValueError) as e:  # ValueError: a date that is none (2026-13-01)
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         raise ConfigError(f"{source}: the file is not valid YAML{where}: {getattr(e, 'problem', None) or e}") from None
-    if doc is None:
-        raise ConfigError(f"{source}: the file is empty; define at least one catalog under 'catalogs:'")
     if not isinstance(doc, dict):
-        keys = ", ".join(keys_at(LakehouseConfig, ()))
-        raise ConfigError(f"{source}: the file must be a mapping of keys {keys}; got {type(doc).__name__}")
-    loading = _Loading(source, os.fspath(base_dir))
-    return validated(LakehouseConfig, _substitute(doc, "", source), source, context=loading)
+        keys = ", ".join(keys_at(model, ()))
+        raise ConfigError(f"{source}: the file is empty; it must be a mapping of keys {keys}" if doc is None else
+                          f"{source}: the file must be a mapping of keys {keys}; got {type(doc).__name__}")
+    return _substitute(doc, "", source)
 
 
 def _substitute(value: Any, where: str, source: str) -> Any:
@@ -412,5 +401,6 @@ def _substitute(value: Any, where: str, source: str) -> Any:
     return _ENV_VAR.sub(replace, value) if isinstance(value, str) else value
 
 
-__all__ = ["CONFIG_ENV", "CatalogConfig", "ConfigError", "LakehouseConfig", "RestCatalogConfig", "SparkConfig",
-           "SqlCatalogConfig", "default_config", "load_config", "parse_config", "redact_uri"]
+__all__ = ["CONFIG_ENV", "CatalogConfig", "ConfigError", "ConfigFile", "LakehouseConfig", "Properties",
+           "RestCatalogConfig", "SparkConfig", "SqlCatalogConfig", "default_config", "load_config", "parse_config",
+           "read_file", "redact_uri", "yaml_mapping"]

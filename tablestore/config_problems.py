@@ -1,17 +1,23 @@
-"""What is wrong with a configuration file, in one line: the key, the problem and the fix.
+"""How tablestore reads a configuration file, and what is wrong with one, in one line: the key,
+the problem and the fix.
 
 Every file tablestore reads (the lakehouse configuration, its ``server:`` section, the
-pipeline's settings) is checked by a pydantic model, and :func:`validated` turns the model's
-first error into a :class:`ConfigError` that names the file and the key as the file spells
-them (``catalogs[0].s3.endpoint``). What a model cannot say by its types, its validators say
-with ``PydanticCustomError`` of these types:
+pipeline's settings) is checked by models of one kind, :class:`FileModel`: keys as the file
+spells them, unknown keys refused, an empty key an empty mapping. Their shared value types are
+here too: :data:`Listed` (a list, or one item) and :data:`Flag` (true or false, or an error).
+:func:`validated` turns the model's first error into a :class:`ConfigError` that names the file
+and the key as the file spells them (``catalogs[0].s3.endpoint``). What a model cannot say by
+its types, its validators say with ``PydanticCustomError`` of these types:
 
 - ``config_value``: "<key>: <message>";
 - ``config_must``: "<key> <message>" ("must be ...", "needs ...", "has no ...");
 - ``config_type``: "<key> must be <message>, got <value>";
-- ``config``: the message as it is (a problem of the whole file, which names its keys itself).
+- ``config``: the message as it is (a problem of the whole file, which names its keys itself),
+  after the key of its section when the model is a section of another file.
 
-Otherwise the field's ``description`` says what the value must be.
+A check across fields names the key it is about with :func:`problem_at`. Otherwise the field's
+``description`` says what the value must be, and a model's ``EXAMPLE`` what a missing key
+looks like.
 """
 
 from __future__ import annotations
@@ -19,13 +25,15 @@ from __future__ import annotations
 import difflib
 import types
 import typing
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Annotated, Any, ClassVar, TypeVar
 
 import pydantic
 from pydantic.fields import FieldInfo
-from pydantic_core import ErrorDetails
+from pydantic_core import ErrorDetails, PydanticCustomError
 
-from tablestore.errors import ConfigError
+from tablestore.errors import ConfigError, ValidationError
+from tablestore.option_values import truth
 
 Model = TypeVar("Model", bound=pydantic.BaseModel)
 Loc = tuple[int | str, ...]
@@ -34,6 +42,59 @@ _HYPHENS = pydantic.AliasGenerator(validation_alias=lambda name: name.replace("_
 # How a file spells keys: the field `token_ttl_seconds` is the key `token-ttl-seconds` (an alias
 # may say otherwise). Code may construct models by field name.
 FILE_SPELLING = pydantic.ConfigDict(validate_by_name=True, serialize_by_alias=True, alias_generator=_HYPHENS)
+Item = TypeVar("Item")
+
+
+class FileModel(pydantic.BaseModel):
+    """A mapping of a configuration file: its keys are the fields with hyphens (FILE_SPELLING),
+    an unknown key is an error, and an empty key (``spark:``) is an empty mapping. Frozen and
+    compared by value; a number where text is meant (a name, a secret) is read as text."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid", coerce_numbers_to_str=True, **FILE_SPELLING)
+    # The keys a mapping needs, written as a file would, for the message about a missing one.
+    EXAMPLE: ClassVar[str] = ""
+
+    @pydantic.model_validator(mode="before")
+    @classmethod
+    def _empty_is_a_mapping(cls, data: Any) -> Any:
+        return {} if data is None else data
+
+    def __str__(self) -> str:
+        # pydantic's str() shows every field; a model's repr is where it hides its secrets.
+        return repr(self)
+
+
+def _listed(value: Any) -> Any:
+    return () if value is None else value if isinstance(value, list | tuple) else (value,)
+
+
+def _flag(value: Any) -> bool:
+    try:
+        return truth(value, "")
+    except ValidationError:
+        raise PydanticCustomError("config_must", "must be true or false, got {got}", {"got": repr(value)}) from None
+
+
+# A list, or one item written alone (``catalogs: lakehouse``); an empty key is an empty list.
+Listed = Annotated[tuple[Item, ...], pydantic.BeforeValidator(_listed)]
+# true or false as every flag of the house reads them (tablestore.option_values); anything else is an error.
+Flag = Annotated[bool, pydantic.BeforeValidator(_flag)]
+
+
+def checked(test: Callable[[Any], bool], what: str) -> pydantic.BeforeValidator:
+    """A check of a value as the file writes it: "<key> must be <what>, got <value>" unless ``test``."""
+
+    def check(value: Any) -> Any:
+        if not test(value):
+            raise PydanticCustomError("config_type", what)
+        return value
+
+    return pydantic.BeforeValidator(check)
+
+
+def problem_at(at: Loc, message: str) -> PydanticCustomError:
+    """A problem found by a check across the fields of a model, about its key ``at``: "<key> <message>"."""
+    return PydanticCustomError("config_must", message, {"at": at})
 
 
 def validated(model: type[Model], data: Any, source: str, *, prefix: tuple[str, ...] = (),
@@ -45,7 +106,7 @@ def validated(model: type[Model], data: Any, source: str, *, prefix: tuple[str, 
     try:
         return model.model_validate(data, context=context, by_alias=True, by_name=False)
     except pydantic.ValidationError as e:
-        raise ConfigError(f"{source}: {problem_message(e.errors()[0], model, prefix)}") from None
+        raise ConfigError(f"{source}: {problem_message(e.errors(), model, prefix)}") from None
 
 
 def key_path(loc: Loc) -> str:
@@ -56,21 +117,27 @@ def key_path(loc: Loc) -> str:
     return text
 
 
-def problem_message(error: ErrorDetails, model: type[pydantic.BaseModel], prefix: tuple[str, ...] = ()) -> str:
-    """The message for pydantic's ``error`` about ``model`` (found at the keys ``prefix`` of its file).
+def problem_message(errors: list[ErrorDetails], model: type[pydantic.BaseModel], prefix: tuple[str, ...] = ()) -> str:
+    """The message for the first of pydantic's ``errors`` about ``model`` (found at the keys
+    ``prefix`` of its file).
 
     A key of the file's own mapping (no ``prefix``) is quoted, and an unknown one gets the
     closest known key as a hint; inside a section, the key is named by its path."""
+    error = errors[0]
     loc, found, models = _walk(model, tuple(error["loc"]))
-    where, kind, msg = key_path((*prefix, *loc)), error["type"], error["msg"]
+    where, kind, msg = key_path((*prefix, *loc, *error.get("ctx", {}).get("at", ()))), error["type"], error["msg"]
     if kind == "config":
-        return msg
+        return f"{key_path((*prefix, *loc))}: {msg}" if loc else msg
     if kind == "config_value":
         return f"{where}: {msg}"
     if kind == "config_must":
         return f"{where} {msg}"
     top_level = not prefix and len(loc) == 1
     if kind == "missing":
+        example = next((m.EXAMPLE for m in _walk(model, loc[:-1])[2] if issubclass(m, FileModel)), "")
+        if example:  # every key the mapping lacks, and what they look like
+            lacks = [str(e["loc"][-1]) for e in errors if e["type"] == "missing" and e["loc"][:-1] == error["loc"][:-1]]
+            return f"{key_path((*prefix, *loc[:-1]))} needs {', '.join(lacks)} (for example {example})"
         return f"the key {where!r} is missing" if top_level else f"{where} is missing"
     if kind == "extra_forbidden":
         allowed = keys_at(model, loc[:-1])
@@ -101,12 +168,16 @@ def keys_at(model: type[pydantic.BaseModel], loc: Loc) -> list[str]:
 
 def _keys(models: list[type[pydantic.BaseModel]]) -> list[str]:
     # init=False marks a field the loader fills in (where the file came from), never the file.
-    return list(dict.fromkeys(_key(n, f) for m in models for n, f in m.model_fields.items() if f.init is not False))
+    return list(dict.fromkeys(k for m in models for n, f in m.model_fields.items() if f.init is not False
+                              for k in _spellings(n, f)))
 
 
-def _key(name: str, field: FieldInfo) -> str:
-    alias = field.validation_alias if isinstance(field.validation_alias, str) else field.alias
-    return alias or name
+def _spellings(name: str, field: FieldInfo) -> list[str]:
+    """The keys a field is written as: its alias, or each of its alias choices (``role``, ``roles``)."""
+    alias = field.validation_alias
+    if isinstance(alias, pydantic.AliasChoices):
+        return [choice for choice in alias.choices if isinstance(choice, str)]
+    return [(alias if isinstance(alias, str) else field.alias) or name]
 
 
 def _walk(model: type[pydantic.BaseModel], loc: Loc) -> tuple[Loc, FieldInfo | None, list[type[pydantic.BaseModel]]]:
@@ -122,7 +193,7 @@ def _walk(model: type[pydantic.BaseModel], loc: Loc) -> tuple[Loc, FieldInfo | N
             args = [a for a in typing.get_args(_bare(annotation)) if a is not Ellipsis]
             annotation = args[-1] if args else None
         else:
-            fields = {_key(name, f): f for m in models for name, f in m.model_fields.items()}
+            fields = {key: f for m in models for name, f in m.model_fields.items() for key in _spellings(name, f)}
             tagged = [m for m in models if (part,) in (typing.get_args(f.annotation) for f in m.model_fields.values())]
             if part not in fields and len(models) > 1 and tagged:
                 models = tagged  # the tag of a discriminated union's member: not a key
@@ -150,4 +221,5 @@ def _models(annotation: Any) -> list[type[pydantic.BaseModel]]:
     return []
 
 
-__all__ = ["FILE_SPELLING", "key_path", "keys_at", "problem_message", "validated"]
+__all__ = ["FILE_SPELLING", "FileModel", "Flag", "Listed", "checked", "key_path", "keys_at", "problem_at",
+           "problem_message", "validated"]

@@ -27,10 +27,10 @@ USER_TABLE_FRESHNESS = dg.FreshnessPolicy.time_window(
 @dg.definitions
 def defs() -> dg.Definitions:
     settings = selected_settings()
-    running = settings.automation_running
+    running = settings.automation.running
     return dg.Definitions(sensors=[dg.AutomationConditionSensorDefinition(
         AUTOMATION_SENSOR, target=dg.AssetSelection.all(),
         default_status=dg.DefaultSensorStatus.RUNNING if running else dg.DefaultSensorStatus.STOPPED,
-        minimum_interval_seconds=settings.tick_seconds or AUTOMATION_INTERVAL,
+        minimum_interval_seconds=settings.automation.tick_seconds or AUTOMATION_INTERVAL,
         description="Evaluates the assets' automation conditions.",
     )])

@@ -13,16 +13,17 @@ from quality.suites import SUITES, Lakehouse, SuiteRun
 
 def lakehouse(tablestore: TableStoreResource, spark: SparkResource) -> Lakehouse:
     settings = tablestore.settings
-    return Lakehouse(settings, tablestore.manager, spark.session(), CATALOG, DATABASE, data_docs=settings.data_docs)
+    return Lakehouse(settings, tablestore.manager, spark.session(), CATALOG, DATABASE,
+                     data_docs=settings.data_docs.site)
 
 
 def data_docs_link(page: str, settings: PipelineSettings) -> str:
     """The address of a Data Docs page (a ``file://`` URL from GX): under ``data-docs.url`` when the
     settings say where the site is served, the file itself otherwise."""
-    if settings.data_docs_url is None:
+    if settings.data_docs.url is None:
         return page
-    relative = Path(urllib.parse.unquote(urllib.parse.urlparse(page).path)).relative_to(settings.data_docs)
-    return f"{settings.data_docs_url}/{urllib.parse.quote(relative.as_posix())}"
+    relative = Path(urllib.parse.unquote(urllib.parse.urlparse(page).path)).relative_to(settings.data_docs.site)
+    return f"{settings.data_docs.url}/{urllib.parse.quote(relative.as_posix())}"
 
 
 def data_docs_metadata(run: SuiteRun, settings: PipelineSettings) -> dict[str, dg.MetadataValue]:

@@ -196,7 +196,7 @@ def test_a_backfill_of_7_days_is_one_run_and_one_snapshot_and_a_backfill_of_2_of
     link = checked.metadata["data_docs"]
     assert isinstance(link, dg.UrlMetadataValue) and (link.url or "").startswith("file://")
     page = Path(urllib.parse.unquote(urllib.parse.urlparse(link.url or "").path))
-    assert page.is_file() and page.is_relative_to(settings.data_docs / "validations" / "events_batch_valid")
+    assert page.is_file() and page.is_relative_to(settings.data_docs.site / "validations" / "events_batch_valid")
     text = page_text(page)
     assert re.search(r"Expectation Suite: events_batch_valid .{0,80}Status: Succeeded", text), text[:2000]
     assert "Evaluated Expectations 7 Successful Expectations 7 Unsuccessful Expectations 0" in text, text[:2000]
@@ -239,7 +239,7 @@ def test_a_backfill_of_7_days_is_one_run_and_one_snapshot_and_a_backfill_of_2_of
     assert sorted(set(changed) - set(backfilled)) == [(landed.column("event_id")[0].as_py(), 999.5)]
     # Each run's check added its page to the site; the first run's page, which its result links to, stays.
     assert page.is_file()
-    assert len(list((settings.data_docs / "validations" / "events_batch_valid").rglob("*.html"))) == 3
+    assert len(list((settings.data_docs.site / "validations" / "events_batch_valid").rglob("*.html"))) == 3
 
     # The SQL layer on its own: an INSERT whose commit id the history holds commits nothing.
     res = resources(file, root)

@@ -104,12 +104,12 @@ def dagster_ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DagsterUI]:
     home = tmp_path_factory.mktemp("dagster-home")
     root = tmp_path_factory.mktemp("lakehouse")
     with contextlib.ExitStack() as stack:
-        # The site's directory is the root's data_docs (PipelineSettings.data_docs).
+        # The site's directory is the root's data_docs (PipelineSettings.data_docs.site).
         docs_url = stack.enter_context(static_site(root / "data_docs"))
         settings_file = home / "settings.yaml"
         settings_file.write_text(settings_text(root, docs_url))
         settings = load_settings(settings_file)
-        assert settings.data_docs == root / "data_docs" and settings.data_docs_url == docs_url
+        assert settings.data_docs.site == root / "data_docs" and settings.data_docs.url == docs_url
         port = free_port()
         env = {**os.environ, "DAGSTER_HOME": str(home), "LAKEHOUSE_SETTINGS": str(settings_file)}
         env.pop("LAKEHOUSE_ROOT", None)
@@ -335,7 +335,7 @@ def test_a_checks_page_links_to_the_data_docs_of_its_validation(
     assert re.search(r"Expectation Suite: events_batch_valid\b.{0,80}Status: Succeeded", page.replace("\n", " ")), page
     # The page is the file GX wrote into the lakehouse's Data Docs site.
     relative = href.removeprefix(dagster_ui.docs_url + "/")
-    assert (dagster_ui.settings.data_docs / urllib.request.url2pathname(relative)).is_file()
+    assert (dagster_ui.settings.data_docs.site / urllib.request.url2pathname(relative)).is_file()
     if browser.current_window_handle != ui_window:
         browser.close()
         browser.switch_to.window(ui_window)

@@ -63,7 +63,7 @@ def test_the_defs_folder_is_loaded_for_the_settings_and_root_asked_for(tmp_path:
     assert set(defs.resources or {}) >= {"tablestore", "spark"}
     store = (defs.resources or {})["tablestore"]
     assert (store.settings_file, store.root) == (str(other), str(tmp_path / "root"))
-    assert store.settings.cutover == datetime.date(2026, 11, 3)
+    assert store.settings.rollover.cutover == datetime.date(2026, 11, 3)
     # The default (what `dagster dev` and the daemon load) is the environment's file again.
     default = build_definitions(root=str(tmp_path)).resolve_asset_graph()
     days = default.get(dg.AssetKey(["lakehouse", "shop", "events"])).partitions_def

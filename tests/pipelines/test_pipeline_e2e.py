@@ -146,9 +146,9 @@ def test_java_oracle_reads_both_specs_null_device_and_widened_types(lake: Lake) 
     batch = oracle.OracleBatch()
     everything = batch.read(table.metadata_location)
     old = batch.read(table.metadata_location, columns=["device"],
-                     where=f"event_ts < TIMESTAMP '{settings.evolution_at} 00:00:00'")
+                     where=f"event_ts < TIMESTAMP '{settings.evolution.at} 00:00:00'")
     new = batch.read(table.metadata_location, columns=["device"],
-                     where=f"event_ts >= TIMESTAMP '{settings.evolution_at} 00:00:00'")
+                     where=f"event_ts >= TIMESTAMP '{settings.evolution.at} 00:00:00'")
     files = batch.meta(table.metadata_location, "files")
     results = batch.run()
 
@@ -220,7 +220,7 @@ def test_check_fails_when_a_column_is_left_unwidened(tmp_path: Path) -> None:
     definitions = build_definitions(root=str(tmp_path), settings=settings)
     assert materialize(definitions, [LANDING_KEY]).success
     for day in settings.daily_dates:
-        if day < settings.evolution_at:
+        if day < settings.evolution.at:
             assert materialize(definitions, [EVENTS_KEY], partition_key=day.isoformat()).success
     store = res["tablestore"]
     ran = ev.evolve_schema(store.sql(res["spark"].session()), skip=("quantity",))

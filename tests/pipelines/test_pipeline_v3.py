@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.spark, pytest.mark.timeout(1800)]
 
 
 def test_the_shipped_settings_keep_events_on_v2_and_a_bad_version_is_refused(tmp_path: Path) -> None:
-    assert load_settings(CONFIG_DIR / "embedded.yaml", root=str(tmp_path)).events_format_version == 2
+    assert load_settings(CONFIG_DIR / "embedded.yaml", root=str(tmp_path)).events.format_version == 2
     # The stack's file needs the stack's environment to load; it sets no format version either.
     assert yaml.safe_load((CONFIG_DIR / "stack.yaml").read_text()).get("events") is None
     doc = yaml.safe_load((CONFIG_DIR / "embedded.yaml").read_text())
@@ -56,7 +56,7 @@ def test_one_run_on_v3_adds_a_not_null_default_column_and_erases_the_requested_u
     erasure = run.metadata(ERASURE_KEY)
     assert erasure["verified"] is True
     settings = load_settings(settings_file, root=str(root))
-    erased = set(settings.erasure_users)
+    erased = set(settings.erasure.requested_users)
     assert erased.isdisjoint(table.scan(columns=["user_id"]).to_arrow().column("user_id").to_pylist())
     # The erasure's DELETE is merge-on-read: on v3 that needs deletion vectors (helper wt-dv's
     # work); without them it fails, refusing position delete files in a v3 table.

@@ -59,7 +59,7 @@ def test_retention_drops_whole_old_partitions_of_both_specs_in_metadata_only(tmp
 
 def test_retention_is_off_by_default_and_the_asset_commits_nothing(tmp_path: Path) -> None:
     settings = load_settings(root=str(tmp_path))
-    assert settings.retention_days is None
+    assert settings.retention.days is None
     result = materialize(build_definitions(root=str(tmp_path)), [RETENTION_KEY])
     (event,) = result.get_asset_materialization_events()
     assert event.materialization.metadata["retention"].value == "off (set retention.days to enable)"
@@ -69,7 +69,7 @@ def test_retention_days_must_be_a_positive_whole_number(tmp_path: Path) -> None:
     text = (CONFIG_DIR / "embedded.yaml").read_text()
     good = tmp_path / "good.yaml"
     good.write_text(text + "retention:\n  days: 2\n")
-    assert load_settings(good, root=tmp_path).retention_days == 2
+    assert load_settings(good, root=tmp_path).retention.days == 2
     bad = tmp_path / "bad.yaml"
     bad.write_text(text + "retention:\n  days: -1\n")
     with pytest.raises(ConfigError, match=r"retention.days must be a whole number of days >= 1, got -1"):

@@ -49,7 +49,7 @@ def lakehouse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Pipeline
     home.mkdir()
     (home / "dagster.yaml").write_text(QUEUED)
     settings = load_settings()
-    assert settings.tick_seconds == TICK_S
+    assert settings.automation.tick_seconds == TICK_S
     return settings, home
 
 

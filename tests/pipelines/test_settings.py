@@ -40,9 +40,9 @@ def test_the_in_process_bounds_are_checked_as_written(tmp_path: Path, section: s
 
 
 def test_the_in_process_bounds_default_and_read_from_the_file(tmp_path: Path) -> None:
-    bounds = load_settings(CONFIG_DIR / "embedded.yaml", root=tmp_path).in_process
+    bounds = load_settings(CONFIG_DIR / "embedded.yaml", root=tmp_path).changes.in_process
     assert (bounds.max_files, bounds.max_rows, bounds.max_scan_rows) == (32, 100_000, 2_000_000)
     path = tmp_path / "settings.yaml"
     path.write_text((CONFIG_DIR / "embedded.yaml").read_text() + "changes:\n  in-process: {max-rows: 0}\n")
-    bounds = load_settings(path, root=tmp_path).in_process
+    bounds = load_settings(path, root=tmp_path).changes.in_process
     assert (bounds.max_files, bounds.max_rows, bounds.max_scan_rows) == (32, 0, 2_000_000)

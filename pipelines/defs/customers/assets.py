@@ -189,7 +189,7 @@ def refresh_customers(store: TableStoreResource, session: SessionSource, since: 
     users = sorted(int(u) for u in changes.keys.column("user_id").to_pylist()) if changes.keys.num_rows else []
     choice = EngineChoice(True, "no user changed: nothing recomputed, no Spark asked for")
     if changes.full or users:
-        choice = choose_engine(changes, store.settings.in_process,
+        choice = choose_engine(changes, store.settings.changes.in_process,
                                lambda: users_scan(events, users, ["user_id", "email", "country_code", "event_ts"]),
                                engine)
     if changes.full:
@@ -240,7 +240,8 @@ def refresh_feature(store: TableStoreResource, session: SessionSource, column: s
     if not changes.full and not users:
         return changes, {"action": "unchanged", "snapshot_id": "None", "source_rows": 0}
     columns = ["user_id", "event_type"] if column == "segment" else ["user_id", "event_type", "amount"]
-    choice = choose_engine(changes, store.settings.in_process, lambda: users_scan(events, users, columns), engine)
+    choice = choose_engine(changes, store.settings.changes.in_process, lambda: users_scan(events, users, columns),
+                           engine)
     if choice.scan is not None and choice.in_process:
         rows = feature_in_process(choice.scan, column)
         snapshot = table.update_columns(rows, "user_id", [column], commit_id=commit_id)

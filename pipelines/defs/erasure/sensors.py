@@ -25,7 +25,8 @@ ERASURE_INTERVAL = 10
 def build_erasure_sensor(settings: PipelineSettings) -> dg.SensorDefinition:
     @dg.sensor(
         name=ERASURE_SENSOR, asset_selection=[REQUESTS_KEY],
-        minimum_interval_seconds=settings.tick_seconds or ERASURE_INTERVAL, default_status=default_status(settings),
+        minimum_interval_seconds=settings.automation.tick_seconds or ERASURE_INTERVAL,
+        default_status=default_status(settings),
         description=f"New or changed request exports in {landing_place(settings, 'erasure_requests')}: load the "
                     "requests.",
     )

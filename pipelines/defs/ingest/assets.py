@@ -38,13 +38,13 @@ REQUESTS_LANDING_KEY = dg.AssetKey(["landing", "erasure_requests"])
 
 def daily_partitions(settings: PipelineSettings) -> dg.DailyPartitionsDefinition:
     return dg.DailyPartitionsDefinition(
-        start_date=settings.data.start.isoformat(), end_date=settings.cutover.isoformat()
+        start_date=settings.data.start.isoformat(), end_date=settings.rollover.cutover.isoformat()
     )
 
 
 def hourly_partitions(settings: PipelineSettings) -> dg.HourlyPartitionsDefinition:
     return dg.HourlyPartitionsDefinition(
-        start_date=f"{settings.cutover.isoformat()}-00:00", end_date=f"{settings.data.end.isoformat()}-00:00"
+        start_date=f"{settings.rollover.cutover.isoformat()}-00:00", end_date=f"{settings.data.end.isoformat()}-00:00"
     )
 
 
@@ -98,9 +98,9 @@ def audited_ingest(context: AssetExecutionContext, tablestore: TableStoreResourc
     # In the stack they are first copied from the landing bucket (its days of this window).
     stage_events(settings, start, end)
     ev.register_landing(tablestore.sql(None), settings)
-    ev.ensure_events_table(tablestore.sql(None), settings.events_format_version)
+    ev.ensure_events_table(tablestore.sql(None), settings.events.format_version)
     dropped = drop_finished_audit_branches(tablestore.table("events"), context.instance)
-    result = ev.ingest(tablestore.sql(spark.session()), start, end, grain, settings.events_format_version,
+    result = ev.ingest(tablestore.sql(spark.session()), start, end, grain, settings.events.format_version,
                        branch=branch)
     written = result.snapshot_id is not None
     lake = replace(lakehouse(tablestore, spark), refs={"events": branch} if written else {}, window=(start, end))
@@ -127,7 +127,7 @@ def audited_ingest(context: AssetExecutionContext, tablestore: TableStoreResourc
 
 def build_ingest_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]:
     daily = daily_partitions(settings)
-    before_evolution = [d.isoformat() for d in settings.daily_dates if d < settings.evolution_at]
+    before_evolution = [d.isoformat() for d in settings.daily_dates if d < settings.evolution.at]
 
     @dg.asset(key=LANDING_KEY, retry_policy=STEP_RETRY, group_name="ingest", kinds={"parquet"})
     def landing_events(tablestore: TableStoreResource, spark: SparkResource) -> dg.MaterializeResult:
@@ -162,7 +162,7 @@ def build_ingest_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]
     def events_schema_evolution(tablestore: TableStoreResource) -> dg.MaterializeResult:
         """Evolve ``events`` before the days that carry ``device`` land: ADD COLUMN device, widen
         quantity, price and amount, RENAME country TO country_code. Metadata only."""
-        ran = ev.evolve_schema(tablestore.sql(None), format_version=settings.events_format_version)
+        ran = ev.evolve_schema(tablestore.sql(None), format_version=settings.events.format_version)
         table = tablestore.table("events")
         return dg.MaterializeResult(metadata={
             "statements": dg.MetadataValue.md("\n".join(f"- `{s}`" for s in ran) or "already evolved"),
@@ -178,7 +178,7 @@ def build_ingest_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]
     def events_rollover(tablestore: TableStoreResource) -> dg.MaterializeResult:
         """At the cut-over, REPLACE PARTITION FIELD days(event_ts) WITH hours(event_ts). Files
         written before keep the day spec; metadata only."""
-        ran = ev.roll_over(tablestore.sql(None), settings.events_format_version)
+        ran = ev.roll_over(tablestore.sql(None), settings.events.format_version)
         table = tablestore.table("events")
         return dg.MaterializeResult(metadata={
             "statement": ran or "already rolled over",
@@ -202,7 +202,7 @@ def build_ingest_assets(settings: PipelineSettings) -> list[dg.AssetsDefinition]
     def landing_erasure_requests() -> dg.MaterializeResult:
         """The privacy desk's export of GDPR erasure requests (``landing/erasure_requests``)."""
         path, changed = write_erasure_requests(settings)
-        return dg.MaterializeResult(metadata={"path": str(path), "requests": len(settings.erasure_users),
+        return dg.MaterializeResult(metadata={"path": str(path), "requests": len(settings.erasure.requested_users),
                                               "changed": changed})
 
     return [landing_events, events, events_schema_evolution, events_rollover, events_hourly,

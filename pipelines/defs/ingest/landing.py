@@ -80,7 +80,7 @@ def events_for_day(settings: PipelineSettings, day: datetime.date) -> pa.Table:
         ),
     }
     schema = LANDING_SCHEMA
-    if day >= settings.evolution_at:
+    if day >= settings.evolution.at:
         columns["device"] = pa.array(rng.choice(DEVICES, size=n).tolist())
         schema = EVOLVED_LANDING_SCHEMA
     return pa.table(columns, schema=schema)
@@ -120,8 +120,8 @@ def erasure_requests_file(settings: PipelineSettings) -> bytes:
     """The privacy desk's export of the settings' requests: one JSON object per request and line."""
     lines = [
         json.dumps({"request_id": f"gdpr-{settings.data.start.isoformat()}-{user}", "user_id": user,
-                    "requested_at": f"{settings.cutover.isoformat()}T09:00:00"})
-        for user in settings.erasure_users
+                    "requested_at": f"{settings.rollover.cutover.isoformat()}T09:00:00"})
+        for user in settings.erasure.requested_users
     ]
     return ("\n".join(lines) + "\n").encode()
 

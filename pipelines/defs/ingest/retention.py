@@ -71,10 +71,10 @@ def build_retention_assets(settings: PipelineSettings) -> list[dg.AssetsDefiniti
     def events_retention(tablestore: TableStoreResource) -> dg.MaterializeResult:
         """Drop the ``events`` partitions older than ``retention.days`` (off by default), in
         metadata only."""
-        if settings.retention_days is None or not tablestore.exists("events"):
+        if settings.retention.days is None or not tablestore.exists("events"):
             return dg.MaterializeResult(metadata={"retention": "off (set retention.days to enable)"})
         end = datetime.datetime.combine(settings.data.end, datetime.time())
-        result = apply_retention(tablestore.table("events"), end - datetime.timedelta(days=settings.retention_days))
+        result = apply_retention(tablestore.table("events"), end - datetime.timedelta(days=settings.retention.days))
         return dg.MaterializeResult(metadata={
             "cutoff": result.cutoff.isoformat(sep=" "),
             "dropped": dg.MetadataValue.json(result.dropped),

@@ -84,15 +84,15 @@ def plan_landing(settings: PipelineSettings, seen: Mapping[str, str], landed: Ma
             plan.ignored[relative] = "outside the landing days of the settings"
             plan.ignored_fingerprints[relative] = fingerprint
             continue
-        if day >= settings.cutover and not rolled_over:
+        if day >= settings.rollover.cutover and not rolled_over:
             plan.waiting[relative] = "an hourly day: waits for the rollover"
             continue
-        if day >= settings.evolution_at and not evolved:
+        if day >= settings.evolution.at and not evolved:
             plan.waiting[relative] = "carries device: waits for the schema evolution"
             continue
         by_day.setdefault(day, {})[relative] = fingerprint
-    daily = [d for d in by_day if d < settings.cutover]
-    hourly = [d for d in by_day if d >= settings.cutover]
+    daily = [d for d in by_day if d < settings.rollover.cutover]
+    hourly = [d for d in by_day if d >= settings.rollover.cutover]
     for key, days, hours in ((EVENTS_KEY, daily, False), (EVENTS_HOURLY_KEY, hourly, True)):
         for span in _ranges(days):
             first = span[0].isoformat() + ("-00:00" if hours else "")
@@ -110,7 +110,7 @@ def plan_landing(settings: PipelineSettings, seen: Mapping[str, str], landed: Ma
 
 def default_status(settings: PipelineSettings) -> dg.DefaultSensorStatus:
     """Running unless the settings say ``automation: {running: false}``."""
-    return dg.DefaultSensorStatus.RUNNING if settings.automation_running else dg.DefaultSensorStatus.STOPPED
+    return dg.DefaultSensorStatus.RUNNING if settings.automation.running else dg.DefaultSensorStatus.STOPPED
 
 
 def landing_place(settings: PipelineSettings, prefix: str) -> str:
@@ -127,7 +127,8 @@ def _materialized(instance: dg.DagsterInstance, key: dg.AssetKey) -> bool:
 def build_landing_sensor(settings: PipelineSettings) -> dg.SensorDefinition:
     @dg.sensor(
         name=LANDING_SENSOR, asset_selection=[EVENTS_KEY, EVENTS_HOURLY_KEY],
-        minimum_interval_seconds=settings.tick_seconds or LANDING_INTERVAL, default_status=default_status(settings),
+        minimum_interval_seconds=settings.automation.tick_seconds or LANDING_INTERVAL,
+        default_status=default_status(settings),
         description=f"New or replaced files in {landing_place(settings, 'events')}: runs for their day or hour "
                     "partitions.",
     )

@@ -46,5 +46,5 @@ def build_maintenance_schedule(running: bool = True) -> dg.ScheduleDefinition:
 
 @dg.definitions
 def defs() -> dg.Definitions:
-    schedule = build_maintenance_schedule(selected_settings().automation_running)
+    schedule = build_maintenance_schedule(selected_settings().automation.running)
     return dg.Definitions(jobs=[maintenance_job], schedules=[schedule])

@@ -125,7 +125,7 @@ def refresh_rollup(store: TableStoreResource, session: SessionSource, since: int
     hours = sorted(str(h) for h in changes.keys.column("hour").to_pylist()) if changes.keys.num_rows else []
     if not changes.full and not hours:
         return changes, {"hours_recomputed": 0, **snapshot_metadata(rollup, started, committed=False)}
-    choice = choose_engine(changes, store.settings.in_process, lambda: rollup_scan(events, hours), engine)
+    choice = choose_engine(changes, store.settings.changes.in_process, lambda: rollup_scan(events, hours), engine)
     if choice.scan is not None and choice.in_process:
         rows = rollup_in_process(choice.scan, hours)
     else:

@@ -41,10 +41,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BeforeValidator, Field
 from sqlalchemy import Engine, and_, delete, insert, or_, select
 from sqlalchemy.exc import IntegrityError
 
+from tablestore.config_problems import FileModel, Listed
 from tablestore.errors import ValidationError
 from tablestore.names import Identifier, to_namespace, validate_name
 from tablestore.rest.service_tables import GRANTS, create_service_table
@@ -195,14 +196,10 @@ class Grant:
 
 def _mode_or_mapping(value: Any) -> Any:
     # ``authorization: grants`` is the short form of ``authorization: {mode: grants}``.
-    return {"mode": value} if isinstance(value, str) else ({} if value is None else value)
+    return {"mode": value} if isinstance(value, str) else value
 
 
-def _names(value: Any) -> Any:
-    return [value] if isinstance(value, str) else ([] if value is None else value)
-
-
-class AuthorizationSettings(BaseModel):
+class AuthorizationSettings(FileModel):
     """``server.authorization``: who decides what a principal may do.
 
     ::
@@ -214,13 +211,10 @@ class AuthorizationSettings(BaseModel):
             analysts: [trino-a, alice]
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
     mode: Annotated[Literal["roles", "grants"], BeforeValidator(lambda v: str(v).lower())] = Field(
         default="roles", description="'roles' or 'grants'")
-    admins: Annotated[tuple[str, ...], BeforeValidator(_names)] = Field(
-        default=(), description="a list of principal names")
-    roles: dict[str, Annotated[tuple[str, ...], BeforeValidator(_names)]] = Field(
+    admins: Listed[str] = Field(default=(), description="a list of principal names")
+    roles: dict[str, Listed[str]] = Field(
         default_factory=dict, description="a mapping of role names to lists of principal names")
 
     @property

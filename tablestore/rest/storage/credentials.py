@@ -39,10 +39,10 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BeforeValidator, Field
 from pydantic_core import PydanticCustomError
 
-from tablestore.config_problems import validated
+from tablestore.config_problems import FileModel, validated
 from tablestore.errors import ForbiddenError, TableStoreError
 from tablestore.rest.state.stats import CACHE_HITS, CACHE_MISSES, CREDENTIALS_VENDED, Stats
 
@@ -77,24 +77,19 @@ def _duration(value: int) -> int:
     return value
 
 
-class VendingSettings(BaseModel):
+class VendingSettings(FileModel):
     """The validated ``server.storage-credentials`` section (see the module docstring)."""
-
-    # Fields by their YAML names (aliases) or their Python names.
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
     # None: sts for an s3:// warehouse, nothing otherwise.
     vending: Annotated[Literal["sts", "none"] | None, BeforeValidator(_lower)] = Field(
         default=None, description="sts or none")
     duration_s: Annotated[int, AfterValidator(_duration)] = Field(default=DEFAULT_DURATION_S, alias="duration-seconds")
-    role_arn: str = Field(default=DEFAULT_ROLE_ARN, alias="role-arn")
-    sts_endpoint: str | None = Field(default=None, alias="sts-endpoint")
+    role_arn: str = DEFAULT_ROLE_ARN
+    sts_endpoint: str | None = None
 
 
 def vending_settings(raw: Any, where: str) -> VendingSettings:
     """``server.storage-credentials`` as VendingSettings; ConfigError naming what is wrong."""
-    if raw is None:
-        return VendingSettings()
     return validated(VendingSettings, raw, where, prefix=("server", "storage-credentials"))
 
 
