@@ -22,8 +22,9 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field, ValidationInfo, model_validator
 from pydantic_core import PydanticCustomError
 
-from tablestore.config import ConfigFile, LakehouseConfig, read_file, yaml_mapping
-from tablestore.config_problems import FileModel, Flag, Listed, checked, problem_at, validated
+from tablestore.config import LakehouseConfig
+from tablestore.config_files import ConfigFile, FileModel, Flag, Listed, read_file, yaml_mapping
+from tablestore.config_problems import checked, problem_at, validated
 from tablestore.errors import ConfigError
 
 CONFIG_DIR = Path(__file__).parent / "config"
@@ -39,7 +40,8 @@ def table_name(name: str) -> str:
 
 def _under_root(path: Path, info: ValidationInfo) -> Path:
     # The loader's context is the file with ``root`` as its directory.
-    return Path(info.context.path(str(path))) if isinstance(info.context, ConfigFile) else path
+    loading = ConfigFile.of(info)
+    return Path(loading.path(str(path))) if loading else path
 
 
 _Date = Annotated[datetime.date, Field(description="a date (YYYY-MM-DD)")]

@@ -42,18 +42,17 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import pydantic
-import yaml
 from pydantic import BeforeValidator, Field, ValidationInfo, model_validator
 from pydantic_core import PydanticCustomError, PydanticKnownError
 
 from tablestore.catalog import load_catalog
 from tablestore.catalog.base import Catalog
-from tablestore.config_problems import FileModel, keys_at, problem_at, validated
+from tablestore.config_files import ConfigFile, FileModel, read_file, yaml_mapping
+from tablestore.config_problems import problem_at, validated
 from tablestore.errors import ConfigError, InvalidNameError, NoSuchCatalogError
 from tablestore.io.fileio import redact_properties
 from tablestore.names import validate_name
@@ -67,8 +66,6 @@ DEFAULT_DATABASE = "default"
 DEFAULT_SPARK_MASTER = "local[2]"
 CATALOG_TYPES = ("sql", "rest")
 
-_ENV_VAR = re.compile(r"\$(\$?)\{([^}]*)\}")
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SQLITE_URI = re.compile(r"(sqlite(?:\+\w+)?:///)([^?]*)(\?.*)?", re.DOTALL)
 _URI_PASSWORD = re.compile(r"(://[^/:@]*:)[^/@]*@")
 
@@ -82,27 +79,11 @@ def _redacted(properties: Mapping[str, str]) -> dict[str, str]:
     return {k: redact_uri(v) for k, v in redact_properties(properties).items()}
 
 
-@dataclass(frozen=True)
-class ConfigFile:
-    """The validation context of a file: its name, and the directory its relative paths start from."""
-
-    source: str
-    base_dir: str
-
-    def path(self, location: str) -> str:
-        if "://" in location or location.startswith("file:"):
-            return location
-        return os.path.normpath(os.path.join(self.base_dir, os.path.expanduser(location)))
-
-    def sqlite_uri(self, uri: str) -> str:
-        match = _SQLITE_URI.fullmatch(uri)
-        if match is None or match.group(2) in ("", ":memory:") or match.group(2).startswith(("file:", "/")):
-            return uri
-        return f"{match.group(1)}{self.path(match.group(2))}{match.group(3) or ''}"
-
-
-def _loading(info: ValidationInfo) -> ConfigFile | None:
-    return info.context if isinstance(info.context, ConfigFile) else None
+def _sqlite_uri(uri: str, loading: ConfigFile) -> str:
+    match = _SQLITE_URI.fullmatch(uri)
+    if match is None or match.group(2) in ("", ":memory:") or match.group(2).startswith(("file:", "/")):
+        return uri
+    return f"{match.group(1)}{loading.path(match.group(2))}{match.group(3) or ''}"
 
 
 def _single_value(value: Any) -> str:
@@ -151,7 +132,7 @@ class _Catalog(FileModel):
                         **({f"s3.{k}": v for k, v in s3.items()} if isinstance(s3, dict) else {})})
         # Validated here, so that an error names the key as written (catalogs[0].s3.endpoint).
         properties = _PROPERTIES.validate_python({k: v for k, v in written.items() if v is not None})
-        loading = _loading(info)
+        loading = ConfigFile.of(info)
         return {**{k: v for k, v in entry.items() if k in own},
                 "properties": properties if loading is None else cls.resolved(properties, loading)}
 
@@ -177,7 +158,7 @@ class SqlCatalogConfig(_Catalog):
 
     @classmethod
     def resolved(cls, properties: dict[str, str], loading: ConfigFile) -> dict[str, str]:
-        paths = {"uri": loading.sqlite_uri, "warehouse": loading.path}
+        paths = {"uri": lambda uri: _sqlite_uri(uri, loading), "warehouse": loading.path}
         return {k: paths[k](v) if k in paths else v for k, v in properties.items()}
 
 
@@ -222,7 +203,7 @@ _CATALOG_LIST = pydantic.TypeAdapter(list[CatalogConfig])
 
 def _by_name(entries: Any, info: ValidationInfo) -> Any:
     """The file's (and the JSON's) list of entries as the catalogs by name; code gives the mapping."""
-    if isinstance(entries, dict) and _loading(info) is None:
+    if isinstance(entries, dict) and ConfigFile.of(info) is None:
         return entries
     if not isinstance(entries, list | None):
         raise PydanticKnownError("list_type")
@@ -270,7 +251,7 @@ class LakehouseConfig(FileModel):
     @pydantic.field_validator("source", mode="before")
     @classmethod
     def _named_by_the_loader(cls, source: Any, info: ValidationInfo) -> Any:
-        loading = _loading(info)
+        loading = ConfigFile.of(info)
         if loading is not None and source is not None:
             raise PydanticKnownError("extra_forbidden")
         return loading.source if loading else source or STRING_SOURCE
@@ -285,7 +266,7 @@ class LakehouseConfig(FileModel):
         if self.default_catalog not in self.catalogs:
             default, names = repr(self.default_catalog), _names(self.catalogs)
             raise problem_at(("default-catalog",), f"{default} is not one of the catalogs defined: {names}"
-                             if _loading(info) else f"{default} is not defined; the catalogs are {names}")
+                             if ConfigFile.of(info) else f"{default} is not defined; the catalogs are {names}")
         return self
 
     @classmethod
@@ -342,16 +323,6 @@ def _load_file(path: Path, what: str) -> LakehouseConfig:
     return parse_config(read_file(path, what), source=str(path.absolute()))
 
 
-def read_file(path: Path, what: str) -> str:
-    """The text of the file ``path``; ``what`` names it when it is missing or unreadable."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{what} {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"cannot read {what} {path}: {e}") from None
-
-
 def parse_config(text: str, source: str = STRING_SOURCE, *,
                  base_dir: str | os.PathLike[str] | None = None) -> LakehouseConfig:
     """The configuration in YAML ``text``. ``source`` names it in error messages; relative paths
@@ -364,43 +335,5 @@ def parse_config(text: str, source: str = STRING_SOURCE, *,
     return validated(LakehouseConfig, doc, source, context=ConfigFile(source, os.fspath(base_dir)))
 
 
-def yaml_mapping(text: str, source: str, model: type[pydantic.BaseModel]) -> dict[str, Any]:
-    """The mapping of keys in the YAML ``text`` of a file that ``model`` reads, with ``${VAR}``
-    replaced in its values; a ConfigError if it is none (``source`` names the file)."""
-    try:
-        doc = yaml.safe_load(text)
-    except (yaml.YAMLError, ValueError) as e:  # ValueError: a date that is none (2026-13-01)
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        raise ConfigError(f"{source}: the file is not valid YAML{where}: {getattr(e, 'problem', None) or e}") from None
-    if not isinstance(doc, dict):
-        keys = ", ".join(keys_at(model, ()))
-        raise ConfigError(f"{source}: the file is empty; it must be a mapping of keys {keys}" if doc is None else
-                          f"{source}: the file must be a mapping of keys {keys}; got {type(doc).__name__}")
-    return _substitute(doc, "", source)
-
-
-def _substitute(value: Any, where: str, source: str) -> Any:
-    """``value`` with ``${VAR}`` replaced in every string (keys are left as written)."""
-    if isinstance(value, dict):
-        return {k: _substitute(v, f"{where}.{k}" if where else str(k), source) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_substitute(v, f"{where}[{i}]", source) for i, v in enumerate(value)]
-
-    def replace(match: re.Match[str]) -> str:
-        if match.group(1):  # $${...} stands for a literal ${...}
-            return "${" + match.group(2) + "}"
-        name, has_default, default = match.group(2).partition(":-")
-        if not _ENV_NAME.fullmatch(name):
-            raise ConfigError(f"{source}: {where}: {match.group(0)!r} is not a valid ${{VARIABLE}} reference")
-        if name not in os.environ and not has_default:
-            raise ConfigError(f"{source}: {where} refers to the environment variable {name}, which is not set; "
-                              f"set it or write ${{{name}:-default}}")
-        return os.environ.get(name, default)
-
-    return _ENV_VAR.sub(replace, value) if isinstance(value, str) else value
-
-
-__all__ = ["CONFIG_ENV", "CatalogConfig", "ConfigError", "ConfigFile", "LakehouseConfig", "Properties",
-           "RestCatalogConfig", "SparkConfig", "SqlCatalogConfig", "default_config", "load_config", "parse_config",
-           "read_file", "redact_uri", "yaml_mapping"]
+__all__ = ["CONFIG_ENV", "CatalogConfig", "ConfigError", "LakehouseConfig", "Properties", "RestCatalogConfig",
+           "SparkConfig", "SqlCatalogConfig", "default_config", "load_config", "parse_config", "redact_uri"]

@@ -1,12 +1,9 @@
-"""How tablestore reads a configuration file, and what is wrong with one, in one line: the key,
-the problem and the fix.
+"""What is wrong with a configuration file, in one line: the key, the problem and the fix.
 
 Every file tablestore reads (the lakehouse configuration, its ``server:`` section, the
-pipeline's settings) is checked by models of one kind, :class:`FileModel`: keys as the file
-spells them, unknown keys refused, an empty key an empty mapping. Their shared value types are
-here too: :data:`Listed` (a list, or one item) and :data:`Flag` (true or false, or an error).
-:func:`validated` turns the model's first error into a :class:`ConfigError` that names the file
-and the key as the file spells them (``catalogs[0].s3.endpoint``). What a model cannot say by
+pipeline's settings) is checked by pydantic models (:class:`tablestore.config_files.FileModel`),
+and :func:`validated` turns the model's first error into a :class:`ConfigError` that names the
+file and the key as the file spells them (``catalogs[0].s3.endpoint``). What a model cannot say by
 its types, its validators say with ``PydanticCustomError`` of these types:
 
 - ``config_value``: "<key>: <message>";
@@ -26,14 +23,13 @@ import difflib
 import types
 import typing
 from collections.abc import Callable
-from typing import Annotated, Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
 import pydantic
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails, PydanticCustomError
 
-from tablestore.errors import ConfigError, ValidationError
-from tablestore.option_values import truth
+from tablestore.errors import ConfigError
 
 Model = TypeVar("Model", bound=pydantic.BaseModel)
 Loc = tuple[int | str, ...]
@@ -42,43 +38,6 @@ _HYPHENS = pydantic.AliasGenerator(validation_alias=lambda name: name.replace("_
 # How a file spells keys: the field `token_ttl_seconds` is the key `token-ttl-seconds` (an alias
 # may say otherwise). Code may construct models by field name.
 FILE_SPELLING = pydantic.ConfigDict(validate_by_name=True, serialize_by_alias=True, alias_generator=_HYPHENS)
-Item = TypeVar("Item")
-
-
-class FileModel(pydantic.BaseModel):
-    """A mapping of a configuration file: its keys are the fields with hyphens (FILE_SPELLING),
-    an unknown key is an error, and an empty key (``spark:``) is an empty mapping. Frozen and
-    compared by value; a number where text is meant (a name, a secret) is read as text."""
-
-    model_config = pydantic.ConfigDict(frozen=True, extra="forbid", coerce_numbers_to_str=True, **FILE_SPELLING)
-    # The keys a mapping needs, written as a file would, for the message about a missing one.
-    EXAMPLE: ClassVar[str] = ""
-
-    @pydantic.model_validator(mode="before")
-    @classmethod
-    def _empty_is_a_mapping(cls, data: Any) -> Any:
-        return {} if data is None else data
-
-    def __str__(self) -> str:
-        # pydantic's str() shows every field; a model's repr is where it hides its secrets.
-        return repr(self)
-
-
-def _listed(value: Any) -> Any:
-    return () if value is None else value if isinstance(value, list | tuple) else (value,)
-
-
-def _flag(value: Any) -> bool:
-    try:
-        return truth(value, "")
-    except ValidationError:
-        raise PydanticCustomError("config_must", "must be true or false, got {got}", {"got": repr(value)}) from None
-
-
-# A list, or one item written alone (``catalogs: lakehouse``); an empty key is an empty list.
-Listed = Annotated[tuple[Item, ...], pydantic.BeforeValidator(_listed)]
-# true or false as every flag of the house reads them (tablestore.option_values); anything else is an error.
-Flag = Annotated[bool, pydantic.BeforeValidator(_flag)]
 
 
 def checked(test: Callable[[Any], bool], what: str) -> pydantic.BeforeValidator:
@@ -134,7 +93,7 @@ def problem_message(errors: list[ErrorDetails], model: type[pydantic.BaseModel],
         return f"{where} {msg}"
     top_level = not prefix and len(loc) == 1
     if kind == "missing":
-        example = next((m.EXAMPLE for m in _walk(model, loc[:-1])[2] if issubclass(m, FileModel)), "")
+        example = next((getattr(m, "EXAMPLE", "") for m in _walk(model, loc[:-1])[2]), "")
         if example:  # every key the mapping lacks, and what they look like
             lacks = [str(e["loc"][-1]) for e in errors if e["type"] == "missing" and e["loc"][:-1] == error["loc"][:-1]]
             return f"{key_path((*prefix, *loc[:-1]))} needs {', '.join(lacks)} (for example {example})"
@@ -221,5 +180,4 @@ def _models(annotation: Any) -> list[type[pydantic.BaseModel]]:
     return []
 
 
-__all__ = ["FILE_SPELLING", "FileModel", "Flag", "Listed", "checked", "key_path", "keys_at", "problem_at",
-           "problem_message", "validated"]
+__all__ = ["FILE_SPELLING", "checked", "key_path", "keys_at", "problem_at", "problem_message", "validated"]

@@ -29,7 +29,8 @@ from pydantic import AfterValidator, AliasChoices, BeforeValidator, Field, Valid
 from pydantic_core import PydanticCustomError
 
 from tablestore.config import LakehouseConfig, Properties, SqlCatalogConfig
-from tablestore.config_problems import FileModel, Flag, Listed, checked, problem_at, validated
+from tablestore.config_files import FileModel, Flag, Listed
+from tablestore.config_problems import checked, problem_at, validated
 from tablestore.rest.auth.grants import AuthorizationField, AuthorizationSettings
 from tablestore.rest.auth.oidc_settings import OidcIssuers
 from tablestore.rest.auth.principals import READ, Principal, RoleGrant

@@ -45,7 +45,7 @@ from pydantic import BeforeValidator, Field
 from sqlalchemy import Engine, and_, delete, insert, or_, select
 from sqlalchemy.exc import IntegrityError
 
-from tablestore.config_problems import FileModel, Listed
+from tablestore.config_files import FileModel, Listed
 from tablestore.errors import ValidationError
 from tablestore.names import Identifier, to_namespace, validate_name
 from tablestore.rest.service_tables import GRANTS, create_service_table

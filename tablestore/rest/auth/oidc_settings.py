@@ -26,7 +26,8 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from tablestore.config_problems import FileModel, Flag, Listed, problem_at
+from tablestore.config_files import FileModel, Flag, Listed
+from tablestore.config_problems import problem_at
 from tablestore.rest.auth.principals import RoleGrant
 
 # The signatures accepted from an issuer: public-key ones only. ``none`` and the HMAC family

@@ -42,7 +42,8 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, BeforeValidator, Field
 from pydantic_core import PydanticCustomError
 
-from tablestore.config_problems import FileModel, validated
+from tablestore.config_files import FileModel
+from tablestore.config_problems import validated
 from tablestore.errors import ForbiddenError, TableStoreError
 from tablestore.rest.state.stats import CACHE_HITS, CACHE_MISSES, CREDENTIALS_VENDED, Stats
 
