@@ -64,7 +64,11 @@ class SessionContext:
                 raise ValidationError(f"{'.'.join(identifier)} is a view, not a table") from None
             raise
 
-    def table(self, name: st.Name) -> tuple[Catalog, tuple[str, ...], Table]:
+    def table(self, name: st.Name) -> Table:
+        """The table a statement's table name resolves to (what most handlers need of it)."""
+        return self.located_table(name)[2]
+
+    def located_table(self, name: st.Name) -> tuple[Catalog, tuple[str, ...], Table]:
         """The catalog, identifier and table a statement's table name resolves to."""
         catalog, identifier = self.manager.resolve_table(name)
         return catalog, identifier, self.load_table(catalog, identifier)
@@ -78,7 +82,7 @@ class SessionContext:
 
         split = split_ref(self.manager.resolve_table, tuple(name))
         if split is None:
-            catalog, identifier, table = self.table(name)
+            catalog, identifier, table = self.located_table(name)
             return catalog, identifier, write_target(self.options, table, None)
         table = self.load_table(split.catalog, split.identifier)
         return split.catalog, split.identifier, write_target(self.options, table, split.ref)

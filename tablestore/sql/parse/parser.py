@@ -12,8 +12,7 @@ from typing import Protocol
 
 from sqlglot.tokens import Token, TokenType
 
-from tablestore.errors import ParseError, SchemaError
-from tablestore.spec.schemas.types import parse_sql_type
+from tablestore.errors import ParseError
 from tablestore.sql.parse import external, options, partitions, procedures, refs, row_level, schema
 from tablestore.sql.parse import statements as st
 from tablestore.sql.parse.tokens import Cursor, StatementText, split_statements
@@ -27,7 +26,8 @@ class StatementParser(Protocol):
 
 class AlterTableAction(Protocol):
     """An ALTER TABLE extension: the cursor is after ``ALTER TABLE|VIEW name``. It returns its
-    statement, or None, having consumed nothing, when the action is not one of its own."""
+    statement, or None when the action is not one of its own (the parser then puts the cursor
+    back where it was, whatever the extension read to find out)."""
 
     def __call__(self, c: Cursor, name: st.Name, is_view: bool, /) -> st.Statement | None: ...
 
@@ -181,24 +181,9 @@ def _column_defs(c: Cursor) -> tuple[st.ColumnDef, ...]:
     columns = []
     while True:
         name = c.identifier("a column name")
-        first, last = c.balanced_until("NOT NULL", "COMMENT", "NULL")
-        type_text = c.text_between(first, last)
-        try:
-            parse_sql_type(type_text)
-        except SchemaError as e:
-            raise c.error(f"column {name!r}: {e}", first) from None
-        not_null = False
-        comment = None
-        while True:
-            if c.accept("NOT", "NULL"):
-                not_null = True
-            elif c.accept("NULL"):
-                not_null = False
-            elif c.accept("COMMENT"):
-                comment = c.string("a comment")
-            else:
-                break
-        columns.append(st.ColumnDef(name, type_text, not_null, comment))
+        type_text = schema.column_type(c, name, ("NOT NULL", "COMMENT", "NULL"))
+        clauses = schema.column_clauses(c, name)
+        columns.append(st.ColumnDef(name, type_text, clauses.not_null is True, clauses.comment))
         if c.accept_type(TokenType.COMMA):
             continue
         c.expect_type(TokenType.R_PAREN, ", or )")
@@ -349,10 +334,12 @@ def _alter(c: Cursor) -> st.Statement:
     if c.accept("UNSET", "TBLPROPERTIES"):
         if_exists = _if_exists(c)
         return st.UnsetTableProperties(c.sql, name, tuple(c.key_list()), if_exists)
+    start = c.pos
     for action in _ALTER_TABLE_ACTIONS:
         statement = action(c, name, is_view)
         if statement is not None:
             return statement
+        c.pos = start
     token = c.peek()
     raise c.error(f"unsupported ALTER {'VIEW' if is_view else 'TABLE'} action {token.text if token else ''!r}")
 

@@ -56,7 +56,6 @@ def _alias(c: Cursor) -> str | None:
 
 
 def parse_alter_table(c: Cursor, name: st.Name, is_view: bool) -> st.Statement | None:
-    start = c.pos
     if c.accept("ADD", "PARTITION", "FIELD"):
         term = _term(c, "AS")
         return st.AddPartitionField(c.sql, name, term, _alias(c))
@@ -77,15 +76,12 @@ def parse_alter_table(c: Cursor, name: st.Name, is_view: bool) -> st.Statement |
                     break
             purge = c.accept("PURGE")
             return st.DropPartitions(c.sql, name, tuple(specs), if_exists, purge)
-        c.pos = start
         return None
     if c.accept("PARTITION"):
         spec = partition_spec(c)
         if c.accept("RENAME", "TO"):
             c.expect("PARTITION")
             return st.RenamePartition(c.sql, name, spec, partition_spec(c))
-        c.pos = start
-        return None
     return None
 
 

@@ -46,7 +46,6 @@ def _duration(c: Cursor, what: str) -> int:
 
 
 def parse_alter_table(c: Cursor, name: st.Name, is_view: bool) -> st.Statement | None:
-    start = c.pos
     if c.word() == "DROP" and c.word(1) in ("BRANCH", "TAG"):
         c.advance()
         kind = _kind(c)
@@ -62,7 +61,6 @@ def parse_alter_table(c: Cursor, name: st.Name, is_view: bool) -> st.Statement |
         replace = True
     kind = _kind(c) if create or replace else None
     if kind is None:
-        c.pos = start
         return None
     _refuse_view(c, is_view)
     if_not_exists = False

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import decimal
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from sqlglot.tokens import TokenType
@@ -35,10 +36,8 @@ _DEFAULT_STOPS = ("NOT NULL", "COMMENT", "FIRST", "AFTER")
 
 
 def parse_alter_table(c: Cursor, name: st.Name, is_view: bool) -> st.Statement | None:
-    start = c.pos
     actions = _actions(c)
     if actions is None:
-        c.pos = start
         return None
     if is_view:
         raise c.error("views have no schema of their own to change; change the view's query (CREATE OR REPLACE VIEW)")
@@ -85,10 +84,11 @@ def _column_list(c: Cursor, item: Callable[[Cursor], T]) -> list[T]:
     return out
 
 
-def _type_text(c: Cursor, column: str) -> str:
+def column_type(c: Cursor, column: str, stops: tuple[str, ...] = _TYPE_STOPS) -> str:
+    """The type of ``column``, up to the first of ``stops`` (its text, once the house's type parser took it)."""
     if c.at_end():
         raise c.error(f"expected a type for column {column!r}")
-    first, last = c.balanced_until(*_TYPE_STOPS)
+    first, last = c.balanced_until(*stops)
     text = c.text_between(first, last)
     try:
         parse_sql_type(text)
@@ -140,52 +140,56 @@ def _default(c: Cursor, column: str) -> Any:
         f"TIMESTAMP '...'), not {text!r}", first)
 
 
-def _add_column(c: Cursor) -> st.AddColumnAction:
-    column = c.qualified_name("a column name")
-    type_text = _type_text(c, ".".join(column))
-    not_null = False
-    comment = None
-    default = None
-    first, after = False, None
+@dataclass
+class ColumnClauses:
+    """What may follow a column's type, in any order (None: not said)."""
+
+    not_null: bool | None = None
+    comment: str | None = None
+    default: Any = None
+    first: bool = False
+    after: str | None = None
+
+
+def column_clauses(c: Cursor, column: str, *, default: bool = False, position: bool = False) -> ColumnClauses:
+    """The clauses after ``column``'s type: NOT NULL or NULL, COMMENT, and where the statement
+    takes them, DEFAULT and FIRST or AFTER (CREATE TABLE, ADD COLUMN and MODIFY share them)."""
+    found = ColumnClauses()
     while True:
         if c.accept("NOT", "NULL"):
-            not_null = True
+            found.not_null = True
         elif c.accept("NULL"):
-            not_null = False
-        elif c.accept("DEFAULT"):
-            default = _default(c, ".".join(column))
+            found.not_null = False
+        elif default and c.accept("DEFAULT"):
+            found.default = _default(c, column)
         elif c.accept("COMMENT"):
-            comment = c.string("a comment")
-        elif c.word() in ("FIRST", "AFTER"):
-            first, after = _position(c)
+            found.comment = c.string("a comment")
+        elif position and c.word() in ("FIRST", "AFTER"):
+            found.first, found.after = _position(c)
         else:
-            return st.AddColumnAction(column, type_text, not_null, comment, first, after, default)
+            return found
+
+
+def _add_column(c: Cursor) -> st.AddColumnAction:
+    column = c.qualified_name("a column name")
+    type_text = column_type(c, ".".join(column))
+    k = column_clauses(c, ".".join(column), default=True, position=True)
+    return st.AddColumnAction(column, type_text, k.not_null is True, k.comment, k.first, k.after, k.default)
 
 
 def _modify_column(c: Cursor) -> st.AlterColumnAction:
-    """Flink: ``MODIFY c newtype [COMMENT '..'] [FIRST | AFTER x]``."""
+    """Flink: ``MODIFY c newtype [NOT NULL | NULL] [COMMENT '..'] [FIRST | AFTER x]``."""
     column = c.qualified_name("a column name")
-    type_text = _type_text(c, ".".join(column))
-    comment = None
-    first, after = False, None
-    drop_not_null = set_not_null = False
-    while True:
-        if c.accept("NOT", "NULL"):
-            set_not_null = True
-        elif c.accept("NULL"):
-            drop_not_null = True
-        elif c.accept("COMMENT"):
-            comment = c.string("a comment")
-        elif c.word() in ("FIRST", "AFTER"):
-            first, after = _position(c)
-        else:
-            return st.AlterColumnAction(column, type_text, comment, first, after, drop_not_null, set_not_null)
+    type_text = column_type(c, ".".join(column))
+    k = column_clauses(c, ".".join(column), position=True)
+    return st.AlterColumnAction(column, type_text, k.comment, k.first, k.after, drop_not_null=k.not_null is False,
+                                set_not_null=k.not_null is True)
 
 
 def _alter_column(c: Cursor) -> st.AlterColumnAction:
     column = c.qualified_name("a column name")
     if c.accept("TYPE"):
-        return st.AlterColumnAction(column, type_text=_type_text(c, ".".join(column)))
+        return st.AlterColumnAction(column, type_text=column_type(c, ".".join(column)))
     if c.accept("COMMENT"):
         return st.AlterColumnAction(column, comment=c.string("a comment"))
     if c.word() in ("FIRST", "AFTER"):

@@ -88,11 +88,11 @@ def create_external_table(context: SessionContext, s: st.CreateTable) -> Stateme
 
 
 def msck_repair(context: SessionContext, s: MsckRepair) -> StatementResult:
-    _, _, table = context.table(s.name)
+    table = context.table(s.name)
     return _result(repair_table(table, s.mode))
 
 
 def add_partitions_statement(context: SessionContext, s: AddPartitions) -> StatementResult:
-    _, _, table = context.table(s.name)
+    table = context.table(s.name)
     partitions = [PartitionToAdd(dict(values), location) for values, location in s.partitions]
     return _result(add_partitions(table, partitions, s.if_not_exists))

@@ -25,44 +25,44 @@ if TYPE_CHECKING:
 
 # -- partition evolution --------------------------------------------------------------------------
 def add_partition_field(context: SessionContext, s: AddPartitionField) -> StatementResult:
-    with context.table(s.name)[2].update_spec() as u:
+    with context.table(s.name).update_spec() as u:
         u.add_field(s.term, name=s.field_name)
     return StatementResult()
 
 
 def drop_partition_field(context: SessionContext, s: DropPartitionField) -> StatementResult:
-    with context.table(s.name)[2].update_spec() as u:
+    with context.table(s.name).update_spec() as u:
         u.remove_field(s.term)
     return StatementResult()
 
 
 def replace_partition_field(context: SessionContext, s: ReplacePartitionField) -> StatementResult:
-    with context.table(s.name)[2].update_spec() as u:
+    with context.table(s.name).update_spec() as u:
         u.replace_field(s.old, s.new, name=s.field_name)
     return StatementResult()
 
 
 # -- partition management -----------------------------------------------------------------------
 def show_partitions(context: SessionContext, s: ShowPartitions) -> StatementResult:
-    _, _, table = context.table(s.name)
+    table = context.table(s.name)
     if not any(spec.is_partitioned() for spec in table.metadata.partition_specs):
         raise ValidationError(f"SHOW PARTITIONS is not allowed on {table.name}: the table is not partitioned")
     return StatementResult(["partition"], [[n] for n in partition_names(table, s.partition)])
 
 
 def drop_partitions_statement(context: SessionContext, s: DropPartitions) -> StatementResult:
-    _, _, table = context.table(s.name)
+    table = context.table(s.name)
     result = drop_partitions(table, s.partitions, if_exists=s.if_exists)
     return StatementResult(affected=result.deleted_rows)
 
 
 def rename_partition_statement(context: SessionContext, s: RenamePartition) -> StatementResult:
-    _, _, table = context.table(s.name)
+    table = context.table(s.name)
     return StatementResult(affected=rename_partition(table, s.partition, s.new_partition))
 
 
 def describe_partition(context: SessionContext, s: DescribePartition) -> StatementResult:
-    catalog, identifier, table = context.table(s.name)
+    catalog, identifier, table = context.located_table(s.name)
     stats = partition_stats(table, s.partition)
     out = describe_table(catalog, table, extended=False)
     values = ", ".join(f"{k}={'NULL' if v is None else v}" for k, v in s.partition)

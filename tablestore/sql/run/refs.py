@@ -27,12 +27,12 @@ if TYPE_CHECKING:
 
 
 def create_ref(context: SessionContext, s: CreateRef) -> StatementResult:
-    apply_create_ref(context.table(s.name)[2], s)
+    apply_create_ref(context.table(s.name), s)
     return StatementResult()
 
 
 def drop_ref(context: SessionContext, s: DropRef) -> StatementResult:
-    apply_drop_ref(context.table(s.name)[2], s)
+    apply_drop_ref(context.table(s.name), s)
     return StatementResult()
 
 

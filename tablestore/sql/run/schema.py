@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 
 def alter_schema(context: SessionContext, s: AlterSchema) -> StatementResult:
-    _, _, table = context.table(s.name)
+    table = context.table(s.name)
     update = table.update_schema(case_sensitive=False)
     for action in s.actions:
         _apply(update, action)

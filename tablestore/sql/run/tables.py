@@ -104,13 +104,13 @@ def rename_table(context: SessionContext, s: st.RenameTable) -> StatementResult:
 
 
 def set_table_properties(context: SessionContext, s: st.SetTableProperties) -> StatementResult:
-    _, _, table = context.table(s.name)
+    table = context.table(s.name)
     table.update_properties(updates=s.properties)
     return StatementResult()
 
 
 def unset_table_properties(context: SessionContext, s: st.UnsetTableProperties) -> StatementResult:
-    _, identifier, table = context.table(s.name)
+    _, identifier, table = context.located_table(s.name)
     missing = [k for k in s.keys if k not in table.properties]
     if missing and not s.if_exists:
         raise ValidationError(
@@ -129,7 +129,7 @@ def describe(context: SessionContext, s: st.DescribeTable) -> StatementResult:
 
 
 def show_tblproperties(context: SessionContext, s: st.ShowTblProperties) -> StatementResult:
-    _, _, table = context.table(s.name)
+    table = context.table(s.name)
     return StatementResult(["key", "value"], [[k, v] for k, v in sorted(table.properties.items())])
 
 
