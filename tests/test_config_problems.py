@@ -62,3 +62,23 @@ def test_the_executors_json_keeps_each_catalog_kind() -> None:
     assert again.catalogs["s"].properties == {"uri": "sqlite:////abs/c.db", "s3.region": "eu"}
     # Code names the fields; the same model reads them.
     assert SqlCatalogConfig(name="s", properties={"uri": "sqlite:////abs/c.db", "s3.region": "eu"}) == config.catalogs["s"]
+
+
+def test_a_flag_that_is_not_true_or_false_is_refused_by_its_key() -> None:
+    # One reading of true/false (tablestore.option_values): before, server.access-log read "maybe" as false.
+    with pytest.raises(ConfigError) as info:
+        server_settings(parse_config(SERVED + "  access-log: maybe\n"))
+    assert str(info.value) == "<string>: server.access-log must be true or false, got 'maybe'"
+    assert server_settings(parse_config(SERVED + "  access-log: 'NO'\n")).access_log is False
+
+
+def test_a_check_across_fields_and_a_missing_key_name_where_they_are() -> None:
+    with pytest.raises(ConfigError) as info:
+        server_settings(parse_config(SERVED + "  tokens: [{token: aaaaaaaaaaaaaaaaaaaa, roles: {other: read}}]\n"))
+    assert str(info.value) == ("<string>: server.tokens[0].roles name catalog 'other', which is not served "
+                               "(['lake'])")
+    with pytest.raises(ConfigError) as info:
+        server_settings(parse_config(SERVED + "  tokens: {role: write}\n"))
+    assert str(info.value) == "<string>: server.tokens[0] needs token (for example token: ${MY_TOKEN})"
+    settings = server_settings(parse_config(SERVED + "  tokens: {token: aaaaaaaaaaaaaaaaaaaa, role: WRITE}\n"))
+    assert [(t.name, t.roles) for t in settings.tokens] == [("token0", {"*": "write"})]

@@ -46,3 +46,17 @@ def test_the_in_process_bounds_default_and_read_from_the_file(tmp_path: Path) ->
     path.write_text((CONFIG_DIR / "embedded.yaml").read_text() + "changes:\n  in-process: {max-rows: 0}\n")
     bounds = load_settings(path, root=tmp_path).changes.in_process
     assert (bounds.max_files, bounds.max_rows, bounds.max_scan_rows) == (32, 0, 2_000_000)
+
+
+def test_the_tablestore_section_is_a_configuration_read_in_place(tmp_path: Path) -> None:
+    # Its relative paths resolve against root, and its errors name their key in the settings file.
+    settings = load_settings(CONFIG_DIR / "embedded.yaml", root=tmp_path)
+    assert settings.tablestore.catalogs["lakehouse"].properties["warehouse"] == str(tmp_path / "warehouse")
+    assert settings.data_docs.site == tmp_path / "data_docs"
+    path = tmp_path / "settings.yaml"
+    path.write_text((CONFIG_DIR / "embedded.yaml").read_text().replace(
+        "      default-database: shop\n", "      default-database: shop\n      s3: [1]\n"))
+    with pytest.raises(ConfigError) as info:
+        load_settings(path, root=tmp_path)
+    assert str(info.value) == (f"{path}: tablestore.catalogs[0].s3 must be a mapping (endpoint, access-key-id, ...), "
+                               "got [1]")
