@@ -17,6 +17,9 @@
   (``sqlite`` on local disk and on S3) or ``ON_EVERY_CATALOG_AND_STORAGE`` (the three on both).
   ``tests/table/conftest.py`` and ``tests/maintenance/conftest.py`` open their ``catalog`` and
   ``db_catalog`` from it.
+- ``catalog_service`` (module): that same session service for a module that needs a catalog
+  service with the default configuration (tokens, client credentials, a local warehouse), emptied
+  when the module is done.
 
 Services start only when a selected test needs them (``-m "not s3 and not postgres"`` needs
 neither) and stop at the end of the session, also when tests fail.
@@ -199,6 +202,17 @@ def served_catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestSer
         yield service
     finally:
         service.stop()
+
+
+@pytest.fixture(scope="module")
+def catalog_service(served_catalog: RestService) -> Iterator[RestService]:
+    """The session's catalog service (``served_catalog``) for a module that needs a service with
+    the default configuration and keeps state across its tests: emptied when the module is done,
+    also when it fails. A module that changes the service's configuration starts its own."""
+    try:
+        yield served_catalog
+    finally:
+        served_catalog.reset()
 
 
 @pytest.fixture(scope="session")
