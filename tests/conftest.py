@@ -8,7 +8,8 @@
 - ``warehouse``: parametrized over ``local`` and ``s3`` (marker ``s3``); a :class:`Warehouse`
   with ``.location`` and ``.properties``.
 - ``catalog_uri``: parametrized over ``sqlite`` and ``postgres`` (marker ``postgres``).
-- ``catalog``: a ``SqlCatalog`` with a fresh name and database on every ``warehouse`` and ``catalog_uri``.
+- ``catalog``: a ``SqlCatalog`` with a fresh name and database on every ``warehouse`` and ``catalog_uri``;
+  ``SQL_CATALOG_LEGS`` takes each database on local disk and SQLite on S3 (3 legs, not 4).
 - ``catalog_target``: a :class:`CatalogTarget`, by default ``sqlite``. A test whose behaviour
   depends on the catalog opts in to more legs: ``ON_THE_CATALOG_MATRIX`` (``sqlite``,
   ``postgres`` (marker ``postgres``) and ``rest``, the REST catalog service started for real on
@@ -125,6 +126,16 @@ def catalog_uri(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return f"sqlite:///{tmp_path / 'catalog' / 'catalog.db'}"
     uri: str = request.getfixturevalue("postgres_uri")
     return uri
+
+
+# The SQL catalog's tests (tests/catalog/): its database and its warehouse's storage are
+# independent (the database holds the pointer, the storage the files), so each database runs on
+# local disk and S3 once, not the four pairs of both.
+SQL_CATALOG_LEGS = pytest.mark.parametrize(("catalog_uri", "warehouse"), [
+    pytest.param("sqlite", "local", id="sqlite-local"),
+    pytest.param("postgres", "local", id="postgres-local", marks=pytest.mark.postgres),
+    pytest.param("sqlite", "s3", id="sqlite-s3", marks=pytest.mark.s3),
+], indirect=True)
 
 
 @pytest.fixture
