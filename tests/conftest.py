@@ -8,13 +8,19 @@
 - ``warehouse``: parametrized over ``local`` and ``s3`` (marker ``s3``); a :class:`Warehouse`
   with ``.location`` and ``.properties``.
 - ``catalog_uri``: parametrized over ``sqlite`` and ``postgres`` (marker ``postgres``).
-- ``catalog``: a ``SqlCatalog`` with a fresh name and database on every ``warehouse`` and ``catalog_uri``.
-- ``catalog_target``: the catalog matrix (``CATALOGS``): a :class:`CatalogTarget` for ``sqlite``,
+- ``catalog``: a ``SqlCatalog`` with a fresh name and database on every ``warehouse`` and ``catalog_uri``;
+  ``SQL_CATALOG_LEGS`` takes each database on local disk and SQLite on S3 (3 legs, not 4).
+- ``catalog_target``: a :class:`CatalogTarget`, by default ``sqlite``. A test whose behaviour
+  depends on the catalog opts in to more legs: ``ON_THE_CATALOG_MATRIX`` (``sqlite``,
   ``postgres`` (marker ``postgres``) and ``rest``, the REST catalog service started for real on
   loopback (``served_catalog``, once per session, backed by its own SQLite catalog) and reached
-  by a ``type: rest`` client. ``CATALOGS_ON_EVERY_STORAGE`` adds the same three on S3; a module
-  chooses it with ``pytest.mark.parametrize("catalog_target", ..., indirect=True)``.
-  ``tests/table/conftest.py`` makes ``catalog`` a catalog of this matrix for the table tests.
+  by a ``type: rest`` client), ``OVER_REST`` (``sqlite`` and ``rest``), ``ON_EVERY_STORAGE``
+  (``sqlite`` on local disk and on S3) or ``ON_EVERY_CATALOG_AND_STORAGE`` (the three on both).
+  ``tests/table/conftest.py`` and ``tests/maintenance/conftest.py`` open their ``catalog`` and
+  ``db_catalog`` from it.
+- ``catalog_service`` (module): that same session service for a module that needs a catalog
+  service with the default configuration (tokens, client credentials, a local warehouse), emptied
+  when the module is done.
 
 Services start only when a selected test needs them (``-m "not s3 and not postgres"`` needs
 neither) and stop at the end of the session, also when tests fail.
@@ -122,6 +128,16 @@ def catalog_uri(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return uri
 
 
+# The SQL catalog's tests (tests/catalog/): its database and its warehouse's storage are
+# independent (the database holds the pointer, the storage the files), so each database runs on
+# local disk and S3 once, not the four pairs of both.
+SQL_CATALOG_LEGS = pytest.mark.parametrize(("catalog_uri", "warehouse"), [
+    pytest.param("sqlite", "local", id="sqlite-local"),
+    pytest.param("postgres", "local", id="postgres-local", marks=pytest.mark.postgres),
+    pytest.param("sqlite", "s3", id="sqlite-s3", marks=pytest.mark.s3),
+], indirect=True)
+
+
 @pytest.fixture
 def catalog(warehouse: Warehouse, catalog_uri: str) -> Iterator[SqlCatalog]:
     from tablestore.catalog.sql_catalog import SqlCatalog
@@ -137,7 +153,12 @@ def catalog(warehouse: Warehouse, catalog_uri: str) -> Iterator[SqlCatalog]:
 
 # -- the catalog matrix -------------------------------------------------------------------------
 
+# ``catalog_target`` is a SQLite catalog unless a test asks for more (docs/testing.md, "the catalog
+# matrix"): a leg costs a database or the service's reset per test, and proves something only
+# where that catalog takes part in the behaviour.
 CATALOGS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres), "rest"]
+SQL_AND_REST = ["sqlite", "rest"]
+STORAGES = ["sqlite", pytest.param("sqlite-s3", marks=pytest.mark.s3)]
 CATALOGS_ON_EVERY_STORAGE = [
     *CATALOGS,
     pytest.param("sqlite-s3", marks=pytest.mark.s3),
@@ -145,9 +166,16 @@ CATALOGS_ON_EVERY_STORAGE = [
     pytest.param("rest-s3", marks=pytest.mark.s3),
 ]
 
-# For a test in a module on the matrix that proves nothing about catalogs and costs a JVM (Spark,
-# the Java reference reader): it runs on SQLite alone.
-SQLITE_ONLY = pytest.mark.parametrize("catalog_target", ["sqlite"], indirect=True)
+# Races, conflicts, retries and transactions: each catalog decides a race its own way (SQLite's
+# file lock, PostgreSQL's row lock, the service's compare-and-swap and its 409).
+ON_THE_CATALOG_MATRIX = pytest.mark.parametrize("catalog_target", CATALOGS, indirect=True)
+# What the REST protocol carries: metadata updates the service applies (refs, schemas, specs, row
+# ids), its own checks and errors. PostgreSQL stores the same pointer as SQLite: no leg of its own.
+OVER_REST = pytest.mark.parametrize("catalog_target", SQL_AND_REST, indirect=True)
+# What reads and writes files: local disk and S3 (MinIO), on one catalog.
+ON_EVERY_STORAGE = pytest.mark.parametrize("catalog_target", STORAGES, indirect=True)
+# Every catalog on every storage: the Python API's basic round trip (tests/table/test_table.py).
+ON_EVERY_CATALOG_AND_STORAGE = pytest.mark.parametrize("catalog_target", CATALOGS_ON_EVERY_STORAGE, indirect=True)
 
 
 @dataclass(frozen=True)
@@ -187,6 +215,17 @@ def served_catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestSer
         service.stop()
 
 
+@pytest.fixture(scope="module")
+def catalog_service(served_catalog: RestService) -> Iterator[RestService]:
+    """The session's catalog service (``served_catalog``) for a module that needs a service with
+    the default configuration and keeps state across its tests: emptied when the module is done,
+    also when it fails. A module that changes the service's configuration starts its own."""
+    try:
+        yield served_catalog
+    finally:
+        served_catalog.reset()
+
+
 @pytest.fixture(scope="session")
 def served_catalog_s3(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server) -> Iterator[RestService]:
     """The same with its warehouse in S3 (MinIO): the client gets the S3 settings from the service."""
@@ -197,7 +236,7 @@ def served_catalog_s3(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Ser
         service.stop()
 
 
-@pytest.fixture(params=CATALOGS)
+@pytest.fixture(params=["sqlite"])
 def catalog_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CatalogTarget]:
     kind, _, storage = str(request.param).partition("-")
     if kind == "rest":

@@ -29,7 +29,7 @@ from tablestore.errors import (
 )
 from tablestore.io import load_file_io
 from tablestore.names import parse_metadata_version
-from tests.conftest import Warehouse
+from tests.conftest import SQL_CATALOG_LEGS, Warehouse
 
 SCHEMA = pa.schema([
     pa.field("id", pa.int64(), nullable=False),
@@ -62,6 +62,7 @@ def _second_catalog(catalog: SqlCatalog, warehouse: Warehouse) -> SqlCatalog:
 # -- namespaces ------------------------------------------------------------------------------------
 
 
+@SQL_CATALOG_LEGS
 def test_namespace_crud(catalog: SqlCatalog) -> None:
     assert catalog.list_namespaces() == []
     catalog.create_namespace("db", {"owner": "ana", "comment": "x"})
@@ -93,6 +94,7 @@ def test_namespace_crud(catalog: SqlCatalog) -> None:
         catalog.update_namespace_properties("other", removals={"a"}, updates={"a": "1"})
 
 
+@SQL_CATALOG_LEGS
 def test_multi_level_namespaces(catalog: SqlCatalog) -> None:
     catalog.create_namespace("a.b")
     catalog.create_namespace(("a", "c"))
@@ -111,6 +113,7 @@ def test_multi_level_namespaces(catalog: SqlCatalog) -> None:
     assert rows == [("a.b", "exists", "true"), ("a.c", "exists", "true"), ("a_b", "exists", "true")]
 
 
+@SQL_CATALOG_LEGS
 def test_catalogs_are_isolated_by_name(catalog: SqlCatalog, warehouse: Warehouse) -> None:
     catalog.create_namespace("db")
     other = SqlCatalog("another", uri=catalog.engine.url.render_as_string(hide_password=False),
@@ -125,6 +128,7 @@ def test_catalogs_are_isolated_by_name(catalog: SqlCatalog, warehouse: Warehouse
 # -- tables ----------------------------------------------------------------------------------------
 
 
+@SQL_CATALOG_LEGS
 def test_create_and_load_table(catalog: SqlCatalog, warehouse: Warehouse) -> None:
     catalog.create_namespace("db")
     catalog.create_table("db.events", SCHEMA, partition_by=["day(ts)", "country"], properties={"owner": "x"})
@@ -152,6 +156,7 @@ def test_create_and_load_table(catalog: SqlCatalog, warehouse: Warehouse) -> Non
     assert rows == [("db", "events", location, None, "TABLE")]
 
 
+@SQL_CATALOG_LEGS
 def test_create_table_errors(catalog: SqlCatalog, warehouse: Warehouse) -> None:
     with pytest.raises(NoSuchNamespaceError, match=r"^Namespace does not exist: db \(cannot create table db\.t; create the namespace first\)$"):
         catalog.create_table("db.t", SCHEMA)
@@ -170,6 +175,7 @@ def test_create_table_errors(catalog: SqlCatalog, warehouse: Warehouse) -> None:
     assert len([f for f in files if f.path.endswith(".metadata.json")]) == 1
 
 
+@SQL_CATALOG_LEGS
 def test_explicit_and_namespace_locations(catalog: SqlCatalog, warehouse: Warehouse) -> None:
     catalog.create_namespace("db", {"location": f"{warehouse.location}/custom-db/"})
     catalog.create_table("db.t", SCHEMA)
@@ -183,6 +189,7 @@ def test_explicit_and_namespace_locations(catalog: SqlCatalog, warehouse: Wareho
     assert catalog.load_table_metadata(("a", "b", "t"))[1].location == f"{warehouse.uri}/a/b/t"
 
 
+@SQL_CATALOG_LEGS
 def test_rename_and_drop(catalog: SqlCatalog, warehouse: Warehouse) -> None:
     catalog.create_namespace("db")
     catalog.create_namespace("other")
@@ -211,6 +218,7 @@ def test_rename_and_drop(catalog: SqlCatalog, warehouse: Warehouse) -> None:
         catalog.load_table_metadata("other.t2")
 
 
+@SQL_CATALOG_LEGS
 def test_register_table(catalog: SqlCatalog) -> None:
     catalog.create_namespace("db")
     catalog.create_table("db.t", SCHEMA)
@@ -223,6 +231,7 @@ def test_register_table(catalog: SqlCatalog) -> None:
         catalog.register_table("db.back", location)
 
 
+@SQL_CATALOG_LEGS
 def test_load_table_returns_a_table(catalog: SqlCatalog) -> None:
     catalog.create_namespace("db")
     created = catalog.create_table("db.t", SCHEMA)
@@ -235,6 +244,7 @@ def test_load_table_returns_a_table(catalog: SqlCatalog) -> None:
 # -- commits ---------------------------------------------------------------------------------------
 
 
+@SQL_CATALOG_LEGS
 def test_commit_table(catalog: SqlCatalog, warehouse: Warehouse) -> None:
     from tablestore.spec.metadata.update_models import requirement_from_json
 
@@ -261,6 +271,7 @@ def test_commit_table(catalog: SqlCatalog, warehouse: Warehouse) -> None:
         catalog.commit_table("db.nope", [], [_set_properties(k="v")])
 
 
+@SQL_CATALOG_LEGS
 def test_commit_creates_table_with_assert_create(catalog: SqlCatalog, warehouse: Warehouse) -> None:
     """A create transaction (as a REST client sends it) goes through commit_table."""
     from tablestore.spec.metadata.update_models import requirement_from_json, update_from_json
@@ -293,6 +304,7 @@ def test_commit_creates_table_with_assert_create(catalog: SqlCatalog, warehouse:
         catalog.commit_table("db.made", [create], updates)
 
 
+@SQL_CATALOG_LEGS
 def test_commit_loses_compare_and_swap(
     catalog: SqlCatalog, warehouse: Warehouse, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -317,6 +329,7 @@ def test_commit_loses_compare_and_swap(
     assert sorted(parse_metadata_version(f.path) for f in files) == [0, 1]
 
 
+@SQL_CATALOG_LEGS
 def test_concurrent_commits_exactly_one_wins(
     catalog: SqlCatalog, warehouse: Warehouse, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -27,7 +27,7 @@ from tablestore.errors import (
     ViewAlreadyExistsError,
 )
 from tablestore.spec.metadata.view import parse_view_metadata
-from tests.conftest import Warehouse
+from tests.conftest import SQL_CATALOG_LEGS, Warehouse
 
 TABLE_SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("country", pa.string())])
 VIEW_SCHEMA = pa.schema([pa.field("country", pa.string()), pa.field("n", pa.int64(), nullable=False)])
@@ -64,6 +64,7 @@ def _create_view(catalog: SqlCatalog, name: str = "db.by_country", **kwargs: Any
 # -- views ---------------------------------------------------------------------------------------------
 
 
+@SQL_CATALOG_LEGS
 def test_create_and_load_view_survives_restart(catalog: SqlCatalog, warehouse: Warehouse) -> None:
     catalog.create_namespace("db")
     view = _create_view(catalog, properties={"owner": "ana"}, comment="orders per country")
@@ -96,6 +97,7 @@ def test_create_and_load_view_survives_restart(catalog: SqlCatalog, warehouse: W
     assert on_disk == view.metadata
 
 
+@SQL_CATALOG_LEGS
 def test_view_is_a_jdbc_view_row(catalog: SqlCatalog) -> None:
     catalog.create_namespace("db")
     view = _create_view(catalog)
@@ -108,6 +110,7 @@ def test_view_is_a_jdbc_view_row(catalog: SqlCatalog) -> None:
     assert rows == [("db", "by_country", view.metadata_location, None, "VIEW")]
 
 
+@SQL_CATALOG_LEGS
 def test_replace_creates_a_new_version(catalog: SqlCatalog, warehouse: Warehouse) -> None:
     catalog.create_namespace("db")
     first = _create_view(catalog)
@@ -140,6 +143,7 @@ def test_replace_creates_a_new_version(catalog: SqlCatalog, warehouse: Warehouse
     assert len(catalog.io.list_prefix(f"{catalog.warehouse}/db/by_country/metadata")) == len(files) == 2
 
 
+@SQL_CATALOG_LEGS
 def test_replace_of_a_missing_view_creates_it(catalog: SqlCatalog) -> None:
     catalog.create_namespace("db")
     view = _create_view(catalog, replace=True)
@@ -147,6 +151,7 @@ def test_replace_of_a_missing_view_creates_it(catalog: SqlCatalog) -> None:
     assert catalog.list_views("db") == [("db", "by_country")]
 
 
+@SQL_CATALOG_LEGS
 def test_create_existing_view_without_replace_fails(catalog: SqlCatalog) -> None:
     catalog.create_namespace("db")
     first = _create_view(catalog)
@@ -155,6 +160,7 @@ def test_create_existing_view_without_replace_fails(catalog: SqlCatalog) -> None
     assert catalog.load_view("db.by_country").metadata_location == first.metadata_location
 
 
+@SQL_CATALOG_LEGS
 def test_concurrent_replaces_all_land_as_versions(catalog: SqlCatalog, warehouse: Warehouse) -> None:
     catalog.create_namespace("db")
     _create_view(catalog)
@@ -181,6 +187,7 @@ def test_concurrent_replaces_all_land_as_versions(catalog: SqlCatalog, warehouse
     assert sqls == {f"SELECT {i} AS n" for i in range(4)}
 
 
+@SQL_CATALOG_LEGS
 def test_swap_loses_to_another_writer(catalog: SqlCatalog) -> None:
     catalog.create_namespace("db")
     view = _create_view(catalog)
@@ -191,6 +198,7 @@ def test_swap_loses_to_another_writer(catalog: SqlCatalog) -> None:
         catalog._swap_view_entry(("db", "gone"), view.metadata_location, "/new")
 
 
+@SQL_CATALOG_LEGS
 def test_view_errors(catalog: SqlCatalog) -> None:
     with pytest.raises(NoSuchNamespaceError, match=r"^Namespace does not exist: nope \(cannot create view nope\.v"):
         _create_view(catalog, "nope.v")
@@ -208,6 +216,7 @@ def test_view_errors(catalog: SqlCatalog) -> None:
 # -- tables and views share names ----------------------------------------------------------------------
 
 
+@SQL_CATALOG_LEGS
 def test_tables_and_views_share_names(catalog: SqlCatalog) -> None:
     catalog.create_namespace("db")
     catalog.create_table("db.orders", TABLE_SCHEMA)
@@ -241,6 +250,7 @@ def test_tables_and_views_share_names(catalog: SqlCatalog) -> None:
     assert catalog.load_view("db.by_country").sql == VIEW_SQL
 
 
+@SQL_CATALOG_LEGS
 def test_pyiceberg_lists_no_views_as_tables(catalog: SqlCatalog) -> None:
     from pyiceberg.catalog.sql import SqlCatalog as PySqlCatalog
     from pyiceberg.exceptions import NoSuchTableError as PyNoSuchTableError
@@ -261,6 +271,7 @@ def test_pyiceberg_lists_no_views_as_tables(catalog: SqlCatalog) -> None:
 # -- drop and rename -----------------------------------------------------------------------------------
 
 
+@SQL_CATALOG_LEGS
 def test_drop_and_rename_view(catalog: SqlCatalog, warehouse: Warehouse) -> None:
     catalog.create_namespace("db")
     catalog.create_namespace("archive")
@@ -292,6 +303,7 @@ def test_drop_and_rename_view(catalog: SqlCatalog, warehouse: Warehouse) -> None
     catalog.create_table("archive.countries", TABLE_SCHEMA)
 
 
+@SQL_CATALOG_LEGS
 def test_drop_namespace_counts_views_and_functions(catalog: SqlCatalog) -> None:
     catalog.create_namespace("views_only")
     _create_view(catalog, "views_only.v")
@@ -320,6 +332,7 @@ def test_drop_namespace_counts_views_and_functions(catalog: SqlCatalog) -> None:
 # -- functions -----------------------------------------------------------------------------------------
 
 
+@SQL_CATALOG_LEGS
 def test_functions_survive_restart(catalog: SqlCatalog, warehouse: Warehouse) -> None:
     catalog.create_namespace("db")
     created = catalog.create_function("db.double_it", "udfs.math.double", "bigint", properties={"owner": "ana"})
@@ -337,6 +350,7 @@ def test_functions_survive_restart(catalog: SqlCatalog, warehouse: Warehouse) ->
         assert again.function_exists("db.as_text") and not again.function_exists("db.nope")
 
 
+@SQL_CATALOG_LEGS
 def test_function_replace_and_errors(catalog: SqlCatalog) -> None:
     with pytest.raises(NoSuchNamespaceError, match=r"cannot create function nope\.f"):
         catalog.create_function("nope.f", "udfs.f")
@@ -370,6 +384,7 @@ def test_function_replace_and_errors(catalog: SqlCatalog) -> None:
     assert catalog.list_tables("db") == [("db", "same")] and catalog.list_functions("db") == [("db", "same")]
 
 
+@SQL_CATALOG_LEGS
 def test_functions_are_isolated_by_catalog_name(catalog: SqlCatalog, warehouse: Warehouse) -> None:
     other = SqlCatalog("other_" + catalog.name, uri=_uri(catalog), warehouse=warehouse.location,
                        **warehouse.properties)

@@ -24,17 +24,14 @@ from tablestore.spec.manifests.manifest import ManifestContent, read_manifest_li
 from tests.interop.fixture_tables import events
 from tests.interop.readers import duckdb_connect
 from tests.interop.rows import canonical_rows
-from tests.rest.conftest import CATALOG, CLIENT_ID, CLIENT_SECRET, READ_TOKEN, WRITE_TOKEN, RestService, start_service
+from tests.rest.conftest import CATALOG, CLIENT_ID, CLIENT_SECRET, READ_TOKEN, WRITE_TOKEN, RestService
 
 
 @pytest.fixture(scope="module")
-def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestService]:
-    """The service over a SQLite catalog and a plain local warehouse, as the README sets it up."""
-    service = start_service(request, "sqlite", tmp_path_factory.mktemp("duckdb-rest"))
-    try:
-        yield service
-    finally:
-        service.stop()
+def service(catalog_service: RestService) -> RestService:
+    """The service over a SQLite catalog and a plain local warehouse, as the README sets it up (the
+    session's, emptied after the module)."""
+    return catalog_service
 
 
 @pytest.fixture(scope="module")

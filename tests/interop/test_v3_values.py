@@ -29,7 +29,6 @@ from pyiceberg.table import StaticTable
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tests.interop.readers import duckdb_connect
 from tests.oracle import OracleBatch, check
-from tests.rest.conftest import start_service
 from tests.services import CATALOG, WRITE_TOKEN, RestService
 
 pytestmark = pytest.mark.oracle
@@ -196,12 +195,9 @@ def test_an_unknown_column_reads_as_null_or_fails_naming_the_type(
 
 
 @pytest.fixture(scope="module")
-def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestService]:
-    service = start_service(request, "sqlite", tmp_path_factory.mktemp("v3-values-rest"))
-    try:
-        yield service
-    finally:
-        service.stop()
+def service(catalog_service: RestService) -> RestService:
+    """The session's catalog service (the default configuration), emptied after the module."""
+    return catalog_service
 
 
 def test_we_read_duckdbs_v3_defaults_nanosecond_timestamps_and_date_promotion_as_duckdb_does(

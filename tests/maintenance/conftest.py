@@ -1,8 +1,9 @@
-"""Maintenance tests that exercise table behaviour (compaction, expiry, orphan files) run on the
-catalog matrix: ``db_catalog`` is a fresh catalog of every kind in ``tests.conftest.CATALOGS``
-(SQLite, PostgreSQL, the REST service over HTTP) with the namespace ``db``; a test that also
-proves a storage chooses ``CATALOGS_ON_EVERY_STORAGE`` with an indirect parametrize of
-``catalog_target``.
+"""``db_catalog`` is a fresh catalog of the test's ``catalog_target`` (``tests/conftest.py``) with
+the namespace ``db``: SQLite unless the test opts in (docs/testing.md, "the catalog matrix").
+Compaction's races run on every catalog of the matrix (``ON_THE_CATALOG_MATRIX``), expiry with
+branch retention over REST too (``OVER_REST``: the service applies the removals), and the tests
+that read and delete files (bin-packing, expiry, orphan removal, erasure) on S3 too
+(``ON_EVERY_STORAGE``).
 
 Tests of what one engine does with the files (Spark tasks, the Java reader, the property test's
 model) keep a SQLite catalog of their own.

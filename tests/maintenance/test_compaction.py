@@ -1,5 +1,6 @@
 """rewrite_data_files, rewrite_position_deletes and rewrite_manifests: same rows, fewer files,
-validated against concurrent commits, on every catalog of the matrix (bin-packing on S3 too)."""
+validated against concurrent commits. On SQLite; bin-packing on S3 too, and the races on every
+catalog of the matrix."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from tablestore.errors import CommitConflictError, ValidationError
 from tablestore.spec.expressions.expression_tree import AlwaysTrue
 from tablestore.spec.metadata.table_metadata import Snapshot
 from tablestore.table.read.scan import plan_files
-from tests.conftest import CATALOGS_ON_EVERY_STORAGE
+from tests.conftest import ON_EVERY_STORAGE, ON_THE_CATALOG_MATRIX
 from tests.maintenance.helpers import SCHEMA, add_position_deletes, rows
 
 
@@ -32,7 +33,7 @@ def _data_files(table: tablestore.Table) -> list[dict[str, Any]]:
     return [f for f in table.inspect.files().to_pylist() if f["content"] == 0]
 
 
-@pytest.mark.parametrize("catalog_target", CATALOGS_ON_EVERY_STORAGE, indirect=True)
+@ON_EVERY_STORAGE
 def test_binpack_compacts_each_partition_and_keeps_rows(db_catalog: tablestore.Catalog) -> None:
     table = _small_files(db_catalog)
     before = _ids(table)
@@ -123,6 +124,7 @@ def test_rewrite_manifests_clusters_into_one_manifest(db_catalog: tablestore.Cat
     assert _ids(table) == expected
 
 
+@ON_THE_CATALOG_MATRIX
 def test_concurrent_append_during_compaction_does_not_conflict(db_catalog: tablestore.Catalog) -> None:
     table = _small_files(db_catalog)
     other = db_catalog.load_table("db.t")
@@ -140,6 +142,7 @@ def test_concurrent_append_during_compaction_does_not_conflict(db_catalog: table
     assert snapshot is not None and snapshot.summary["operation"] == "replace"
 
 
+@ON_THE_CATALOG_MATRIX
 def test_concurrent_delete_of_compacted_rows_conflicts_naming_the_files(db_catalog: tablestore.Catalog) -> None:
     table = _small_files(db_catalog)
     other = db_catalog.load_table("db.t")
@@ -153,6 +156,7 @@ def test_concurrent_delete_of_compacted_rows_conflicts_naming_the_files(db_catal
     assert _ids(table.refresh()) == [i for i in range(96) if i != 7]
 
 
+@ON_THE_CATALOG_MATRIX
 def test_concurrent_position_delete_on_compacted_file_conflicts(db_catalog: tablestore.Catalog) -> None:
     table = _small_files(db_catalog)
     other = db_catalog.load_table("db.t")

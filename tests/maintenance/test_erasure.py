@@ -1,5 +1,6 @@
-"""Verified erasure: no Parquet file under the location holds an erased subject afterwards, on
-every catalog of the matrix (the main case on S3 too; the command-line case on SQLite)."""
+"""Verified erasure: no Parquet file under the location holds an erased subject afterwards. On
+SQLite; the main case on S3 too, and the erasure of every branch's head over REST too (the
+service applies the expiry of each branch's old snapshots)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from tablestore.maintenance.erasure import ErasureVerificationError
 from tablestore.spec.expressions.expression_tree import AlwaysTrue
 from tablestore.table.read.scan import plan_files
 from tablestore.table.update.transaction import FixedChange
-from tests.conftest import CATALOGS_ON_EVERY_STORAGE, CatalogTarget
+from tests.conftest import ON_EVERY_STORAGE, OVER_REST, CatalogTarget
 from tests.lakehouse_config import sqlite_catalog, write_lakehouse_config
 from tests.maintenance.helpers import SCHEMA, add_position_deletes, rows, subject_rows_in_files
 
@@ -39,7 +40,7 @@ def _expected(table: tablestore.Table, subjects: list[int]) -> list[int]:
     return sorted(v for v in table.scan().to_arrow().column("user_id").to_pylist() if v not in subjects)
 
 
-@pytest.mark.parametrize("catalog_target", CATALOGS_ON_EVERY_STORAGE, indirect=True)
+@ON_EVERY_STORAGE
 def test_erasure_leaves_no_row_of_a_subject_in_any_parquet_file(catalog_target: CatalogTarget,
                                                                 db_catalog: tablestore.Catalog) -> None:
     catalog, warehouse = db_catalog, catalog_target.warehouse
@@ -163,6 +164,7 @@ def test_erasure_refuses_tables_with_tags_unless_told(db_catalog: tablestore.Cat
     assert subject_rows_in_files(table.location, field_id, [3]) == {}
 
 
+@OVER_REST
 def test_erasure_erases_the_head_of_every_branch_so_an_audit_branch_cannot_publish_a_subject_back(
     db_catalog: tablestore.Catalog,
 ) -> None:

@@ -1,5 +1,6 @@
-"""expire_snapshots and remove_orphan_files: what they keep, what they delete, and when, on every
-catalog of the matrix (the two main tests on S3 too)."""
+"""expire_snapshots and remove_orphan_files: what they keep, what they delete, and when. On SQLite;
+the two main tests on S3 too, and expiry with branch retention over REST too (the service applies
+the removal of snapshots and refs)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from tablestore.maintenance.orphans import referenced_files
 from tablestore.maintenance.reachable import normalize_path
 from tablestore.spec.metadata.update_models import AssertTableUUID, SetSnapshotRefUpdate
 from tablestore.table.update.transaction import FixedChange
-from tests.conftest import CATALOGS_ON_EVERY_STORAGE
+from tests.conftest import ON_EVERY_STORAGE, OVER_REST
 from tests.maintenance.helpers import SCHEMA, rows
 
 
@@ -36,7 +37,7 @@ def _ids(table: tablestore.Table, snapshot_id: int | None = None) -> list[int]:
     return sorted(table.scan(snapshot_id=snapshot_id).to_arrow().column("user_id").to_pylist())
 
 
-@pytest.mark.parametrize("catalog_target", CATALOGS_ON_EVERY_STORAGE, indirect=True)
+@ON_EVERY_STORAGE
 def test_expire_keeps_the_last_snapshots_and_deletes_only_unreferenced_files(db_catalog: tablestore.Catalog) -> None:
     table = _history(db_catalog)
     snaps = table.snapshots()
@@ -85,6 +86,7 @@ def test_tags_and_branches_keep_their_snapshots(db_catalog: tablestore.Catalog) 
         table.maintenance().expire_snapshots(snapshot_ids=[first])
 
 
+@OVER_REST
 def test_expire_applies_each_branch_retention_and_keeps_files_a_ref_still_reaches(
     db_catalog: tablestore.Catalog,
 ) -> None:
@@ -150,7 +152,7 @@ def test_expire_by_id_and_dry_run(db_catalog: tablestore.Catalog) -> None:
         table.maintenance().expire_snapshots(retain_last=0)
 
 
-@pytest.mark.parametrize("catalog_target", CATALOGS_ON_EVERY_STORAGE, indirect=True)
+@ON_EVERY_STORAGE
 def test_remove_orphan_files_only_deletes_old_unreferenced_files(db_catalog: tablestore.Catalog) -> None:
     table = _history(db_catalog)
     table.maintenance().expire_snapshots(older_than=int(time.time() * 1000) + 1, retain_last=1)

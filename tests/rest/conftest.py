@@ -1,7 +1,9 @@
 """The REST catalog service, started for real: ``tablestore catalog serve`` in a subprocess.
 
-``rest_service`` is parametrized over the catalog database (SQLite, and PostgreSQL started by
-the suite); it has a write token, a read-only token and client credentials.
+``rest_service`` is the service over a SQLite catalog database; a module whose behaviour depends
+on the database (commits, transactions, idempotency keys kept in it, the fuzz that found
+PostgreSQL refusing a NUL) opts in to PostgreSQL too with ``ON_BOTH_DATABASES``. It has a write
+token, a read-only token and client credentials.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ def start_service(request: pytest.FixtureRequest, kind: str, workdir: Path, s3: 
 
 
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+# The service's code is the same over either database; only what the database does differs (its
+# transactions, locks and types). Auth, routes, clients and protocol checks run on SQLite alone.
+ON_BOTH_DATABASES = pytest.mark.parametrize("rest_service", BACKENDS, indirect=True)
 
 
 def _session_service(request: pytest.FixtureRequest, kind: str,
@@ -69,12 +74,13 @@ def rest_service_postgres(request: pytest.FixtureRequest,
     yield from _session_service(request, "postgres", tmp_path_factory)
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
+@pytest.fixture(scope="module", params=["sqlite"])
 def rest_service(request: pytest.FixtureRequest) -> RestService:
     """One service per backend for the whole session, started when a module first asks for it
-    (it was one per module and backend: 22 starts). Tests use namespaces of their own, and what
-    they read back from the log is their own requests'. Tests that kill, restart or reconfigure
-    a service take ``fresh_rest_service`` or start their own."""
+    (it was one per module and backend: 22 starts); SQLite unless the module opts in to both
+    (``ON_BOTH_DATABASES``). Tests use namespaces of their own, and what they read back from the
+    log is their own requests'. Tests that kill, restart or reconfigure a service take
+    ``fresh_rest_service`` or start their own."""
     service: RestService = request.getfixturevalue(f"rest_service_{request.param}")
     return service
 
@@ -90,10 +96,11 @@ def fresh_rest_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterat
 
 
 @pytest.fixture
-def s3_rest_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RestService]:
-    """A service whose warehouse is in S3 (MinIO); its s3 settings are only in the server's config."""
-    service = start_service(request, "sqlite", tmp_path, s3=True)
+def s3_rest_service(served_catalog_s3: RestService) -> Iterator[RestService]:
+    """A service whose warehouse is in S3 (MinIO); its s3 settings are only in the server's config.
+    The session's (``tests/conftest.py``, the catalog matrix's ``rest-s3`` leg): it was one start
+    per test, and no test changes its configuration. Emptied after the test."""
     try:
-        yield service
+        yield served_catalog_s3
     finally:
-        service.stop()
+        served_catalog_s3.reset()

@@ -4,7 +4,6 @@ with pyarrow alone computes the changes from it, the same rows as ``table.change
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -14,22 +13,15 @@ import pyarrow.parquet as pq
 import pytest
 import requests
 
-from tests.services import CATALOG, READ_TOKEN, RestService, write_config
+from tests.services import CATALOG, READ_TOKEN, RestService
 
 READER = {"Authorization": f"Bearer {READ_TOKEN}"}
 
 
 @pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestService]:
-    workdir = tmp_path_factory.mktemp("changelog-planning")
-    uri, warehouse = f"sqlite:///{workdir / 'catalog.db'}", str(workdir / "warehouse")
-    write_config(workdir / "tablestore.yaml", uri, warehouse)
-    svc = RestService(workdir / "tablestore.yaml", uri, warehouse, workdir)
-    svc.start()
-    try:
-        yield svc
-    finally:
-        svc.stop()
+def service(catalog_service: RestService) -> RestService:
+    """The session's catalog service (the default configuration), emptied after the module."""
+    return catalog_service
 
 
 def _local(path: str) -> str:

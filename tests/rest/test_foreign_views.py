@@ -19,7 +19,7 @@ from tablestore.config import parse_config
 from tablestore.errors import UnsupportedError
 from tablestore.sql.session import SqlSession
 from tests.oracle import ORACLE_DIR, _ensure_built
-from tests.rest.conftest import CATALOG, WRITE_TOKEN, RestService, start_service
+from tests.rest.conftest import CATALOG, WRITE_TOKEN, RestService
 
 # In Java's catalog (registered in Spark as `rest`): a table, a view naming it fully from
 # Spark's session catalog, and one naming it unqualified after USE rest.jv.
@@ -36,14 +36,11 @@ JAVA_STATEMENTS = [
 
 
 @pytest.fixture(scope="module")
-def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestService]:
+def service(catalog_service: RestService) -> RestService:
     # Local warehouse only: the oracle's Java build has no S3 FileIO. One backend: the view
-    # resolution under test is the client's, the same over either database.
-    started = start_service(request, "sqlite", tmp_path_factory.mktemp("foreign_views"))
-    try:
-        yield started
-    finally:
-        started.stop()
+    # resolution under test is the client's, the same over either database. The session's
+    # service, emptied after the module.
+    return catalog_service
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,9 @@ from tablestore.spec.metadata.update_models import (
     SetCurrentSchemaUpdate,
 )
 from tablestore.spec.schemas.schema import Schema
-from tests.rest.conftest import CATALOG, WRITE_TOKEN, RestService
+from tests.rest.conftest import CATALOG, ON_BOTH_DATABASES, WRITE_TOKEN, RestService
+
+# The keys and their replays are kept in the catalog database: the replays run on both.
 
 SCHEMA = pa.schema([pa.field("id", pa.int64())])
 AUTH = {"Authorization": f"Bearer {WRITE_TOKEN}"}
@@ -135,6 +137,7 @@ def test_config_advertises_the_key_lifetime_and_the_header(rest_service: RestSer
     assert "Idempotency-Key" not in [p["name"] for p in load["parameters"]]
 
 
+@ON_BOTH_DATABASES
 def test_commit_whose_response_was_lost_is_replayed_and_applied_once(rest_service: RestService, namespace: str) -> None:
     proxy = LossyProxy(rest_service.uri,
                        lambda method, path: method == "POST" and path.endswith(f"/namespaces/{namespace}/tables/t"))
@@ -168,6 +171,7 @@ def test_commit_whose_response_was_lost_is_replayed_and_applied_once(rest_servic
         direct.close()
 
 
+@ON_BOTH_DATABASES
 def test_transaction_whose_response_was_lost_is_replayed_and_applied_once(
     rest_service: RestService, namespace: str
 ) -> None:
@@ -202,6 +206,7 @@ def test_transaction_whose_response_was_lost_is_replayed_and_applied_once(
         direct.close()
 
 
+@ON_BOTH_DATABASES
 def test_create_drop_and_rename_replay_their_first_response(rest_service: RestService, namespace: str) -> None:
     create = {"name": "c", "schema": {"type": "struct", "schema-id": 0, "fields": [
         {"id": 1, "name": "id", "type": "long", "required": False}]}}
@@ -237,6 +242,7 @@ def test_create_drop_and_rename_replay_their_first_response(rest_service: RestSe
     assert (replay.status_code, replay.content) == (404, missing.content)
 
 
+@ON_BOTH_DATABASES
 def test_a_key_names_one_request(rest_service: RestService, namespace: str) -> None:
     create = {"name": "x", "schema": {"type": "struct", "schema-id": 0, "fields": [
         {"id": 1, "name": "id", "type": "long", "required": False}]}}
@@ -254,6 +260,7 @@ def test_a_key_names_one_request(rest_service: RestService, namespace: str) -> N
     assert "UUID" in bad.json()["error"]["message"]
 
 
+@ON_BOTH_DATABASES
 def test_a_second_instance_on_the_same_database_replays(
     rest_service: RestService, namespace: str, tmp_path: Path
 ) -> None:

@@ -6,23 +6,18 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tests.oracle import ORACLE_DIR, _ensure_built
-from tests.rest.conftest import CATALOG, CLIENT_ID, CLIENT_SECRET, RestService, start_service
+from tests.rest.conftest import CATALOG, CLIENT_ID, CLIENT_SECRET, RestService
 
 
 @pytest.fixture
-def local_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RestService]:
-    service = start_service(request, "sqlite", tmp_path)
-    try:
-        yield service
-    finally:
-        service.stop()
+def local_service(catalog_service: RestService) -> RestService:
+    """The session's catalog service (the default configuration), emptied after the module."""
+    return catalog_service
 
 
 @pytest.mark.oracle

@@ -12,7 +12,9 @@ import pytest
 import requests
 
 from tablestore.catalog.sql_catalog import SqlCatalog
-from tests.rest.conftest import CATALOG, WRITE_TOKEN, RestService
+from tests.rest.conftest import CATALOG, ON_BOTH_DATABASES, WRITE_TOKEN, RestService
+
+pytestmark = ON_BOTH_DATABASES  # commits, transactions, renames and purges are the database's
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string())])
 AUTH = {"Authorization": f"Bearer {WRITE_TOKEN}"}

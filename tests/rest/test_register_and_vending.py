@@ -13,7 +13,7 @@ import requests
 
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.errors import TableAlreadyExistsError, ValidationError
-from tests.rest.conftest import BACKENDS, CATALOG, READ_TOKEN, WRITE_TOKEN, RestService, write_config
+from tests.rest.conftest import CATALOG, ON_BOTH_DATABASES, READ_TOKEN, WRITE_TOKEN, RestService, write_config
 
 SCHEMA = pa.schema([pa.field("id", pa.int64())])
 # Distinctive S3 credentials (a MinIO user made for the test), so that a leak into a log is found by search.
@@ -25,6 +25,7 @@ def _ids(table: object) -> list[int]:
     return sorted(table.scan().to_arrow().column("id").to_pylist())  # type: ignore[attr-defined]
 
 
+@ON_BOTH_DATABASES  # the catalog database swaps the pointer
 def test_register_with_overwrite_repoints_an_existing_table(rest_service: RestService) -> None:
     ns = f"reg_{uuid.uuid4().hex[:8]}"
     client = rest_service.client()
@@ -89,6 +90,7 @@ def test_register_with_overwrite_repoints_an_existing_table(rest_service: RestSe
     assert body.json()["metadata-location"] == old_location
 
 
+@ON_BOTH_DATABASES
 def test_register_with_overwrite_cannot_replace_a_view(rest_service: RestService) -> None:
     ns = f"regv_{uuid.uuid4().hex[:8]}"
     client = rest_service.client()
@@ -103,16 +105,17 @@ def test_register_with_overwrite_cannot_replace_a_view(rest_service: RestService
         client.close()
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture
 def vending_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RestService]:
-    """A service on a warehouse in S3 whose (distinctive) credentials only its config holds."""
+    """A service on a warehouse in S3 whose (distinctive) credentials only its config holds: a
+    service of its own (its MinIO user sees one bucket), on SQLite (what it vends comes from its
+    configuration, not from the database)."""
     server = request.getfixturevalue("s3_server")
     bucket = server.create_bucket()
     server.create_user(ACCESS_KEY, SECRET_KEY, [bucket])
     s3 = {**server.properties, "s3.access-key-id": ACCESS_KEY, "s3.secret-access-key": SECRET_KEY}
     warehouse = f"s3://{bucket}/warehouse"
-    catalog_uri = (f"sqlite:///{tmp_path / 'catalog.db'}" if request.param == "sqlite"
-                   else request.getfixturevalue("postgres_server").create_database())
+    catalog_uri = f"sqlite:///{tmp_path / 'catalog.db'}"
     config = tmp_path / "tablestore.yaml"
     write_config(config, catalog_uri, warehouse, s3)
     service = RestService(config, catalog_uri, warehouse, tmp_path, s3_properties=s3)
@@ -177,6 +180,7 @@ def test_s3_settings_are_vended_and_never_logged(vending_service: RestService,
         assert WRITE_TOKEN not in text and READ_TOKEN not in text
 
 
+@ON_BOTH_DATABASES
 def test_register_view_from_the_rest_client_and_the_sql_catalog(rest_service: RestService) -> None:
     from tablestore.errors import NoSuchNamespaceError, ViewAlreadyExistsError
 

@@ -32,6 +32,7 @@ Row = tuple[int, str, float | None]
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestService]:
+    # A service of the module's own: a page size of 3 tasks, to page through a small table.
     workdir = tmp_path_factory.mktemp("planning")
     uri, warehouse = f"sqlite:///{workdir / 'catalog.db'}", str(workdir / "warehouse")
     write_config(workdir / "tablestore.yaml", uri, warehouse, server_extra={"scan-planning-page-size": PAGE})

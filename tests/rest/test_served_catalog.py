@@ -29,6 +29,7 @@ JSON_SCHEMA: dict[str, Any] = {"type": "struct", "schema-id": 0,
 
 @pytest.fixture
 def pg_rest_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RestService]:
+    """A service of the test's own: the test closes every database connection it has."""
     service = start_service(request, "postgres", tmp_path)
     try:
         yield service
@@ -174,13 +175,14 @@ COMMITS_EACH = 8
 
 @pytest.mark.postgres
 def test_sixteen_writers_on_one_table_get_no_conflict_while_the_requirements_hold(
-    pg_rest_service: RestService,
+    rest_service_postgres: RestService,
 ) -> None:
     """16 clients commit to one table at once, while another catalog on the same database keeps
     moving it behind the service's back: the service retries its lost swaps on the current state,
     no client gets a 409 (their requirement, the table's uuid, always holds), and every commit
-    is counted once, in /metrics and in the table's metadata files."""
-    service = pg_rest_service
+    is counted once, in /metrics and in the table's metadata files. The session's service: its
+    counters are compared before and after, and the namespace is the test's own."""
+    service = rest_service_postgres
     auth = {"Authorization": f"Bearer {WRITE_TOKEN}"}
     base = f"{service.uri}/v1/{CATALOG}/namespaces/race"
     assert requests.post(f"{service.uri}/v1/{CATALOG}/namespaces", json={"namespace": ["race"]}, headers=auth,

@@ -15,7 +15,6 @@ import decimal
 import json
 import subprocess
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from tablestore.catalog.sql_catalog import SqlCatalog
 from tests.interop.readers import duckdb_connect
 from tests.interop.rows import canonical_rows, sort_rows
 from tests.oracle import ORACLE_DIR, _ensure_built
-from tests.rest.conftest import CATALOG, WRITE_TOKEN, RestService, start_service
+from tests.rest.conftest import CATALOG, WRITE_TOKEN, RestService
 
 NS = "trio"
 TABLES = ("p", "d", "j")  # made by pyiceberg, DuckDB, and Java (tablestore over S3)
@@ -140,12 +139,9 @@ def everyone_reads(service: RestService, con: Any) -> dict[str, dict[str, list[l
 
 
 @pytest.fixture
-def local_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RestService]:
-    service = start_service(request, "sqlite", tmp_path)
-    try:
-        yield service
-    finally:
-        service.stop()
+def local_service(catalog_service: RestService) -> RestService:
+    """The session's catalog service (the default configuration), emptied after the module."""
+    return catalog_service
 
 
 @pytest.mark.oracle
@@ -184,31 +180,28 @@ def test_pyiceberg_duckdb_and_java_write_and_read_each_others_tables_alike(local
 
 @pytest.mark.s3
 def test_pyiceberg_duckdb_and_tablestore_share_tables_in_s3_with_vended_credentials(
-        request: pytest.FixtureRequest, tmp_path: Path) -> None:
-    service = start_service(request, "sqlite", tmp_path, s3=True)
+        s3_rest_service: RestService) -> None:
+    service = s3_rest_service
     catalog_key = service.s3_properties["s3.access-key-id"]
+    pyiceberg_writes(service)
+    con = attach_duckdb(service)  # no S3 secret: DuckDB gets vended credentials from the service
     try:
-        pyiceberg_writes(service)
-        con = attach_duckdb(service)  # no S3 secret: DuckDB gets vended credentials from the service
-        try:
-            duckdb_writes(con)
-            tablestore_writes(service)
-            pyiceberg_drops_the_last_clients_table(service)
-            seen = everyone_reads(service, con)
-            # DuckDB made one S3 secret per table from the vended storage-credentials: scoped to
-            # the table's location, a temporary key (not the catalog's), with its expiry.
-            secrets = con.execute("SELECT scope, secret_string FROM duckdb_secrets() WHERE type = 's3'").fetchall()
-        finally:
-            con.close()
-        for client, tables in seen.items():
-            assert tables == EXPECTED, f"{client} reads differently"
-        touched = (*TABLES, "p_tmp", "d_tmp")  # every table DuckDB read or wrote
-        assert {scope[0] for scope, _ in secrets} == {f"{service.warehouse}/{NS}/{t}" for t in touched}
-        for _, text in secrets:
-            assert f"key_id={catalog_key};" not in text and "session_token=redacted" in text
-            assert "expires_at=" in text
-        # Every client held vended credentials for the table, not the catalog's key.
-        io = service.pyiceberg().load_table(f"{NS}.p").io.properties
-        assert io["s3.access-key-id"] != catalog_key and io["s3.session-token"]
+        duckdb_writes(con)
+        tablestore_writes(service)
+        pyiceberg_drops_the_last_clients_table(service)
+        seen = everyone_reads(service, con)
+        # DuckDB made one S3 secret per table from the vended storage-credentials: scoped to
+        # the table's location, a temporary key (not the catalog's), with its expiry.
+        secrets = con.execute("SELECT scope, secret_string FROM duckdb_secrets() WHERE type = 's3'").fetchall()
     finally:
-        service.stop()
+        con.close()
+    for client, tables in seen.items():
+        assert tables == EXPECTED, f"{client} reads differently"
+    touched = (*TABLES, "p_tmp", "d_tmp")  # every table DuckDB read or wrote
+    assert {scope[0] for scope, _ in secrets} == {f"{service.warehouse}/{NS}/{t}" for t in touched}
+    for _, text in secrets:
+        assert f"key_id={catalog_key};" not in text and "session_token=redacted" in text
+        assert "expires_at=" in text
+    # Every client held vended credentials for the table, not the catalog's key.
+    io = service.pyiceberg().load_table(f"{NS}.p").io.properties
+    assert io["s3.access-key-id"] != catalog_key and io["s3.session-token"]

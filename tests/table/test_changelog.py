@@ -11,10 +11,7 @@ import pytest
 from tablestore.catalog.base import Catalog
 from tablestore.errors import SnapshotRangeError, ValidationError
 from tablestore.table import Table
-from tests.conftest import SQLITE_ONLY
 from tests.table.changelog_model import assert_matches_model
-
-pytestmark = SQLITE_ONLY  # reads files: no catalog differences to prove
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 

@@ -11,11 +11,8 @@ import pytest
 
 from tablestore.catalog.base import Catalog
 from tablestore.table import Table
-from tests.conftest import SQLITE_ONLY
 from tests.table.changelog_history import History, write_equality_deletes
 from tests.table.changelog_model import assert_matches_model
-
-pytestmark = SQLITE_ONLY  # reads files: no catalog differences to prove
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string()), ("v", pa.string())])
 

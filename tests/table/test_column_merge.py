@@ -1,6 +1,7 @@
 """Column merges and partial updates: the design document's incremental scenario, the update
-rule, duplicate keys, sources of every kind, Spark tasks committing once, and interop. The local
-engine's tests run on every catalog of the matrix; Spark's and the readers' on SQLite."""
+rule, duplicate keys, sources of every kind, Spark tasks committing once, and interop, on SQLite:
+a merge rewrites fragments and commits one snapshot as any rewrite does (the races of a commit are
+in test_fragments.py and test_concurrency.py)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ IDS = pa.int64()
 
 @pytest.fixture
 def db(catalog: Catalog) -> Catalog:
-    """A catalog of the matrix (``tests/table/conftest.py``) with the namespace ``db``."""
+    """The test's catalog (``tests/table/conftest.py``) with the namespace ``db``."""
     catalog.create_namespace("db")
     return catalog
 

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 import tablestore
-from tests.conftest import CatalogTarget
+from tests.conftest import ON_THE_CATALOG_MATRIX, CatalogTarget
 
 # Appends per writer: enough for dozens of lost races per run (each retried), which is the
 # behaviour under test; 200 (1,200 commits over the three catalogs) proved nothing more.
@@ -62,6 +62,7 @@ def _check(catalog: tablestore.Catalog) -> None:
 
 
 @pytest.mark.timeout(900)
+@ON_THE_CATALOG_MATRIX
 def test_two_processes_append_40_times_each(catalog_target: CatalogTarget, catalog: tablestore.Catalog) -> None:
     catalog.create_namespace("db")
     catalog.create_table("db.t", schema=pa.schema([("writer", pa.int32()), ("n", pa.int32()), ("k", pa.int32())]),

@@ -4,8 +4,8 @@
 a data file; rows written before read the initial default; a write that leaves the column out
 stores the write default; ``set_default``/``drop_default`` change the write default only. On
 v2 tables a NOT NULL column or a default is refused as before, saying that v3 allows it. The
-``unknown`` type is stored in no data file. Runs on the catalog matrix (SQLite, PostgreSQL, the
-REST service): the defaults travel through every catalog's commit.
+``unknown`` type is stored in no data file. On SQLite and over REST: the defaults travel through
+the service's schema updates (PostgreSQL stores the same pointer as SQLite).
 """
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ import pytest
 from tablestore.catalog.base import Catalog
 from tablestore.errors import SchemaError, SchemaEvolutionError
 from tablestore.table import Table
+from tests.conftest import OVER_REST
+
+pytestmark = OVER_REST
 
 
 def _files(table: Table) -> list[str]:

@@ -22,6 +22,7 @@ from tablestore.errors import UnsupportedError, ValidationError
 from tablestore.spec.manifests.manifest import read_manifest_list
 from tablestore.sql.session import SqlSession
 from tablestore.table import Table
+from tests.conftest import OVER_REST
 
 ROWS = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": pa.array(["a", "b", "c"])})
 
@@ -31,6 +32,7 @@ def metadata_json(catalog: Catalog, name: str) -> dict:
     return json.loads(table.io.new_input(table.metadata_location).read())
 
 
+@OVER_REST  # the service writes the v3 metadata
 def test_create_table_with_format_version_3_writes_v3_metadata(catalog: Catalog) -> None:
     catalog.create_namespace("v3")
     catalog.create_table("v3.by_arg", ROWS.schema, partition_by=["name"], format_version=3)
@@ -55,6 +57,7 @@ def test_create_table_with_format_version_3_writes_v3_metadata(catalog: Catalog)
     assert not catalog.table_exists("v3.bad")
 
 
+@OVER_REST  # the service applies the upgrade
 def test_upgrade_v2_to_v3_keeps_snapshots_and_starts_row_ids_at_zero(catalog: Catalog) -> None:
     catalog.create_namespace("up")
     table = catalog.create_table("up.t", ROWS.schema)
@@ -94,6 +97,7 @@ def live_row_ids(table: Table) -> dict[str, tuple[int, int]]:
     return {f["file_path"]: (f["first_row_id"], f["record_count"]) for f in files}
 
 
+@OVER_REST  # the service advances next-row-id
 def test_appends_overwrites_and_deletes_commit_on_v3_with_row_ids_from_next_row_id(catalog: Catalog) -> None:
     catalog.create_namespace("w")
     table = catalog.create_table("w.t", ROWS.schema, format_version=3)

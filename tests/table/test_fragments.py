@@ -1,6 +1,6 @@
 """Fragments: listing, the schema a file was written with, pickling, lineage, and committing
-rewritten fragments in one snapshot with validation against concurrent changes, on every catalog
-of the matrix."""
+rewritten fragments in one snapshot with validation against concurrent changes. On SQLite; the
+concurrent changes on every catalog of the matrix."""
 
 from __future__ import annotations
 
@@ -22,11 +22,12 @@ from tablestore.spec.schemas.types import NestedField, StringType
 from tablestore.table import Table
 from tablestore.table.ops.column_merge import LINEAGE_KEY, Fragment
 from tablestore.table.update.transaction import FixedChange
+from tests.conftest import ON_THE_CATALOG_MATRIX
 
 
 @pytest.fixture
 def db(catalog: Catalog) -> Catalog:
-    """A catalog of the matrix (``tests/table/conftest.py``) with the namespace ``db``."""
+    """The test's catalog (``tests/table/conftest.py``) with the namespace ``db``."""
     catalog.create_namespace("db")
     return catalog
 
@@ -97,6 +98,7 @@ def test_fragments_merged_separately_commit_in_one_snapshot(table: Table) -> Non
     assert rows[7] == "de-7" and rows[150] == "fr-150" and rows[8] is None and len(rows) == 200
 
 
+@ON_THE_CATALOG_MATRIX
 def test_a_concurrent_delete_of_a_merged_fragment_fails_the_commit(table: Table) -> None:
     merged = [f.merge_columns(pa.table({"user_id": [3, 103], "segment": ["x", "y"]}), on="user_id")
               for f in table.fragments()]
@@ -111,6 +113,7 @@ def test_a_concurrent_delete_of_a_merged_fragment_fails_the_commit(table: Table)
         assert not table.io.new_input(f.id).exists()
 
 
+@ON_THE_CATALOG_MATRIX
 def test_a_concurrent_append_does_not_conflict(table: Table) -> None:
     merged = [f.merge_columns(pa.table({"user_id": [3], "segment": ["x"]}), on="user_id")
               for f in table.fragments(filter="country = 'de'")]
@@ -120,6 +123,7 @@ def test_a_concurrent_append_does_not_conflict(table: Table) -> None:
     assert len(rows) == 210 and rows[3] == "x" and rows[505] is None
 
 
+@ON_THE_CATALOG_MATRIX
 def test_a_concurrent_schema_change_fails_the_commit(table: Table) -> None:
     merged = [f.merge_columns(pa.table({"user_id": [3], "segment": ["x"]}), on="user_id")
               for f in table.fragments(filter="country = 'de'")]

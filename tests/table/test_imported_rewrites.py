@@ -1,8 +1,9 @@
 """Rewrites of tables whose files carry no Parquet field ids (registered by MSCK REPAIR or
 ``import_files``/add_files), after a column rename: compaction, DELETE, UPDATE and a column
 merge must find every column through the table's name mapping and keep every value, and
-pyiceberg must read the result the same, on every catalog of the matrix (on the REST leg the Hive
-tree lies under the service's warehouse: by default the service refuses table locations outside it)."""
+pyiceberg must read the result the same. On SQLite; the import itself over REST too (on the REST
+leg the Hive tree lies under the service's warehouse: by default the service refuses table
+locations outside it), as is that refusal."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from tablestore.spec.schemas.name_mapping import DEFAULT_NAME_MAPPING, NameMappi
 from tablestore.table import Table
 from tablestore.table.ops.external import create_external_table, repair_table
 from tablestore.table.ops.import_files import import_files
-from tests.conftest import CatalogTarget
+from tests.conftest import OVER_REST, CatalogTarget
 
 SCHEMA = pa.schema([("id", pa.int64()), ("user", pa.string()), ("cnt", pa.int32()), ("country", pa.string())])
 DATA = pa.table({
@@ -39,7 +40,7 @@ def original_rows() -> list[dict[str, Any]]:
 
 @pytest.fixture
 def catalog(catalog: Catalog) -> Catalog:
-    """A catalog of the matrix (tests/table/conftest.py) with the namespace ``db``."""
+    """The test's catalog (``tests/table/conftest.py``) with the namespace ``db``."""
     catalog.create_namespace("db")
     return catalog
 
@@ -95,6 +96,7 @@ def pyiceberg_rows(table: Table) -> list[dict[str, Any]]:
     return sorted(theirs.to_pylist(), key=lambda r: r["id"])
 
 
+@OVER_REST
 @pytest.mark.parametrize("how", ["msck", "add_files"])
 def test_import_keeps_the_name_mapping_so_a_rename_reads_old_files(catalog: Catalog, ext_root: Path,
                                                                    how: str) -> None:

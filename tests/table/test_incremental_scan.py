@@ -14,9 +14,6 @@ from tablestore.spec.expressions.binding import bind
 from tablestore.spec.expressions.expression_parser import to_expression
 from tablestore.table import Table
 from tablestore.table.read.scan import plan_appended_files
-from tests.conftest import SQLITE_ONLY
-
-pytestmark = SQLITE_ONLY  # planning only: no catalog differences to prove
 
 
 def _appended(table: Table, start: int, end: int, text: str | None = None) -> list[str]:

@@ -1,7 +1,8 @@
 """Metadata tables (``table.inspect``): concrete values, and equality with Java Iceberg's metadata
 tables for the same metadata file (tables tablestore writes and a table Java writes). The
-concrete values are checked on every catalog of the matrix; the comparison with Java, which reads
-metadata files and proves nothing about catalogs, on SQLite alone (one Spark batch per module)."""
+inspector reads metadata files, so the concrete values are checked on SQLite, and the history,
+refs and metadata log, which the service writes into the metadata it commits, over REST too; the
+comparison with Java in one Spark batch per module."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from tablestore.spec.schemas.types import LongType, NestedField, StringType
 from tablestore.table import Table
 from tablestore.table.update.transaction import FixedChange
 from tests import oracle
+from tests.conftest import OVER_REST
 from tests.values import oracle_rows
 
 NAMES = ("snapshots", "history", "files", "data_files", "delete_files", "manifests", "entries",
@@ -111,6 +113,7 @@ def _by(table: pa.Table, column: str) -> dict[Any, dict[str, Any]]:
 # -- concrete values, on every catalog of the matrix ---------------------------------------------
 
 
+@OVER_REST
 def test_snapshots_history_and_refs(catalog: Catalog) -> None:
     table = _evolved_table(catalog)
     snaps = table.inspect.snapshots()
@@ -308,6 +311,7 @@ def test_empty_table(catalog: Catalog) -> None:
     assert log[0]["latest_snapshot_id"] is None
 
 
+@OVER_REST
 def test_metadata_log_entries(catalog: Catalog) -> None:
     table = _evolved_table(catalog)
     log = table.inspect.metadata_log_entries()

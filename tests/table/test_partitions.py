@@ -1,6 +1,6 @@
 """Partition management from Python (``tablestore.table.ops.partitions``): Hive names with escaping and
-nulls, values of every time transform, drops that are metadata-only or rewrite, and conflicts, on
-every catalog of the matrix."""
+nulls, values of every time transform, drops that are metadata-only or rewrite, on SQLite; and a
+conflict, on every catalog of the matrix."""
 
 from __future__ import annotations
 
@@ -19,11 +19,12 @@ from tablestore.table.ops.partitions import (
     rename_partition,
     resolve_partition,
 )
+from tests.conftest import ON_THE_CATALOG_MATRIX
 
 
 @pytest.fixture
 def catalog(catalog: tablestore.Catalog) -> tablestore.Catalog:
-    """A catalog of the matrix (tests/table/conftest.py) with the namespace ``db``."""
+    """The test's catalog (``tests/table/conftest.py``) with the namespace ``db``."""
     catalog.create_namespace("db")
     return catalog
 
@@ -95,6 +96,7 @@ def test_drop_rewrites_files_whose_spec_cannot_tell(catalog: tablestore.Catalog)
     assert len(table.snapshots()) == before + 1
 
 
+@ON_THE_CATALOG_MATRIX
 def test_a_concurrent_append_to_a_dropped_partition_fails_the_drop(catalog: tablestore.Catalog) -> None:
     schema = pa.schema([("id", pa.int64()), ("c", pa.string())])
     table = catalog.create_table("db.t", schema=schema, partition_by=["c"])

@@ -1,6 +1,7 @@
 """Branches, tags, rollback, fast-forward, cherry-pick and write-audit-publish in the table core,
-on every catalog kind (the REST leg proves the service applies ``set-snapshot-ref`` and
-``remove-snapshot-ref`` and checks ``assert-ref-snapshot-id``)."""
+on SQLite and over REST (the REST leg proves the service applies ``set-snapshot-ref`` and
+``remove-snapshot-ref`` and checks ``assert-ref-snapshot-id``); the race on a branch on every
+catalog of the matrix."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from tablestore.catalog.base import Catalog
 from tablestore.errors import CommitConflictError, NoSuchSnapshotError, TableStoreError, ValidationError
 from tablestore.table import Table
+from tests.conftest import ON_THE_CATALOG_MATRIX, OVER_REST
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("part", pa.string())])
 
@@ -40,6 +42,7 @@ def refused(table: Table, match: str, action: object) -> None:
     assert table.refresh().metadata_location == before
 
 
+@OVER_REST
 def test_branches_and_tags_are_created_with_their_retention_in_one_commit(table: Table) -> None:
     first = table.current_snapshot()
     assert first is not None
@@ -65,6 +68,7 @@ def test_branches_and_tags_are_created_with_their_retention_in_one_commit(table:
     assert refs["v1"].max_ref_age_ms == 1000
 
 
+@OVER_REST
 def test_writes_to_a_branch_leave_main_and_validate_against_the_branch_head(table: Table) -> None:
     main_head = table.current_snapshot()
     assert main_head is not None
@@ -101,6 +105,7 @@ def test_writes_to_a_branch_leave_main_and_validate_against_the_branch_head(tabl
     assert ids(table, "audit") == [2, 7, 8, 9, 10] and ids(table) == [1, 2, 100]
 
 
+@ON_THE_CATALOG_MATRIX
 def test_a_branch_write_conflicts_with_a_concurrent_write_to_the_same_branch(table: Table) -> None:
     table.manage_snapshots().create_branch(None, "audit").commit()
     reader = table.on_branch("audit")
@@ -111,6 +116,7 @@ def test_a_branch_write_conflicts_with_a_concurrent_write_to_the_same_branch(tab
     assert ids(table, "audit") == [1, 2, 5]
 
 
+@OVER_REST
 def test_tags_are_read_only_and_names_are_unique(table: Table) -> None:
     head = table.current_snapshot()
     assert head is not None
@@ -135,6 +141,7 @@ def test_tags_are_read_only_and_names_are_unique(table: Table) -> None:
     assert sorted(table.refresh().refs()) == ["main"]
 
 
+@OVER_REST
 def test_rollback_and_set_current_snapshot(table: Table) -> None:
     first = table.current_snapshot()
     assert first is not None
@@ -161,6 +168,7 @@ def test_rollback_and_set_current_snapshot(table: Table) -> None:
         table.manage_snapshots().set_current_snapshot(123)
 
 
+@OVER_REST
 def test_fast_forward_moves_only_along_a_lineage(table: Table) -> None:
     table.manage_snapshots().create_branch(None, "audit").commit()
     audit_head = table.on_branch("audit").append(batch(3))
@@ -177,6 +185,7 @@ def test_fast_forward_moves_only_along_a_lineage(table: Table) -> None:
     assert ids(table, "copy") == [1, 2, 3, 5]
 
 
+@OVER_REST
 def test_cherrypick_appends_and_replaced_partitions_and_refuses_the_rest(table: Table) -> None:
     table.manage_snapshots().create_branch(None, "dev").commit()
     dev = table.on_branch("dev")
@@ -205,6 +214,7 @@ def test_cherrypick_appends_and_replaced_partitions_and_refuses_the_rest(table: 
         table.metadata.snapshots[0].snapshot_id).commit())
 
 
+@OVER_REST
 def test_write_audit_publish_with_a_wap_id(table: Table) -> None:
     with pytest.raises(ValidationError, match=r"write-audit-publish is off; set the table property write.wap.enabled"):
         table.staged("job-1")
@@ -230,6 +240,7 @@ def test_write_audit_publish_with_a_wap_id(table: Table) -> None:
             lambda: table.manage_snapshots().cherrypick(again.snapshot_id).commit())
 
 
+@OVER_REST
 def test_compaction_on_a_branch_rewrites_the_branch_and_leaves_main(table: Table) -> None:
     for i in range(3, 7):
         table.append(batch(i), branch="audit")  # four small files on the branch only

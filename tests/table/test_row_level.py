@@ -1,5 +1,5 @@
 """Row-level DELETE, UPDATE and MERGE through the Python API on the local engine, in both modes, on
-every catalog of the matrix."""
+SQLite; the concurrent writers (conflicts and isolation levels) on every catalog of the matrix."""
 
 from __future__ import annotations
 
@@ -16,13 +16,14 @@ from tablestore.spec.manifests.manifest import DataFile, ManifestContent, read_m
 from tablestore.spec.schemas.schema import Schema
 from tablestore.spec.schemas.types import LongType, NestedField, StringType
 from tablestore.table import Table
+from tests.conftest import ON_THE_CATALOG_MATRIX
 
 MODES = ["copy-on-write", "merge-on-read"]
 
 
 @pytest.fixture
 def db(catalog: Catalog) -> Catalog:
-    """A catalog of the matrix (``tests/table/conftest.py``) with the namespace ``db``."""
+    """The test's catalog (``tests/table/conftest.py``) with the namespace ``db``."""
     catalog.create_namespace("db")
     return catalog
 
@@ -227,6 +228,7 @@ def _stale_copy(catalog: Any, name: str) -> Table:
     return catalog.load_table(f"db.{name}")
 
 
+@ON_THE_CATALOG_MATRIX
 @pytest.mark.parametrize("mode", MODES)
 def test_concurrent_delete_of_the_same_rows_conflicts(db: Catalog, mode: str) -> None:
     catalog = db
@@ -240,6 +242,7 @@ def test_concurrent_delete_of_the_same_rows_conflicts(db: Catalog, mode: str) ->
     assert 5 in [r[0] for r in _rows(second)]
 
 
+@ON_THE_CATALOG_MATRIX
 def test_serializable_delete_conflicts_with_a_concurrent_append_of_matching_rows(db: Catalog) -> None:
     catalog = db
     table = _users(catalog, "merge-on-read")
@@ -249,6 +252,7 @@ def test_serializable_delete_conflicts_with_a_concurrent_append_of_matching_rows
         stale.update({"name": "'x'"}, "region = 'eu' AND id > 15")
 
 
+@ON_THE_CATALOG_MATRIX
 def test_snapshot_isolation_allows_a_concurrent_append_of_matching_rows(db: Catalog) -> None:
     catalog = db
     table = _users(catalog, "merge-on-read", isolation="snapshot")
@@ -259,6 +263,7 @@ def test_snapshot_isolation_allows_a_concurrent_append_of_matching_rows(db: Cata
     assert 30 in ids and 17 not in ids and 19 not in ids
 
 
+@ON_THE_CATALOG_MATRIX
 @pytest.mark.parametrize("mode", MODES)
 def test_a_concurrent_append_to_another_partition_does_not_conflict(db: Catalog, mode: str) -> None:
     catalog = db

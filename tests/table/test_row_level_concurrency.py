@@ -10,7 +10,9 @@ import pyarrow as pa
 import pytest
 
 import tablestore
-from tests.conftest import CatalogTarget
+from tests.conftest import ON_THE_CATALOG_MATRIX, CatalogTarget
+
+pytestmark = ON_THE_CATALOG_MATRIX  # each catalog decides the race its own way
 
 
 def _worker(target: CatalogTarget, operation: str, filter: str, barrier: Any, queue: Any) -> None:

@@ -1,6 +1,7 @@
 """The schema-change builder on a real table: one commit, retries, promotions read by field id,
-conversions by rewrite (no file of the old type stays live), cast modes and the limits, on every
-catalog of the matrix."""
+conversions by rewrite (no file of the old type stays live), cast modes and the limits. On SQLite;
+the commits the service applies (the schema updates, an equal schema's id reused) also over REST,
+and the races on every catalog of the matrix."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import tablestore
 from tablestore.errors import CommitConflictError, SchemaEvolutionError
 from tablestore.spec.manifests.manifest import DataFile
 from tablestore.table.update.schema_rewrite import physical_type
-from tests.conftest import SQLITE_ONLY
+from tests.conftest import ON_THE_CATALOG_MATRIX, OVER_REST
 
 SCHEMA = pa.schema([
     pa.field("id", pa.int32(), nullable=False),
@@ -41,7 +42,7 @@ def rows(ids: range, p: str = "x") -> pa.Table:
 
 @pytest.fixture
 def db(catalog: tablestore.Catalog) -> tablestore.Catalog:
-    """A catalog of the matrix (``tests/table/conftest.py``) with the namespace ``db``."""
+    """The test's catalog (``tests/table/conftest.py``) with the namespace ``db``."""
     catalog.create_namespace("db")
     return catalog
 
@@ -58,6 +59,7 @@ def live_files(table: tablestore.Table) -> list[str]:
     return table.inspect.data_files().column("file_path").to_pylist()
 
 
+@OVER_REST
 def test_several_changes_land_in_one_commit(table: tablestore.Table) -> None:
     log_before = len(table.metadata.metadata_log)
     snapshot = table.current_snapshot()
@@ -86,6 +88,7 @@ def test_exception_in_the_block_commits_nothing(table: tablestore.Table) -> None
     assert table.refresh().metadata_location == before
 
 
+@OVER_REST
 def test_a_schema_equal_to_an_earlier_one_reuses_its_id(table: tablestore.Table) -> None:
     with table.update_schema() as u:
         u.add_column("c", "string")
@@ -97,6 +100,7 @@ def test_a_schema_equal_to_an_earlier_one_reuses_its_id(table: tablestore.Table)
     assert [s.schema_id for s in table.metadata.schemas] == [0, 1, 2]
 
 
+@ON_THE_CATALOG_MATRIX
 def test_retries_over_a_concurrent_append_but_not_a_concurrent_schema_change(
     db: tablestore.Catalog, table: tablestore.Table
 ) -> None:
@@ -244,7 +248,6 @@ def test_written_files_carry_the_new_field_ids(table: tablestore.Table) -> None:
 
 
 @pytest.mark.oracle
-@SQLITE_ONLY
 def test_oracle_and_pyiceberg_read_evolved_tables_like_we_do(db: tablestore.Catalog) -> None:
     from pyiceberg.table import StaticTable
 
@@ -287,7 +290,6 @@ def spark() -> object:
 
 
 @pytest.mark.spark
-@SQLITE_ONLY
 def test_conversion_rewrite_runs_on_the_spark_engine(table: tablestore.Table, spark: object) -> None:
     from tablestore.spark import SparkEngine
 
@@ -298,6 +300,7 @@ def test_conversion_rewrite_runs_on_the_spark_engine(table: tablestore.Table, sp
     assert sorted(on_spark.scan().to_arrow().column("id").to_pylist()) == [float(i) for i in range(20)]
 
 
+@ON_THE_CATALOG_MATRIX
 def test_a_conversion_started_before_a_concurrent_append_converts_that_file_too(
     db: tablestore.Catalog, table: tablestore.Table
 ) -> None:

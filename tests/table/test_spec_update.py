@@ -1,6 +1,7 @@
 """Partition evolution through ``table.update_spec()``: Java's field id and naming rules, the
 day -> hour rollover with reads and pruning across specs, and the Java oracle and pyiceberg
-reading an evolved table, on every catalog of the matrix (the rollover on S3 too)."""
+reading an evolved table. On SQLite; the spec ids the service assigns also over REST, the rollover
+on S3 too, and a write that races a spec change on every catalog of the matrix."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import tablestore
 from tablestore.errors import ValidationError
 from tablestore.spec.partitioning.transforms import DayTransform, HourTransform
 from tests import oracle
-from tests.conftest import CATALOGS_ON_EVERY_STORAGE, SQLITE_ONLY
+from tests.conftest import ON_EVERY_STORAGE, ON_THE_CATALOG_MATRIX, OVER_REST
 from tests.values import oracle_rows
 
 SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.string()), ("ts", pa.timestamp("us")), ("c", pa.string())])
@@ -25,7 +26,7 @@ SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.string()), ("ts", pa.timestamp(
 
 @pytest.fixture
 def db(catalog: tablestore.Catalog) -> tablestore.Catalog:
-    """A catalog of the matrix (``tests/table/conftest.py``) with the namespace ``db``."""
+    """The test's catalog (``tests/table/conftest.py``) with the namespace ``db``."""
     catalog.create_namespace("db")
     return catalog
 
@@ -84,6 +85,7 @@ def spec_state(md: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@OVER_REST
 def test_update_spec_follows_java_ids_names_and_spec_reuse(db: tablestore.Catalog) -> None:
     table = db.create_table("db.t", schema=SCHEMA, partition_by=["days(ts)"])
     states = run_sequence(table)
@@ -166,7 +168,7 @@ def rolled_over(catalog: tablestore.Catalog) -> tablestore.Table:
     return table
 
 
-@pytest.mark.parametrize("catalog_target", CATALOGS_ON_EVERY_STORAGE, indirect=True)
+@ON_EVERY_STORAGE
 def test_day_to_hour_rollover_writes_hourly_files_and_reads_both(catalog: tablestore.Catalog) -> None:
     catalog.create_namespace("db")
     table = rolled_over(catalog)
@@ -202,7 +204,6 @@ def test_pyiceberg_reads_the_rolled_over_table(db: tablestore.Catalog, tmp_path:
 
 
 @pytest.mark.oracle
-@SQLITE_ONLY
 def test_oracle_reads_the_rollover_and_evolves_specs_as_we_do(db: tablestore.Catalog,
                                                               tmp_path: Path) -> None:
     table = rolled_over(db)
@@ -254,6 +255,7 @@ def test_filtered_scan_of_1000_partitions_plans_only_matching_files(db: tablesto
     assert sorted(table.scan(filter="p = 505").to_arrow().column("v").to_pylist()) == [505, 1505]
 
 
+@ON_THE_CATALOG_MATRIX
 def test_files_written_before_a_spec_change_are_committed_under_their_own_spec(
         db: tablestore.Catalog) -> None:
     table = db.create_table("db.t", schema=SCHEMA, partition_by=["days(ts)"])

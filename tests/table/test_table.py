@@ -1,4 +1,7 @@
-"""The Python API on every catalog of the matrix (SQLite, PostgreSQL, REST) and storage (local disk, s3://)."""
+"""The Python API: its round trip (create, append, scan, load, list, drop) on every catalog of the
+matrix (SQLite, PostgreSQL, REST) and storage (local disk, s3://); names on every catalog; an
+overwrite on both storages; the table layer's logic (pruning, time travel, sequence numbers, bad
+input) on SQLite."""
 
 from __future__ import annotations
 
@@ -18,10 +21,7 @@ from tablestore.errors import (
     SchemaError,
 )
 from tablestore.spec.manifests.manifest import read_manifest, read_manifest_list
-from tests.conftest import CATALOGS_ON_EVERY_STORAGE, CatalogTarget
-
-# Storage is a second axis here: these tests are the ones that prove the Python API on s3:// too.
-pytestmark = pytest.mark.parametrize("catalog_target", CATALOGS_ON_EVERY_STORAGE, indirect=True)
+from tests.conftest import ON_EVERY_CATALOG_AND_STORAGE, ON_EVERY_STORAGE, ON_THE_CATALOG_MATRIX, CatalogTarget
 
 SCHEMA = pa.schema([
     pa.field("id", pa.int64(), nullable=False),
@@ -53,6 +53,7 @@ def table(catalog: tablestore.Catalog) -> tablestore.Table:
     return catalog.create_table("db.events", schema=SCHEMA, partition_by=["day(ts)", "country", "bucket(4, id)"])
 
 
+@ON_EVERY_CATALOG_AND_STORAGE
 def test_append_then_scan_returns_rows_with_filter_and_projection(table: tablestore.Table) -> None:
     snapshot = table.append(events(range(0, 50), ["de", "fr"]))
     assert snapshot.summary["operation"] == "append"
@@ -80,6 +81,7 @@ def test_scan_prunes_files_by_partition_and_bounds(table: tablestore.Table) -> N
     assert len(by_id) == 1
 
 
+@ON_EVERY_STORAGE
 def test_overwrite_by_filter_replaces_only_matching_rows(table: tablestore.Table) -> None:
     table.append(events(range(0, 20), ["de", "fr"]))
     snapshot = table.overwrite(events(range(100, 103), "de"), filter="country = 'de'")
@@ -107,6 +109,7 @@ def test_time_travel_by_snapshot_id_and_timestamp(table: tablestore.Table) -> No
         table.scan(as_of_timestamp=datetime.datetime(2000, 1, 1))
 
 
+@ON_EVERY_CATALOG_AND_STORAGE
 def test_load_list_and_drop_tables(catalog: tablestore.Catalog, table: tablestore.Table) -> None:
     table.append(events(range(3)))
     loaded = catalog.load_table("db.events")
@@ -168,6 +171,7 @@ def test_filter_on_unknown_column_names_the_columns(table: tablestore.Table) -> 
     _unchanged(table, before)
 
 
+@ON_THE_CATALOG_MATRIX
 def test_missing_table_and_namespace(catalog: tablestore.Catalog) -> None:
     with pytest.raises(NoSuchTableError, match="db9.nothing"):
         catalog.load_table("db9.nothing")
@@ -176,6 +180,7 @@ def test_missing_table_and_namespace(catalog: tablestore.Catalog) -> None:
         catalog.load_table("db.nothing")
 
 
+@ON_THE_CATALOG_MATRIX
 @pytest.mark.parametrize("name", ["db.a/b", "db...x", "db.../etc", "db.t\x00", "db.t\nx", "../db.t"])
 def test_bad_names_are_refused(catalog: tablestore.Catalog, name: str) -> None:
     catalog.create_namespace("db")
@@ -184,6 +189,7 @@ def test_bad_names_are_refused(catalog: tablestore.Catalog, name: str) -> None:
     assert catalog.list_tables("db") == []
 
 
+@ON_EVERY_CATALOG_AND_STORAGE
 def test_corrupt_metadata_file_is_reported(catalog_target: CatalogTarget, catalog: tablestore.Catalog,
                                            table: tablestore.Table) -> None:
     from tablestore.errors import CorruptMetadataError
