@@ -85,6 +85,12 @@ FAULTS = (
 
 # Columns whose values are the wall clock of the run, not data the pipeline derives.
 WALL_CLOCK = {("erasure_requests", "completed_at"), ("erasure_audit", "erased_at")}
+# Columns that count files, not rows: the erasure's `files_removed` is the files of the snapshots
+# it expires plus the orphans it removes, so it follows how many commits the runs made (how the
+# landing sensor grouped the days: 2026-11-01 and -02 in two runs undisturbed, in one run in the
+# faults pass of 29 November) and the files a fault's commit of unknown outcome left (orphans,
+# which the erasure clears: docs/design.md, who may delete a written file).
+FILE_COUNTS = {("erasure_audit", "files_removed")}
 
 
 @dataclass
@@ -352,11 +358,12 @@ def _quote(name: str) -> str:
 
 def differing_columns(undisturbed: dict[str, dict[str, str | None]],
                       faulted: dict[str, dict[str, str | None]]) -> dict[str, list[str]]:
-    """Per table, the columns (and ``rows``) whose checksums differ, but the wall-clock ones."""
+    """Per table, the columns (and ``rows``) whose checksums differ, but the wall-clock ones and
+    the erasure's count of files removed."""
     out: dict[str, list[str]] = {}
     for name in sorted(set(undisturbed) | set(faulted)):
         ours, theirs = undisturbed.get(name, {}), faulted.get(name, {})
-        columns = [c for c in sorted(set(ours) | set(theirs)) if (name, c) not in WALL_CLOCK
+        columns = [c for c in sorted(set(ours) | set(theirs)) if (name, c) not in WALL_CLOCK | FILE_COUNTS
                    and ours.get(c, "missing") != theirs.get(c, "missing")]
         if columns:
             out[name] = columns
