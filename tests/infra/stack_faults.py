@@ -10,7 +10,8 @@ each when the event log of a run the daemon started reaches a chosen point.
 Before each kill the snapshots of every table are listed; once the service is back (by itself,
 its restart policy), each of them must still be there and each table's snapshot log must
 extend the one before. After the pipeline: every run succeeded (the interrupted steps retried, the
-pipeline's retry policy), every GX check passed, every column reads as in the undisturbed run,
+pipeline's retry policy), every GX check passed, every column reads as in the undisturbed run
+(but the wall-clock ones and the erasure's count of files removed),
 and no snapshot of any table references a file missing from MinIO.
 """
 
