@@ -2,14 +2,16 @@
 
 ``tests/infra/test_docker_stack.py`` drives the pipeline once undisturbed (its ``pipeline``
 fixture: files landed in MinIO, the sensors and automation run the rest) and takes every table's
-column checksums through Trino. Then it brings a new stack up on the same image (`down
---volumes`, `up`: Dagster's instance, the catalog and the buckets empty) and lands the files
-again, while ``FAULTS`` kill one service at a time with SIGKILL, each when the event log of
-a run the daemon started reaches a chosen point.
+column checksums through Trino. Then it empties the lakehouse on the same stack through the
+stack's own APIs (``empty_lakehouse``: the daemon stopped, every warehouse table dropped with its
+files, Dagster's record of their materializations wiped and the automation sensor's cursor
+cleared) and lands the files again, while ``FAULTS`` kill one service at a time with SIGKILL,
+each when the event log of a run the daemon started reaches a chosen point.
 Before each kill the snapshots of every table are listed; once the service is back (by itself,
 its restart policy), each of them must still be there and each table's snapshot log must
 extend the one before. After the pipeline: every run succeeded (the interrupted steps retried, the
-pipeline's retry policy), every GX check passed, every column reads as in the undisturbed run,
+pipeline's retry policy), every GX check passed, every column reads as in the undisturbed run
+(but the wall-clock ones and the erasure's count of files removed),
 and no snapshot of any table references a file missing from MinIO.
 """
 
@@ -27,9 +29,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infra.compose_stack import Stack
-from infra.dagster_client import STATUS, DagsterClient, RunResult
+from infra.dagster_client import LOCATION, REPOSITORY, STATUS, DagsterClient, RunResult
 from infra.landing_feed import LandingBucketWriter
 from infra.stack_pipeline import drive
+from pipelines.defs.automation import AUTOMATION_SENSOR
 from tablestore.spec.manifests.manifest import read_manifest, read_manifest_list
 from tablestore.spec.metadata.table_metadata import TableMetadata
 
@@ -83,6 +86,12 @@ FAULTS = (
 
 # Columns whose values are the wall clock of the run, not data the pipeline derives.
 WALL_CLOCK = {("erasure_requests", "completed_at"), ("erasure_audit", "erased_at")}
+# Columns that count files, not rows: the erasure's `files_removed` is the files of the snapshots
+# it expires plus the orphans it removes, so it follows how many commits the runs made (how the
+# landing sensor grouped the days: 2026-11-01 and -02 in two runs undisturbed, in one run in the
+# faults pass of 29 November) and the files a fault's commit of unknown outcome left (orphans,
+# which the erasure clears: docs/design.md, who may delete a written file).
+FILE_COUNTS = {("erasure_audit", "files_removed")}
 
 
 @dataclass
@@ -105,23 +114,37 @@ def catalog_get(stack: Stack, path: str, token: str | None = None) -> dict[str, 
     return answer
 
 
+# Services back once Dagster records a heartbeat of each of their daemons after the kill: the
+# record the daemon's healthcheck (`dagster-daemon liveness-check`, every 30 s: each is a Python
+# process importing Dagster) reads, read at once through the webserver instead of at the next check.
+BACK_BY_HEARTBEAT = ("dagster-daemon",)
+
+
 def kill_and_wait(stack: Stack, service: str, timeout_s: float = 300) -> float:
     """SIGKILL the container's init (the container dies, as in a crash); answer the seconds until
-    it is back by itself (its restart policy) and healthy."""
+    it is back by itself (its restart policy) and healthy (the daemon: running, with a heartbeat
+    of each of its daemons after the kill)."""
     info = stack.container(service)
     restarts = info["RestartCount"]
-    started = time.monotonic()
+    started, killed_at = time.monotonic(), time.time()
     os.kill(info["State"]["Pid"], signal.SIGKILL)
     deadline = started + timeout_s
-    state: dict[str, Any] = {}
+
+    def back(info: dict[str, Any]) -> bool:
+        state = info["State"]
+        up = state.get("Running") if service in BACK_BY_HEARTBEAT else state.get("Health", {}).get("Status") == "healthy"
+        return info["RestartCount"] == restarts + 1 and bool(up)
+
     while time.monotonic() < deadline:
         info = stack.container(service)
-        state = info["State"]
-        if info["RestartCount"] > restarts and state.get("Health", {}).get("Status") == "healthy":
+        if back(info):
             break
         time.sleep(1)
-    if info["RestartCount"] != restarts + 1 or state.get("Health", {}).get("Status") != "healthy":
-        raise AssertionError(f"{service} is not back and healthy {timeout_s:.0f} s after SIGKILL: {state}")
+    if not back(info):
+        raise AssertionError(f"{service} is not back and healthy {timeout_s:.0f} s after SIGKILL: {info['State']}")
+    if service in BACK_BY_HEARTBEAT:
+        client = DagsterClient(f"http://{stack.address('dagster-webserver', 3000)}")
+        wait_for_daemon(client, killed_at, timeout_s=max(deadline - time.monotonic(), 1.0))
     return time.monotonic() - started
 
 
@@ -210,6 +233,102 @@ def run_with_faults(stack: Stack, faults: tuple[Fault, ...], timeout_s: float,
     return flow.results, records
 
 
+WIPE = """mutation($ranges: [PartitionsByAssetSelector!]!) { wipeAssets(assetPartitionRanges: $ranges) {
+  __typename ... on PythonError { message } } }"""
+SET_CURSOR = """mutation($selector: SensorSelector!) { setSensorCursor(sensorSelector: $selector, cursor: null) {
+  __typename ... on Sensor { sensorState { typeSpecificData { ... on SensorData { lastCursor } } } }
+  ... on PythonError { message } } }"""
+MATERIALIZED = """query($key: AssetKeyInput!) { assetNodeOrError(assetKey: $key) { __typename
+  ... on AssetNode { assetMaterializations(limit: 1) { timestamp } partitionStats { numMaterialized } } } }"""
+DAEMONS = """{ instance { daemonHealth { allDaemonStatuses { daemonType required healthy lastHeartbeatTime } } } }"""
+
+
+def drop_every_table(stack: Stack) -> None:
+    """Every table of ``shop`` dropped with its files (purge), but the external landing table,
+    whose files are the landing data (its metadata lies among them, and an external table is not
+    created again over a location holding one: the next ingest finds it and registers no file)."""
+    for name, loaded in tables(stack).items():
+        if external(loaded):
+            continue
+        request = urllib.request.Request(
+            f"{stack.url('catalog', 8181)}/v1/metastore/namespaces/shop/tables/{urllib.parse.quote(name)}"
+            "?purgeRequested=true", method="DELETE",
+            headers={"Authorization": f"Bearer {stack.env['CATALOG_TOKEN_DAGSTER']}"})
+        with urllib.request.urlopen(request, timeout=300):
+            pass
+
+
+def wait_for_daemon(client: DagsterClient, since: float, timeout_s: float = 300) -> float:
+    """Until every required daemon of Dagster's instance has written a heartbeat after ``since``
+    (time.time()): the daemon process is up and running its loops. Dagster's own record, read
+    through the webserver, without waiting for the container's healthcheck (every 30 s)."""
+    deadline = time.monotonic() + timeout_s
+    statuses: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        try:
+            statuses = client.graphql(DAEMONS)["instance"]["daemonHealth"]["allDaemonStatuses"]
+        except (urllib.error.URLError, OSError, RuntimeError):
+            statuses = []
+        required = [d for d in statuses if d["required"]]
+        # Live, as `dagster-daemon liveness-check` has it: a heartbeat, errors or not (a sensor
+        # tick's error while the code server restarts is no death of the daemon).
+        if required and all((d["lastHeartbeatTime"] or 0) > since for d in required):
+            return time.time() - since
+        time.sleep(1)
+    raise AssertionError(f"Dagster's daemons have no heartbeat {timeout_s:.0f} s after {since}: {statuses}")
+
+
+def empty_lakehouse(stack: Stack) -> dict[str, float]:
+    """The lakehouse as on a new stack, through the stack's APIs, with the daemon stopped: every
+    warehouse table dropped and purged (the catalog); Dagster's record of every ``lakehouse/shop``
+    asset's materializations and checks wiped (GraphQL ``wipeAssets``), each then read back as never
+    materialized, with no partition materialized; and the automation sensor's cursor cleared
+    (``setSensorCursor``), so that its next evaluation starts from nothing, as a new instance's
+    first does. Answers the seconds of each step.
+
+    Why the daemon is stopped: an automation tick reads every asset's materializations one query
+    at a time, over seconds. A tick that reads part of them before the wipe and part after sees
+    ``customers`` newly missing while ``events`` still looks materialized, and requests
+    ``customers`` and everything after it before ``events`` exists: what the first try, with the
+    daemon running, did. Stopped, no tick runs across the wipe. The sensors' cursors stay (in
+    PostgreSQL): the files landed again are new to them (a new modification time)."""
+    client = DagsterClient(f"http://{stack.address('dagster-webserver', 3000)}")
+    seconds: dict[str, float] = {}
+    started = time.monotonic()
+    stack.compose("stop", "dagster-daemon", timeout=120)
+    seconds["daemon stopped"] = time.monotonic() - started
+    try:
+        started = time.monotonic()
+        drop_every_table(stack)
+        seconds["tables dropped"] = time.monotonic() - started
+        started = time.monotonic()
+        keys = [k for k in client.asset_keys() if k[:2] == ["lakehouse", "shop"]]
+        answer = client.graphql(WIPE, {"ranges": [{"assetKey": {"path": key}} for key in keys]})["wipeAssets"]
+        if answer["__typename"] != "AssetWipeSuccess":
+            raise AssertionError(f"wiping {len(keys)} assets failed: {answer}")
+        selector = {"repositoryLocationName": LOCATION, "repositoryName": REPOSITORY, "sensorName": AUTOMATION_SENSOR}
+        cleared = client.graphql(SET_CURSOR, {"selector": selector})["setSensorCursor"]
+        if cleared["__typename"] != "Sensor" or cleared["sensorState"]["typeSpecificData"]["lastCursor"] is not None:
+            raise AssertionError(f"clearing {AUTOMATION_SENSOR}'s cursor failed: {cleared}")
+        left = {}
+        for key in keys:
+            node = client.graphql(MATERIALIZED, {"key": {"path": key}})["assetNodeOrError"]
+            materialized = (len(node.get("assetMaterializations") or []),
+                            (node.get("partitionStats") or {}).get("numMaterialized", 0))
+            if materialized != (0, 0):
+                left["/".join(key)] = materialized
+        if left:
+            raise AssertionError(f"after the wipe, Dagster still reads these assets as materialized "
+                                 f"(materializations, partitions): {left}")
+        seconds["materializations wiped"] = time.monotonic() - started
+    finally:
+        started, since = time.monotonic(), time.time()
+        stack.compose("start", "dagster-daemon", timeout=300)
+    wait_for_daemon(client, since)
+    seconds["daemon started"] = time.monotonic() - started
+    return seconds
+
+
 def column_checksums(stack: Stack) -> dict[str, dict[str, str | None]]:
     """Per table of the warehouse (not the external landing table, whose files Trino does not
     mount): its row count and Trino's order-insensitive ``checksum`` of every column. Trino
@@ -240,11 +359,12 @@ def _quote(name: str) -> str:
 
 def differing_columns(undisturbed: dict[str, dict[str, str | None]],
                       faulted: dict[str, dict[str, str | None]]) -> dict[str, list[str]]:
-    """Per table, the columns (and ``rows``) whose checksums differ, but the wall-clock ones."""
+    """Per table, the columns (and ``rows``) whose checksums differ, but the wall-clock ones and
+    the erasure's count of files removed."""
     out: dict[str, list[str]] = {}
     for name in sorted(set(undisturbed) | set(faulted)):
         ours, theirs = undisturbed.get(name, {}), faulted.get(name, {})
-        columns = [c for c in sorted(set(ours) | set(theirs)) if (name, c) not in WALL_CLOCK
+        columns = [c for c in sorted(set(ours) | set(theirs)) if (name, c) not in WALL_CLOCK | FILE_COUNTS
                    and ours.get(c, "missing") != theirs.get(c, "missing")]
         if columns:
             out[name] = columns
