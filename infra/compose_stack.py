@@ -90,8 +90,8 @@ class Stack:
         return info
 
 
-def write_env_file(path: Path, project: str) -> dict[str, str]:
-    """Fresh secrets, the trino profile, loopback, engine-chosen host ports; mode 0600."""
+def write_env_file(path: Path, project: str, profiles: tuple[str, ...] = ("trino",)) -> dict[str, str]:
+    """Fresh secrets, the compose profiles (trino), loopback, engine-chosen host ports; mode 0600."""
     values = {
         "MINIO_ROOT_USER": "lakehouse",
         "MINIO_ROOT_PASSWORD": secrets.token_hex(16),
@@ -110,8 +110,8 @@ def write_env_file(path: Path, project: str) -> dict[str, str]:
         "KEYCLOAK_CLIENT_SECRET_ENGINEER": secrets.token_hex(16),
         "KEYCLOAK_CLIENT_SECRET_ANALYST": secrets.token_hex(16),
         "COMPOSE_PROJECT_NAME": project,
-        # Trino runs: `make images` builds trinodb/trino:476 where it cannot be pulled.
-        "COMPOSE_PROFILES": "trino",
+        # Trino runs unless left out: `make images` builds trinodb/trino:476 where it cannot be pulled.
+        "COMPOSE_PROFILES": ",".join(profiles),
         "LAKEHOUSE_BIND": "127.0.0.1",
         # Run monitoring fails a run left STARTING after 45 s, polled every 5 s (infra/dagster/
         # dagster.yaml: 90 s and 15 s); 45 s stays above the slowest start measured under load
@@ -127,16 +127,19 @@ def write_env_file(path: Path, project: str) -> dict[str, str]:
 
 
 @contextmanager
-def running_stack(workdir: Path, prefix: str = "tablestore-test") -> Iterator[Stack]:
-    """``docker compose up --build --wait`` of every service, Trino too; ``down -v`` at the end,
-    whatever happened."""
+def running_stack(workdir: Path, prefix: str = "tablestore-test", profiles: tuple[str, ...] = ("trino",),
+                  overrides: tuple[Path, ...] = ()) -> Iterator[Stack]:
+    """``docker compose up --build --wait`` of every service of ``profiles`` (Trino by default);
+    ``down -v`` at the end, whatever happened. ``overrides`` are Compose files merged over
+    docker-compose.yml (a benchmark's own pipeline settings, say)."""
     ensure_engine()
     # The images this machine cannot pull (make images: MinIO, Trino): built once, then found current.
     ensure_images()
     project = f"{prefix}-{uuid.uuid4().hex[:8]}"
     env_path = workdir / ".env"
-    env = write_env_file(env_path, project)
-    stack = Stack(project, env, ["docker", "compose", "--project-directory", str(ROOT), "-f", str(COMPOSE_FILE),
+    env = write_env_file(env_path, project, profiles)
+    files = [arg for path in (COMPOSE_FILE, *overrides) for arg in ("-f", str(path))]
+    stack = Stack(project, env, ["docker", "compose", "--project-directory", str(ROOT), *files,
                                  "--env-file", str(env_path), "-p", project], env_path)
     try:
         started = time.monotonic()

@@ -109,13 +109,15 @@ class DagsterClient:
         nodes = self.graphql("{ assetNodes { assetKey { path } } }")["assetNodes"]
         return [list(n["assetKey"]["path"]) for n in nodes]
 
-    def launch_assets(self, label: str, keys: list[list[str]], tags: dict[str, str] | None = None) -> str:
-        """Queue one run of the assets ``keys`` (paths) and their checks; answers the run id."""
+    def launch_assets(self, label: str, keys: list[list[str]], tags: dict[str, str] | None = None,
+                      run_config: dict[str, Any] | None = None) -> str:
+        """Queue one run of the assets ``keys`` (paths) and their checks, with ``run_config`` (as
+        the Launchpad takes it); answers the run id."""
         params = {
             "selector": {"repositoryLocationName": LOCATION, "repositoryName": REPOSITORY, "jobName": ASSET_JOB,
                          "assetSelection": [{"path": key} for key in keys]},
             "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in (tags or {}).items()]},
-            "runConfigData": {},
+            "runConfigData": run_config or {},
         }
         launched = self.graphql(LAUNCH, {"params": params})["launchRun"]
         if launched["__typename"] != "LaunchRunSuccess":
