@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import io
 import json
 import os
 import platform
@@ -56,9 +55,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import yaml
 
 from bench.common import DAYS, RESULTS_DIR
@@ -66,7 +63,7 @@ from infra.compose_stack import running_stack
 from infra.dagster_client import STACK_SETTINGS, DagsterClient
 from infra.landing_feed import LandingBucketWriter
 from infra.stack_pipeline import INGESTED, Watcher
-from pipelines.defs.ingest.landing import events_for_day
+from pipelines.defs.ingest.landing import events_for_day, landing_parquet
 from pipelines.defs.ingest.landing_bucket import EVENTS_PREFIX
 from pipelines.settings import PipelineSettings, load_settings
 
@@ -109,12 +106,6 @@ def compose_override(settings_file: Path) -> str:
                                         for name in SETTINGS_SERVICES}})
 
 
-def _parquet(table: pa.Table) -> bytes:
-    buffer = io.BytesIO()
-    pq.write_table(table, buffer, compression="zstd")  # as the landing writer does
-    return buffer.getvalue()
-
-
 Landing = tuple[dict[str, bytes], tuple[str, bytes], int]
 
 
@@ -149,11 +140,11 @@ def landing_files(settings: PipelineSettings) -> Landing:
         rows += table.num_rows
         key = f"{EVENTS_PREFIX}/dt={day.isoformat()}/part-0000{{}}.parquet"
         if day != last:
-            files[key.format(0)] = _parquet(table)
+            files[key.format(0)] = landing_parquet(table)
             continue
         late = pc.equal(pc.hour(table.column("event_ts")), LAST_HOUR)
-        files[key.format(0)] = _parquet(table.filter(pc.invert(late)))
-        hour = (key.format(1), _parquet(table.filter(late)))
+        files[key.format(0)] = landing_parquet(table.filter(pc.invert(late)))
+        hour = (key.format(1), landing_parquet(table.filter(late)))
     return files, hour, rows
 
 

@@ -101,12 +101,17 @@ def write_if_changed(path: Path, payload: bytes) -> bool:
     return True
 
 
+def landing_parquet(table: pa.Table) -> bytes:
+    """The bytes of a landing file of ``table``, encoded as the shop drops them (zstd Parquet)."""
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer, compression="zstd")
+    return buffer.getvalue()
+
+
 def landing_day_file(settings: PipelineSettings, day: datetime.date) -> tuple[bytes, int]:
     """One landing day as the shop drops it: its Parquet file's bytes, and its rows."""
     table = events_for_day(settings, day)
-    buffer = io.BytesIO()
-    pq.write_table(table, buffer, compression="zstd")
-    return buffer.getvalue(), table.num_rows
+    return landing_parquet(table), table.num_rows
 
 
 def write_landing_day(settings: PipelineSettings, day: datetime.date) -> tuple[Path, int, bool]:
