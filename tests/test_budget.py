@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from tests.budget import BUDGET_S, summary
+from pathlib import Path
+
+from tests.budget import BUDGET_S, read_times, summary
 
 
 def test_the_summary_gives_the_total_against_the_budget_and_the_slowest_modules_first() -> None:
@@ -17,3 +19,13 @@ def test_the_summary_gives_the_total_against_the_budget_and_the_slowest_modules_
 
 def test_the_summary_of_an_empty_session_divides_by_nothing() -> None:
     assert summary({"tests/a.py": 0.0}, {"tests/a.py": set()})[1].split()[2] == "0.0%"
+
+
+def test_a_times_file_written_as_tests_finish_is_summed_by_module_and_by_test(tmp_path: Path) -> None:
+    times = tmp_path / "times.tsv"
+    times.write_text("tests/a.py::x\tsetup\t1.500\t1\ntests/a.py::x\tcall\t2.000\t2\n"
+                     "tests/b.py::y\tcall\t0.250\t3\ntests/a.py::z\tcall\t4.000\t4\n", encoding="utf-8")
+    seconds, tests, by_test = read_times(times)
+    assert seconds == {"tests/a.py": 7.5, "tests/b.py": 0.25}
+    assert tests == {"tests/a.py": {"tests/a.py::x", "tests/a.py::z"}, "tests/b.py": {"tests/b.py::y"}}
+    assert by_test == {"tests/a.py::x": 3.5, "tests/b.py::y": 0.25, "tests/a.py::z": 4.0}
