@@ -27,6 +27,8 @@ from infra.images import ensure_images
 
 ROOT = Path(__file__).resolve().parents[1]
 SETUP = ROOT.parent / "shared" / "docker-stack" / "setup"
+# Where setup keeps the engine's pid and log.
+SETUP_WORK = Path(os.environ.get("DOCKER_STACK_WORK", "/var/tmp/docker-stack"))
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 ENGINE_HINT = ("check out ../shared beside the repository: ../shared/docker-stack/setup installs and starts "
                "the Docker engine and builds the stand-ins of the base images")
@@ -53,7 +55,10 @@ def ensure_engine() -> None:
         return
     if not SETUP.exists():
         raise StackError(f"no Docker engine answers and {SETUP} does not exist; {ENGINE_HINT}")
-    done = subprocess.run([str(SETUP)], capture_output=True, text=True, timeout=1200)
+    # In a session of its own: setup leaves dockerd running in the background, and in the
+    # caller's process group it would die with it (Ctrl-C on `make test`, a killed test run),
+    # taking every stack on the machine down, other users' included.
+    done = subprocess.run([str(SETUP)], capture_output=True, text=True, timeout=1200, start_new_session=True)
     if done.returncode != 0 or not engine_answers():
         raise StackError(f"{SETUP} did not start a Docker engine (exit {done.returncode}): {done.stderr[-2000:]}")
 

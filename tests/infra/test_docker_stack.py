@@ -53,7 +53,7 @@ from typing import Any
 
 import pytest
 
-from infra.compose_stack import RUN_START_TIMEOUT_S, Stack, StackError, running_stack
+from infra.compose_stack import RUN_START_TIMEOUT_S, SETUP_WORK, Stack, StackError, running_stack
 from infra.dagster_client import DONE, STATUS, TAGS, DagsterClient, RunResult
 from infra.stack_pipeline import drive
 from tests.infra.stack_faults import (
@@ -141,6 +141,17 @@ def test_a_fresh_clone_builds_from_the_layer_cache(stack: Stack, tmp_path: Path)
         assert set(runs) <= cached, {runs[s] for s in set(runs) - cached}
     print(f"[stack] docker build in a fresh clone: {seconds:.1f} s "
           f"({len(cached & set(steps))} of {len(steps)} steps cached)")
+
+
+def test_the_docker_engine_does_not_die_with_the_test_run(stack: Stack) -> None:
+    """The engine that ../shared/docker-stack/setup started (for this run or before it) is in a
+    session of its own, so Ctrl-C on `make test` or a killed run does not take it and every
+    stack on the machine down (infra.compose_stack.ensure_engine)."""
+    pid_file = SETUP_WORK / "dockerd.pid"
+    if not pid_file.exists():
+        pytest.skip(f"the engine was not started by ../shared/docker-stack/setup (no {pid_file})")
+    pid = int(pid_file.read_text().strip())
+    assert os.getsid(pid) != os.getsid(0) and os.getpgid(pid) != os.getpgid(0), pid
 
 
 def test_ports_are_loopback_only_with_an_init_and_restart_policies(stack: Stack) -> None:
