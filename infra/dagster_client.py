@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import os
 import time
+import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,7 +49,8 @@ EVENTS = """query($id: ID!, $cursor: String) { logsForRun(runId: $id, afterCurso
   ... on EventConnection { cursor hasMore events { __typename
     ... on MessageEvent { message timestamp stepKey }
     ... on MaterializationEvent { assetKey { path } metadataEntries { label
-      ... on TextMetadataEntry { text } ... on IntMetadataEntry { intValue } ... on JsonMetadataEntry { jsonString }
+      ... on TextMetadataEntry { text } ... on IntMetadataEntry { intValue } ... on FloatMetadataEntry { floatValue }
+      ... on JsonMetadataEntry { jsonString }
       ... on MarkdownMetadataEntry { mdStr } } }
     ... on AssetCheckEvaluationEvent { evaluation { checkName success description assetKey { path } } }
     ... on ExecutionStepFailureEvent { error { message causes { message } } }
@@ -88,13 +91,32 @@ class RunResult:
 
 
 class DagsterClient:
-    """A Dagster webserver's GraphQL API at ``url`` (e.g. ``http://127.0.0.1:3000``)."""
+    """A Dagster webserver's GraphQL API at ``url`` (e.g. ``http://127.0.0.1:3000``).
 
-    def __init__(self, url: str, timeout_s: float = 60.0) -> None:
-        self.url = url.rstrip("/")
+    ``url`` may be a function answering it: a Docker engine that restarts brings the webserver
+    back on another engine-chosen host port, and a refused connection asks the function again."""
+
+    def __init__(self, url: str | Callable[[], str], timeout_s: float = 60.0) -> None:
+        self._resolve = url if callable(url) else None
+        self.url = (url() if callable(url) else url).rstrip("/")
         self.timeout_s = timeout_s
 
     def graphql(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
+        try:
+            return self._graphql(query, variables)
+        except urllib.error.URLError as e:
+            if self._resolve is None or not isinstance(e.reason, ConnectionRefusedError):
+                raise
+            try:
+                fresh = self._resolve().rstrip("/")
+            except Exception:  # the container is not published (yet): the refusal stands
+                raise e from None
+            if fresh == self.url:
+                raise
+            self.url = fresh
+            return self._graphql(query, variables)
+
+    def _graphql(self, query: str, variables: dict[str, Any] | None) -> dict[str, Any]:
         body = json.dumps({"query": query, "variables": variables or {}}).encode()
         request = urllib.request.Request(f"{self.url}/graphql", data=body,
                                          headers={"Content-Type": "application/json"})

@@ -23,9 +23,15 @@ import pytest
 from pipelines.definitions import build_definitions
 from pipelines.defs.changes import CONSUMED, ERASURE_CONSUMED_PREFIX, IN_PROCESS, SPARK, changed_keys, choose_engine
 from pipelines.defs.customers.assets import (
+    CUSTOMER_COLUMNS,
+    CUSTOMER_READ,
     CUSTOMERS_KEY,
+    FEATURE_COLUMNS,
     LTV_KEY,
     SEGMENTS_KEY,
+    customers_and_features_in_process,
+    customers_in_process,
+    feature_in_process,
     refresh_customers,
     refresh_feature,
     users_scan,
@@ -151,6 +157,9 @@ def test_downstream_assets_read_only_the_changes_and_an_erasure_reaches_every_de
             ("incremental", PER_HOUR, touched_users), key
     # A one-hour change is within the settings' bounds: no step of the run asked Spark for work.
     assert {second[k.to_user_string()]["engine"] for k in DOWNSTREAM} == {IN_PROCESS}
+    # The run's steps share its process: the features came from the customers refresh's one read.
+    assert all(second[k.to_user_string()]["engine_reason"].startswith("read with the customers' recompute")
+               for k in (SEGMENTS_KEY, LTV_KEY))
     assert {first[k.to_user_string()]["engine"] for k in (ROLLUP_KEY, CUSTOMERS_KEY)} == {SPARK}  # full
     assert rollup_rows(store) == expected_rollup(store)
 
@@ -268,6 +277,16 @@ def test_in_process_and_spark_refreshes_of_the_same_changes_write_the_same_rows(
     by_user = {r["user_id"]: r for r in table}
     assert by_user[60]["segment"] == "occasional" and by_user[60]["lifetime_value"] == Decimal("9.50")
     assert by_user[61]["segment"] == "browser"
+
+    # The feature steps above took their rows from the customers refresh's one read (the same
+    # users at the same snapshot); a feature step's own read gives the same rows.
+    schema = store.table("customers").schema().as_arrow()
+    once, features = customers_and_features_in_process(users_scan(events, users, CUSTOMER_READ), schema)
+    assert once.sort_by("user_id") == customers_in_process(users_scan(events, users, CUSTOMER_COLUMNS),
+                                                           schema).sort_by("user_id")
+    for column, rows in features.items():
+        own = feature_in_process(users_scan(events, users, FEATURE_COLUMNS[column]), column)
+        assert rows.num_rows > 0 and rows.sort_by("user_id") == own.sort_by("user_id"), column
 
 
 def test_the_reconciliation_compares_only_the_tables_whose_snapshot_moved() -> None:

@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 from pipelines.defs.automation import FOLLOWS_UPSTREAM, USER_TABLE_FRESHNESS
 from pipelines.defs.changes import (
     AUTO,
+    SPARK,
     Changes,
     EngineChoice,
     RefreshConfig,
@@ -76,6 +77,11 @@ SELECT user_id,
 FROM {EVENTS} WHERE event_type IN ('purchase', 'refund') {{and_where}} GROUP BY user_id
 HAVING count_if(event_type = 'purchase') > 0
 """
+# The events' columns each in-process recompute reads; the customers refresh reads them all once.
+CUSTOMER_COLUMNS = ["user_id", "email", "country_code", "event_ts"]
+FEATURE_COLUMNS = {"segment": ["user_id", "event_type"], "lifetime_value": ["user_id", "event_type", "amount"]}
+FEATURES = tuple(FEATURE_COLUMNS)
+CUSTOMER_READ = [*CUSTOMER_COLUMNS, "event_type", "amount"]
 
 
 def merge_feature(table: Table, source: "DataFrame", column: str, commit_id: str | None = None) -> dict[str, str | int]:
@@ -122,7 +128,11 @@ def customers_in_process(scan: TableScan, schema: pa.Schema) -> pa.Table:
     """``BASE_SQL`` over ``scan`` (:func:`users_scan`) in this process, as rows of ``schema`` (the
     columns after the base four, the features, NULL). ``min_by(x, event_ts)`` is the x of the
     earliest event, NULL or not; a user whose events have no time gets NULL for all three."""
-    parts = [_first_seen(pa.Table.from_batches([batch])) for batch in scan.to_batches()]
+    return _customers_rows([_first_seen(pa.Table.from_batches([batch])) for batch in scan.to_batches()], schema)
+
+
+def _customers_rows(parts: list[pa.Table], schema: pa.Schema) -> pa.Table:
+    """The customers' rows from the per-file reductions of :func:`_first_seen`."""
     first = _first_seen(pa.concat_tables(parts)) if parts else pa.table(
         {"user_id": pa.array([], pa.int64()), "email": pa.array([], pa.string()),
          "country_code": pa.array([], pa.string()), "event_ts": pa.array([], pa.timestamp("us"))})
@@ -138,25 +148,22 @@ def _purchases(rows: pa.Table) -> pa.Array:
     return pc.cast(pc.fill_null(pc.equal(rows.column("event_type"), "purchase"), False), pa.int64())
 
 
-def feature_in_process(scan: TableScan, column: str) -> pa.Table:
-    """``SEGMENT_SQL`` or ``LTV_SQL`` (``column``) over ``scan`` (:func:`users_scan`) in this
-    process: user_id and the feature, one row per user, each file reduced to per-user sums."""
-    parts = []
-    for batch in scan.to_batches():
-        rows = pa.Table.from_batches([batch])
-        purchase = _purchases(rows)
-        if column == "segment":
-            parts.append(pa.table({"user_id": rows.column("user_id"), "purchases": purchase})
-                         .group_by("user_id").aggregate([("purchases", "sum")])
-                         .rename_columns(["user_id", "purchases"]))
-            continue
-        keep = pc.is_in(rows.column("event_type"), value_set=pa.array(["purchase", "refund"]))
-        amount = rows.column("amount")
-        signed = pc.if_else(pc.cast(purchase, pa.bool_()), amount, pc.negate(amount))
-        parts.append(pa.table({"user_id": rows.column("user_id"), "purchases": purchase, "value": signed})
-                     .filter(pc.fill_null(keep, False)).group_by("user_id")
-                     .aggregate([("purchases", "sum"), ("value", "sum")])
-                     .rename_columns(["user_id", "purchases", "value"]))
+def _feature_part(rows: pa.Table, column: str) -> pa.Table:
+    """One file's rows of ``SEGMENT_SQL`` or ``LTV_SQL`` (``column``) reduced to per-user sums."""
+    purchase = _purchases(rows)
+    if column == "segment":
+        return (pa.table({"user_id": rows.column("user_id"), "purchases": purchase})
+                .group_by("user_id").aggregate([("purchases", "sum")]).rename_columns(["user_id", "purchases"]))
+    keep = pc.is_in(rows.column("event_type"), value_set=pa.array(["purchase", "refund"]))
+    amount = rows.column("amount")
+    signed = pc.if_else(pc.cast(purchase, pa.bool_()), amount, pc.negate(amount))
+    return (pa.table({"user_id": rows.column("user_id"), "purchases": purchase, "value": signed})
+            .filter(pc.fill_null(keep, False)).group_by("user_id")
+            .aggregate([("purchases", "sum"), ("value", "sum")]).rename_columns(["user_id", "purchases", "value"]))
+
+
+def _feature_rows(parts: list[pa.Table], column: str) -> pa.Table:
+    """user_id and the feature, one row per user, from the per-file sums of :func:`_feature_part`."""
     if column == "segment":
         sums = pa.concat_tables(parts).group_by("user_id").aggregate([("purchases", "sum")]) if parts else \
             pa.table({"user_id": pa.array([], pa.int64()), "purchases_sum": pa.array([], pa.int64())})
@@ -170,6 +177,55 @@ def feature_in_process(scan: TableScan, column: str) -> pa.Table:
     sums = sums.filter(pc.greater(sums.column("purchases_sum"), 0))  # HAVING count_if(purchase) > 0
     return pa.table({"user_id": sums.column("user_id"),
                      "lifetime_value": pc.cast(sums.column("value_sum"), pa.decimal128(14, 2))})
+
+
+def feature_in_process(scan: TableScan, column: str) -> pa.Table:
+    """``SEGMENT_SQL`` or ``LTV_SQL`` (``column``) over ``scan`` (:func:`users_scan`) in this
+    process: user_id and the feature, one row per user, each file reduced to per-user sums."""
+    return _feature_rows([_feature_part(pa.Table.from_batches([batch]), column) for batch in scan.to_batches()],
+                         column)
+
+
+def customers_and_features_in_process(scan: TableScan, schema: pa.Schema) -> tuple[pa.Table, dict[str, pa.Table]]:
+    """:func:`customers_in_process` and :func:`feature_in_process` of both features over one read
+    of ``scan`` (:func:`users_scan` of :data:`CUSTOMER_READ`): the same rows as three reads."""
+    firsts: list[pa.Table] = []
+    parts: dict[str, list[pa.Table]] = {column: [] for column in FEATURES}
+    for batch in scan.to_batches():
+        rows = pa.Table.from_batches([batch])
+        firsts.append(_first_seen(rows.select(CUSTOMER_COLUMNS)))
+        for column in FEATURES:
+            parts[column].append(_feature_part(rows, column))
+    return _customers_rows(firsts, schema), {column: _feature_rows(parts[column], column) for column in FEATURES}
+
+
+class FeatureReads:
+    """The feature rows the customers refresh computed in its read (the in-process path), for the
+    two feature steps after it: the three steps of a run run one after another in one process
+    (the in-process executor), and each read the events of the same users at the same snapshot,
+    every file of the table when the users are spread over the days. Keyed by the events table,
+    its snapshot and the users, so a step finds only rows its own read would have made; one
+    entry, each feature's rows handed out once."""
+
+    def __init__(self) -> None:
+        self._key: tuple[str, int, tuple[int, ...]] | None = None
+        self._rows: dict[str, pa.Table] = {}
+
+    def put(self, events: Table, users: list[int], rows: dict[str, pa.Table]) -> None:
+        self._key, self._rows = _read_key(events, users), dict(rows)
+
+    def take(self, events: Table, users: list[int], column: str) -> pa.Table | None:
+        if self._key is None or self._key != _read_key(events, users):
+            return None
+        return self._rows.pop(column, None)
+
+
+def _read_key(events: Table, users: list[int]) -> tuple[str, int, tuple[int, ...]]:
+    snapshot = events.current_snapshot()
+    return events.metadata.table_uuid, snapshot.snapshot_id if snapshot is not None else 0, tuple(users)
+
+
+FEATURE_READS = FeatureReads()  # this process's (a run's, in the stack)
 
 
 def refresh_customers(store: TableStoreResource, session: SessionSource, since: int | None, full: bool = False,
@@ -190,8 +246,7 @@ def refresh_customers(store: TableStoreResource, session: SessionSource, since: 
     choice = EngineChoice(True, "no user changed: nothing recomputed, no Spark asked for")
     if changes.full or users:
         choice = choose_engine(changes, store.settings.changes.in_process,
-                               lambda: users_scan(events, users, ["user_id", "email", "country_code", "event_ts"]),
-                               engine)
+                               lambda: users_scan(events, users, CUSTOMER_READ), engine)
     if changes.full:
         sql = store.sql(session())
         extra = [f.name for f in table.schema().fields][4:]
@@ -204,7 +259,8 @@ def refresh_customers(store: TableStoreResource, session: SessionSource, since: 
     elif users:
         schema = table.schema().as_arrow()
         if choice.scan is not None and choice.in_process:
-            recomputed = customers_in_process(choice.scan, schema)
+            recomputed, features = customers_and_features_in_process(choice.scan, schema)
+            FEATURE_READS.put(events, users, features)
         else:
             # A few rows per touched user: the recomputed rows come back to this process.
             result = store.sql(session()).execute_one(BASE_SQL.format(where=f"WHERE {users_filter(users)}"))
@@ -239,11 +295,19 @@ def refresh_feature(store: TableStoreResource, session: SessionSource, column: s
     users = sorted(int(u) for u in changes.keys.column("user_id").to_pylist()) if changes.keys.num_rows else []
     if not changes.full and not users:
         return changes, {"action": "unchanged", "snapshot_id": "None", "source_rows": 0}
-    columns = ["user_id", "event_type"] if column == "segment" else ["user_id", "event_type", "amount"]
-    choice = choose_engine(changes, store.settings.changes.in_process, lambda: users_scan(events, users, columns),
-                           engine)
-    if choice.scan is not None and choice.in_process:
+    read = FEATURE_READS.take(events, users, column) if not changes.full and engine != SPARK else None
+    if read is not None:
+        # What this step's own read would give: the customers refresh read the same users' events
+        # at this snapshot, in this process, under the same bounds.
+        choice = EngineChoice(True, f"read with the customers' recompute: {len(users)} users at snapshot "
+                                    f"{_read_key(events, users)[1]}")
+    else:
+        choice = choose_engine(changes, store.settings.changes.in_process,
+                               lambda: users_scan(events, users, FEATURE_COLUMNS[column]), engine)
+    rows = read
+    if rows is None and choice.scan is not None and choice.in_process:
         rows = feature_in_process(choice.scan, column)
+    if rows is not None:
         snapshot = table.update_columns(rows, "user_id", [column], commit_id=commit_id)
         metadata: dict[str, Any] = {"action": "update_columns", "snapshot_id": str(snapshot.snapshot_id if snapshot
                                                                                     is not None else None),
