@@ -18,8 +18,9 @@ For each HTTP request, before any handler or body parser runs:
    ``Content-Length`` says so, else as soon as the bytes read pass the limit. The handler then
    sees a disconnected client, and the connection is closed after the answer.
 4. A table load (``GET``/``HEAD .../tables/{table}``) is answered by
-   :mod:`tablestore.rest.routes.table_loads` without the router; every other request goes on to
-   the app.
+   :mod:`tablestore.rest.routes.table_loads`, and a table commit (``POST .../tables/{table}``
+   without an ``Idempotency-Key``) by :mod:`tablestore.rest.routes.table_commits`, without the
+   router; every other request goes on to the app.
 5. When it has been answered: ``tablestore_http_requests_total`` and
    ``tablestore_http_request_duration_seconds`` by route template (:mod:`tablestore.rest.routes.metrics`)
    and idempotent replays are counted; every answer of 400 or more is logged once in text on
@@ -59,6 +60,7 @@ from tablestore.rest.access import Service
 from tablestore.rest.auth.principals import Principal
 from tablestore.rest.errors import error_body
 from tablestore.rest.routes.metrics import UNMATCHED, ServiceMetrics
+from tablestore.rest.routes.table_commits import COMMIT_ROUTE, TableCommits
 from tablestore.rest.routes.table_loads import LOAD_ROUTE, TableLoads
 from tablestore.rest.state.stats import IDEMPOTENT_REPLAYS
 
@@ -173,6 +175,7 @@ class Envelope:
         self.service = service
         self.metrics = metrics
         self.loads = TableLoads(service)
+        self.commits = TableCommits(service)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -244,12 +247,17 @@ class Envelope:
                     return {"type": "http.disconnect"}
             return message
 
-        # Table loads, the most frequent request of every engine, are answered without the router.
-        target = self.loads.target(scope) if principal is not None else None
+        # Table loads and commits, the most frequent requests of every engine and writer, are
+        # answered without the router.
+        load = self.loads.target(scope) if principal is not None else None
+        commit = self.commits.target(scope) if principal is not None and load is None else None
         try:
-            if target is not None and principal is not None:
+            if load is not None and principal is not None:
                 outcome.route = LOAD_ROUTE
-                await self.loads.answer(scope, limited_receive, observed, principal, target)
+                await self.loads.answer(scope, limited_receive, observed, principal, load)
+            elif commit is not None and principal is not None:
+                outcome.route = COMMIT_ROUTE
+                await self.commits.answer(scope, limited_receive, observed, principal, commit, self.app)
             else:
                 await self.app(scope, limited_receive, observed)
         except Exception:

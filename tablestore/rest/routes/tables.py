@@ -224,6 +224,12 @@ def table_exists(namespace: str, table: str, access: ReadAccess) -> Response:
 
 @router.post("/namespaces/{namespace}/tables/{table}")
 def commit_table(namespace: str, table: str, body: CommitTableRequest, access: WriteAccess) -> Response:
+    return commit_response(access, namespace, table, body)
+
+
+def commit_response(access: Access, namespace: str, table: str, body: CommitTableRequest) -> Response:
+    """The commit of a table (``POST .../tables/{table}``) by a caller holding the write role,
+    answered: the route's work, shared with the envelope's (:mod:`tablestore.rest.routes.table_commits`)."""
     ident = access.parse_identifier(namespace, table)
     requirements, updates = _changes(access, body)
     require_commit(access, ident, requirements)
@@ -282,4 +288,5 @@ def commit_transaction(body: CommitTransactionRequest, access: WriteAccess) -> R
     return Response(status_code=204)
 
 
-__all__ = ["etag_of", "load_result", "parsed", "require_commit", "require_rename", "router", "table_response"]
+__all__ = ["commit_response", "etag_of", "load_result", "parsed", "require_commit", "require_rename", "router",
+           "table_response"]
