@@ -7,7 +7,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import replace
-from functools import partial
+from functools import lru_cache, partial
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Body, Header, Query, Response
@@ -188,6 +188,7 @@ def register_table(namespace: str, body: RegisterTableRequest, access: WriteAcce
     return table_response(access, table.metadata_location, table.metadata, ident=ident)
 
 
+@lru_cache(maxsize=4096)  # a load's every answer of one file: the digest once (it was 3% of a load's CPU)
 def etag_of(metadata_location: str, snapshots: str) -> str:
     """The ETag of a load: its metadata file and the snapshots asked for."""
     return '"' + hashlib.sha256(f"{metadata_location}|{snapshots}".encode()).hexdigest()[:32] + '"'
