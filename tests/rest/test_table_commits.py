@@ -10,11 +10,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import create_engine, text
+
 from tablestore.config import load_config
 from tablestore.rest.access import Service
 from tablestore.rest.routes.table_commits import TableCommits
 from tablestore.rest.settings import server_settings
 from tablestore.rest.state.served_catalog import ServedSqlCatalog
+from tests.rest.conftest import ON_BOTH_DATABASES
 from tests.services import CATALOG, READ_TOKEN, WRITE_TOKEN, RestService, write_config
 
 NAMESPACE = "fastcommit"
@@ -53,6 +56,7 @@ def _error(answer: tuple[int, list[tuple[str, str]], bytes]) -> tuple[int, str]:
     return answer[0], json.loads(answer[2])["error"]["type"]
 
 
+@ON_BOTH_DATABASES  # on PostgreSQL the fast path commits on the event loop (ServedSqlCatalog.commit_on_loop)
 def test_commits_answer_as_the_route_does(rest_service: RestService) -> None:
     service = rest_service
     base = f"/v1/{CATALOG}/namespaces"
@@ -92,6 +96,22 @@ def test_commits_answer_as_the_route_does(rest_service: RestService) -> None:
         == (400, "BadRequestException")
     assert _error(_both(service, f"{base}/{NAMESPACE}/tables/{'x' * 300}", {"requirements": [], "updates": []})) \
         == (400, "BadRequestException")
+    if service.catalog_uri.startswith("postgresql"):
+        # The database closes every connection of the service (as a restart does): the pooled
+        # connections of the swap on the event loop are found closed and replaced.
+        engine = create_engine(service.catalog_uri, isolation_level="AUTOCOMMIT")
+        try:
+            with engine.connect() as conn:
+                assert conn.execute(text("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                         "WHERE datname = current_database() AND pid <> pg_backend_pid()")).scalar()
+        finally:
+            engine.dispose()
+        for value in ("after-restart-1", "after-restart-2"):
+            status, _, body = _send(service, table, {"requirements": holds, "updates": [
+                {"action": "set-properties", "updates": {"via": value}}]})
+            assert status == 200 and json.loads(body)["metadata"]["properties"]["via"] == value
+        assert json.loads(_send(service, table, method="GET")[2])["metadata"]["properties"]["via"] == value
+
     # Bodies the route refuses itself are handed to it: bad JSON (before the role), a wrong shape,
     # no content type.
     json_type = {"Content-Type": "application/json"}

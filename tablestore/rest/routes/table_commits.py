@@ -13,8 +13,12 @@ authenticated them and while it limits their bodies, and the route's work is don
 - the body is read and parsed as the route parses it (``json.loads``, then the same pydantic
   model); a body that does not parse, or comes with a content type other than JSON, goes on to
   the router with its bytes, which answers it as it always has (400 naming the problem);
-- the route's own function (:func:`tablestore.rest.routes.tables.commit_response`) runs in one
-  worker thread, and its answer or error is the one the route's handlers make.
+- the route's own functions (:mod:`tablestore.rest.routes.tables`) parse and check the changes
+  and answer, and the commit is made on the event loop when it can be
+  (:meth:`ServedSqlCatalog.commit_on_loop`: no other commit to the table under way, its state
+  known, PostgreSQL), else in one worker thread as the route makes it (under grants, whose
+  checks read the database, the whole route runs there); its answer or error is the one the
+  route's handlers make.
 
 A commit with an ``Idempotency-Key``, a query string, or to a catalog that is not the
 service's SQL catalog goes to the router (and through the idempotency store).
@@ -35,11 +39,12 @@ from starlette.types import Message, Receive, Scope, Send
 
 from tablestore.errors import TableStoreError
 from tablestore.rest.access import Access, Service, delegation_mechanisms
+from tablestore.rest.auth.authorizer import RoleAuthorizer
 from tablestore.rest.auth.principals import WRITE, Principal
 from tablestore.rest.errors import error_response, log_unexpected, status_of
 from tablestore.rest.routes.models import CommitTableRequest
 from tablestore.rest.routes.table_loads import Target, table_target
-from tablestore.rest.routes.tables import commit_response
+from tablestore.rest.routes.tables import commit_request, commit_response, table_response
 from tablestore.rest.state.idempotency import HEADER as IDEMPOTENCY_HEADER
 from tablestore.rest.storage.credentials import DELEGATION_HEADER
 
@@ -92,8 +97,7 @@ class TableCommits:
         access = Access(self.service, target.prefix, target.catalog, principal,
                         delegation_mechanisms(_header(scope, _DELEGATION)))
         try:
-            response = await anyio.to_thread.run_sync(
-                partial(commit_response, access, target.namespace, target.table, request))
+            response = await self._commit(access, target, request)
         except TableStoreError as e:
             response = _error(e)
         except Exception as e:
@@ -103,6 +107,20 @@ class TableCommits:
                 scope, receive, send)
             raise
         await response(scope, receive, send)
+
+
+    async def _commit(self, access: Access, target: Target, request: CommitTableRequest) -> Response:
+        if not isinstance(self.service.authorizer, RoleAuthorizer):
+            # Grants are read from the catalog's database: the whole route in a worker thread.
+            return await anyio.to_thread.run_sync(
+                partial(commit_response, access, target.namespace, target.table, request))
+        # The role was checked; parsing the changes and checking their locations is work in memory.
+        ident, requirements, updates = commit_request(access, target.namespace, target.table, request)
+        catalog = target.catalog
+        committed = await catalog.commit_on_loop(ident, requirements, updates)
+        if committed is None:
+            committed = await anyio.to_thread.run_sync(catalog.commit_table, ident, requirements, updates)
+        return table_response(access, *committed, with_config=False)
 
 
 def _error(e: TableStoreError) -> Response:

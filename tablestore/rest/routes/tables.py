@@ -231,12 +231,20 @@ def commit_table(namespace: str, table: str, body: CommitTableRequest, access: W
 def commit_response(access: Access, namespace: str, table: str, body: CommitTableRequest) -> Response:
     """The commit of a table (``POST .../tables/{table}``) by a caller holding the write role,
     answered: the route's work, shared with the envelope's (:mod:`tablestore.rest.routes.table_commits`)."""
-    ident = access.parse_identifier(namespace, table)
-    requirements, updates = _changes(access, body)
-    require_commit(access, ident, requirements)
+    ident, requirements, updates = commit_request(access, namespace, table, body)
     location, metadata = access.catalog.commit_table(ident, requirements, updates)
     # A response object skips FastAPI's jsonable_encoder, which costs more than the commit's SQL.
     return table_response(access, location, metadata, with_config=False)
+
+
+def commit_request(access: Access, namespace: str, table: str, body: CommitTableRequest
+                   ) -> tuple[Identifier, list[TableRequirement], list[TableUpdate]]:
+    """A table commit's table, requirements and updates, parsed and checked: its locations, and
+    the caller's privileges on the table (a database read under grants)."""
+    ident = access.parse_identifier(namespace, table)
+    requirements, updates = _changes(access, body)
+    require_commit(access, ident, requirements)
+    return ident, requirements, updates
 
 
 @router.delete("/namespaces/{namespace}/tables/{table}", status_code=204)
@@ -289,5 +297,5 @@ def commit_transaction(body: CommitTransactionRequest, access: WriteAccess) -> R
     return Response(status_code=204)
 
 
-__all__ = ["commit_response", "etag_of", "load_result", "parsed", "require_commit", "require_rename", "router",
-           "table_response"]
+__all__ = ["commit_request", "commit_response", "etag_of", "load_result", "parsed", "require_commit",
+           "require_rename", "router", "table_response"]
