@@ -34,6 +34,12 @@ loop (:mod:`tablestore.rest.state.async_pointers`), and finish with :meth:`Serve
 statement still runs at READ COMMITTED and every swap is durable when acknowledged. On SQLite
 (a local file: no round trips to save) a commit is the one attempt on the current row.
 
+The envelope's table commits (:mod:`tablestore.rest.routes.table_commits`) try
+:meth:`ServedSqlCatalog.commit_on_loop` first: on PostgreSQL, a commit to a table whose state
+the service last saw and whose commit lock is free is made on the event loop in one attempt,
+its swap sent over an asynchronous connection; anything else (a lost swap included) is made by
+:meth:`ServedSqlCatalog.commit_table` in a worker thread, as above.
+
 ``stats`` counts what ``/metrics`` reports of a catalog (:mod:`tablestore.rest.state.stats`): commits
 and conflicts by kind (each commit counted once, however many attempts it took), retries (each
 attempt after a commit's first, including a register with overwrite) and metadata cache hits.
