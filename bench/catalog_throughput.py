@@ -239,7 +239,9 @@ def _free_port() -> int:
     return free_port()
 
 
-def start_tablestore(workdir: Path, catalog_uri: str) -> Server:
+def start_tablestore(workdir: Path, catalog_uri: str, tree: Path | None = None, name: str = "tablestore") -> Server:
+    """``tablestore catalog serve`` on ``catalog_uri``: this checkout's, or the code in ``tree``
+    (a copy of another commit, put first on the path)."""
     config = workdir / "serve.yaml"
     config.write_text(json.dumps({
         "catalogs": [{"name": CATALOG, "type": "sql", "uri": catalog_uri, "warehouse": str(workdir / "warehouse")}],
@@ -248,12 +250,14 @@ def start_tablestore(workdir: Path, catalog_uri: str) -> Server:
     port = _free_port()
     log = workdir / "server.log"
     with log.open("wb") as out:
+        env = {**os.environ, "PYTHONPATH": str(tree)} if tree is not None else None
         process = subprocess.Popen([sys.executable, "-m", "tablestore.cli", "catalog", "serve", "--config",
-                                    str(config), "--port", str(port)], stdout=out, stderr=subprocess.STDOUT)
+                                    str(config), "--port", str(port)], stdout=out, stderr=subprocess.STDOUT,
+                                   env=env, cwd=tree)
     uri = f"http://127.0.0.1:{port}"
     headers = {"Authorization": f"Bearer {TOKEN}"}
     _wait(uri, "/v1/config", headers, process, log)
-    return Server("tablestore", process, uri, f"/v1/{CATALOG}", headers)
+    return Server(name, process, uri, f"/v1/{CATALOG}", headers)
 
 
 def start_reference(workdir: Path, socket_dir: str, socket_port: int, database: str, user: str) -> Server:
@@ -353,7 +357,7 @@ def _writers(uri: str, base: str, headers: dict[str, str], writers: list[tuple[i
     return sum(landed), sum(conflicts), time.process_time() - cpu
 
 
-def _warm(_: int) -> int:
+def warm_client_process(_: int) -> int:
     return os.getpid()
 
 
@@ -398,7 +402,7 @@ def run_loads(server: Server, names: list[str]) -> tuple[list[float], float]:
     return latencies, server.cpu() - before
 
 
-def _percentile(values: list[float], q: float) -> float:
+def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
@@ -419,7 +423,7 @@ def measure_all(workdir: Path, rounds: int, seconds: float, log: Callable[[str],
     memory: MemorySampler | None = None
     pool = ProcessPoolExecutor(CLIENT_PROCESSES, mp_context=multiprocessing.get_context("spawn"))
     try:
-        list(pool.map(_warm, range(CLIENT_PROCESSES)))
+        list(pool.map(warm_client_process, range(CLIENT_PROCESSES)))
         ours_dir, ref_dir = workdir / "tablestore", workdir / "reference"
         ours_dir.mkdir(parents=True, exist_ok=True)
         ref_dir.mkdir(parents=True, exist_ok=True)
@@ -483,7 +487,7 @@ def measure_all(workdir: Path, rounds: int, seconds: float, log: Callable[[str],
                 load_cpu[server.name] += cpu
         for name, values in latencies.items():
             load[f"{name}_p50_ms"] = 1000 * statistics.median(values)
-            load[f"{name}_p99_ms"] = 1000 * _percentile(values, 0.99)
+            load[f"{name}_p99_ms"] = 1000 * percentile(values, 0.99)
             load[f"{name}_cpu_ms"] = 1000 * load_cpu[name] / len(values)
         if "reference" in latencies:
             load["ratio_p50"] = load["tablestore_p50_ms"] / load["reference_p50_ms"]

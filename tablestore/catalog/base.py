@@ -713,13 +713,29 @@ class Catalog(ABC):
 
         Returns the new (location, metadata), or None when the updates change nothing.
         """
+        staged = self._next_metadata(current, requirements, updates)
+        if staged is not None:
+            self._write_next_metadata(identifier, *staged)
+        return staged
+
+    def _next_metadata(
+        self,
+        current: tuple[str, TableMetadata] | None,
+        requirements: Sequence[TableRequirement],
+        updates: Sequence[TableUpdate],
+    ) -> tuple[str, TableMetadata] | None:
+        """:meth:`_new_metadata` without the write: the next (location, metadata), or None."""
         current_location, current_metadata = current if current is not None else (None, None)
         for requirement in requirements:
             requirement.validate(current_metadata)
         new_metadata = apply_updates(current_metadata, list(updates), metadata_location=current_location)
         if current_metadata is not None and new_metadata == current_metadata:
             return None
-        location = new_metadata_location(new_metadata, current_location)
+        return new_metadata_location(new_metadata, current_location), new_metadata
+
+    def _write_next_metadata(self, identifier: Identifier, location: str, new_metadata: TableMetadata) -> None:
+        """Write the next metadata file of a commit: CommitConflictError if it exists already,
+        CommitFailedError if it cannot be written."""
         try:
             write_metadata_file(self.table_io(new_metadata), location, new_metadata)
         except FileExistsError as e:
@@ -731,7 +747,6 @@ class Catalog(ABC):
             raise CommitFailedError(
                 f"cannot commit to table {identifier_str(identifier)}: writing {location} failed: {e}"
             ) from e
-        return location, new_metadata
 
 
 __all__ = [

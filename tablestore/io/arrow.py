@@ -273,6 +273,10 @@ class ArrowInputFile(InputFile):
             raise FileNotFoundError(f"file does not exist: {self.location}") from e
 
     def exists(self) -> bool:
+        if self._resolved.is_local:
+            # One stat, without Arrow's FileInfo: the catalog service looks before every load it
+            # answers from memory.
+            return os.path.isfile(self._resolved.path)
         return self._resolved.fs.get_file_info(self._resolved.path).type == pafs.FileType.File
 
     def length(self) -> int:

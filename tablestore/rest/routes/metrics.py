@@ -178,14 +178,22 @@ class ServiceMetrics:
             "tablestore_http_request_duration_seconds",
             "Time from a request's arrival to the end of its answer, by method and route template.",
             ["method", "route"], registry=self.registry)
+        self._series: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
         self.in_progress = Gauge(
             "tablestore_http_requests_in_progress", "HTTP requests being answered.", registry=self.registry)
         self.registry.register(StatsCollector(service))
         ProcessCollector(registry=self.registry)
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
-        self.requests.labels(method, route, str(status)).inc()
-        self.latency.labels(method, route).observe(seconds)
+        # The series of each (method, route, status) looked up once: labels() checks and locks on
+        # every call, a few percent of a table load's CPU. Routes are templates, so they are few.
+        key = (method, route, status)
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = (self.requests.labels(method, route, str(status)),
+                                          self.latency.labels(method, route))
+        series[0].inc()
+        series[1].observe(seconds)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -68,6 +68,18 @@ class Target:
         self.table = table
 
 
+def table_target(service: Service, path: str) -> Target | None:
+    """The table a path ``/v1/{prefix}/namespaces/{namespace}/tables/{table}`` names, when its
+    prefix is one of the service's SQL catalogs (else the router answers it)."""
+    match = _PATH.fullmatch(path)
+    if match is None:
+        return None
+    catalog = service.catalogs.get(match.group(1))
+    if not isinstance(catalog, ServedSqlCatalog):
+        return None
+    return Target(catalog, match.group(1), match.group(2), match.group(3))
+
+
 class TableLoads:
     """The fast path of table loads; see the module docstring."""
 
@@ -79,13 +91,7 @@ class TableLoads:
         queries = _QUERIES.get(scope["method"])
         if queries is None or scope.get("query_string", b"") not in queries:
             return None
-        match = _PATH.fullmatch(scope["path"])
-        if match is None:
-            return None
-        catalog = self.service.catalogs.get(match.group(1))
-        if not isinstance(catalog, ServedSqlCatalog):
-            return None
-        return Target(catalog, match.group(1), match.group(2), match.group(3))
+        return table_target(self.service, scope["path"])
 
     async def answer(self, scope: Scope, receive: Receive, send: Send, principal: Principal, target: Target) -> None:
         try:
@@ -147,4 +153,4 @@ def _headers(scope: Scope) -> tuple[str | None, str | None]:
     return delegation, if_none_match
 
 
-__all__ = ["LOAD_ROUTE", "TableLoads", "Target"]
+__all__ = ["LOAD_ROUTE", "TableLoads", "Target", "table_target"]

@@ -7,7 +7,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import replace
-from functools import partial
+from functools import lru_cache, partial
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Body, Header, Query, Response
@@ -188,6 +188,7 @@ def register_table(namespace: str, body: RegisterTableRequest, access: WriteAcce
     return table_response(access, table.metadata_location, table.metadata, ident=ident)
 
 
+@lru_cache(maxsize=4096)  # a load's every answer of one file: the digest once (it was 3% of a load's CPU)
 def etag_of(metadata_location: str, snapshots: str) -> str:
     """The ETag of a load: its metadata file and the snapshots asked for."""
     return '"' + hashlib.sha256(f"{metadata_location}|{snapshots}".encode()).hexdigest()[:32] + '"'
@@ -224,12 +225,26 @@ def table_exists(namespace: str, table: str, access: ReadAccess) -> Response:
 
 @router.post("/namespaces/{namespace}/tables/{table}")
 def commit_table(namespace: str, table: str, body: CommitTableRequest, access: WriteAccess) -> Response:
-    ident = access.parse_identifier(namespace, table)
-    requirements, updates = _changes(access, body)
-    require_commit(access, ident, requirements)
+    return commit_response(access, namespace, table, body)
+
+
+def commit_response(access: Access, namespace: str, table: str, body: CommitTableRequest) -> Response:
+    """The commit of a table (``POST .../tables/{table}``) by a caller holding the write role,
+    answered: the route's work, shared with the envelope's (:mod:`tablestore.rest.routes.table_commits`)."""
+    ident, requirements, updates = commit_request(access, namespace, table, body)
     location, metadata = access.catalog.commit_table(ident, requirements, updates)
     # A response object skips FastAPI's jsonable_encoder, which costs more than the commit's SQL.
     return table_response(access, location, metadata, with_config=False)
+
+
+def commit_request(access: Access, namespace: str, table: str, body: CommitTableRequest
+                   ) -> tuple[Identifier, list[TableRequirement], list[TableUpdate]]:
+    """A table commit's table, requirements and updates, parsed and checked: its locations, and
+    the caller's privileges on the table (a database read under grants)."""
+    ident = access.parse_identifier(namespace, table)
+    requirements, updates = _changes(access, body)
+    require_commit(access, ident, requirements)
+    return ident, requirements, updates
 
 
 @router.delete("/namespaces/{namespace}/tables/{table}", status_code=204)
@@ -282,4 +297,5 @@ def commit_transaction(body: CommitTransactionRequest, access: WriteAccess) -> R
     return Response(status_code=204)
 
 
-__all__ = ["etag_of", "load_result", "parsed", "require_commit", "require_rename", "router", "table_response"]
+__all__ = ["commit_request", "commit_response", "etag_of", "load_result", "parsed", "require_commit",
+           "require_rename", "router", "table_response"]

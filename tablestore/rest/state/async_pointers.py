@@ -14,18 +14,26 @@ their own (asynchronous connections are always in autocommit, which a single rea
 it sees its own READ COMMITTED snapshot, as the synchronous lookup does). A pooled connection
 that PostgreSQL closed meanwhile fails its statement; the read is then made once more on a new
 connection, as the synchronous lookup does.
+
+A table commit's compare-and-swap goes the same way (:meth:`AsyncStatement.write`), when the
+commit can be made on the event loop (:meth:`ServedSqlCatalog.commit_on_loop`): one statement
+in autocommit, whose failures say whether it can have reached the database. A write is never
+repeated here: a pooled connection is looked at before it is used (anything readable on an idle
+one is the server's goodbye), and a connection that fails under the statement leaves its outcome
+unknown.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+import select
 from collections.abc import Mapping
 from typing import Any
 
 import psycopg2
 import psycopg2.extensions
-from sqlalchemy import Engine
+from sqlalchemy import Engine, Update
 from sqlalchemy.sql import Select
 
 # Idle connections kept; more concurrent loads than this open connections that are closed after.
@@ -33,10 +41,23 @@ MAX_IDLE = 8
 STATEMENT_NAME = "tablestore_table_pointer"
 
 
-class AsyncPointerReader:
-    """One read statement (a table's row) over asynchronous psycopg2 connections."""
+class StatementNotSentError(Exception):
+    """A write that cannot have reached the database: no connection to send it on."""
 
-    def __init__(self, engine: Engine, statement: Select[Any], max_idle: int = MAX_IDLE) -> None:
+
+class StatementOutcomeUnknownError(Exception):
+    """A write whose connection failed after it was sent: it may have been applied."""
+
+
+class StatementRefusedError(Exception):
+    """A write the database answered with an error: nothing was applied."""
+
+
+class AsyncStatement:
+    """One statement over asynchronous psycopg2 connections: a read (a table's row) or a write."""
+
+    def __init__(self, engine: Engine, statement: Select[Any] | Update, max_idle: int = MAX_IDLE,
+                 name: str = STATEMENT_NAME, parameter_type: str | None = None) -> None:
         args, kwargs = engine.dialect.create_connect_args(engine.url)
         self._connect_args: tuple[list[Any], dict[str, Any]] = (list(args), dict(kwargs))
         compiled = statement.compile(dialect=engine.dialect)
@@ -45,17 +66,62 @@ class AsyncPointerReader:
         # on each load, which is part of the answer's wait.
         self._names = list(dict.fromkeys(re.findall(r"%\((\w+)\)s", text)))
         numbered = re.sub(r"%\((\w+)\)s", lambda m: f"${self._names.index(m.group(1)) + 1}", text)
-        self._prepare = f"PREPARE {STATEMENT_NAME} AS {numbered}"
-        self._execute = f"EXECUTE {STATEMENT_NAME} ({', '.join('%s' for _ in self._names)})"
+        # A parameter used twice (the swap's new location: the value set, and compared) needs its
+        # type named, or PostgreSQL refuses the statement as ambiguous.
+        types = f" ({', '.join(parameter_type for _ in self._names)})" if parameter_type else ""
+        self._prepare = f"PREPARE {name}{types} AS {numbered}"
+        self._execute = f"EXECUTE {name} ({', '.join('%s' for _ in self._names)})"
         # The statement's own constants (a type filter's values), beside the parameters given.
         self._defaults = {k: v for k, v in compiled.params.items() if v is not None}
         self._idle: list[Any] = []
         self._max_idle = max_idle
 
+    def _values(self, params: Mapping[str, Any]) -> list[Any]:
+        given = {**self._defaults, **params}
+        return [given[name] for name in self._names]
+
+    def _release(self, conn: Any) -> None:
+        if len(self._idle) < self._max_idle:
+            self._idle.append(conn)
+        else:
+            conn.close()
+
+    async def write(self, params: Mapping[str, Any]) -> int:
+        """Run the statement once: the rows it changed. StatementNotSentError,
+        StatementOutcomeUnknownError or StatementRefusedError when it fails."""
+        values = self._values(params)
+        conn = None
+        while self._idle and conn is None:
+            conn = self._idle.pop()
+            if _closed_by_server(conn):
+                conn.close()
+                conn = None
+        if conn is None:
+            try:
+                conn = await self._connect()
+            except psycopg2.Error as e:
+                raise StatementNotSentError(f"cannot reach the database ({type(e).__name__})") from e
+        try:
+            cursor = conn.cursor()
+            cursor.execute(self._execute, values)
+            await _ready(conn)
+            count = int(cursor.rowcount)
+            cursor.close()
+        except (psycopg2.OperationalError, psycopg2.InterfaceError) as e:
+            conn.close()
+            raise StatementOutcomeUnknownError(f"the database connection failed ({type(e).__name__})") from e
+        except psycopg2.Error as e:
+            conn.close()
+            raise StatementRefusedError(f"{type(e).__name__}: {e}") from e
+        except BaseException:
+            conn.close()  # cancelled mid-statement: its state is unknown
+            raise
+        self._release(conn)
+        return count
+
     async def fetch_value(self, params: Mapping[str, Any]) -> tuple[bool, Any]:
         """(whether a row was found, its first column)."""
-        given = {**self._defaults, **params}
-        values = [given[name] for name in self._names]
+        values = self._values(params)
         for attempt in range(2):
             pooled = bool(self._idle)
             conn = self._idle.pop() if pooled else await self._connect()
@@ -73,10 +139,7 @@ class AsyncPointerReader:
             except BaseException:
                 conn.close()  # cancelled or failed mid-statement: its state is unknown
                 raise
-            if len(self._idle) < self._max_idle:
-                self._idle.append(conn)
-            else:
-                conn.close()
+            self._release(conn)
             return (row is not None), (row[0] if row is not None else None)
         raise AssertionError("unreachable")
 
@@ -97,6 +160,17 @@ class AsyncPointerReader:
     def close(self) -> None:
         while self._idle:
             self._idle.pop().close()
+
+
+def _closed_by_server(conn: Any) -> bool:
+    """Whether an idle connection was closed by the server (anything readable on it is its
+    goodbye): a local system call, where a ping would be a round trip."""
+    if conn.closed:
+        return True
+    try:
+        return bool(select.select([conn.fileno()], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
 
 
 async def _ready(conn: Any) -> None:
@@ -129,4 +203,5 @@ def _wake(waiter: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
-__all__ = ["MAX_IDLE", "STATEMENT_NAME", "AsyncPointerReader"]
+__all__ = ["MAX_IDLE", "STATEMENT_NAME", "AsyncStatement", "StatementNotSentError", "StatementOutcomeUnknownError",
+           "StatementRefusedError"]

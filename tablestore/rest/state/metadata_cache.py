@@ -9,20 +9,16 @@ third of what the parsed object holds in memory, rather than by a count of entri
 few MiB. Least recently used entries go first, and a table's previous file as soon as the service
 sees the table move on (a commit, or a load of its new file).
 
-Serialized with pydantic-core's ``to_json`` (already a dependency through pydantic): measured
-4x faster than ``json.dumps`` on a metadata file's dictionary.
+Serialized by :func:`~tablestore.spec.metadata.table_metadata.json_bytes` (orjson, 4x faster
+than pydantic-core's ``to_json``, which was 4x faster than ``json.dumps``).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import TYPE_CHECKING
 
-from pydantic_core import to_json
-
-if TYPE_CHECKING:
-    from tablestore.spec.metadata.table_metadata import TableMetadata
+from tablestore.spec.metadata.table_metadata import TableMetadata, json_bytes
 
 # The JSON bytes kept; the parsed objects beside them take about three times as much.
 DEFAULT_CACHE_BYTES = 32 * 1024 * 1024
@@ -30,7 +26,7 @@ DEFAULT_CACHE_BYTES = 32 * 1024 * 1024
 
 def metadata_json(metadata: TableMetadata) -> bytes:
     """The JSON of a metadata file as the REST responses embed it."""
-    return to_json(metadata.to_json())
+    return json_bytes(metadata.to_json())
 
 
 class MetadataCache:

@@ -34,6 +34,12 @@ loop (:mod:`tablestore.rest.state.async_pointers`), and finish with :meth:`Serve
 statement still runs at READ COMMITTED and every swap is durable when acknowledged. On SQLite
 (a local file: no round trips to save) a commit is the one attempt on the current row.
 
+The envelope's table commits (:mod:`tablestore.rest.routes.table_commits`) try
+:meth:`ServedSqlCatalog.commit_on_loop` first: on PostgreSQL, a commit to a table whose state
+the service last saw and whose commit lock is free is made on the event loop in one attempt,
+its swap sent over an asynchronous connection; anything else (a lost swap included) is made by
+:meth:`ServedSqlCatalog.commit_table` in a worker thread, as above.
+
 ``stats`` counts what ``/metrics`` reports of a catalog (:mod:`tablestore.rest.state.stats`): commits
 and conflicts by kind (each commit counted once, however many attempts it took), retries (each
 attempt after a commit's first, including a register with overwrite) and metadata cache hits.
@@ -55,17 +61,24 @@ from sqlalchemy import Connection, Engine, bindparam, create_engine, event, sele
 from sqlalchemy.exc import DBAPIError, DisconnectionError
 
 from tablestore.catalog.base import metadata_file_missing, read_metadata_file
-from tablestore.catalog.compare_and_swap import PointerMovedError, PointerSwap, swap_pointers
+from tablestore.catalog.compare_and_swap import SWAP_POINTER, PointerMovedError, PointerSwap, swap_pointers
 from tablestore.catalog.sql_catalog import SqlCatalog
 from tablestore.catalog.sql_tables import ICEBERG_TABLES
 from tablestore.errors import (
     CommitConflictError,
+    CommitFailedError,
+    CommitStateUnknownError,
     NoSuchTableError,
     TableAlreadyExistsError,
     TableStoreError,
 )
 from tablestore.names import Identifier, IdentifierLike, identifier_str
-from tablestore.rest.state.async_pointers import AsyncPointerReader
+from tablestore.rest.state.async_pointers import (
+    AsyncStatement,
+    StatementNotSentError,
+    StatementOutcomeUnknownError,
+    StatementRefusedError,
+)
 from tablestore.rest.state.metadata_cache import DEFAULT_CACHE_BYTES, MetadataCache
 from tablestore.rest.state.stats import CACHE_HITS, CACHE_MISSES, COMMIT_CONFLICTS, COMMIT_RETRIES, COMMITS, Stats
 from tablestore.spec.metadata.update_models import AssertCreate
@@ -146,15 +159,19 @@ class ServedSqlCatalog(SqlCatalog):
         # Built once: building and cache-keying a statement per request costs more CPU than
         # PostgreSQL spends running it.
         self._lookup_statement = select(t.metadata_location).where(*key, *self._table_filter())
-        # The same lookup for loads answered on the event loop (tablestore.rest.state.async_pointers).
-        self._async_lookups = AsyncPointerReader(self.engine, self._lookup_statement) \
-            if self.engine.dialect.name == "postgresql" else None
+        # The same lookup for loads answered on the event loop (tablestore.rest.state.async_pointers),
+        # and the swap of commits made there (commit_on_loop).
+        postgres = self.engine.dialect.name == "postgresql"
+        self._async_lookups = AsyncStatement(self.engine, self._lookup_statement) if postgres else None
+        self._async_swaps = AsyncStatement(self.engine, SWAP_POINTER, SWAP_POOL_SIZE, "tablestore_swap_pointer",
+                                           "text") if postgres else None
         self._commit_locks = [threading.Lock() for _ in range(COMMIT_LOCKS)]
         self.stats = Stats()
 
     def close(self) -> None:
-        if self._async_lookups is not None:
-            self._async_lookups.close()
+        for statement in (self._async_lookups, self._async_swaps):
+            if statement is not None:
+                statement.close()
         for engine in (self._autocommit, self._lookups):
             if engine is not None and engine is not self.engine:
                 engine.dispose()
@@ -314,6 +331,74 @@ class ServedSqlCatalog(SqlCatalog):
                 raise
         self.stats.inc(COMMITS, kind)
         return committed
+
+    async def commit_on_loop(
+        self, ident: Identifier, requirements: Sequence[TableRequirement], updates: Sequence[TableUpdate]
+    ) -> tuple[str, TableMetadata] | None:
+        """:meth:`commit_table` made on the event loop, when it can be made there in one attempt
+        without waiting; None when it is not made here (nothing changed, nothing counted), and
+        the caller then makes it with :meth:`commit_table` in a worker thread.
+
+        Made here: a commit to a table whose state the service last saw, with no other commit
+        to it under way, whose requirements hold on that state and whose next metadata file is
+        local. The requirements are checked, the updates applied and the file written on the
+        loop, as a worker thread would under the GIL, and the swap is sent over an asynchronous
+        connection (:meth:`AsyncStatement.write`): no hand-off to a thread and back, which was
+        a tenth of the service's samples at 16 writers on 16 tables, nor SQLAlchemy's execution
+        machinery. A swap that loses is counted as a retry and made again by :meth:`commit_table`
+        on the table's current row, as its own retries are.
+        """
+        if self._async_swaps is None or any(isinstance(r, AssertCreate) for r in requirements):
+            return None
+        lock = self._commit_lock(ident)
+        if not lock.acquire(blocking=False):
+            return None  # another commit to the table is under way: queue for it in a thread
+        try:
+            base = self._last_seen(ident)
+            if base is None:
+                return None
+            try:
+                staged = self._next_metadata(base, requirements, updates)
+            except TableStoreError:
+                return None  # judged again on the table's current row
+            if staged is None or not self.table_io(staged[1]).is_local(staged[0]):
+                return None  # nothing to change on a state that may be stale; a file behind the network
+            try:
+                self._write_next_metadata(ident, *staged)
+            except TableStoreError:
+                return None  # as a lost race: made again from the current row
+            if not await self._swap_on_loop(ident, base[0], *staged):
+                self._forget(ident)
+                self.stats.inc(COMMIT_RETRIES)
+                return None
+            self._remember(ident, *staged)
+        finally:
+            lock.release()
+        self.stats.inc(COMMITS, "table")
+        return staged
+
+    async def _swap_on_loop(self, ident: Identifier, base: str, location: str, metadata: TableMetadata) -> bool:
+        """:meth:`_swap_staged` over the asynchronous connections, with the same outcomes."""
+        assert self._async_swaps is not None
+        what = f"commit to table {identifier_str(ident)}"
+        io = self.table_io(metadata)
+        try:
+            changed = await self._async_swaps.write({**self._key_params(ident), "base": base, "new": location})
+        except StatementNotSentError as e:
+            io.delete(location)
+            raise CommitFailedError(f"{what} failed, nothing was committed: {e}") from e
+        except StatementRefusedError as e:
+            io.delete(location)
+            raise CommitFailedError(f"{what} failed, nothing was committed: {e}") from e
+        except StatementOutcomeUnknownError as e:
+            # The file may be the table's state now: it stays.
+            raise CommitStateUnknownError(
+                f"{what} may or may not have been applied ({e}); reload to check. New metadata: {location}"
+            ) from e
+        if changed != 1:
+            io.delete(location)
+            return False
+        return True
 
     def commit_tables(
         self, changes: Sequence[tuple[IdentifierLike, Sequence[TableRequirement], Sequence[TableUpdate]]]

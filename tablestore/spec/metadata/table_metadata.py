@@ -21,6 +21,11 @@ from typing import Any
 
 from pydantic_core import to_json
 
+try:
+    import orjson as _orjson
+except ImportError:  # the core runs without it (pydantic-core writes the JSON then)
+    _orjson = None  # type: ignore[assignment]
+
 from tablestore.errors import CorruptMetadataError, NoSuchSnapshotError, SchemaError, ValidationError
 from tablestore.spec.partitioning.partition_spec import PartitionField, PartitionSpec
 from tablestore.spec.partitioning.sort_order import SortField, SortOrder
@@ -590,14 +595,31 @@ def parse_metadata(data: bytes) -> TableMetadata:
 
 
 def serialize_metadata(metadata: TableMetadata) -> bytes:
-    """The JSON bytes of a metadata file, indented as Java writes them.
+    """The JSON bytes of a metadata file, indented as Java writes them (:func:`json_bytes`)."""
+    return json_bytes(metadata.to_json(), indent=True)
 
-    pydantic-core's encoder: ``json.dumps`` with an indent falls back to its pure-Python encoder,
-    13x slower on a metadata file with a full metadata log (100 entries), which the catalog
-    service paid on every commit. The output differs only where JSON allows: non-ASCII text is
-    written as UTF-8 rather than ``\\u`` escapes, and floats in their shortest form.
+
+def json_bytes(document: Any, indent: bool = False) -> bytes:
+    """A JSON document's UTF-8 bytes as pydantic-core's ``to_json`` writes them (non-finite floats
+    as ``NaN`` and ``Infinity``), made by orjson when it is installed (the service's extra has it).
+
+    ``json.dumps`` with an indent runs Python's pure-Python encoder, 13x slower than pydantic-core
+    on a metadata file with a full metadata log (100 entries), which the catalog service paid on
+    every commit; and orjson is 4 to 5x faster again (15 against 65 us indented, 11 against 42 us
+    compact, on a 13 KiB metadata file): a commit writes the file and serializes the response.
+    Both write the same bytes (UTF-8 text, shortest floats, the same indentation), but orjson
+    refuses integers beyond 64 bits and writes non-finite floats as ``null``: a document it
+    refuses, or whose bytes hold ``null`` anywhere (metadata holds none), is pydantic-core's.
     """
-    return to_json(metadata.to_json(), indent=2, inf_nan_mode="constants")
+    if _orjson is not None:
+        try:
+            data: bytes = _orjson.dumps(document, option=_orjson.OPT_INDENT_2 if indent else 0)
+        except TypeError:  # orjson's JSONEncodeError: an integer beyond 64 bits, a type it does not know
+            pass
+        else:
+            if b"null" not in data:
+                return data
+    return to_json(document, indent=2 if indent else None, inf_nan_mode="constants")
 
 
 # -- new tables ----------------------------------------------------------------------------------

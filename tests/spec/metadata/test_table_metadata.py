@@ -18,6 +18,7 @@ from tablestore.spec.metadata.table_metadata import (
     SnapshotLogEntry,
     SnapshotRef,
     TableMetadata,
+    json_bytes,
     new_snapshot_id,
     new_table_metadata,
     parse_metadata,
@@ -270,6 +271,20 @@ def test_v1_metadata_is_read() -> None:
     assert out["schema"]["fields"][1]["doc"] == "comment"
     assert out["snapshots"][0]["manifests"] == ["s3://a/b/1.avro"]
     assert parse_metadata(serialize_metadata(md)) == md
+
+
+def test_metadata_json_is_pydantic_cores_bytes_whichever_encoder_writes_it() -> None:
+    from pydantic_core import to_json
+
+    md = _with_history()
+    document = {**md.to_json(), "properties": {"text": "é\u2028\"\\", "n": "1"}, "extra-float": [1.5, 1e20, 1e-7, -0.0]}
+    for indent in (True, False):
+        assert json_bytes(document, indent) == to_json(document, indent=2 if indent else None)
+    # What orjson writes otherwise, or refuses, is pydantic-core's: non-finite floats, big integers.
+    for odd in ({"x": float("nan"), "y": float("inf")}, {"x": 2**70}, {"x": None}):
+        assert json_bytes(odd, indent=True) == to_json(odd, indent=2, inf_nan_mode="constants")
+    assert json_bytes({"x": float("nan")}) == b'{"x":NaN}'
+    assert serialize_metadata(md) == to_json(md.to_json(), indent=2)
 
 
 def test_refs_are_synthesized_for_old_metadata() -> None:
