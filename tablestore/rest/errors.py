@@ -12,6 +12,8 @@ about internals.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -84,11 +86,23 @@ def log_unexpected(request_id: str | None, method: str, path: str, exc: BaseExce
                  exc_info=exc)
 
 
+def tablestore_error_response(exc: TableStoreError) -> JSONResponse:
+    """A TableStoreError's answer: its status and Iceberg error type, its message."""
+    status, name = status_of(exc)
+    return error_response(status, name, str(exc))
+
+
+def unexpected_error_response(scope: Mapping[str, Any], exc: BaseException) -> JSONResponse:
+    """The answer to an unexpected error (500, no detail), its traceback logged under the
+    request's id: the app's handler and the routes answered in the envelope alike."""
+    log_unexpected(scope.get("state", {}).get("request_id"), scope["method"], scope["path"], exc)
+    return error_response(500, "ServerErrorException", "internal server error; see the server log")
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(TableStoreError)
     async def _tablestore(_request: Request, exc: TableStoreError) -> JSONResponse:
-        status, name = status_of(exc)
-        return error_response(status, name, str(exc))
+        return tablestore_error_response(exc)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -104,8 +118,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log_unexpected(request.scope.get("state", {}).get("request_id"), request.method, request.url.path, exc)
-        return error_response(500, "ServerErrorException", "internal server error; see the server log")
+        return unexpected_error_response(request.scope, exc)
 
 
-__all__ = ["error_body", "error_response", "install_error_handlers", "log_unexpected", "status_of"]
+__all__ = ["error_body", "error_response", "install_error_handlers", "log_unexpected", "status_of",
+           "tablestore_error_response", "unexpected_error_response"]

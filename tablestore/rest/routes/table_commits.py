@@ -42,7 +42,7 @@ from tablestore.names import Identifier
 from tablestore.rest.access import Access, Service, delegation_mechanisms
 from tablestore.rest.auth.authorizer import RoleAuthorizer
 from tablestore.rest.auth.principals import WRITE, Principal
-from tablestore.rest.errors import error_response, log_unexpected, status_of
+from tablestore.rest.errors import tablestore_error_response, unexpected_error_response
 from tablestore.rest.routes.models import CommitTableRequest
 from tablestore.rest.routes.table_loads import Target, table_target
 from tablestore.rest.routes.tables import commit_request, commit_response, table_response
@@ -90,7 +90,7 @@ class TableCommits:
         try:
             self.service.authorizer.check_endpoint(principal, target.prefix, WRITE)
         except TableStoreError as e:
-            await _error(e)(scope, receive, send)
+            await tablestore_error_response(e)(scope, receive, send)
             return
         try:
             request = CommitTableRequest.model_validate(document)
@@ -102,12 +102,11 @@ class TableCommits:
         try:
             response = await self._commit(access, target, request)
         except TableStoreError as e:
-            response = _error(e)
+            response = tablestore_error_response(e)
         except Exception as e:
             # As the app's handler of the unexpected: logged, answered 500, raised for the envelope.
-            log_unexpected(scope.get("state", {}).get("request_id"), scope["method"], scope["path"], e)
-            await error_response(500, "ServerErrorException", "internal server error; see the server log")(
-                scope, receive, send)
+            # It deletes nothing: a commit's files are the catalog's to keep or remove.
+            await unexpected_error_response(scope, e)(scope, receive, send)
             raise
         await response(scope, receive, send)
 
@@ -134,11 +133,6 @@ def _commit_in_thread(access: Access, catalog: ServedSqlCatalog, ident: Identifi
     # the cache, where nothing dropped it again (the benchmark's one-table cases filled the cache
     # with them and pushed the loads' files out).
     return table_response(access, *catalog.commit_table(ident, requirements, updates), with_config=False)
-
-
-def _error(e: TableStoreError) -> Response:
-    status, name = status_of(e)
-    return error_response(status, name, str(e))
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

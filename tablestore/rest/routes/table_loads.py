@@ -40,7 +40,7 @@ from tablestore.rest.access import Access, Service, delegation_mechanisms
 from tablestore.rest.auth.authorizer import RoleAuthorizer
 from tablestore.rest.auth.grants import Privilege
 from tablestore.rest.auth.principals import READ, Principal
-from tablestore.rest.errors import error_response, log_unexpected, status_of
+from tablestore.rest.errors import error_response, tablestore_error_response, unexpected_error_response
 from tablestore.rest.routes.tables import etag_of, table_response
 from tablestore.rest.state.served_catalog import ServedSqlCatalog
 from tablestore.rest.storage.credentials import DELEGATION_HEADER, VENDED, VendingError
@@ -100,13 +100,10 @@ class TableLoads:
             # As the app's handler of these: STS down or refusing, the request was fine.
             response = error_response(503, "ServiceUnavailableException", str(e))
         except TableStoreError as e:
-            status, name = status_of(e)
-            response = error_response(status, name, str(e))
+            response = tablestore_error_response(e)
         except Exception as e:
             # As the app's handler of the unexpected: logged, answered 500, raised for the envelope.
-            log_unexpected(scope.get("state", {}).get("request_id"), scope["method"], scope["path"], e)
-            await error_response(500, "ServerErrorException", "internal server error; see the server log")(
-                scope, receive, send)
+            await unexpected_error_response(scope, e)(scope, receive, send)
             raise
         await response(scope, receive, send)
 
