@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,14 @@ def test_commits_answer_as_the_route_does(rest_service: RestService) -> None:
             with engine.connect() as conn:
                 assert conn.execute(text("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
                                          "WHERE datname = current_database() AND pid <> pg_backend_pid()")).scalar()
+                # pg_terminate_backend only signals: until the backends have exited, a pooled
+                # connection can look idle and die under the next statement (a 504, rightly, as
+                # its outcome is unknown). A restart has ended them before the service sends more.
+                deadline = time.monotonic() + 30
+                while conn.execute(text("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                        "AND pid <> pg_backend_pid()")).scalar():
+                    assert time.monotonic() < deadline, "the terminated backends did not exit"
+                    time.sleep(0.05)
         finally:
             engine.dispose()
         for value in ("after-restart-1", "after-restart-2"):
