@@ -9,6 +9,8 @@ at the end of the session, and the child processes are also told to die with the
 from __future__ import annotations
 
 import glob
+import http.client
+import json
 import os
 import shutil
 import signal
@@ -336,3 +338,26 @@ server:
       role: write
   token-secret: test-signing-secret
 """ + "".join(f"  {k}: {v}\n" for k, v in (server_extra or {}).items()))
+
+
+# Headers that differ between any two answers of the service.
+VOLATILE_HEADERS = {"date", "x-request-id"}
+
+
+def raw_answer(service: RestService, method: str, path: str, token: str, body: Any = None, raw: bytes | None = None,
+               headers: dict[str, str] | None = None) -> tuple[int, list[tuple[str, str]], bytes]:
+    """One request to ``service`` over a plain HTTP connection, no client library in between: the
+    status, the headers but the volatile ones (lower-cased, in order) and the body. ``body`` is
+    sent as JSON, ``raw`` as it is."""
+    conn = http.client.HTTPConnection("127.0.0.1", service.port, timeout=30)
+    try:
+        sent = {"Authorization": f"Bearer {token}", **(headers or {})}
+        if body is not None:
+            raw = json.dumps(body).encode()
+            sent["Content-Type"] = "application/json"
+        conn.request(method, path, body=raw, headers=sent)
+        response = conn.getresponse()
+        kept = [(k.lower(), v) for k, v in response.getheaders() if k.lower() not in VOLATILE_HEADERS]
+        return response.status, kept, response.read()
+    finally:
+        conn.close()

@@ -5,7 +5,6 @@ path does not take sends it there; the route ignores it)."""
 
 from __future__ import annotations
 
-import http.client
 import json
 import time
 from pathlib import Path
@@ -19,11 +18,9 @@ from tablestore.rest.routes.table_commits import TableCommits
 from tablestore.rest.settings import server_settings
 from tablestore.rest.state.served_catalog import ServedSqlCatalog
 from tests.rest.conftest import ON_BOTH_DATABASES
-from tests.services import CATALOG, READ_TOKEN, WRITE_TOKEN, RestService, write_config
+from tests.services import CATALOG, READ_TOKEN, WRITE_TOKEN, RestService, raw_answer, write_config
 
 NAMESPACE = "fastcommit"
-# Headers that differ between any two answers.
-_VOLATILE = {"date", "x-request-id"}
 SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "required": False, "type": "long"}]}
 
 
@@ -39,18 +36,7 @@ def _both(service: RestService, path: str, body: Any = None, raw: bytes | None =
 def _send(service: RestService, path: str, body: Any = None, raw: bytes | None = None, token: str = WRITE_TOKEN,
           headers: dict[str, str] | None = None, method: str = "POST") -> tuple[int, list[tuple[str, str]], bytes]:
     """An answer: status, headers but the volatile ones, body. ``body`` is sent as JSON, ``raw`` as is."""
-    conn = http.client.HTTPConnection("127.0.0.1", service.port, timeout=30)
-    try:
-        sent = {"Authorization": f"Bearer {token}", **(headers or {})}
-        if body is not None:
-            raw = json.dumps(body).encode()
-            sent["Content-Type"] = "application/json"
-        conn.request(method, path, body=raw, headers=sent)
-        response = conn.getresponse()
-        kept = [(k.lower(), v) for k, v in response.getheaders() if k.lower() not in _VOLATILE]
-        return response.status, kept, response.read()
-    finally:
-        conn.close()
+    return raw_answer(service, method, path, token, body=body, raw=raw, headers=headers)
 
 
 def _error(answer: tuple[int, list[tuple[str, str]], bytes]) -> tuple[int, str]:

@@ -5,7 +5,6 @@ query parameter the fast path does not know sends it there; the route ignores it
 
 from __future__ import annotations
 
-import http.client
 import json
 from pathlib import Path
 from typing import Any
@@ -15,27 +14,14 @@ from tablestore.rest.access import Service
 from tablestore.rest.routes.table_loads import TableLoads
 from tablestore.rest.settings import server_settings
 from tablestore.rest.state.served_catalog import ServedSqlCatalog
-from tests.services import CATALOG, READ_TOKEN, WRITE_TOKEN, RestService, write_config
+from tests.services import CATALOG, READ_TOKEN, WRITE_TOKEN, RestService, raw_answer, write_config
 
-# Headers that differ between any two answers.
-_VOLATILE = {"date", "x-request-id"}
 NAMESPACE = "fastload"
 
 
 def _call(service: RestService, method: str, path: str, token: str = WRITE_TOKEN,
           headers: dict[str, str] | None = None, body: Any = None) -> tuple[int, list[tuple[str, str]], bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", service.port, timeout=30)
-    try:
-        sent = {"Authorization": f"Bearer {token}", **(headers or {})}
-        data = json.dumps(body).encode() if body is not None else None
-        if data is not None:
-            sent["Content-Type"] = "application/json"
-        conn.request(method, path, body=data, headers=sent)
-        response = conn.getresponse()
-        kept = [(k.lower(), v) for k, v in response.getheaders() if k.lower() not in _VOLATILE]
-        return response.status, kept, response.read()
-    finally:
-        conn.close()
+    return raw_answer(service, method, path, token, body=body, headers=headers)
 
 
 def _both(service: RestService, method: str, path: str, **kwargs: Any) -> tuple[int, list[tuple[str, str]], bytes]:
